@@ -1,0 +1,47 @@
+"""``palace-conformance``: the command line. Each area adds its own subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .fake import commands as fake_commands
+from .scenarios import commands as fixture_commands
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called; printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="palace-conformance",
+        description="Conformance kit for MemPalace bridges: fixtures, a fault-injecting fake "
+        "MemPalace server, and a runner.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    fake_commands.add_commands(sub)
+    fixture_commands.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        code = args.handler(args)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

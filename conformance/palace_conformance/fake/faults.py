@@ -1,0 +1,324 @@
+"""Fault plans: data that says which message to break, how, and how often.
+
+A fault is ``{"id", "on": {method, tool, nth, transport}, "times", "action", ...params}``. The
+brain counts matching messages across every process of a scenario (through the shared journal), so
+"the 2nd ``tools/call`` of ``mempalace_search``" means the 2nd one the palace ever saw, even when
+the first went to a child that has since been killed and respawned.
+
+The compact ``--fault`` syntax is ``ACTION[@TARGET][#NTH][xTIMES][,key=value...]``; see
+:data:`COMPACT_HELP`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PLAN_SCHEMA_VERSION = 1
+STARTUP = "$startup"
+
+#: action -> (transports it applies to, allowed parameters)
+ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    # transport-neutral: applied by the brain's playback
+    "stall": (frozenset({"stdio", "http"}), frozenset({"ms"})),
+    "delay": (frozenset({"stdio", "http"}), frozenset({"ms"})),
+    "drip_progress": (frozenset({"stdio", "http"}), frozenset({"interval_ms", "count", "then"})),
+    "exit": (frozenset({"stdio", "http"}), frozenset({"code", "when"})),
+    "error": (frozenset({"stdio", "http"}), frozenset({"code", "message", "data"})),
+    "result": (frozenset({"stdio", "http"}), frozenset({"result"})),
+    "garbage": (frozenset({"stdio", "http"}), frozenset({"text"})),
+    "partial_line": (frozenset({"stdio", "http"}), frozenset({"then", "code"})),
+    "oversized": (frozenset({"stdio", "http"}), frozenset({"bytes"})),
+    "wrong_id": (frozenset({"stdio", "http"}), frozenset({"id"})),
+    "duplicate_response": (frozenset({"stdio", "http"}), frozenset()),
+    "server_request": (frozenset({"stdio", "http"}), frozenset({"method", "params"})),
+    "notify": (frozenset({"stdio", "http"}), frozenset({"method", "params"})),
+    "flood_stderr": (frozenset({"stdio", "http"}), frozenset({"bytes"})),
+    "lock_held": (frozenset({"stdio", "http"}), frozenset({"pid", "argv"})),
+    # process level (on.method == "$startup")
+    "startup_fail": (frozenset({"stdio", "http"}), frozenset({"code", "stderr", "after_ms"})),
+    "ignore_sigterm": (frozenset({"stdio", "http"}), frozenset()),
+    # HTTP only: applied by the HTTP transport
+    "http_status": (frozenset({"http"}), frozenset({"status", "headers", "body", "content_type"})),
+    "reset": (frozenset({"http"}), frozenset({"after_bytes"})),
+    "sse": (
+        frozenset({"http"}),
+        frozenset({"event_delay_ms", "keepalives", "close_without_response", "priming_id"}),
+    ),
+    "accept_202": (frozenset({"http"}), frozenset()),
+    "content_type": (frozenset({"http"}), frozenset({"value"})),
+    "forget_session": (frozenset({"http"}), frozenset()),
+    "rotate_token": (frozenset({"http"}), frozenset({"token"})),
+}
+
+STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay"})
+HTTP_ACTIONS = frozenset(
+    {"http_status", "reset", "sse", "accept_202", "content_type", "forget_session", "rotate_token"}
+)
+
+COMPACT_HELP = """\
+Fault syntax: ACTION[@TARGET][#NTH][xTIMES][,key=value...]
+  TARGET  a tool name (mempalace_*, implies tools/call), a JSON-RPC method, '$startup'
+          (the process start) or '*' (any message); default '*'
+  NTH     fire from the NTH matching message on (1-based, counted across respawns); default 1
+  TIMES   how many matching messages in a row it fires on; a number or '*' (forever); default 1
+  values  parsed as JSON when they parse, else taken as text
+Examples:
+  stall@mempalace_search                    never answer the first search
+  stall@mempalace_search#2,ms=500           hold the second search 500 ms, then drop it
+  delay@initialize,ms=2000                  a slow start: answer initialize after 2 s
+  exit@tools/call,code=75,when=before_reply crash on the first tool call
+  startup_fail@$startupx2,code=1,stderr=palace is held by PID 42
+  ignore_sigterm@$startup                   survive SIGTERM (only SIGKILL ends it)
+  http_status@tools/call,status=404         answer 404 (session forgotten) once
+  reset@mempalace_status,after_bytes=10     cut the connection mid-response
+Actions: """ + ", ".join(sorted(ACTIONS))
+
+
+class FaultPlanError(ValueError):
+    """A fault plan or --fault spec that cannot be used; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Match:
+    method: str = "*"
+    tool: str | None = None
+    nth: int = 1
+    transport: str | None = None
+
+    def selects(self, method: str | None, tool: str | None, transport: str) -> bool:
+        if self.transport is not None and self.transport != transport:
+            return False
+        if self.method != "*" and self.method != method:
+            return False
+        return not (self.tool is not None and self.tool != tool)
+
+
+@dataclass(frozen=True)
+class Fault:
+    id: str
+    on: Match
+    action: str
+    times: int | None = 1
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def fires_at(self, occurrence: int) -> bool:
+        """Whether the ``occurrence``-th matching message (1-based) triggers this fault."""
+        if occurrence < self.on.nth:
+            return False
+        return self.times is None or occurrence < self.on.nth + self.times
+
+    def to_json(self) -> dict[str, Any]:
+        on: dict[str, Any] = {"method": self.on.method, "nth": self.on.nth}
+        if self.on.tool is not None:
+            on["tool"] = self.on.tool
+        if self.on.transport is not None:
+            on["transport"] = self.on.transport
+        return {"id": self.id, "on": on, "times": self.times, "action": self.action, **self.params}
+
+
+@dataclass
+class FaultPlan:
+    faults: list[Fault] = field(default_factory=list)
+
+    def for_transport(self, transport: str) -> FaultPlan:
+        return FaultPlan(
+            [
+                f
+                for f in self.faults
+                if transport in ACTIONS[f.action][0]
+                and (f.on.transport is None or f.on.transport == transport)
+            ]
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema_version": PLAN_SCHEMA_VERSION, "faults": [f.to_json() for f in self.faults]}
+
+
+def fault_from_json(data: Any, index: int) -> Fault:
+    where = f"fault #{index + 1}"
+    if not isinstance(data, dict):
+        raise FaultPlanError(f"{where}: expected an object, got {type(data).__name__}")
+    action = data.get("action")
+    if action not in ACTIONS:
+        raise FaultPlanError(
+            f"{where}: unknown action {action!r}; use one of: {', '.join(sorted(ACTIONS))}"
+        )
+    fid = data.get("id", f"fault-{index + 1}")
+    if not isinstance(fid, str) or not fid:
+        raise FaultPlanError(f"{where}: 'id' must be a non-empty string")
+    on_data = data.get("on", {})
+    if not isinstance(on_data, dict):
+        raise FaultPlanError(f"{where} ({fid}): 'on' must be an object")
+    unknown_on = set(on_data) - {"method", "tool", "nth", "transport"}
+    if unknown_on:
+        raise FaultPlanError(f"{where} ({fid}): unknown key(s) in 'on': {sorted(unknown_on)}")
+    tool = on_data.get("tool")
+    method = on_data.get("method", "tools/call" if tool else "*")
+    nth = on_data.get("nth", 1)
+    transport = on_data.get("transport")
+    if not isinstance(method, str):
+        raise FaultPlanError(f"{where} ({fid}): 'on.method' must be a string")
+    if tool is not None and (not isinstance(tool, str) or method not in ("tools/call", "*")):
+        raise FaultPlanError(f"{where} ({fid}): 'on.tool' needs method tools/call")
+    if not isinstance(nth, int) or isinstance(nth, bool) or nth < 1:
+        raise FaultPlanError(f"{where} ({fid}): 'on.nth' must be an integer >= 1")
+    if transport not in (None, "stdio", "http"):
+        raise FaultPlanError(f"{where} ({fid}): 'on.transport' must be stdio or http")
+    times = data.get("times", 1)
+    if times is not None and (not isinstance(times, int) or isinstance(times, bool) or times < 1):
+        raise FaultPlanError(f"{where} ({fid}): 'times' must be an integer >= 1 or null (forever)")
+    params = {k: v for k, v in data.items() if k not in {"id", "on", "times", "action"}}
+    allowed = ACTIONS[action][1]
+    unknown = set(params) - allowed
+    if unknown:
+        raise FaultPlanError(
+            f"{where} ({fid}): action {action!r} takes {sorted(allowed) or 'no parameters'}, "
+            f"not {sorted(unknown)}"
+        )
+    if method == STARTUP and action not in STARTUP_ACTIONS:
+        raise FaultPlanError(
+            f"{where} ({fid}): action {action!r} cannot fire at $startup; "
+            f"use one of {sorted(STARTUP_ACTIONS)}"
+        )
+    if action in {"startup_fail", "ignore_sigterm"} and method != STARTUP:
+        raise FaultPlanError(f"{where} ({fid}): {action!r} fires only with on.method '$startup'")
+    _check_params(action, params, f"{where} ({fid})")
+    return Fault(
+        id=fid,
+        on=Match(method=method, tool=tool, nth=nth, transport=transport),
+        action=action,
+        times=times,
+        params=params,
+    )
+
+
+def _check_params(action: str, params: dict[str, Any], where: str) -> None:
+    def need_int(name: str, minimum: int = 0) -> None:
+        value = params.get(name)
+        if value is None:
+            return
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise FaultPlanError(f"{where}: {name!r} must be an integer >= {minimum}")
+
+    for name in ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
+                 "event_delay_ms", "keepalives"):
+        need_int(name)
+    need_int("code", -255)
+    if action == "http_status":
+        status = params.get("status")
+        if not isinstance(status, int) or not 100 <= status <= 599:
+            raise FaultPlanError(f"{where}: http_status needs 'status' between 100 and 599")
+    if action == "error" and not isinstance(params.get("code"), int):
+        raise FaultPlanError(f"{where}: error needs an integer 'code'")
+    if action in {"server_request", "notify"} and not isinstance(params.get("method"), str):
+        raise FaultPlanError(f"{where}: {action} needs a 'method' string")
+    if action == "exit" and params.get("when", "before_reply") not in ("before_reply", "after_reply"):
+        raise FaultPlanError(f"{where}: exit 'when' must be before_reply or after_reply")
+    if action in {"drip_progress"} and params.get("then", "reply") not in ("reply", "stall"):
+        raise FaultPlanError(f"{where}: drip_progress 'then' must be reply or stall")
+    if action == "partial_line" and params.get("then", "exit") not in ("exit", "stall"):
+        raise FaultPlanError(f"{where}: partial_line 'then' must be exit or stall")
+    if action == "rotate_token" and not isinstance(params.get("token"), str):
+        raise FaultPlanError(f"{where}: rotate_token needs a 'token' string")
+
+
+def plan_from_json(data: Any, source: str = "fault plan") -> FaultPlan:
+    if isinstance(data, list):
+        data = {"schema_version": PLAN_SCHEMA_VERSION, "faults": data}
+    if not isinstance(data, dict):
+        raise FaultPlanError(f"{source}: expected an object with 'faults'")
+    version = data.get("schema_version", PLAN_SCHEMA_VERSION)
+    if not isinstance(version, int) or version > PLAN_SCHEMA_VERSION:
+        raise FaultPlanError(
+            f"{source}: schema_version {version!r} is newer than this fake understands "
+            f"({PLAN_SCHEMA_VERSION}); upgrade palace-conformance"
+        )
+    faults = data.get("faults", [])
+    if not isinstance(faults, list):
+        raise FaultPlanError(f"{source}: 'faults' must be a list")
+    plan = FaultPlan([fault_from_json(f, i) for i, f in enumerate(faults)])
+    ids = [f.id for f in plan.faults]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise FaultPlanError(f"{source}: duplicate fault id(s) {dupes}; give each fault its own id")
+    return plan
+
+
+def load_plan(path: str | os.PathLike[str]) -> FaultPlan:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FaultPlanError(f"cannot read fault plan {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FaultPlanError(
+            f"fault plan {path} is not JSON (line {exc.lineno}: {exc.msg})"
+        ) from None
+    return plan_from_json(data, source=f"fault plan {path}")
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_compact(spec: str, index: int = 0) -> Fault:
+    """Parse ``ACTION[@TARGET][#NTH][xTIMES][,key=value...]`` into a :class:`Fault`."""
+    head, _, rest = spec.partition(",")
+    params: dict[str, Any] = {}
+    if rest:
+        # values may contain commas only when they come last (e.g. stderr text)
+        parts = rest.split(",")
+        key = None
+        for part in parts:
+            if "=" in part:
+                key, _, value = part.partition("=")
+                params[key.strip()] = value
+            elif key is not None:
+                params[key] += "," + part
+            else:
+                raise FaultPlanError(f"--fault {spec!r}: expected key=value after ',', got {part!r}")
+        params = {k: _parse_value(v) for k, v in params.items()}
+    times: int | None = 1
+    if "x" in head.rsplit("#", 1)[-1] or ("#" not in head and "x" in head.rsplit("@", 1)[-1]):
+        base, _, times_text = head.rpartition("x")
+        if times_text == "*":
+            times = None
+        elif times_text.isdigit():
+            times = int(times_text)
+        else:
+            base = head  # an 'x' that belongs to a name
+            times = 1
+        if base != head:
+            head = base
+    nth = 1
+    if "#" in head:
+        head, _, nth_text = head.rpartition("#")
+        if not nth_text.isdigit():
+            raise FaultPlanError(f"--fault {spec!r}: '#' must be followed by a number")
+        nth = int(nth_text)
+    action, _, target = head.partition("@")
+    on: dict[str, Any] = {"nth": nth}
+    if target.startswith("mempalace_"):
+        on["method"] = "tools/call"
+        on["tool"] = target
+    elif target:
+        on["method"] = target
+    data: dict[str, Any] = {
+        "id": f"cli-{index + 1}-{action}",
+        "on": on,
+        "times": times,
+        "action": action,
+        **params,
+    }
+    try:
+        return fault_from_json(data, index)
+    except FaultPlanError as exc:
+        raise FaultPlanError(f"--fault {spec!r}: {exc}".replace(f"fault #{index + 1}", "")) from None

@@ -1,0 +1,135 @@
+"""The wire journal: one JSON object per line, appended by every fake process of a scenario.
+
+Fixtures assert on this file, so it is the contract between the fake and any runner, whatever
+language the bridge under test is written in. Several processes (a respawned stdio child, a lock
+contender) may append to the same file; each record is written with a single ``O_APPEND`` write so
+lines never interleave.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REDACTED = "<redacted>"
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+
+def redact_headers(headers: list[tuple[str, str]] | dict[str, str]) -> dict[str, str]:
+    """Lower-cased header map with credentials replaced, so a journal never holds a token."""
+    items = headers.items() if isinstance(headers, dict) else headers
+    out: dict[str, str] = {}
+    for name, value in items:
+        key = name.lower()
+        if key in _SECRET_HEADERS:
+            scheme = value.split(" ", 1)[0] if " " in value else ""
+            out[key] = f"{scheme} {REDACTED}".strip()
+        else:
+            out[key] = value
+    return out
+
+
+class Journal:
+    """Appends records to a JSON-lines file (or keeps them in memory when no path is given)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, transport: str) -> None:
+        self.path = Path(path) if path else None
+        self.transport = transport
+        self.pid = os.getpid()
+        self.memory: list[dict[str, Any]] = []
+        self._lock = threading.RLock()
+        self._fd: int | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def record(self, kind: str, **fields: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "t": round(time.monotonic(), 6),
+            "pid": self.pid,
+            "transport": self.transport,
+            "kind": kind,
+        }
+        entry.update(fields)
+        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode()
+        with self._lock:
+            if self._fd is not None:
+                os.write(self._fd, line)
+            else:
+                self.memory.append(entry)
+        return entry
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Serialise read-count-append across processes sharing this journal."""
+        with self._lock:
+            if self._fd is None:
+                yield
+                return
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_journal(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """All complete records of a journal file; a torn last line (a killed writer) is skipped."""
+    records: list[dict[str, Any]] = []
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return records
+    for raw in data.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            records.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+class JournalTail:
+    """Incrementally reads records other processes appended, for cross-process occurrence counts."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.offset = 0
+        self._pending = b""
+
+    def new_records(self) -> list[dict[str, Any]]:
+        if self.journal.path is None:
+            records = self.journal.memory[self.offset :]
+            self.offset = len(self.journal.memory)
+            return records
+        try:
+            with open(self.journal.path, "rb") as handle:
+                handle.seek(self.offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(chunk)
+        data = self._pending + chunk
+        lines = data.split(b"\n")
+        self._pending = lines.pop()
+        out = []
+        for raw in lines:
+            if raw.strip():
+                try:
+                    out.append(json.loads(raw))
+                except json.JSONDecodeError:
+                    continue
+        return out

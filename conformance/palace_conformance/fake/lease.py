@@ -1,0 +1,95 @@
+"""The single-writer lease: a real ``flock`` on the same file mempalace 3.11 uses.
+
+``$HOME/.mempalace/locks/mine_palace_<sha256(realpath(palace))[:16]>.lock``; byte 0 is a sentinel,
+then ``"<pid> <argv[0:3]>"`` names the holder. The file and its stale text outlive the holder; only
+the kernel lock matters. Two fakes (or a fake and a real server) with the same HOME and palace
+therefore contend exactly like two real servers.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def default_palace_path(env: dict[str, str] | None = None) -> str:
+    env = dict(os.environ if env is None else env)
+    for name in ("MEMPALACE_PALACE_PATH", "MEMPALACE_PALACE", "MEMPAL_PALACE_PATH"):
+        if env.get(name):
+            return os.path.abspath(os.path.expanduser(env[name]))
+    home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".mempalace", "palace")
+
+
+def lock_file_for(palace: str, home: str | None = None) -> Path:
+    home = home or os.environ.get("HOME") or os.path.expanduser("~")
+    key = hashlib.sha256(os.path.normcase(os.path.realpath(palace)).encode()).hexdigest()[:16]
+    return Path(home) / ".mempalace" / "locks" / f"mine_palace_{key}.lock"
+
+
+def holder_message(palace: str, holder: str) -> str:
+    return (f"palace {palace} is held by PID {holder}; wait for it to finish or stop the holder "
+            "before retrying")
+
+
+@dataclass
+class Contention:
+    """Why this process is not the writer: who holds the palace, in mempalace's words."""
+
+    palace: str
+    holder: str  # "<pid> (<argv>)" or "another writer (identity not recorded)"
+
+    @property
+    def reason(self) -> str:
+        return (f"another mempalace writer already holds the palace lock for '{self.palace}': "
+                + holder_message(self.palace, self.holder))
+
+
+class Lease:
+    """Take-once, hold-until-exit writer lease; a loser retries on every lease-taking call."""
+
+    def __init__(self, palace: str, home: str | None = None) -> None:
+        self.palace = palace
+        self.path = lock_file_for(palace, home)
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> Contention | None:
+        """Try to become the writer; None on success, else who holds the palace."""
+        if self._fd is not None:
+            return None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return Contention(self.palace, self.describe_holder())
+        argv = " ".join([sys.executable if not sys.argv[0] else sys.argv[0], *sys.argv[1:3]])
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, b"\x00" + f"{os.getpid()} {argv}".encode(), 0)
+        self._fd = fd
+        return None
+
+    def describe_holder(self) -> str:
+        try:
+            body = self.path.read_bytes()[1:].decode(errors="replace").strip()
+        except OSError:
+            body = ""
+        if not body:
+            return "another writer (identity not recorded)"
+        pid, _, argv = body.partition(" ")
+        return f"{pid} ({argv})" if argv else pid
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,481 @@
+"""The fake palace's contents and the tool handlers that read and change them.
+
+Good enough for the tools bridges use (status, diary, drawers, checkpoint, search, mine, the
+knowledge graph, the event log and artifacts), deterministic (no embeddings: search is a word
+overlap score), and persistable to a JSON file so that a respawned child sees what its predecessor
+wrote, as a real on-disk palace would. Result shapes follow mempalace 3.11.0's captures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+VERSION = "3.11.0"
+EVENT_STATUSES = ("applied", "blocked", "claimed", "failed", "open", "ready", "superseded")
+REPLICA_ID = "rep_fakepalace000000000000000000000"
+PROTOCOL_TEXT = (
+    "IMPORTANT \u2014 MemPalace Memory Protocol:\n"
+    "1. ON WAKE-UP: Call mempalace_status to load palace overview + AAAK spec.\n"
+    "2. BEFORE RESPONDING about any person, project, or past event: verify with the palace.\n"
+    "3. IF UNSURE about a fact: say \"let me check\" and query the palace.\n"
+    "4. AFTER EACH SESSION: call mempalace_diary_write to record what happened.\n"
+    "(fake palace: abridged protocol text)"
+)
+AAAK_TEXT = "AAAK is a compressed memory dialect that MemPalace uses for efficient storage.\n(abridged)"
+
+
+class ToolFailure(Exception):
+    """An exception inside a tool handler; the brain maps it to -32000 ``Internal tool error``."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _digest(*parts: str, size: int = 12) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:size]
+
+
+@dataclass
+class PalaceState:
+    """Everything a palace holds. Plain data, so it round-trips through JSON."""
+
+    drawers: list[dict[str, Any]] = field(default_factory=list)
+    triples: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PalaceState:
+        state = cls(
+            drawers=list(data.get("drawers", [])),
+            triples=list(data.get("triples", [])),
+            events=list(data.get("events", [])),
+            artifacts=list(data.get("artifacts", [])),
+        )
+        for entry in data.get("diary", []):
+            state.drawers.append(_diary_drawer(entry["agent_name"], entry["entry"],
+                                               entry.get("topic", "general"), entry.get("wing"),
+                                               entry.get("timestamp")))
+        return state
+
+    def to_json(self) -> dict[str, Any]:
+        return {"drawers": self.drawers, "triples": self.triples, "events": self.events,
+                "artifacts": self.artifacts}
+
+
+def _diary_drawer(agent: str, entry: str, topic: str, wing: str | None,
+                  timestamp: str | None = None) -> dict[str, Any]:
+    when = datetime.fromisoformat(timestamp) if timestamp else _now()
+    wing = wing or f"wing_{agent}"
+    stamp = when.strftime("%Y%m%d_%H%M%S%f")
+    return {
+        "id": f"diary_{wing}_{stamp}_{_digest(agent, entry, stamp)}",
+        "wing": wing, "room": "diary", "content": entry, "topic": topic, "agent": agent,
+        "added_by": agent, "source_file": "?", "created_at": when.isoformat(),
+    }
+
+
+class PalaceStore:
+    """Holds a :class:`PalaceState`, optionally mirrored to a JSON file shared across processes."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None,
+                 initial: dict[str, Any] | None = None) -> None:
+        self.path = Path(path) if path else None
+        self.state = PalaceState.from_json(initial or {})
+        if self.path is not None and self.path.exists():
+            self.state = self._read()
+
+    def _read(self) -> PalaceState:
+        assert self.path is not None
+        text = self.path.read_text(encoding="utf-8")
+        return PalaceState.from_json(json.loads(text) if text.strip() else {})
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool) -> Iterator[PalaceState]:
+        """Reload before and save after, under a file lock, when a state file is in use."""
+        if self.path is None:
+            yield self.state
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(self.path.suffix + ".lock"), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
+            if self.path.exists():
+                self.state = self._read()
+            yield self.state
+            if write:
+                tmp = self.path.with_suffix(self.path.suffix + f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(self.state.to_json(), ensure_ascii=False, indent=1))
+                os.replace(tmp, self.path)
+
+
+Handler = Callable[[PalaceState, dict[str, Any]], dict[str, Any]]
+_HANDLERS: dict[str, tuple[Handler, bool]] = {}
+
+
+def tool(name: str, writes: bool = False) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        _HANDLERS[name] = (fn, writes)
+        return fn
+
+    return register
+
+
+def run_tool(store: PalaceStore, name: str, args: dict[str, Any], palace_path: str) -> dict[str, Any]:
+    """Run one tool against the palace and return its (business) result object."""
+    entry = _HANDLERS.get(name)
+    if entry is None:
+        return {
+            "success": False,
+            "error": f"{name} is not modelled by the palace-conformance fake palace",
+            "fake_unmodelled": True,
+        }
+    handler, writes = entry
+    with store.transaction(write=writes) as state:
+        args = dict(args)
+        args["__palace__"] = palace_path
+        return handler(state, args)
+
+
+# --- palace overview -----------------------------------------------------------------------
+
+
+@tool("mempalace_status")
+def _status(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    wings: dict[str, int] = {}
+    rooms: dict[str, int] = {}
+    for drawer in state.drawers:
+        wings[drawer["wing"]] = wings.get(drawer["wing"], 0) + 1
+        rooms[drawer["room"]] = rooms.get(drawer["room"], 0) + 1
+    palace = args["__palace__"]
+    return {
+        "total_drawers": len(state.drawers), "wings": wings, "rooms": rooms,
+        "protocol": PROTOCOL_TEXT, "aaak_dialect": AAAK_TEXT, "backend": "chroma",
+        "embedding_device": "fake (deterministic word overlap)",
+        "sqlite_integrity": {"checked": True, "ok": True, "sqlite_version": "3.40.1",
+                             "palace": palace, "sqlite_path": f"{palace}/chroma.sqlite3",
+                             "error_count": 0, "errors": []},
+        "library_versions": {"stale": False, "serving": {"mempalace": VERSION, "chromadb": "1.5.9"},
+                             "packages": []},
+        "updates": {"server": {"enabled": False, "installed": VERSION}},
+    }
+
+
+@tool("mempalace_list_wings")
+def _list_wings(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    wings: dict[str, int] = {}
+    for drawer in state.drawers:
+        wings[drawer["wing"]] = wings.get(drawer["wing"], 0) + 1
+    return {"wings": wings}
+
+
+@tool("mempalace_list_rooms")
+def _list_rooms(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    wing = args.get("wing")
+    rooms: dict[str, int] = {}
+    for drawer in state.drawers:
+        if wing is None or drawer["wing"] == wing:
+            rooms[drawer["room"]] = rooms.get(drawer["room"], 0) + 1
+    return {"wing": wing or "all", "rooms": rooms}
+
+
+@tool("mempalace_get_aaak_spec")
+def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    return {"aaak_spec": AAAK_TEXT}
+
+
+@tool("mempalace_mesh_peers")
+def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    return {"self": {"replica_id": REPLICA_ID, "name": None, "version_vector": {}, "profile": None},
+            "peers": [], "unnamed_origins": [], "origin_profiles": {}, "sync_interval_s": 15.0,
+            "estate_source": {}}
+
+
+# --- drawers -------------------------------------------------------------------------------
+
+
+def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_by: str,
+                 source_file: str = "?") -> dict[str, Any]:
+    drawer_id = f"drawer_{wing}_{room}_{_digest(wing, room, content, size=24)}"
+    if any(d["id"] == drawer_id for d in state.drawers):
+        return {"success": True, "reason": "already_exists", "drawer_id": drawer_id}
+    state.drawers.append({"id": drawer_id, "wing": wing, "room": room, "content": content,
+                          "added_by": added_by, "source_file": source_file,
+                          "created_at": _now().isoformat()})
+    return {"success": True, "drawer_id": drawer_id, "wing": wing, "room": room, "chunks": 1}
+
+
+@tool("mempalace_add_drawer", writes=True)
+def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    return _file_drawer(state, args["wing"], args["room"], args["content"],
+                        args.get("added_by", "mcp"), args.get("source_file", "?"))
+
+
+@tool("mempalace_checkpoint", writes=True)
+def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    items = args["items"]
+    if not isinstance(items, list):
+        raise ToolFailure("items must be a list")
+    diary = args.get("diary") if isinstance(args.get("diary"), dict) else None
+    writer = args.get("added_by") or (diary or {}).get("agent_name") or "checkpoint"
+    result: dict[str, Any] = {"added": [], "duplicates": [], "errors": []}
+    for item in items:
+        if not isinstance(item, dict) or not all(k in item for k in ("wing", "room", "content")):
+            result["errors"].append({"item": item, "error": "item needs wing, room and content"})
+            continue
+        filed = _file_drawer(state, item["wing"], item["room"], item["content"], writer)
+        (result["duplicates"] if filed.get("reason") == "already_exists" else result["added"]).append(filed)
+    if diary and diary.get("agent_name") and diary.get("entry"):
+        result["diary"] = _write_diary(state, diary["agent_name"], diary["entry"],
+                                       diary.get("topic", "general"), diary.get("wing"))
+    return result
+
+
+@tool("mempalace_get_drawer")
+def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    for drawer in state.drawers:
+        if drawer["id"] == args["drawer_id"]:
+            return {"drawer_id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
+                    "content": drawer["content"], "added_by": drawer.get("added_by")}
+    return {"success": False, "error": f"drawer '{args['drawer_id']}' not found"}
+
+
+_WORD = re.compile(r"\w+")
+
+
+@tool("mempalace_search")
+def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    query = str(args["query"])
+    terms = {w.lower() for w in _WORD.findall(query)}
+    limit = int(args.get("limit", 5))
+    scored = []
+    candidates = [d for d in state.drawers
+                  if args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])]
+    for order, drawer in enumerate(candidates):
+        words = {w.lower() for w in _WORD.findall(drawer["content"])}
+        overlap = len(terms & words)
+        if overlap:
+            scored.append((-overlap, order, drawer, overlap))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    results = []
+    for _, _, drawer, overlap in scored[:limit]:
+        distance = round(1.0 - overlap / max(len(terms), 1), 4)
+        results.append({
+            "drawer_id": drawer["id"], "text": drawer["content"], "wing": drawer["wing"],
+            "room": drawer["room"], "source_file": Path(drawer.get("source_file", "?")).name or "?",
+            "source_path": "" if drawer.get("source_file", "?") == "?" else drawer["source_file"],
+            "created_at": drawer["created_at"], "similarity": round(1 - distance, 4),
+            "distance": distance, "matched_via": "drawer",
+        })
+    return {"query": query,
+            "filters": {"wing": args.get("wing"), "room": args.get("room"),
+                        "source_file": args.get("source_file"), "since": args.get("since"),
+                        "before": args.get("before")},
+            "total_before_filter": len(candidates), "results": results}
+
+
+@tool("mempalace_mine", writes=True)
+def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    source = Path(os.path.expanduser(args["source"]))
+    if not source.exists():
+        return {"success": False, "error": f"Source not found: {source}"}
+    files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
+    limit = int(args.get("limit", 0) or 0)
+    if limit:
+        files = files[:limit]
+    wing = args.get("wing") or (source.parent.name if source.is_file() else source.name)
+    agent = args.get("agent", "mempalace")
+    filed = 0
+    if not args.get("dry_run"):
+        for path in files:
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            result = _file_drawer(state, wing, args.get("mode", "projects"), text[:4000], agent,
+                                  str(path))
+            filed += result.get("reason") != "already_exists"
+    return {"success": True, "source": str(source), "wing": wing,
+            "mode": args.get("mode", "projects"), "files_processed": len(files),
+            "drawers_filed": filed, "agent": agent, "dry_run": bool(args.get("dry_run"))}
+
+
+# --- diary ---------------------------------------------------------------------------------
+
+
+def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
+                 wing: str | None) -> dict[str, Any]:
+    if not isinstance(agent, str) or not agent.strip():
+        return {"success": False, "error": "agent_name must be a non-empty string"}
+    drawer = _diary_drawer(agent, entry, topic, wing)
+    state.drawers.append(drawer)
+    return {"success": True, "entry_id": drawer["id"], "agent": agent, "topic": topic,
+            "timestamp": drawer["created_at"], "chunks": 1}
+
+
+@tool("mempalace_diary_write", writes=True)
+def _diary_write(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    return _write_diary(state, args["agent_name"], args["entry"], args.get("topic", "general"),
+                        args.get("wing"))
+
+
+@tool("mempalace_diary_read")
+def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    agent = args["agent_name"]
+    wing = args.get("wing") or f"wing_{agent}"
+    last_n = max(1, min(100, int(args.get("last_n", 10))))
+    entries = [d for d in state.drawers if d["room"] == "diary" and d["wing"] == wing]
+    if not entries:
+        return {"agent": agent, "entries": [], "message": "No diary entries yet."}
+    entries.sort(key=lambda d: d["created_at"], reverse=True)
+    shown = entries[:last_n]
+    return {"agent": agent,
+            "entries": [{"date": d["created_at"][:10], "timestamp": d["created_at"],
+                         "topic": d.get("topic", "general"), "content": d["content"]}
+                        for d in shown],
+            "total": len(entries), "showing": len(shown)}
+
+
+# --- knowledge graph -----------------------------------------------------------------------
+
+
+@tool("mempalace_kg_add", writes=True)
+def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    subject, predicate, obj = args["subject"], args["predicate"], args["object"]
+    triple_id = f"t_{subject}_{predicate}_{obj}_{_digest(subject, predicate, obj)}"
+    state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
+                          "object": obj, "valid_from": args.get("valid_from"),
+                          "valid_to": args.get("valid_to"),
+                          "source_drawer_id": args.get("source_drawer_id")})
+    return {"success": True, "triple_id": triple_id, "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
+
+
+@tool("mempalace_kg_query")
+def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    entity = args["entity"]
+    facts = [t for t in state.triples if entity in (t["subject"], t["object"])]
+    return {"entity": entity, "facts": facts, "count": len(facts)}
+
+
+# --- event log and artifacts ---------------------------------------------------------------
+
+
+@tool("mempalace_event_append", writes=True)
+def _event_append(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    status = args.get("status")
+    if status is not None and status not in EVENT_STATUSES:
+        return {"success": False,
+                "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
+    return {"success": True, "event": _append_event(state, args)}
+
+
+def _append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    seq = max((e["seq"] for e in state.events), default=0) + 1
+    when = _now()
+    event = {
+        "id": f"evt_{when.strftime('%Y%m%dT%H%M%S')}_{_digest(str(seq), str(args.get('body')))}",
+        "seq": seq, "origin_replica": REPLICA_ID, "origin_seq": seq,
+        "hlc": f"{int(when.timestamp() * 1000)}-{seq:06d}-{REPLICA_ID}",
+        "type": args.get("type"), "stream": args.get("stream"), "room": args.get("room"),
+        "topic": args.get("topic"), "from_agent": args.get("from_agent"),
+        "to_agent": args.get("to_agent"), "correlation_id": args.get("correlation_id"),
+        "branch": args.get("branch"), "base_commit": args.get("base_commit"),
+        "status": args.get("status"), "artifact_ids": list(args.get("artifact_ids") or []),
+        "body": args.get("body"), "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "metadata": dict(args.get("metadata") or {}),
+    }
+    state.events.append(event)
+    return event
+
+
+_EVENT_FILTERS = ("stream", "room", "topic", "type", "correlation_id", "status")
+
+
+def _event_selected(event: dict[str, Any], args: dict[str, Any]) -> bool:
+    for key in _EVENT_FILTERS:
+        if args.get(key) is not None and event.get(key) != args[key]:
+            return False
+    if args.get("writer") is not None and event.get("from_agent") != args["writer"]:
+        return False
+    # like 3.11: to_agent also matches '*' broadcasts; from_agent is NOT a filter
+    return not (args.get("to_agent") is not None and event.get("to_agent") not in (args["to_agent"], "*"))
+
+
+@tool("mempalace_event_list")
+def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    events = list(state.events)
+    ids = [e["id"] for e in events]
+    if args.get("since_event_id") in ids:
+        events = events[ids.index(args["since_event_id"]) + 1 :]
+    if args.get("before_event_id") in ids:
+        events = events[: ids.index(args["before_event_id"])]
+    events = [e for e in events if _event_selected(e, args)]
+    if args.get("order") == "desc":
+        events.reverse()
+    limit = int(args.get("limit", 50) or 50)
+    events = events[:limit]
+    return {"events": events, "count": len(events)}
+
+
+@tool("mempalace_event_ack", writes=True)
+def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    status = args.get("status", "applied")
+    if status not in EVENT_STATUSES:
+        return {"success": False,
+                "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
+    target = next((e for e in state.events if e["id"] == args["event_id"]), None)
+    if target is None:
+        return {"success": False, "error": f"event '{args['event_id']}' not found"}
+    event = _append_event(state, {
+        "type": "ack", "stream": target["stream"], "room": target["room"],
+        "topic": args.get("topic", target["topic"]), "from_agent": args["from_agent"],
+        "to_agent": target["from_agent"], "correlation_id": target["correlation_id"],
+        "status": status, "body": args.get("body"), "metadata": {"ack_of": target["id"]},
+    })
+    return {"success": True, "event": event}
+
+
+@tool("mempalace_artifact_put", writes=True)
+def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    content = str(args["content"])
+    sha = hashlib.sha256(content.encode()).hexdigest()
+    when = _now()
+    artifact = {"id": f"art_{when.strftime('%Y%m%dT%H%M%S')}_{sha[:12]}", "kind": args["kind"],
+                "sha256": sha, "size_bytes": len(content.encode()),
+                "created_by": args["created_by"], "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "origin_replica": REPLICA_ID}
+    state.artifacts.append({**artifact, "content": content, "metadata": args.get("metadata") or {}})
+    return {"success": True, "artifact": artifact}
+
+
+@tool("mempalace_artifact_get")
+def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    for artifact in state.artifacts:
+        if artifact["id"] == args["artifact_id"]:
+            return {"success": True, "artifact": artifact}
+    return {"success": False, "error": f"artifact '{args['artifact_id']}' not found"}
+
+
+@tool("mempalace_event_wait")
+def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    # The brain holds the reply for timeout_ms when nothing matches (see brain.hold_for).
+    events = [e for e in state.events if _event_selected(e, args)]
+    ids = [e["id"] for e in state.events]
+    if args.get("since_event_id") in ids:
+        after = ids.index(args["since_event_id"])
+        events = [e for e in events if ids.index(e["id"]) > after]
+    else:
+        events = []
+    if events:
+        return {"timed_out": False, "events": events, "count": len(events)}
+    return {"timed_out": True, "events": [], "count": 0}
