@@ -7,8 +7,10 @@ remote HTTP palace and no local child, ever (LIFE-02, LIFE-03).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -23,10 +25,13 @@ class BridgeConfig:
     max_respawns: int = 2
     respawn_backoff_ms: int = 1000
     debug: bool = False
+    # choice: SIGTERM -> SIGKILL grace (and stdin-close -> SIGTERM wait on stop); SDKs use 2 s
+    kill_grace_ms: int = 2000
     # HTTP session (HTTP-*; ADR-044). choice: knobs named in the seed's style
     keepalive_ms: int = 0
     session_preamble: str | None = None  # JSON: {"tool": name, "arguments": {...}}
     connect_retries: int = 2
+    connect_backoff_ms: int = 250  # choice: small, doubled per retry (250, 500, ...)
     # identity and provenance (DIARY-01, PROV-*)
     agent_name: str = "pi"
     device: str | None = None
@@ -43,6 +48,11 @@ class BridgeConfig:
     mailbox: bool = True
     mailbox_poll_ms: int = 300000
     warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def preamble(self) -> tuple[str, dict[str, Any]] | None:
+        """The session preamble as (tool, arguments), or ``None`` when not configured."""
+        return parse_preamble(self.session_preamble) if self.session_preamble else None
 
     @property
     def remote(self) -> bool:
@@ -84,6 +94,18 @@ class BridgeConfig:
                 return default
             return raw.strip() not in ("0", "false", "no", "off")
 
+        def preamble(name: str) -> str | None:
+            raw = text(name)
+            if raw is None:
+                return None
+            if parse_preamble(raw) is None:
+                warnings.append(
+                    f"mempalace: ignoring {name} (expected JSON "
+                    '{"tool": "<name>", "arguments": {...}}); no session preamble'
+                )
+                return None
+            return raw
+
         return cls(
             remote_url=text("MEMPALACE_REMOTE_URL"),
             remote_token=text("MEMPALACE_REMOTE_TOKEN"),
@@ -94,9 +116,12 @@ class BridgeConfig:
             respawn_backoff_ms=integer("MEMPALACE_MCP_RESPAWN_BACKOFF_MS",
                                        defaults.respawn_backoff_ms),
             debug=env.get("MEMPALACE_EXT_DEBUG") == "1",
+            kill_grace_ms=integer("MEMPALACE_MCP_KILL_GRACE_MS", defaults.kill_grace_ms),
             keepalive_ms=integer("MEMPALACE_MCP_KEEPALIVE_MS", defaults.keepalive_ms),
-            session_preamble=text("MEMPALACE_SESSION_PREAMBLE"),
+            session_preamble=preamble("MEMPALACE_SESSION_PREAMBLE"),
             connect_retries=integer("MEMPALACE_REMOTE_CONNECT_RETRIES", defaults.connect_retries),
+            connect_backoff_ms=integer("MEMPALACE_REMOTE_CONNECT_BACKOFF_MS",
+                                       defaults.connect_backoff_ms),
             agent_name=text("MEMPALACE_AGENT_NAME") or defaults.agent_name,
             device=text("MEMPALACE_PI_DEVICE"),
             feed=flag("MEMPALACE_FEED", True),
@@ -112,3 +137,17 @@ class BridgeConfig:
             mailbox_poll_ms=integer("MEMPALACE_MAILBOX_POLL_MS", defaults.mailbox_poll_ms),
             warnings=tuple(warnings),
         )
+
+
+def parse_preamble(raw: str) -> tuple[str, dict[str, Any]] | None:
+    """``{"tool": name, "arguments": {...}}`` as (name, arguments); ``None`` if malformed."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("tool"), str) or not data["tool"]:
+        return None
+    arguments = data.get("arguments", {})
+    if not isinstance(arguments, dict):
+        return None
+    return data["tool"], arguments

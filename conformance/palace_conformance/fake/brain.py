@@ -7,17 +7,19 @@ Both transports hand every inbound message to :meth:`Brain.receive` and play the
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..resources import tool_catalogue
 from .faults import STARTUP, Fault, FaultPlan
 from .journal import Journal, JournalTail
 from .lease import Contention, Lease
-from .palace import VERSION, PalaceStore, ToolFailure, run_tool
+from .palace import VERSION, PalaceStore, run_tool
 
 PEER_WRITER_MESSAGE = "Peer MCP writer active; this server is read-only for mutating tools"
+INIT_FAILED_MESSAGE = ("MCP writer initialization failed; this server is read-only for "
+                       "mutating tools")
 
 
 def rpc_error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -32,20 +34,51 @@ def rpc_result(request_id: Any, result: Any) -> dict[str, Any]:
 
 
 def tool_result(payload: Any) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": json.dumps(payload, indent=2, ensure_ascii=False)}]}
+    text = json.dumps(payload, indent=2, ensure_ascii=False)
+    return {"content": [{"type": "text", "text": text}]}
 
 
-@dataclass
+def _hashable(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool) or value is None
+
+
+def _event_wait_seconds(arguments: Any) -> float:
+    """How long ``event_wait`` blocks before its empty answer: ``timeout_ms`` capped at 300 s."""
+    timeout_ms: Any = arguments.get("timeout_ms", 60000) if isinstance(arguments, dict) else 60000
+    try:
+        value = float(int(timeout_ms)) if not isinstance(timeout_ms, int | float) else timeout_ms
+    except (TypeError, ValueError):
+        return 0.0
+    if value != value:  # NaN
+        return 0.0
+    return min(max(float(value), 0.0), 300000.0) / 1000.0
+
+
+def _no_reply() -> dict[str, Any] | None:
+    return None
+
+
 class Exchange:
-    """One inbound message, the faults it fired, and (lazily) the reply the palace gives."""
+    """One inbound message, the faults it fired, and (lazily) the reply the palace gives.
 
-    message: dict[str, Any] | None
-    kind: str  # request | notification | response | invalid
-    faults: list[Fault] = field(default_factory=list)
-    compute: Callable[[], dict[str, Any] | None] = lambda: None
-    hold_seconds: float = 0.0
-    _reply: dict[str, Any] | None = None
-    _computed: bool = False
+    A plain class, not a dataclass: importing ``dataclasses`` costs the stdio fake a fifth of its
+    cold start, and a bridge under test respawns it often."""
+
+    def __init__(self, message: dict[str, Any] | None, kind: str,
+                 faults: list[Fault] | None = None,
+                 compute: Callable[[], dict[str, Any] | None] = _no_reply,
+                 hold_seconds: float = 0.0, log: str | None = None) -> None:
+        self.message = message
+        self.kind = kind  # request | notification | response | invalid
+        self.faults: list[Fault] = faults if faults is not None else []
+        self.compute = compute
+        self.hold_seconds = hold_seconds
+        self.log = log  # the stderr line mempalace prints for this message, if any
+        self._reply: dict[str, Any] | None = None
+        self._computed = False
+
+    def __repr__(self) -> str:
+        return f"Exchange(kind={self.kind!r}, method={self.method!r}, id={self.request_id!r})"
 
     @property
     def method(self) -> str | None:
@@ -72,18 +105,18 @@ class OccurrenceIndex:
     def __init__(self, journal: Journal) -> None:
         self.tail = JournalTail(journal)
         self.seen: list[tuple[str | None, str | None, str]] = []
-        self.starts = 0
+        self.starts: list[str] = []  # transport of every process start, in order
 
     def refresh(self) -> None:
         for record in self.tail.new_records():
             if record.get("kind") == "process_start":
-                self.starts += 1
-            elif record.get("kind") == "recv" and record.get("method") is not None:
+                self.starts.append(record.get("transport", ""))
+            elif record.get("kind") == "recv" and isinstance(record.get("method"), str):
                 self.seen.append((record.get("method"), record.get("tool"), record["transport"]))
 
     def count(self, fault: Fault) -> int:
         if fault.on.method == STARTUP:
-            return self.starts
+            return sum(1 for tr in self.starts if fault.on.transport in (None, tr))
         return sum(1 for m, t, tr in self.seen if fault.on.selects(m, t, tr))
 
 
@@ -109,6 +142,7 @@ class Brain:
         for fault in plan.for_transport(transport).faults:
             self.arm(fault, at_zero=True)
         self.server_request_seq = 0
+        self.issued_requests: set[str] = set()  # ids of server->client requests awaiting replies
 
     # -- faults ---------------------------------------------------------------------------
 
@@ -121,7 +155,9 @@ class Brain:
         self.faults.clear()
 
     def _fire(self, method: str | None, tool: str | None) -> list[Fault]:
-        fired = []
+        fired: list[Fault] = []
+        if method is None:  # only messages with a method string count as occurrences
+            return fired
         for fault, base in self.faults:
             if fault.on.method == STARTUP or not fault.on.selects(method, tool, self.transport):
                 continue
@@ -156,53 +192,59 @@ class Brain:
         extra = dict(meta or {})
         try:
             message = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError) as exc:  # ValueError: e.g. a 5000-digit integer
+            # mempalace logs the decoder's complaint and answers -32700 with a null id.
             self.journal.record("recv", raw=text[:4096], method=None, **extra)
-            return Exchange(None, "invalid",
+            return Exchange(None, "invalid", log=f"Server error: {type(exc).__name__}: {exc}",
                             compute=lambda: rpc_error(None, -32700, "Parse error"))
-        if isinstance(message, list):
+        if not isinstance(message, dict):
+            # a batch array, or any other JSON value: handle_request refuses it without a log line
             self.journal.record("recv", message=message, method=None, **extra)
             return Exchange(None, "invalid",
                             compute=lambda: rpc_error(None, -32600, "Invalid Request"))
-        if not isinstance(message, dict):
-            self.journal.record("recv", message=message, method=None, **extra)
-            return Exchange(None, "invalid",
-                            compute=lambda: rpc_error(None, -32603, "Internal error"))
-        method = message.get("method")
-        if method is None and ("result" in message or "error" in message):
+        raw_method = message.get("method")
+        method = raw_method if isinstance(raw_method, str) else None
+        if (method is None and ("result" in message or "error" in message)
+                and _hashable(message.get("id")) and message.get("id") in self.issued_requests):
+            # the bridge answering a request this fake sent (fault server_request)
+            self.issued_requests.discard(message["id"])
             self.journal.record("recv", message=message, method=None, response=True, **extra)
             return Exchange(message, "response")
         tool = None
         params = message.get("params")
-        if method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
+        if (method == "tools/call" and isinstance(params, dict)
+                and isinstance(params.get("name"), str)):
             tool = params["name"]
-        is_notification = isinstance(method, str) and method.startswith("notifications/")
+        is_notification = method is not None and method.startswith("notifications/")
         with self.journal.exclusive():
             self.journal.record("recv", message=message, method=method, tool=tool,
                                 id=message.get("id"), **extra)
-            self.index.refresh()
-            fired = self._fire(method if isinstance(method, str) else None, tool)
+            if self.faults:
+                self.index.refresh()
+            fired = self._fire(method, tool)
         exchange = Exchange(message, "notification" if is_notification else "request", fired)
-        exchange.compute = lambda: self._dispatch(message, exchange)
+        exchange.compute = lambda: self._dispatch_safely(message, exchange)
         if tool == "mempalace_event_wait":
-            args = params.get("arguments") or {}
-            timeout_ms = args.get("timeout_ms", 60000) if isinstance(args, dict) else 60000
-            if isinstance(timeout_ms, int | float):
-                exchange.hold_seconds = min(max(float(timeout_ms), 0.0), 300000.0) / 1000.0
+            exchange.hold_seconds = _event_wait_seconds(params.get("arguments"))
         return exchange
 
+    def _dispatch_safely(self, message: dict[str, Any],
+                         exchange: Exchange) -> dict[str, Any] | None:
+        """Like mempalace's loop: a dispatch crash is -32603, or silence for an id-less message."""
+        try:
+            return self._dispatch(message, exchange)
+        except Exception as exc:
+            self.journal.record("dispatch_error", error_class=type(exc).__name__, message=str(exc))
+            request_id = message.get("id")
+            return None if request_id is None else rpc_error(request_id, -32603, "Internal error")
+
     def _dispatch(self, message: dict[str, Any], exchange: Exchange) -> dict[str, Any] | None:
-        method = message.get("method")
-        has_id = "id" in message
+        raw_method = message.get("method")
+        method = raw_method if isinstance(raw_method, str) else ""
         request_id = message.get("id")
         params = message.get("params")
         if not isinstance(params, dict):
-            params = {}
-        if not isinstance(method, str):
-            return rpc_error(request_id, -32601,
-                             f"Unknown method: expected a string, got {type(method).__name__}"
-                             if method is not None else
-                             "Unknown method: expected a string, got NoneType")
+            params = {}  # mempalace treats by-position (array) params as empty
         if method.startswith("notifications/"):
             return None
         if method == "initialize":
@@ -213,25 +255,25 @@ class Brain:
             return rpc_result(request_id, {"tools": self.catalogue["tools"]})
         if method == "tools/call":
             return self._tools_call(request_id, params, exchange)
-        if not has_id:
+        if request_id is None:  # an explicit null id is as silent as a missing one
             return None
+        if not isinstance(raw_method, str):
+            return rpc_error(request_id, -32601, "Unknown method: expected a string, got "
+                             f"{type(raw_method).__name__}")
         return rpc_error(request_id, -32601, f"Unknown method: {method}")
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        offered = params.get("protocolVersion")
-        if offered is None:
-            version = self.versions[-1]
-        elif offered in self.versions:
-            version = offered
-        else:
-            version = self.versions[0]
+        # absent -> the oldest version (a 3.11 quirk); present but unknown (even null) -> the newest
+        offered = params.get("protocolVersion", self.versions[-1])
+        version = offered if offered in self.versions else self.versions[0]
         return {"protocolVersion": version, "capabilities": {"tools": {}},
                 "serverInfo": {"name": "mempalace", "version": VERSION}}
 
     def _tools_call(self, request_id: Any, params: dict[str, Any],
                     exchange: Exchange) -> dict[str, Any]:
         if "name" not in params:
-            return rpc_error(request_id, -32602, "Invalid params: 'name' is required for tools/call")
+            return rpc_error(request_id, -32602,
+                             "Invalid params: 'name' is required for tools/call")
         name = params["name"]
         arguments = params.get("arguments")
         if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
@@ -247,33 +289,41 @@ class Brain:
             if len(unknown) == 1:
                 text = f"Unknown parameter '{unknown[0]}' for tool {name}"
             else:
-                text = "Unknown parameters " + ", ".join(f"'{u}'" for u in unknown) + f" for tool {name}"
+                quoted = ", ".join(f"'{u}'" for u in unknown)
+                text = f"Unknown parameters {quoted} for tool {name}"
             return rpc_error(request_id, -32602, text)
         for key, value in list(args.items()):
-            kind = properties[key].get("type")
-            if kind in ("integer", "number") and not isinstance(value, bool):
-                try:
-                    args[key] = int(float(value)) if kind == "integer" else float(value)
-                except (TypeError, ValueError):
-                    return rpc_error(request_id, -32602, f"Invalid value for parameter '{key}'")
+            kind = properties[key].get("type") if isinstance(properties[key], dict) else None
+            try:  # exactly mempalace's coercion: int("3.5") fails, int(3.5) is 3, bools pass
+                if kind == "integer" and not isinstance(value, int):
+                    args[key] = int(value)
+                elif kind == "number" and not isinstance(value, int | float):
+                    args[key] = float(value)
+            except (TypeError, ValueError):
+                return rpc_error(request_id, -32602, f"Invalid value for parameter '{key}'")
         if name in self.lease_taking:
             contention = self._writer_contention(exchange)
             if contention is not None:
-                return rpc_error(request_id, -32001, PEER_WRITER_MESSAGE, {
+                message = (PEER_WRITER_MESSAGE if contention.kind == "peer_contention"
+                           else INIT_FAILED_MESSAGE)
+                return rpc_error(request_id, -32001, message, {
                     "tool": name, "palace": contention.palace, "reason": contention.reason,
-                    "failure_kind": "peer_contention"})
+                    "failure_kind": contention.kind})
         for alias, target in self.aliases.get(name, {}).items():
             if alias in args:
                 value = args.pop(alias)
-                args.setdefault(target, value)
+                if args.get(target) is None:  # an explicit target wins, unless it is null
+                    args[target] = value
         required = list(spec["inputSchema"].get("required", [])) + self.extra_required.get(name, [])
-        for key in required:
-            if key not in args:
-                return rpc_error(request_id, -32602,
-                                 f"Missing required parameter '{key}' for tool {name}")
+        missing = [key for key in dict.fromkeys(required) if key not in args]
+        if missing:
+            word = "parameter" if len(missing) == 1 else "parameters"
+            quoted = ", ".join(f"'{key}'" for key in missing)
+            return rpc_error(request_id, -32602,
+                             f"Missing required {word} {quoted} for tool {name}")
         try:
             payload = run_tool(self.store, name, args, self.lease.palace)
-        except (ToolFailure, KeyError, TypeError, ValueError, OSError) as exc:
+        except Exception as exc:  # mempalace turns any handler exception into -32000
             return rpc_error(request_id, -32000, "Internal tool error",
                              {"error_class": type(exc).__name__, "message": str(exc)})
         return rpc_result(request_id, tool_result(payload))
@@ -295,4 +345,6 @@ class Brain:
 
     def next_server_request_id(self) -> str:
         self.server_request_seq += 1
-        return f"fake-srv-{self.server_request_seq}"
+        request_id = f"fake-srv-{os.getpid()}-{self.server_request_seq}"
+        self.issued_requests.add(request_id)
+        return request_id

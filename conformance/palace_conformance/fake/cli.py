@@ -1,33 +1,41 @@
-"""``palace-fake-mcp``: the fake as a drop-in ``mempalace-mcp`` (stdio, configured by environment)."""
+"""``palace-fake-mcp``: the fake as a drop-in ``mempalace-mcp`` (stdio, configured by environment).
+
+Kept import-light on purpose: a bridge pays this module's import time on every (re)spawn.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import os
 import sys
 
-from .faults import FaultPlanError
-from .server import FakeOptions, build_brain
+from .server import ENV_ARGV0, FakeOptions, FakeSetupError, build_brain
 from .stdio import serve_stdio
 
 
-def run_stdio(options: FakeOptions) -> int:
+def run_stdio(options: FakeOptions, prog: str = "palace-fake-mcp") -> int:
+    """Serve one stdio session; a bad plan, fault spec or state file is one line and exit 2."""
     try:
         brain = build_brain(options.merged(FakeOptions.from_env()), "stdio")
-    except FaultPlanError as exc:
-        print(f"palace-fake-mcp: {exc}", file=sys.stderr)
+    except FakeSetupError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    try:
-        return asyncio.run(serve_stdio(brain, sys.argv))
-    except KeyboardInterrupt:
-        return 0
+    return serve_stdio(brain, sys.argv)
+
+
+def palace_from_argv(args: list[str]) -> str | None:
+    """``--palace DIR`` or ``--palace=DIR`` as mempalace-mcp takes it; other flags are ignored."""
+    palace = None
+    for index, arg in enumerate(args):
+        if arg == "--palace" and index + 1 < len(args):
+            palace = args[index + 1]
+        elif arg.startswith("--palace="):
+            palace = arg.split("=", 1)[1]
+    return palace
 
 
 def fake_mcp_main() -> None:
     """Entry point of ``palace-fake-mcp`` (and of shims named ``mempalace-mcp``)."""
-    palace = None
-    args = sys.argv[1:]
-    if "--palace" in args:
-        index = args.index("--palace")
-        if index + 1 < len(args):
-            palace = args[index + 1]
-    sys.exit(run_stdio(FakeOptions(palace=palace)))
+    argv0 = os.environ.pop(ENV_ARGV0, "")
+    if argv0:  # a shim: name the holder of the writer lock as the shim's path, like the real one
+        sys.argv[0] = argv0
+    sys.exit(run_stdio(FakeOptions(palace=palace_from_argv(sys.argv[1:]))))

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shlex
 import stat
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from .faults import COMPACT_HELP, FaultPlanError
-from .lease import Lease, default_palace_path
-from .server import FakeOptions
+from .faults import COMPACT_HELP, FakeSetupError
+from .journal import Journal
+from .lease import Contention, Lease, default_palace_path, holder_message
+from .server import ENV_ARGV0, ENV_JOURNAL, ENV_STATE, FakeOptions
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +39,7 @@ def _options(args: argparse.Namespace) -> FakeOptions:
 def _stdio(args: argparse.Namespace) -> int:
     from .cli import run_stdio
 
-    return run_stdio(_options(args))
+    return run_stdio(_options(args), prog="palace-conformance fake stdio")
 
 
 def _http(args: argparse.Namespace) -> int:
@@ -45,12 +49,19 @@ def _http(args: argparse.Namespace) -> int:
         return run_http(_options(args).merged(FakeOptions.from_env()), host=args.host,
                         port=args.port, token=args.token, sessions=args.sessions,
                         ready_file=args.ready_file, control=not args.no_control)
-    except FaultPlanError as exc:
+    except FakeSetupError as exc:
         print(f"palace-conformance fake http: {exc}", file=sys.stderr)
         return 2
 
 
-SHIM_NAMES = ("mempalace-mcp",)
+#: shim name -> (module, function) it runs with ``python -S`` (no site import: faster spawns)
+SHIMS = {
+    "mempalace-mcp": ("palace_conformance.fake.cli", "fake_mcp_main"),
+    "mempalace": ("palace_conformance.fake.commands", "mempalace_cli_main"),
+    # a scriptable stand-in for the transcript exporter a bridge runs before mempalace_mine
+    "mempalace-pi-session": ("palace_conformance.standins.feed_session", "shim_main"),
+}
+SHIM_NAMES = tuple(SHIMS)
 
 
 def install_shim(directory: str | os.PathLike[str], python: str | None = None) -> list[Path]:
@@ -59,13 +70,15 @@ def install_shim(directory: str | os.PathLike[str], python: str | None = None) -
     target.mkdir(parents=True, exist_ok=True)
     python = python or sys.executable
     written = []
-    for name in SHIM_NAMES:
+    package_root = str(Path(__file__).resolve().parent.parent.parent)  # holds palace_conformance
+    for name, (module, function) in SHIMS.items():
+        code = (f"import sys; sys.path[:0] = [{package_root!r}]; "
+                f"from {module} import {function}; {function}()")
         path = target / name
         path.write_text(
             "#!/bin/sh\n"
-            "# palace-conformance shim: the fake MemPalace server posing as mempalace-mcp\n"
-            f"exec '{python}' -c 'from palace_conformance.fake.cli import fake_mcp_main; "
-            "fake_mcp_main()' \"$@\"\n"
+            f"# palace-conformance shim: the fake MemPalace posing as {name}\n"
+            f'{ENV_ARGV0}="$0" exec {shlex.quote(python)} -S -c {shlex.quote(code)} "$@"\n'
         )
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         written.append(path)
@@ -73,7 +86,13 @@ def install_shim(directory: str | os.PathLike[str], python: str | None = None) -
 
 
 def _install_shim(args: argparse.Namespace) -> int:
-    for path in install_shim(args.dir):
+    try:
+        paths = install_shim(args.dir)
+    except OSError as exc:
+        print(f"palace-conformance fake install-shim: cannot write to {args.dir}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    for path in paths:
         print(path)
     return 0
 
@@ -83,7 +102,7 @@ def _hold_lock(args: argparse.Namespace) -> int:
     lease = Lease(palace)
     contention = lease.acquire()
     if contention is not None:
-        print(f"mempalace: {contention.reason.split(': ', 1)[1]}", file=sys.stderr)
+        print(f"mempalace: {_contention_text(contention)}", file=sys.stderr)
         return 1
     print(f"holding {lease.path} as PID {os.getpid()}", flush=True)
     deadline = time.monotonic() + args.seconds if args.seconds else None
@@ -94,6 +113,99 @@ def _hold_lock(args: argparse.Namespace) -> int:
         pass
     lease.release()
     return 0
+
+
+def _contention_text(contention: Contention) -> str:
+    """mempalace's CLI wording: the holder message, or why the lock could not be set up."""
+    if contention.kind == "peer_contention":
+        return holder_message(contention.palace, contention.holder)
+    return contention.reason
+
+
+def run_cli_mine(source: str | None, palace: str, journal_path: str | None,
+                 state: str | None, argv: Sequence[str]) -> int:
+    """``mempalace mine SOURCE`` as the fake sees it: exit 1 with mempalace's holder message
+    while another writer holds the palace; otherwise mine into the fake palace and exit 0.
+
+    Every run is journaled (``kind: cli_run``), so a bridge that shells out to the ``mempalace``
+    CLI instead of using MCP is visible to the fixture."""
+    try:
+        journal = Journal(journal_path, "cli")
+    except OSError as exc:
+        print(f"mempalace (fake): cannot open journal {journal_path}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    run = {"command": "mine", "argv": list(argv), "palace": palace, "source": source}
+    lease = Lease(palace)
+    contention = lease.acquire()
+    if contention is not None:
+        text = f"mempalace: {_contention_text(contention)}"
+        journal.record("cli_run", **run, exit_code=1, stderr=text)
+        print(text, file=sys.stderr)
+        return 1
+    try:
+        from .palace import PalaceStore, run_tool
+
+        if source is None:
+            result = {"success": False, "error": "mine needs a source directory"}
+        else:
+            result = run_tool(PalaceStore(state), "mempalace_mine", {"source": source}, palace)
+    except (OSError, ValueError) as exc:
+        result = {"success": False, "error": f"cannot use palace state {state}: {exc}"}
+    finally:
+        lease.release()
+    if not result.get("success"):
+        text = f"mempalace: {result.get('error')}"
+        journal.record("cli_run", **run, exit_code=1, stderr=text)
+        print(text, file=sys.stderr)
+        return 1
+    journal.record("cli_run", **run, exit_code=0, result=result)
+    print(f"Mined {result['files_processed']} file(s) from {result['source']} into wing "
+          f"{result['wing']}: {result['drawers_filed']} new drawer(s) (palace-conformance fake)")
+    return 0
+
+
+def _cli_mine(args: argparse.Namespace) -> int:
+    palace = os.path.abspath(args.palace) if args.palace else default_palace_path()
+    return run_cli_mine(args.source, palace, args.journal or os.environ.get(ENV_JOURNAL),
+                        args.state or os.environ.get(ENV_STATE),
+                        ["palace-conformance", "fake", "cli-mine", *sys.argv[3:]])
+
+
+class _CliUsage(Exception):
+    pass
+
+
+class _CliParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like any usage mistake here
+        raise _CliUsage(message)
+
+
+def mempalace_cli_main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``mempalace`` shim: ``mine`` behaves like mempalace's under contention;
+    any other subcommand is journaled and refused, since only ``mine`` is modelled."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    argv0 = os.environ.pop(ENV_ARGV0, "") or "mempalace"
+    parser = _CliParser(prog="mempalace", add_help=False)
+    parser.add_argument("--palace")
+    parser.add_argument("command", nargs="?")
+    parser.add_argument("source", nargs="?")
+    try:
+        args, _ = parser.parse_known_args(argv)
+    except _CliUsage as exc:
+        print(f"mempalace (fake): {exc}", file=sys.stderr)
+        sys.exit(2)
+    palace = os.path.abspath(args.palace) if args.palace else default_palace_path()
+    journal_path = os.environ.get(ENV_JOURNAL)
+    if args.command != "mine":
+        with contextlib.suppress(OSError):
+            Journal(journal_path, "cli").record("cli_run", command=args.command,
+                                                argv=[argv0, *argv], palace=palace, exit_code=2)
+        print(f"mempalace (fake): {args.command or 'no command'!s} is not modelled by the "
+              "palace-conformance fake; only 'mine' is", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(run_cli_mine(args.source, palace, journal_path, os.environ.get(ENV_STATE),
+                          [argv0, *argv]))
 
 
 def _faults_help(args: argparse.Namespace) -> int:
@@ -110,31 +222,48 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     fake_sub.required = True
 
     stdio = fake_sub.add_parser("stdio", help="serve MCP over stdin/stdout",
-                                epilog=COMPACT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                epilog=COMPACT_HELP,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(stdio)
     stdio.set_defaults(handler=_stdio)
 
     http = fake_sub.add_parser("http", help="serve MCP over HTTP on loopback",
-                               epilog=COMPACT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                               epilog=COMPACT_HELP,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(http)
-    http.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    http.add_argument("--host", default="127.0.0.1",
+                      help="loopback address to bind (default 127.0.0.1)")
     http.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
-    http.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (env MEMPALACE_MCP_HTTP_TOKEN)")
+    http.add_argument("--token", help="require 'Authorization: Bearer TOKEN' "
+                      "(env MEMPALACE_MCP_HTTP_TOKEN)")
     http.add_argument("--sessions", action="store_true",
-                      help="stateful mode: issue Mcp-Session-Id, 400 without it, 404 for unknown ones")
+                      help="stateful mode: issue Mcp-Session-Id, 400 without it, 404 for "
+                      "unknown ones")
     http.add_argument("--ready-file", metavar="FILE",
                       help="write {\"url\", \"port\", \"pid\"} here once listening")
     http.add_argument("--no-control", action="store_true", help="disable the /_fake control API")
     http.set_defaults(handler=_http)
 
-    shim = fake_sub.add_parser("install-shim", help="write DIR/mempalace-mcp that runs the fake")
+    shim = fake_sub.add_parser("install-shim", help="write DIR/mempalace-mcp and DIR/mempalace "
+                               "(the fake) and DIR/mempalace-pi-session (a scriptable stand-in)")
     shim.add_argument("dir", metavar="DIR")
     shim.set_defaults(handler=_install_shim)
 
     hold = fake_sub.add_parser("hold-lock", help="hold the palace writer lock like another writer")
     hold.add_argument("--palace", metavar="DIR")
-    hold.add_argument("--seconds", type=float, default=0, help="release after this long (0: until killed)")
+    hold.add_argument("--seconds", type=float, default=0,
+                      help="release after this long (0: until killed)")
     hold.set_defaults(handler=_hold_lock)
+
+    mine = fake_sub.add_parser("cli-mine", help="act like 'mempalace mine DIR': exit 1 with "
+                               "mempalace's holder message while another writer holds the palace")
+    mine.add_argument("source", metavar="DIR", nargs="?", help="directory (or file) to mine")
+    mine.add_argument("--palace", metavar="DIR")
+    mine.add_argument("--journal", metavar="FILE", help="journal the run here "
+                      "(env PALACE_FAKE_JOURNAL)")
+    mine.add_argument("--state", metavar="FILE", help="palace contents file "
+                      "(env PALACE_FAKE_STATE)")
+    mine.set_defaults(handler=_cli_mine)
 
     faults = fake_sub.add_parser("faults", help="print the compact fault syntax")
     faults.set_defaults(handler=_faults_help)

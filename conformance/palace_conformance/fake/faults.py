@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "garbage": (frozenset({"stdio", "http"}), frozenset({"text"})),
     "partial_line": (frozenset({"stdio", "http"}), frozenset({"then", "code"})),
     "oversized": (frozenset({"stdio", "http"}), frozenset({"bytes"})),
-    "wrong_id": (frozenset({"stdio", "http"}), frozenset({"id"})),
+    "wrong_id": (frozenset({"stdio", "http"}), frozenset({"reply_id"})),
     "duplicate_response": (frozenset({"stdio", "http"}), frozenset()),
     "server_request": (frozenset({"stdio", "http"}), frozenset({"method", "params"})),
     "notify": (frozenset({"stdio", "http"}), frozenset({"method", "params"})),
@@ -54,6 +53,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "rotate_token": (frozenset({"http"}), frozenset({"token"})),
 }
 
+RESERVED = frozenset({"id", "on", "times", "action"})  # fault keys that are not parameters
 STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay"})
 HTTP_ACTIONS = frozenset(
     {"http_status", "reset", "sse", "accept_202", "content_type", "forget_session", "rotate_token"}
@@ -78,16 +78,45 @@ Examples:
 Actions: """ + ", ".join(sorted(ACTIONS))
 
 
-class FaultPlanError(ValueError):
+class FakeSetupError(ValueError):
+    """The fake cannot start as configured (plan, fault spec, state or journal file); one line."""
+
+
+class FaultPlanError(FakeSetupError):
     """A fault plan or --fault spec that cannot be used; the message says what to fix."""
 
 
-@dataclass(frozen=True)
-class Match:
-    method: str = "*"
-    tool: str | None = None
-    nth: int = 1
-    transport: str | None = None
+class _Value:
+    """Equality and repr from ``__slots__``: a dataclass without importing ``dataclasses``
+    (its ``inspect`` import alone is a fifth of the fake's cold start)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Match(_Value):
+    """Which messages a fault watches. Treat as immutable."""
+
+    __slots__ = ("method", "nth", "tool", "transport")
+
+    def __init__(self, method: str = "*", tool: str | None = None, nth: int = 1,
+                 transport: str | None = None) -> None:
+        self.method = method
+        self.tool = tool
+        self.nth = nth
+        self.transport = transport
 
     def selects(self, method: str | None, tool: str | None, transport: str) -> bool:
         if self.transport is not None and self.transport != transport:
@@ -97,13 +126,18 @@ class Match:
         return not (self.tool is not None and self.tool != tool)
 
 
-@dataclass(frozen=True)
-class Fault:
-    id: str
-    on: Match
-    action: str
-    times: int | None = 1
-    params: dict[str, Any] = field(default_factory=dict)
+class Fault(_Value):
+    """One fault: what it watches (``on``), what it does (``action`` + ``params``), how often."""
+
+    __slots__ = ("action", "id", "on", "params", "times")
+
+    def __init__(self, id: str, on: Match, action: str, times: int | None = 1,
+                 params: dict[str, Any] | None = None) -> None:
+        self.id = id
+        self.on = on
+        self.action = action
+        self.times = times
+        self.params: dict[str, Any] = dict(params or {})
 
     def fires_at(self, occurrence: int) -> bool:
         """Whether the ``occurrence``-th matching message (1-based) triggers this fault."""
@@ -120,73 +154,77 @@ class Fault:
         return {"id": self.id, "on": on, "times": self.times, "action": self.action, **self.params}
 
 
-@dataclass
-class FaultPlan:
-    faults: list[Fault] = field(default_factory=list)
+class FaultPlan(_Value):
+    """An ordered list of faults, as loaded from a plan file and ``--fault`` specs."""
+
+    __slots__ = ("faults",)
+
+    def __init__(self, faults: list[Fault] | None = None) -> None:
+        self.faults: list[Fault] = list(faults or [])
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def for_transport(self, transport: str) -> FaultPlan:
-        return FaultPlan(
-            [
-                f
-                for f in self.faults
-                if transport in ACTIONS[f.action][0]
-                and (f.on.transport is None or f.on.transport == transport)
-            ]
-        )
+        return FaultPlan([f for f in self.faults if transport in ACTIONS[f.action][0]
+                          and (f.on.transport is None or f.on.transport == transport)])
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": PLAN_SCHEMA_VERSION, "faults": [f.to_json() for f in self.faults]}
 
 
-def fault_from_json(data: Any, index: int) -> Fault:
-    where = f"fault #{index + 1}"
+def fault_from_json(data: Any, index: int, where: str | None = None) -> Fault:
+    """One fault from plan JSON; ``where`` names it in errors (default: its place in the plan)."""
+    compact = where is not None
+    where = where or f"fault #{index + 1}"
     if not isinstance(data, dict):
         raise FaultPlanError(f"{where}: expected an object, got {type(data).__name__}")
     action = data.get("action")
-    if action not in ACTIONS:
+    if not isinstance(action, str) or action not in ACTIONS:
         raise FaultPlanError(
             f"{where}: unknown action {action!r}; use one of: {', '.join(sorted(ACTIONS))}"
         )
     fid = data.get("id", f"fault-{index + 1}")
     if not isinstance(fid, str) or not fid:
         raise FaultPlanError(f"{where}: 'id' must be a non-empty string")
+    if not compact:
+        where = f"{where} ({fid})"
     on_data = data.get("on", {})
     if not isinstance(on_data, dict):
-        raise FaultPlanError(f"{where} ({fid}): 'on' must be an object")
+        raise FaultPlanError(f"{where}: 'on' must be an object")
     unknown_on = set(on_data) - {"method", "tool", "nth", "transport"}
     if unknown_on:
-        raise FaultPlanError(f"{where} ({fid}): unknown key(s) in 'on': {sorted(unknown_on)}")
+        raise FaultPlanError(f"{where}: unknown key(s) in 'on': {sorted(unknown_on)}")
     tool = on_data.get("tool")
     method = on_data.get("method", "tools/call" if tool else "*")
     nth = on_data.get("nth", 1)
     transport = on_data.get("transport")
     if not isinstance(method, str):
-        raise FaultPlanError(f"{where} ({fid}): 'on.method' must be a string")
+        raise FaultPlanError(f"{where}: 'on.method' must be a string")
     if tool is not None and (not isinstance(tool, str) or method not in ("tools/call", "*")):
-        raise FaultPlanError(f"{where} ({fid}): 'on.tool' needs method tools/call")
+        raise FaultPlanError(f"{where}: 'on.tool' needs method tools/call")
     if not isinstance(nth, int) or isinstance(nth, bool) or nth < 1:
-        raise FaultPlanError(f"{where} ({fid}): 'on.nth' must be an integer >= 1")
+        raise FaultPlanError(f"{where}: 'on.nth' must be an integer >= 1")
     if transport not in (None, "stdio", "http"):
-        raise FaultPlanError(f"{where} ({fid}): 'on.transport' must be stdio or http")
+        raise FaultPlanError(f"{where}: 'on.transport' must be stdio or http")
     times = data.get("times", 1)
     if times is not None and (not isinstance(times, int) or isinstance(times, bool) or times < 1):
-        raise FaultPlanError(f"{where} ({fid}): 'times' must be an integer >= 1 or null (forever)")
-    params = {k: v for k, v in data.items() if k not in {"id", "on", "times", "action"}}
+        raise FaultPlanError(f"{where}: 'times' must be an integer >= 1 or null (forever)")
+    params = {k: v for k, v in data.items() if k not in RESERVED}
     allowed = ACTIONS[action][1]
     unknown = set(params) - allowed
     if unknown:
         raise FaultPlanError(
-            f"{where} ({fid}): action {action!r} takes {sorted(allowed) or 'no parameters'}, "
+            f"{where}: action {action!r} takes {sorted(allowed) or 'no parameters'}, "
             f"not {sorted(unknown)}"
         )
     if method == STARTUP and action not in STARTUP_ACTIONS:
         raise FaultPlanError(
-            f"{where} ({fid}): action {action!r} cannot fire at $startup; "
+            f"{where}: action {action!r} cannot fire at $startup; "
             f"use one of {sorted(STARTUP_ACTIONS)}"
         )
     if action in {"startup_fail", "ignore_sigterm"} and method != STARTUP:
-        raise FaultPlanError(f"{where} ({fid}): {action!r} fires only with on.method '$startup'")
-    _check_params(action, params, f"{where} ({fid})")
+        raise FaultPlanError(f"{where}: {action!r} fires only with on.method '$startup'")
+    _check_params(action, params, where)
     return Fault(
         id=fid,
         on=Match(method=method, tool=tool, nth=nth, transport=transport),
@@ -207,7 +245,10 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
     for name in ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
                  "event_delay_ms", "keepalives"):
         need_int(name)
-    need_int("code", -255)
+    if action in {"exit", "startup_fail", "partial_line"}:
+        need_int("code")
+        if isinstance(params.get("code"), int) and params["code"] > 255:
+            raise FaultPlanError(f"{where}: 'code' is a process exit status, 0 to 255")
     if action == "http_status":
         status = params.get("status")
         if not isinstance(status, int) or not 100 <= status <= 599:
@@ -216,7 +257,9 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         raise FaultPlanError(f"{where}: error needs an integer 'code'")
     if action in {"server_request", "notify"} and not isinstance(params.get("method"), str):
         raise FaultPlanError(f"{where}: {action} needs a 'method' string")
-    if action == "exit" and params.get("when", "before_reply") not in ("before_reply", "after_reply"):
+    if action == "exit" and params.get("when", "before_reply") not in (
+        "before_reply", "after_reply"
+    ):
         raise FaultPlanError(f"{where}: exit 'when' must be before_reply or after_reply")
     if action in {"drip_progress"} and params.get("then", "reply") not in ("reply", "stall"):
         raise FaultPlanError(f"{where}: drip_progress 'then' must be reply or stall")
@@ -252,7 +295,11 @@ def load_plan(path: str | os.PathLike[str]) -> FaultPlan:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise FaultPlanError(f"cannot read fault plan {path}: {exc.strerror}") from None
+        raise FaultPlanError(f"cannot read fault plan {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise FaultPlanError(
+            f"fault plan {path} is not UTF-8 text; write the plan as JSON"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -279,12 +326,15 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
         key = None
         for part in parts:
             if "=" in part:
-                key, _, value = part.partition("=")
-                params[key.strip()] = value
+                raw_key, _, value = part.partition("=")
+                key = raw_key.strip()
+                params[key] = value
             elif key is not None:
                 params[key] += "," + part
             else:
-                raise FaultPlanError(f"--fault {spec!r}: expected key=value after ',', got {part!r}")
+                raise FaultPlanError(
+                    f"--fault {spec!r}: expected key=value after ',', got {part!r}"
+                )
         params = {k: _parse_value(v) for k, v in params.items()}
     times: int | None = 1
     if "x" in head.rsplit("#", 1)[-1] or ("#" not in head and "x" in head.rsplit("@", 1)[-1]):
@@ -293,6 +343,9 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
             times = None
         elif times_text.isdigit():
             times = int(times_text)
+            if times < 1:
+                raise FaultPlanError(f"--fault {spec!r}: 'x' must be followed by a number >= 1 "
+                                     "or '*' (forever)")
         else:
             base = head  # an 'x' that belongs to a name
             times = 1
@@ -301,8 +354,8 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
     nth = 1
     if "#" in head:
         head, _, nth_text = head.rpartition("#")
-        if not nth_text.isdigit():
-            raise FaultPlanError(f"--fault {spec!r}: '#' must be followed by a number")
+        if not nth_text.isdigit() or int(nth_text) < 1:
+            raise FaultPlanError(f"--fault {spec!r}: '#' must be followed by a number >= 1")
         nth = int(nth_text)
     action, _, target = head.partition("@")
     on: dict[str, Any] = {"nth": nth}
@@ -312,13 +365,14 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
     elif target:
         on["method"] = target
     data: dict[str, Any] = {
+        **{k: v for k, v in params.items() if k not in RESERVED},
         "id": f"cli-{index + 1}-{action}",
         "on": on,
         "times": times,
         "action": action,
-        **params,
     }
-    try:
-        return fault_from_json(data, index)
-    except FaultPlanError as exc:
-        raise FaultPlanError(f"--fault {spec!r}: {exc}".replace(f"fault #{index + 1}", "")) from None
+    reserved = sorted(RESERVED & set(params))
+    if reserved:
+        raise FaultPlanError(f"--fault {spec!r}: {', '.join(reserved)} cannot be set with "
+                             "key=value; write a --plan file for that")
+    return fault_from_json(data, index, where=f"--fault {spec!r}")

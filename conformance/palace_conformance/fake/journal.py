@@ -36,6 +36,18 @@ def redact_headers(headers: list[tuple[str, str]] | dict[str, str]) -> dict[str,
     return out
 
 
+def _encode(entry: dict[str, Any]) -> bytes:
+    """One journal line. Lone surrogates are escaped; a value JSON cannot hold (nested too deep
+    to serialise) is replaced by a note rather than crash the fake that is recording it."""
+    try:
+        return (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps(entry, default=str) + "\n").encode()
+    except (ValueError, RecursionError) as exc:
+        head = {k: v for k, v in entry.items() if k in ("t", "pid", "transport", "kind")}
+        return (json.dumps({**head, "unrecordable": type(exc).__name__}) + "\n").encode()
+
+
 class Journal:
     """Appends records to a JSON-lines file (or keeps them in memory when no path is given)."""
 
@@ -58,7 +70,7 @@ class Journal:
             "kind": kind,
         }
         entry.update(fields)
-        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode()
+        line = _encode(entry)
         with self._lock:
             if self._fd is not None:
                 os.write(self._fd, line)

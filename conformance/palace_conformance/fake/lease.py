@@ -12,7 +12,6 @@ import fcntl
 import hashlib
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -36,15 +35,23 @@ def holder_message(palace: str, holder: str) -> str:
             "before retrying")
 
 
-@dataclass
 class Contention:
     """Why this process is not the writer: who holds the palace, in mempalace's words."""
 
-    palace: str
-    holder: str  # "<pid> (<argv>)" or "another writer (identity not recorded)"
+    def __init__(self, palace: str, holder: str, kind: str = "peer_contention",
+                 detail: str = "") -> None:
+        self.palace = palace
+        self.holder = holder  # "<pid> (<argv>)" or "another writer (identity not recorded)"
+        self.kind = kind  # or "initialization_failed" (the lock could not be set up)
+        self.detail = detail
+
+    def __repr__(self) -> str:
+        return f"Contention({self.palace!r}, {self.holder!r}, {self.kind!r})"
 
     @property
     def reason(self) -> str:
+        if self.kind != "peer_contention":
+            return self.detail
         return (f"another mempalace writer already holds the palace lock for '{self.palace}': "
                 + holder_message(self.palace, self.holder))
 
@@ -65,8 +72,12 @@ class Lease:
         """Try to become the writer; None on success, else who holds the palace."""
         if self._fd is not None:
             return None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            return Contention(self.palace, "", "initialization_failed",
+                              f"cannot open the palace lock {self.path}: {exc.strerror or exc}")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -15,7 +15,6 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,8 @@ PROTOCOL_TEXT = (
     "4. AFTER EACH SESSION: call mempalace_diary_write to record what happened.\n"
     "(fake palace: abridged protocol text)"
 )
-AAAK_TEXT = "AAAK is a compressed memory dialect that MemPalace uses for efficient storage.\n(abridged)"
+AAAK_TEXT = ("AAAK is a compressed memory dialect that MemPalace uses for efficient storage.\n"
+             "(abridged)")
 
 
 class ToolFailure(Exception):
@@ -46,14 +46,22 @@ def _digest(*parts: str, size: int = 12) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:size]
 
 
-@dataclass
 class PalaceState:
     """Everything a palace holds. Plain data, so it round-trips through JSON."""
 
-    drawers: list[dict[str, Any]] = field(default_factory=list)
-    triples: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    def __init__(self, drawers: list[dict[str, Any]] | None = None,
+                 triples: list[dict[str, Any]] | None = None,
+                 events: list[dict[str, Any]] | None = None,
+                 artifacts: list[dict[str, Any]] | None = None) -> None:
+        self.drawers: list[dict[str, Any]] = drawers if drawers is not None else []
+        self.triples: list[dict[str, Any]] = triples if triples is not None else []
+        self.events: list[dict[str, Any]] = events if events is not None else []
+        self.artifacts: list[dict[str, Any]] = artifacts if artifacts is not None else []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PalaceState) and self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PalaceState:
@@ -99,7 +107,13 @@ class PalaceStore:
     def _read(self) -> PalaceState:
         assert self.path is not None
         text = self.path.read_text(encoding="utf-8")
-        return PalaceState.from_json(json.loads(text) if text.strip() else {})
+        data = json.loads(text) if text.strip() else {}
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        try:
+            return PalaceState.from_json(data)
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise ValueError(f"not a palace state ({type(exc).__name__}: {exc})") from None
 
     @contextlib.contextmanager
     def transaction(self, write: bool) -> Iterator[PalaceState]:
@@ -131,7 +145,8 @@ def tool(name: str, writes: bool = False) -> Callable[[Handler], Handler]:
     return register
 
 
-def run_tool(store: PalaceStore, name: str, args: dict[str, Any], palace_path: str) -> dict[str, Any]:
+def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
+             palace_path: str) -> dict[str, Any]:
     """Run one tool against the palace and return its (business) result object."""
     entry = _HANDLERS.get(name)
     if entry is None:
@@ -234,7 +249,8 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             result["errors"].append({"item": item, "error": "item needs wing, room and content"})
             continue
         filed = _file_drawer(state, item["wing"], item["room"], item["content"], writer)
-        (result["duplicates"] if filed.get("reason") == "already_exists" else result["added"]).append(filed)
+        duplicate = filed.get("reason") == "already_exists"
+        result["duplicates" if duplicate else "added"].append(filed)
     if diary and diary.get("agent_name") and diary.get("entry"):
         result["diary"] = _write_diary(state, diary["agent_name"], diary["entry"],
                                        diary.get("topic", "general"), diary.get("wing"))
@@ -260,7 +276,8 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     limit = int(args.get("limit", 5))
     scored = []
     candidates = [d for d in state.drawers
-                  if args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])]
+                  if args.get("wing") in (None, d["wing"])
+                  and args.get("room") in (None, d["room"])]
     for order, drawer in enumerate(candidates):
         words = {w.lower() for w in _WORD.findall(drawer["content"])}
         overlap = len(terms & words)
@@ -284,15 +301,31 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             "total_before_filter": len(candidates), "results": results}
 
 
+MINE_FILE_CAP = 2000  # a mis-aimed mine (say, of '/') must not walk the whole disk
+
+
+def _files_under(root: Path, cap: int) -> list[Path]:
+    """Up to ``cap`` files below ``root`` in sorted walk order, without listing the rest."""
+    found: list[Path] = []
+    for here, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            path = Path(here) / name
+            if path.is_file():
+                found.append(path)
+                if len(found) >= cap:
+                    return found
+    return found
+
+
 @tool("mempalace_mine", writes=True)
 def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     source = Path(os.path.expanduser(args["source"]))
     if not source.exists():
         return {"success": False, "error": f"Source not found: {source}"}
-    files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
     limit = int(args.get("limit", 0) or 0)
-    if limit:
-        files = files[:limit]
+    cap = min(limit, MINE_FILE_CAP) if limit > 0 else MINE_FILE_CAP
+    files = [source] if source.is_file() else _files_under(source, cap)
     wing = args.get("wing") or (source.parent.name if source.is_file() else source.name)
     agent = args.get("agent", "mempalace")
     filed = 0
@@ -357,7 +390,8 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                           "object": obj, "valid_from": args.get("valid_from"),
                           "valid_to": args.get("valid_to"),
                           "source_drawer_id": args.get("source_drawer_id")})
-    return {"success": True, "triple_id": triple_id, "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
+    return {"success": True, "triple_id": triple_id,
+            "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
 
 
 @tool("mempalace_kg_query")
@@ -408,7 +442,8 @@ def _event_selected(event: dict[str, Any], args: dict[str, Any]) -> bool:
     if args.get("writer") is not None and event.get("from_agent") != args["writer"]:
         return False
     # like 3.11: to_agent also matches '*' broadcasts; from_agent is NOT a filter
-    return not (args.get("to_agent") is not None and event.get("to_agent") not in (args["to_agent"], "*"))
+    wanted = args.get("to_agent")
+    return wanted is None or event.get("to_agent") in (wanted, "*")
 
 
 @tool("mempalace_event_list")

@@ -4,13 +4,17 @@ A transport implements :class:`Port` (emit a message, emit raw bytes, exit); thi
 order: pre-reply noise and server-initiated messages, stalls and delays, the reply itself, and
 post-reply crashes. Transport-only faults (HTTP statuses, resets, SSE framing) are handled by the
 HTTP transport around this call.
+
+The stdio transport drives :func:`play` without an event loop (importing asyncio would double the
+fake's cold start), so waiting and blocking work go through :func:`pause` and :func:`offload`, which
+use the port's own ``pause``/``offload`` when it has them. Never await asyncio directly in here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from .brain import Brain, Exchange
@@ -26,27 +30,55 @@ class Port(Protocol):
 
 def encode(message: Any) -> bytes:
     """mempalace's framing: ``json.dumps`` default separators, raw UTF-8, no trailing newline."""
-    return json.dumps(message, ensure_ascii=False).encode()
+    return json.dumps(message, ensure_ascii=False).encode("utf-8", "replace")
 
 
 FOREVER = None
 
 
-async def pause(ms: int | None) -> None:
+async def pause(ms: int | None, port: Any = None) -> None:
+    """Wait ``ms`` milliseconds (None: forever), blocking if the port says so (stdio)."""
+    custom = getattr(port, "pause", None)
+    if custom is not None:
+        await custom(ms)
+        return
+    import asyncio
+
     if ms is None:
         await asyncio.Event().wait()
     else:
         await asyncio.sleep(ms / 1000.0)
 
 
+async def offload(port: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """Run blocking ``fn`` off the event loop, or inline on a port that has no loop."""
+    custom = getattr(port, "offload", None)
+    if custom is not None:
+        return await custom(fn, *args)
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
+
+
 def flood_stderr(size: int) -> None:
-    """Blocking writes to fd 2, like a chatty server: a bridge that never drains stderr stalls us."""
+    """Blocking writes to fd 2, like a chatty server: a bridge that never drains stderr
+    stalls us."""
     line = b"fake palace stderr flood " + b"." * 54 + b"\n"
     written = 0
     while written < size:
         chunk = line * max(1, min(1024, (size - written) // len(line) + 1))
         os.write(2, chunk)
         written += len(chunk)
+
+
+def _timed_out_wait(reply: dict[str, Any] | None) -> bool:
+    """Whether an ``event_wait`` reply is the empty timeout, which mempalace sends only at
+    the end of the wait."""
+    try:
+        text = reply["result"]["content"][0]["text"]  # type: ignore[index]
+        return bool(json.loads(text).get("timed_out"))
+    except (TypeError, KeyError, IndexError, ValueError, AttributeError):
+        return False
 
 
 async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
@@ -69,7 +101,7 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
         return
     fault = exchange.fault
     if (flood := fault("flood_stderr")) is not None:
-        await asyncio.to_thread(flood_stderr, int(flood.params.get("bytes", 1 << 20)))
+        await offload(port, flood_stderr, int(flood.params.get("bytes", 1 << 20)))
     for f in exchange.faults:
         if f.action == "notify":
             await send({"jsonrpc": "2.0", "method": f.params["method"],
@@ -78,21 +110,21 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
             await send({"jsonrpc": "2.0", "id": brain.next_server_request_id(),
                         "method": f.params["method"], "params": f.params.get("params", {})})
     if (stall := fault("stall")) is not None:
-        await pause(stall.params.get("ms"))
+        await pause(stall.params.get("ms"), port)
         journal.record("stall_end", fault_id=stall.id, id=exchange.request_id)
         return
     if (delay := fault("delay")) is not None:
-        await pause(int(delay.params.get("ms", 0)))
+        await pause(int(delay.params.get("ms", 0)), port)
     if (drip := fault("drip_progress")) is not None:
         meta = ((exchange.message or {}).get("params") or {}).get("_meta") or {}
         token = meta.get("progressToken", f"fake-progress-{exchange.request_id}")
         count = int(drip.params.get("count", 3))
         for step in range(1, count + 1):
-            await pause(int(drip.params.get("interval_ms", 100)))
+            await pause(int(drip.params.get("interval_ms", 100)), port)
             await send({"jsonrpc": "2.0", "method": "notifications/progress",
                         "params": {"progressToken": token, "progress": step, "total": count}})
         if drip.params.get("then", "reply") == "stall":
-            await pause(FOREVER)
+            await pause(FOREVER, port)
     crash = fault("exit")
     if crash is not None and crash.params.get("when", "before_reply") == "before_reply":
         await die(int(crash.params.get("code", 1)), "fault exit before reply")
@@ -100,15 +132,15 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
     if (garbage := fault("garbage")) is not None:
         await send_raw(str(garbage.params.get("text", "this is not json")).encode() + b"\n",
                        "garbage")
-    if exchange.hold_seconds and exchange.reply() is not None:
-        reply = exchange.reply()
-        if reply and json.loads(reply["result"]["content"][0]["text"]).get("timed_out"):
-            await asyncio.sleep(exchange.hold_seconds)
+    if exchange.hold_seconds and _timed_out_wait(exchange.reply()):
+        await pause(int(exchange.hold_seconds * 1000), port)
     reply = exchange.reply()
     if reply is None:
+        if crash is not None:
+            await die(int(crash.params.get("code", 1)), "fault exit after handling a notification")
         return
     if (wrong := fault("wrong_id")) is not None:
-        reply = {**reply, "id": wrong.params.get("id", f"wrong-{reply.get('id')}")}
+        reply = {**reply, "id": wrong.params.get("reply_id", f"wrong-{reply.get('id')}")}
     if (override := fault("error")) is not None and "id" in reply:
         reply = {"jsonrpc": "2.0", "id": reply["id"],
                  "error": {k: v for k, v in (("code", override.params["code"]),
@@ -126,7 +158,7 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
         if partial.params.get("then", "exit") == "exit":
             await die(int(partial.params.get("code", 1)), "fault exit after partial line")
         else:
-            await pause(FOREVER)
+            await pause(FOREVER, port)
         return
     await send(reply)
     if fault("duplicate_response") is not None:

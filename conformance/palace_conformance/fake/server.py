@@ -9,10 +9,9 @@ travels in environment variables: ``PALACE_FAKE_PLAN`` (fault plan file), ``PALA
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 
 from .brain import Brain
-from .faults import FaultPlan, load_plan, parse_compact
+from .faults import FakeSetupError, FaultPlan, load_plan, parse_compact
 from .journal import Journal
 from .lease import Lease, default_palace_path
 from .palace import PalaceStore
@@ -21,15 +20,27 @@ ENV_PLAN = "PALACE_FAKE_PLAN"
 ENV_FAULT = "PALACE_FAKE_FAULT"
 ENV_JOURNAL = "PALACE_FAKE_JOURNAL"
 ENV_STATE = "PALACE_FAKE_STATE"
+ENV_ARGV0 = "PALACE_FAKE_ARGV0"  # set by shims so the lock holder reads like the real script
+
+__all__ = ["ENV_ARGV0", "ENV_FAULT", "ENV_JOURNAL", "ENV_PLAN", "ENV_STATE", "FakeOptions",
+           "FakeSetupError", "build_brain", "load_fault_plan"]
 
 
-@dataclass
 class FakeOptions:
-    plan: str | None = None
-    faults: list[str] = field(default_factory=list)
-    journal: str | None = None
-    state: str | None = None
-    palace: str | None = None
+    """Where the fake gets its plan, faults, journal, palace state and palace path."""
+
+    def __init__(self, plan: str | None = None, faults: list[str] | None = None,
+                 journal: str | None = None, state: str | None = None,
+                 palace: str | None = None) -> None:
+        self.plan = plan
+        self.faults: list[str] = list(faults or [])
+        self.journal = journal
+        self.state = state
+        self.palace = palace
+
+    def __repr__(self) -> str:
+        return (f"FakeOptions(plan={self.plan!r}, faults={self.faults!r}, "
+                f"journal={self.journal!r}, state={self.state!r}, palace={self.palace!r})")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> FakeOptions:
@@ -53,7 +64,19 @@ def load_fault_plan(options: FakeOptions) -> FaultPlan:
 
 
 def build_brain(options: FakeOptions, transport: str) -> Brain:
+    """A ready brain; :class:`FakeSetupError` (one printable line) for any unusable input."""
     plan = load_fault_plan(options)
     palace = os.path.abspath(options.palace) if options.palace else default_palace_path()
-    return Brain(transport=transport, plan=plan, journal=Journal(options.journal, transport),
-                 store=PalaceStore(options.state), lease=Lease(palace))
+    try:
+        journal = Journal(options.journal, transport)
+    except OSError as exc:
+        raise FakeSetupError(f"cannot open journal {options.journal}: {exc.strerror or exc}; "
+                             "pass a writable --journal path") from None
+    try:
+        store = PalaceStore(options.state)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise FakeSetupError(f"cannot use palace state file {options.state}: {reason}; "
+                             "fix or delete it") from None
+    return Brain(transport=transport, plan=plan, journal=journal, store=store,
+                 lease=Lease(palace))

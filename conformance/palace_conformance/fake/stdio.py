@@ -2,38 +2,59 @@
 
 A stalled request blocks every later one (``ping`` included); stdin EOF and SIGTERM exit 0; a
 broken stdout pipe ends the process quietly. Logs go to stderr with no prefix.
+
+There is no event loop here, on purpose: mempalace's loop is a blocking ``readline`` and so is this
+one, and not importing asyncio keeps the fake's cold start well under the real server's. The shared
+:func:`~.playback.play` coroutine is driven to completion in one step because this port's
+``pause``/``offload``/``emit`` block instead of suspending.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import os
 import signal
 import sys
-from typing import Any
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, BinaryIO
 
 from .brain import Brain
 from .faults import Fault
-from .playback import encode, flood_stderr, pause, play
+from .playback import encode, flood_stderr, play
 
-LINE_LIMIT = 256 * 1024 * 1024
+STDIN_EOF = "stdin EOF -- client disconnected, shutting down"
 
 
 def log(text: str) -> None:
+    """One stderr line, mempalace style (no level or logger prefix)."""
+    with contextlib.suppress(OSError):
+        os.write(2, (text + "\n").encode("utf-8", "replace"))
+
+
+def run_to_end(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that never truly suspends (every await it reaches blocks instead)."""
     try:
-        os.write(2, (text + "\n").encode())
-    except OSError:
-        pass
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("stdio playback tried to suspend; use playback.pause/offload, not asyncio")
 
 
 class StdioPort:
-    """Writes whole lines to fd 1; exits the process on request."""
+    """Writes whole lines to fd 1 and waits by blocking; exits the process on request."""
 
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
 
     async def emit(self, message: dict[str, Any]) -> None:
-        await self.emit_raw(encode(message) + b"\n")
+        try:
+            data = encode(message)
+        except (ValueError, RecursionError):  # e.g. an echoed id nested too deep to serialise
+            data = encode({"jsonrpc": "2.0", "id": None,
+                           "error": {"code": -32603, "message": "Internal error"}})
+        await self.emit_raw(data + b"\n")
 
     async def emit_raw(self, data: bytes) -> None:
         try:
@@ -41,7 +62,8 @@ class StdioPort:
             while view:
                 written = os.write(1, view)
                 view = view[written:]
-        except BrokenPipeError:
+        except OSError:  # EPIPE and friends: the client is gone, as mempalace treats it
+            log("stdout write failed -- client disconnected, shutting down")
             self.brain.journal.record("process_exit", code=0, reason="stdout closed")
             self.brain.lease.release()
             os._exit(0)
@@ -50,34 +72,21 @@ class StdioPort:
         self.brain.lease.release()
         os._exit(code)
 
+    async def pause(self, ms: int | None) -> None:
+        if ms is None:
+            while True:
+                time.sleep(3600)
+        elif ms > 0:
+            time.sleep(ms / 1000.0)
 
-def _apply_startup(brain: Brain, faults: list[Fault]) -> tuple[bool, int]:
-    """Returns (ignore_sigterm, startup delay ms); exits for a ``startup_fail``."""
-    ignore = any(f.action == "ignore_sigterm" for f in faults)
-    delay = sum(int(f.params.get("ms", 0)) for f in faults if f.action == "delay")
-    for fault in faults:
-        if fault.action == "flood_stderr":
-            flood_stderr(int(fault.params.get("bytes", 1 << 20)))
-    return ignore, delay
+    async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return fn(*args)
 
 
-async def serve_stdio(brain: Brain, argv: list[str]) -> int:
-    faults = brain.start_process(argv)
-    log("MemPalace MCP Server starting...")
-    failing = next((f for f in faults if f.action == "startup_fail"), None)
-    if failing is not None:
-        await pause(int(failing.params.get("after_ms", 0)))
-        text = failing.params.get("stderr")
-        if text:
-            log(str(text))
-        code = int(failing.params.get("code", 1))
-        brain.journal.record("process_exit", code=code, reason="fault startup_fail")
-        return code
-    ignore_sigterm, delay_ms = _apply_startup(brain, faults)
+def _install_signals(brain: Brain, ignore_sigterm: bool) -> None:
+    """SIGTERM/SIGHUP/SIGINT exit 0 (the lease is released), unless told to ignore SIGTERM."""
 
-    loop = asyncio.get_running_loop()
-
-    def on_signal(signum: int) -> None:
+    def on_signal(signum: int, _frame: Any) -> None:
         name = signal.Signals(signum).name
         if ignore_sigterm and signum == signal.SIGTERM:
             brain.journal.record("signal", signal=name, action="ignored")
@@ -88,21 +97,37 @@ async def serve_stdio(brain: Brain, argv: list[str]) -> int:
         os._exit(0)
 
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        loop.add_signal_handler(signum, on_signal, signum)
+        signal.signal(signum, on_signal)
 
+
+def _startup(brain: Brain, faults: list[Fault]) -> int | None:
+    """Obey ``$startup`` faults: an exit code for ``startup_fail``, else None once ready."""
+    failing = next((f for f in faults if f.action == "startup_fail"), None)
+    if failing is not None:
+        time.sleep(int(failing.params.get("after_ms", 0)) / 1000.0)
+        text = failing.params.get("stderr")
+        if text:
+            log(str(text))
+        code = int(failing.params.get("code", 1))
+        brain.journal.record("process_exit", code=code, reason="fault startup_fail")
+        return code
+    _install_signals(brain, any(f.action == "ignore_sigterm" for f in faults))
+    for fault in faults:
+        if fault.action == "flood_stderr":
+            flood_stderr(int(fault.params.get("bytes", 1 << 20)))
+    delay_ms = sum(int(f.params.get("ms", 0)) for f in faults if f.action == "delay")
     if delay_ms:
-        await pause(delay_ms)
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        time.sleep(delay_ms / 1000.0)
+    return None
+
+
+def serve_lines(brain: Brain, stdin: BinaryIO) -> int:
+    """The request loop: read a line, answer it (faults included), repeat until EOF."""
     port = StdioPort(brain)
     while True:
-        try:
-            line = await reader.readline()
-        except (asyncio.LimitOverrunError, ValueError):
-            log("Server error: line too long")
-            continue
+        line = stdin.readline()
         if not line:
-            log("stdin EOF -- client disconnected, shutting down")
+            log(STDIN_EOF)
             brain.journal.record("process_exit", code=0, reason="stdin EOF")
             brain.lease.release()
             return 0
@@ -110,6 +135,16 @@ async def serve_stdio(brain: Brain, argv: list[str]) -> int:
         if not text:
             continue
         exchange = brain.receive(text)
-        if exchange.kind == "invalid" and exchange.message is None:
-            log("Server error: JSONDecodeError")
-        await play(brain, exchange, port)
+        if exchange.log:
+            log(exchange.log)
+        run_to_end(play(brain, exchange, port))
+
+
+def serve_stdio(brain: Brain, argv: list[str], stdin: BinaryIO | None = None) -> int:
+    """Serve stdin/stdout until EOF, a signal or a fault ends it; returns the exit code."""
+    faults = brain.start_process(argv)
+    log("MemPalace MCP Server starting...")
+    code = _startup(brain, faults)
+    if code is not None:
+        return code
+    return serve_lines(brain, stdin if stdin is not None else sys.stdin.buffer)

@@ -1,0 +1,223 @@
+"""Evaluate a scenario's checks over a stream of records (journal lines, or effects).
+
+The checks are the format's whole vocabulary for "what happened": ``sequence`` (ordered
+subsequence), ``count``, ``absent``, ``order``, ``distinct`` and ``gap``. Each evaluation returns a
+verdict with a sentence a person can act on, because a red check that does not say why wastes the
+time the suite was meant to save.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .matching import MISSING, json_equal, matches, why_not
+from .model import Check, ProcessesExpect, Timing, ToolsExpect
+
+Record = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    detail: str
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at an RFC 6901 pointer, or :data:`~.matching.MISSING`."""
+    if pointer == "":
+        return document
+    current = document
+    for raw in pointer.split("/")[1:]:
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(current, dict) and token in current:
+            current = current[token]
+        elif isinstance(current, list) and token.isdigit() and int(token) < len(current):
+            current = current[int(token)]
+        else:
+            return MISSING
+    return current
+
+
+def _brief(record: Record, limit: int = 160) -> str:
+    text = json.dumps(record, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _indices(records: Sequence[Record], matcher: Any) -> list[int]:
+    return [i for i, r in enumerate(records) if matches(matcher, r)]
+
+
+def evaluate(check: Check, records: Sequence[Record]) -> Verdict:
+    """Judge one check against records in stream order."""
+    raw = check.raw
+    kind = check.kind
+    if kind == "sequence":
+        return _sequence(raw["items"], records)
+    if kind == "count":
+        found = len(_indices(records, raw["match"]))
+        bounds = check.bounds
+        return Verdict(bounds.admits(found),
+                       f"{found} matching record(s); expected {bounds.describe()}")
+    if kind == "absent":
+        hits = _indices(records, raw["match"])
+        if hits:
+            first = hits[0]
+            return Verdict(False, f"record #{first} should not be there: {_brief(records[first])}")
+        return Verdict(True, "no matching record")
+    if kind == "order":
+        return _order(raw, records)
+    if kind == "distinct":
+        values = set()
+        for index in _indices(records, raw["match"]):
+            value = resolve_pointer(records[index], raw["field"])
+            if value is not MISSING:
+                values.add(json.dumps(value, sort_keys=True, default=str))
+        bounds = check.bounds
+        return Verdict(bounds.admits(len(values)),
+                       f"{len(values)} distinct value(s) at {raw['field']}; "
+                       f"expected {bounds.describe()}")
+    if kind == "gap":
+        return _gap(raw, records)
+    raise ValueError(f"unknown check {kind!r}")
+
+
+def _sequence(items: Sequence[Any], records: Sequence[Record]) -> Verdict:
+    position = 0
+    for number, item in enumerate(items, 1):
+        while position < len(records) and not matches(item, records[position]):
+            position += 1
+        if position == len(records):
+            closest = min((why_not(item, r) or "" for r in records), key=len, default="no records")
+            return Verdict(False, f"item {number} of {len(items)} not found after the earlier "
+                                  f"ones (closest miss: {closest})")
+        position += 1
+    return Verdict(True, f"all {len(items)} item(s) found in order")
+
+
+def _order(raw: Mapping[str, Any], records: Sequence[Record]) -> Verdict:
+    firsts = _indices(records, raw["first"])
+    thens = _indices(records, raw["then"])
+    if raw.get("then_required", True) and not thens:
+        return Verdict(False, "no record matches 'then', so the order cannot be shown")
+    if not firsts:
+        if thens:
+            return Verdict(False, f"record #{thens[0]} matches 'then' but no record matches "
+                                  f"'first': {_brief(records[thens[0]])}")
+        return Verdict(True, "neither 'first' nor 'then' records (allowed: then_required false)")
+    anchor = firsts[-1] if raw.get("after", "first") == "last" else firsts[0]
+    early = [i for i in thens if i <= anchor]
+    if early:
+        return Verdict(False, f"record #{early[0]} comes before 'first' (#{anchor}): "
+                              f"{_brief(records[early[0]])}")
+    return Verdict(True, f"{len(thens)} 'then' record(s) after 'first' (#{anchor})")
+
+
+def _gap(raw: Mapping[str, Any], records: Sequence[Record]) -> Verdict:
+    nth = raw.get("from_nth", 1)
+    starts = _indices(records, raw["from"])
+    if len(starts) < nth:
+        return Verdict(False, f"only {len(starts)} record(s) match 'from'; need #{nth}")
+    start = starts[nth - 1]
+    end = next((i for i in range(start + 1, len(records)) if matches(raw["to"], records[i])), None)
+    if end is None:
+        return Verdict(False, f"no record matches 'to' after 'from' #{nth} (record #{start})")
+    t0, t1 = records[start].get("t"), records[end].get("t")
+    if not isinstance(t0, int | float) or not isinstance(t1, int | float):
+        return Verdict(False, "records carry no 't' timestamp (gap works on the journal only)")
+    timing = Timing.from_json(raw["ms"])
+    elapsed = (t1 - t0) * 1000.0
+    return Verdict(timing.admits(elapsed),
+                   f"{elapsed:.0f} ms from record #{start} to #{end}; expected {timing.describe()}")
+
+
+# --- tools, processes, secrets ------------------------------------------------------------
+
+
+def evaluate_tools(expect: ToolsExpect, tools: Sequence[Mapping[str, Any]],
+                   catalogue: Sequence[Mapping[str, Any]]) -> list[Verdict]:
+    """Judge registered tools (``{name, parameters|inputSchema}``) against a ``tools`` block."""
+    names = [str(t.get("name")) for t in tools]
+    reference = [str(t["name"]) for t in catalogue]
+    verdicts: list[Verdict] = []
+    registered = expect.registered
+    if registered == "none":
+        verdicts.append(Verdict(not names, f"{len(names)} tool(s) registered; expected none"))
+    elif registered is not None:
+        wanted = reference if registered == "catalogue" else list(registered)
+        missing = sorted(set(wanted) - set(names))
+        extra = sorted(set(names) - set(wanted))
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        ok = not (missing or extra or dupes)
+        detail = (f"missing {missing[:5]}, unexpected {extra[:5]}, repeated {dupes[:5]}"
+                  if not ok else "registered tools match")
+        verdicts.append(Verdict(ok, detail))
+    if expect.includes:
+        missing = [n for n in expect.includes if n not in names]
+        verdicts.append(Verdict(not missing, f"missing {missing}" if missing else "all included"))
+    if expect.excludes:
+        present = [n for n in expect.excludes if n in names]
+        verdicts.append(Verdict(not present, f"should be absent: {present}" if present
+                                else "none of the excluded tools"))
+    if expect.schemas == "catalogue":
+        schemas = {str(t["name"]): t.get("inputSchema") for t in catalogue}
+        changed = [str(t.get("name")) for t in tools
+                   if not json_equal(t.get("parameters", t.get("inputSchema")),
+                                     schemas.get(str(t.get("name"))))]
+        verdicts.append(Verdict(not changed, f"schemas differ from the catalogue for {changed[:5]}"
+                                if changed else "every schema equals the catalogue's"))
+    if expect.order == "catalogue":
+        order = [n for n in reference if n in names]
+        seen = [n for n in names if n in reference]
+        verdicts.append(Verdict(seen == order, "catalogue order" if seen == order else
+                                "tools are not in catalogue order"))
+    return verdicts
+
+
+def process_facts(journal: Sequence[Record],
+                  alive: Callable[[int], bool]) -> dict[str, Any]:
+    """What the journal (plus a liveness probe) says about the stdio children of a run.
+
+    Only children count (``process_start`` of transport stdio): the HTTP fake is the runner's.
+    A child that left no ``process_exit`` record and is gone was SIGKILLed: the fake journals
+    every other way it can end.
+    """
+    pids = [r["pid"] for r in journal
+            if r.get("kind") == "process_start" and r.get("transport") == "stdio"]
+    children = set(pids)
+    exited = {r["pid"] for r in journal if r.get("kind") == "process_exit"}
+    signals: dict[str, int] = {}
+    for record in journal:
+        if record.get("kind") == "signal" and record.get("pid") in children:
+            name = str(record.get("signal"))
+            signals[name] = signals.get(name, 0) + 1
+    living = [pid for pid in pids if alive(pid)]
+    silent = [pid for pid in pids if pid not in exited and pid not in living]
+    if silent:
+        signals["SIGKILL"] = signals.get("SIGKILL", 0) + len(silent)
+    return {"spawned": len(pids), "signals": signals, "alive": len(living)}
+
+
+def evaluate_processes(expect: ProcessesExpect, facts: Mapping[str, Any]) -> list[Verdict]:
+    """Judge :func:`process_facts` (taken after the last step) against a ``processes`` block."""
+    verdicts = []
+    if expect.spawned is not None:
+        verdicts.append(Verdict(expect.spawned.admits(facts["spawned"]),
+                                f"{facts['spawned']} stdio child(ren) spawned; expected "
+                                f"{expect.spawned.describe()}"))
+    for name, bounds in expect.signals.items():
+        got = facts["signals"].get(name, 0)
+        verdicts.append(Verdict(bounds.admits(got),
+                                f"{name} x{got}; expected {bounds.describe()}"))
+    if expect.alive_after_shutdown is not None:
+        verdicts.append(Verdict(facts["alive"] == expect.alive_after_shutdown,
+                                f"{facts['alive']} fake process(es) alive after shutdown; expected "
+                                f"{expect.alive_after_shutdown}"))
+    return verdicts
+
+
+def leaked_secrets(secrets: Sequence[str], texts: Sequence[str]) -> list[str]:
+    """The secrets found in any of ``texts`` (journal file, effects as JSON, stderr, argv)."""
+    return [s for s in secrets if any(s in text for text in texts)]

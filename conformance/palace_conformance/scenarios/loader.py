@@ -1,0 +1,419 @@
+"""Read scenario files: JSON syntax, format version, schema, then the rules a schema cannot state.
+
+Every problem is one line, ``path: [pointer: ]problem (fix)``, so a fixture author fixes a file
+without reading a traceback, and a CI log shows every broken file at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..fake.faults import ACTIONS, FaultPlanError, plan_from_json
+from ..resources import fixtures_dir, tool_catalogue
+from . import matching, placeholders
+from .behaviours import Behaviour, load_behaviours
+from .model import AREAS, PLACEHOLDERS, SCHEMA_VERSION, Scenario
+from .schema import schema_problems
+
+BRIDGE_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "sleep", "server",
+                        "set_env", "shutdown"})
+FAKE_OPS = frozenset({"rpc", "sleep", "server"})
+HTTP_SERVER_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rotate_token"})
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be used; ``str()`` is one line naming the file, problem and fix."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+    fix: str = ""
+    pointer: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.path}: {self.pointer}: " if self.pointer else f"{self.path}: "
+        return f"{where}{self.message}" + (f" ({self.fix})" if self.fix else "")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the semantic rules check against: known behaviour IDs and tool names."""
+
+    behaviours: Mapping[str, str]
+    tools: tuple[str, ...]
+
+    @classmethod
+    def default(cls, behaviours: Sequence[Behaviour] | None = None) -> Context:
+        found = behaviours if behaviours is not None else load_behaviours()
+        return cls(behaviours={b.id: b.title for b in found},
+                   tools=tuple(t["name"] for t in tool_catalogue()["tools"]))
+
+
+@dataclass
+class Catalogue:
+    """The result of loading many files: the good scenarios and every problem found."""
+
+    files: list[Path] = field(default_factory=list)
+    scenarios: list[Scenario] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def scenarios_dir() -> Path:
+    return fixtures_dir() / "scenarios"
+
+
+def discover(paths: Iterable[str | Path] | None = None) -> tuple[list[Path], list[Problem]]:
+    """Scenario files under the given files/directories (default: the shipped scenarios)."""
+    roots = [Path(p) for p in paths] if paths else [scenarios_dir()]
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for root in roots:
+        if root.is_dir():
+            files.extend(sorted(root.rglob("*.json")))
+        elif root.is_file():
+            files.append(root)
+        else:
+            problems.append(Problem(str(root), "no such file or directory",
+                                    "give a scenario file or a directory of them"))
+    return files, problems
+
+
+def read_json(path: Path) -> tuple[Any, list[Problem]]:
+    shown = display(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return None, [Problem(shown, f"cannot read: {exc.strerror}", "check the path")]
+    except UnicodeDecodeError:
+        return None, [Problem(shown, "not UTF-8 text", "save the file as UTF-8")]
+    try:
+        return json.loads(text), []
+    except json.JSONDecodeError as exc:
+        return None, [Problem(shown, f"malformed JSON at line {exc.lineno}, column {exc.colno}: "
+                                     f"{exc.msg}", "fix the JSON syntax")]
+
+
+def version_problem(data: Any, path: Path) -> Problem | None:
+    """The format version gate; runs before the schema so a newer file gets an upgrade hint."""
+    shown = display(path)
+    if not isinstance(data, dict):
+        return Problem(shown, f"expected a JSON object, got {type(data).__name__}",
+                       "write one scenario object per file")
+    version = data.get("schema_version")
+    name = data.get("id") if isinstance(data.get("id"), str) else path.stem
+    if version is None:
+        return Problem(shown, "missing schema_version", f'add "schema_version": {SCHEMA_VERSION}')
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return Problem(shown, f"schema_version {json.dumps(version)} is not a format version",
+                       f"use {SCHEMA_VERSION}")
+    if version > SCHEMA_VERSION:
+        return Problem(shown, f"scenario {name} uses schema_version {version}; this "
+                              f"palace-conformance understands {SCHEMA_VERSION}: upgrade",
+                       "pip install --upgrade palace-conformance")
+    return None
+
+
+def load_file(path: Path, context: Context) -> tuple[Scenario | None, list[Problem]]:
+    """One file: its scenario when it is usable, and every problem found."""
+    data, problems = read_json(path)
+    if problems:
+        return None, problems
+    problem = version_problem(data, path)
+    if problem is not None:
+        return None, [problem]
+    shown = display(path)
+    found = [Problem(shown, p.message, p.fix, p.pointer) for p in schema_problems(data)]
+    if found:
+        return None, found
+    found = [Problem(shown, message, fix, where)
+             for where, message, fix in semantic_problems(data, path, context)]
+    if found:
+        return None, found
+    return Scenario.from_json(data, path), []
+
+
+def load_catalogue(paths: Iterable[str | Path] | None = None,
+                   context: Context | None = None) -> Catalogue:
+    """Load every scenario under ``paths``; ids must be unique across all of them."""
+    context = context or Context.default()
+    files, problems = discover(paths)
+    catalogue = Catalogue(files=files, problems=problems)
+    seen: dict[str, Path] = {}
+    for path in files:
+        scenario, found = load_file(path, context)
+        catalogue.problems.extend(found)
+        if scenario is None:
+            continue
+        if scenario.id in seen:
+            catalogue.problems.append(Problem(
+                display(path), f"duplicate id {scenario.id!r}, already used by "
+                               f"{display(seen[scenario.id])}",
+                "give each scenario its own id (ids are never reused)", "/id"))
+            continue
+        seen[scenario.id] = path
+        catalogue.scenarios.append(scenario)
+    return catalogue
+
+
+def load_scenario(path: str | Path, context: Context | None = None) -> Scenario:
+    """One scenario, or :class:`ScenarioError` with its first problem (one line)."""
+    scenario, problems = load_file(Path(path), context or Context.default())
+    if scenario is None:
+        more = f" (+{len(problems) - 1} more: palace-conformance fixtures validate {path})" \
+            if len(problems) > 1 else ""
+        raise ScenarioError(f"{problems[0]}{more}")
+    return scenario
+
+
+# --- semantic rules ------------------------------------------------------------------------
+
+Found = Iterator[tuple[str, str, str]]  # (pointer, problem, fix)
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    return f"did you mean {close[0]}?" if close else ""
+
+
+def semantic_problems(data: dict[str, Any], path: Path,
+                      context: Context) -> list[tuple[str, str, str]]:
+    """Rules beyond the schema: names, references, transports and placeholders that fit."""
+    return [*_identity(data, path, context), *_steps(data, context), *_faults(data, context),
+            *_expectations(data, context), *_placeholders(data)]
+
+
+def _identity(data: dict[str, Any], path: Path, context: Context) -> Found:
+    sid: str = data["id"]
+    area = sid.split(".", 1)[0]
+    if sid != path.stem:
+        yield ("/id", f"id {sid!r} does not match the file name {path.name!r}",
+               f"rename the file to {sid}.json or change the id")
+    if area not in AREAS:
+        yield ("/id", f"id {sid!r} starts with unknown area {area!r}",
+               f"start it with one of: {', '.join(AREAS)}")
+    elif path.parent.name in AREAS and path.parent.name != area:
+        yield ("/id", f"file is in {path.parent.name}/ but its id says area {area!r}",
+               f"move it to scenarios/{area}/")
+    for index, bid in enumerate(data["covers"]):
+        if bid not in context.behaviours:
+            hint = _suggest(bid, context.behaviours)
+            yield (f"/covers/{index}", f"unknown behaviour ID {bid!r}",
+                   "use an ID from fixtures/behaviours.json" + (f"; {hint}" if hint else ""))
+    transports = set(data["transports"])
+    if "http" in data and "http" not in transports:
+        yield ("/http", "'http' options given but the scenario does not run on http",
+               "add http to transports or remove the 'http' block")
+    token = (data.get("http") or {}).get("token")
+    if "http" in transports and token is not None and not token:
+        yield ("/http/token", "empty token", "use null for no token")
+
+
+def _step_transports(data: dict[str, Any], step: Mapping[str, Any]) -> set[str]:
+    transports = set(data["transports"])
+    limit = step.get("transport")
+    return transports & {limit} if limit else transports
+
+
+def _steps(data: dict[str, Any], context: Context) -> Found:
+    subject = data.get("subject", "bridge")
+    steps: list[dict[str, Any]] = data["steps"]
+    allowed = FAKE_OPS if subject == "fake" else BRIDGE_OPS
+    labels: dict[str, int] = {}
+    if subject == "bridge" and steps[0]["op"] != "load":
+        yield ("/steps/0/op", f"a bridge scenario starts with 'load', not {steps[0]['op']!r}",
+               'add {"op": "load"} as the first step')
+    for index, step in enumerate(steps):
+        at = f"/steps/{index}"
+        op = step["op"]
+        if op not in allowed:
+            yield (f"{at}/op", f"op {op!r} is not available to subject {subject!r}",
+                   f"use one of: {', '.join(sorted(allowed))}")
+        label = step.get("as")
+        if label is not None:
+            if label in labels:
+                yield (f"{at}/as", f"label {label!r} already names step {labels[label]}",
+                       "give each step its own label")
+            labels[label] = index
+        runs_on = _step_transports(data, step)
+        if not runs_on:
+            yield (f"{at}/transport", f"step is limited to {step['transport']!r}, which this "
+                   "scenario does not run on", "remove the limit or add the transport")
+        expect = step.get("expect") or {}
+        expects_missing = (expect.get("error") or {}).get("kind") == "no_such_tool"
+        if op == "call_tool" and step["name"] not in context.tools and not expects_missing:
+            hint = _suggest(step["name"], context.tools)
+            yield (f"{at}/name", f"unknown tool {step['name']!r}",
+                   "use a tool of the mempalace 3.11.0 catalogue" + (f"; {hint}" if hint else "")
+                   + " (or expect error kind no_such_tool)")
+        if op == "server":
+            yield from _server_step(data, step, at, runs_on)
+        if expect.get("ok") is True and "error" in expect:
+            yield (f"{at}/expect", "expects ok: true and an error at once",
+                   "drop 'ok' (an error implies ok: false) or drop 'error'")
+        if op in ("sleep", "set_env") and expect.get("ok") is False:
+            yield (f"{at}/expect/ok", f"a {op} step cannot fail", "remove the expectation")
+
+
+def _server_step(data: dict[str, Any], step: Mapping[str, Any], at: str,
+                 runs_on: set[str]) -> Found:
+    action = step["action"]
+    if action in HTTP_SERVER_ACTIONS and "stdio" in runs_on:
+        yield (f"{at}/action", f"server action {action!r} needs the HTTP fake's control API but "
+               "this step also runs on stdio", 'add "transport": "http" to the step')
+    if action == "forget_sessions" and not (data.get("http") or {}).get("sessions"):
+        yield (f"{at}/action", "forget_sessions needs the fake in stateful mode",
+               'set "http": {"sessions": true}')
+
+
+def _fault_list_problems(faults: list[Any], at: str, transports: set[str],
+                         context: Context) -> Found:
+    try:
+        plan_from_json({"schema_version": 1, "faults": faults}, source="faults")
+    except FaultPlanError as exc:
+        yield (at, str(exc).removeprefix("faults: "), "see 'palace-conformance fake faults'")
+        return
+    for index, fault in enumerate(faults):
+        where = f"{at}/{index}"
+        on = fault.get("on") or {}
+        tool = on.get("tool")
+        if isinstance(tool, str) and tool not in context.tools:
+            hint = _suggest(tool, context.tools)
+            yield (f"{where}/on/tool", f"unknown tool {tool!r}: this fault would never fire",
+                   "use a tool of the mempalace 3.11.0 catalogue" + (f"; {hint}" if hint else ""))
+        supports = set(ACTIONS[fault["action"]][0])
+        if not supports & transports:
+            yield (f"{where}/action", f"action {fault['action']!r} applies to "
+                   f"{', '.join(sorted(supports))} only, but this runs on "
+                   f"{', '.join(sorted(transports))}", "add the transport or drop the fault")
+        limit = on.get("transport")
+        if limit is not None and limit not in transports:
+            yield (f"{where}/on/transport", f"limited to {limit}, which this does not run on: "
+                   "the fault would never fire", "remove the limit or add the transport")
+
+
+def _faults(data: dict[str, Any], context: Context) -> Found:
+    transports = set(data["transports"])
+    faults = data.get("faults", [])
+    yield from _fault_list_problems(faults, "/faults", transports, context)
+    ids: dict[str, str] = {}
+    groups = [("/faults", faults)]
+    for index, step in enumerate(data["steps"]):
+        if step["op"] == "server" and "faults" in step:
+            at = f"/steps/{index}/faults"
+            yield from _fault_list_problems(step["faults"], at, _step_transports(data, step),
+                                            context)
+            groups.append((at, step["faults"]))
+    for at, group in groups:
+        for index, fault in enumerate(group):
+            fid = fault.get("id", f"fault-{index + 1}")
+            if fid in ids and ids[fid] != at:
+                yield (f"{at}/{index}/id", f"fault id {fid!r} is also used at {ids[fid]}",
+                       "give each fault of a scenario its own id")
+            ids.setdefault(fid, at)
+
+
+def _check_list(checks: list[Any], at: str, stream: str, context: Context) -> Found:
+    for index, check in enumerate(checks):
+        where = f"{at}/{index}"
+        for key in ("match", "first", "then", "from", "to"):
+            if key in check:
+                for sub, problem, fix in matching.problems(check[key]):
+                    yield (f"{where}/{key}{sub}", problem, fix)
+        for number, item in enumerate(check.get("items", [])):
+            for sub, problem, fix in matching.problems(item):
+                yield (f"{where}/items/{number}{sub}", problem, fix)
+        if check["check"] == "gap" and stream != "journal":
+            yield (f"{where}/check", "gap needs timestamped records; only the journal has them",
+                   "move this check to expect.journal")
+
+
+def _tools_expect(tools: Mapping[str, Any] | None, at: str, context: Context) -> Found:
+    if not tools:
+        return
+    registered = tools.get("registered")
+    names = [*(registered if isinstance(registered, list) else []),
+             *tools.get("includes", []), *tools.get("excludes", [])]
+    for name in names:
+        if name not in context.tools:
+            hint = _suggest(name, context.tools)
+            yield (at, f"unknown tool {name!r}", "use a tool of the mempalace 3.11.0 catalogue"
+                   + (f"; {hint}" if hint else ""))
+
+
+def _expectations(data: dict[str, Any], context: Context) -> Found:
+    for index, step in enumerate(data["steps"]):
+        expect = step.get("expect")
+        if not expect:
+            continue
+        at = f"/steps/{index}/expect"
+        if "result" in expect:
+            for sub, problem, fix in matching.problems(expect["result"]):
+                yield (f"{at}/result{sub}", problem, fix)
+        data_matcher = (expect.get("error") or {}).get("data")
+        if data_matcher is not None:
+            for sub, problem, fix in matching.problems(data_matcher):
+                yield (f"{at}/error/data{sub}", problem, fix)
+        yield from _check_list(expect.get("effects", []), f"{at}/effects", "effects", context)
+        yield from _check_list(expect.get("journal", []), f"{at}/journal", "journal", context)
+        yield from _tools_expect(expect.get("tools"), f"{at}/tools", context)
+    expect = data.get("expect") or {}
+    yield from _check_list(expect.get("journal", []), "/expect/journal", "journal", context)
+    yield from _check_list(expect.get("effects", []), "/expect/effects", "effects", context)
+    yield from _tools_expect(expect.get("tools"), "/expect/tools", context)
+
+
+def _transports_at(data: dict[str, Any], where: str) -> set[str]:
+    """Which transports a value at ``where`` is used on (a step or check limit narrows it)."""
+    transports = set(data["transports"])
+    match = re.match(r"^/steps/(\d+)", where)
+    if match:
+        return _step_transports(data, data["steps"][int(match.group(1))])
+    match = re.match(r"^/expect/(journal|effects)/(\d+)", where)
+    if match:
+        check = data["expect"][match.group(1)][int(match.group(2))]
+        limit = check.get("transport")
+        return transports & {limit} if limit else transports
+    return transports
+
+
+def _placeholders(data: dict[str, Any]) -> Found:
+    token = (data.get("http") or {}).get("token")
+    for where, text in placeholders.walk_strings(data):
+        for name in placeholders.names(text):
+            if name not in PLACEHOLDERS:
+                yield (where, f"unknown placeholder ${{{name}}}",
+                       f"use one of: {', '.join('${' + p + '}' for p in PLACEHOLDERS)}")
+            elif name in placeholders.HTTP_ONLY:
+                used_on = _transports_at(data, where)
+                if "stdio" in used_on:
+                    yield (where, f"${{{name}}} has no value on stdio runs",
+                           'limit the step or check with "transport": "http", '
+                           "or run the scenario on http only")
+                elif name == "FAKE_TOKEN" and token is None:
+                    yield (where, "${FAKE_TOKEN} used but the fake has no token",
+                           'set "http": {"token": "..."}')
+
+
+__all__ = [
+    "Catalogue", "Context", "Problem", "ScenarioError", "discover", "load_catalogue", "load_file",
+    "load_scenario", "read_json", "semantic_problems", "version_problem",
+]

@@ -1,0 +1,124 @@
+"""The JSON Schemas of the format, and schema errors turned into one-line problems with a fix.
+
+The schemas are the contract other runners read too, so the hints live in them: a subschema may
+carry ``x-problem`` (a sentence, ``{value}`` is the offending value) and ``x-fix`` (what to do),
+either as a string or keyed by the failing keyword. JSON Schema ignores unknown keywords, so any
+validator can use the same files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from ..resources import fixtures_dir
+
+SCENARIO_SCHEMA = "scenario.schema.json"
+FAULT_PLAN_SCHEMA = "fault-plan.schema.json"
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    pointer: str
+    message: str
+    fix: str
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    return json.loads((fixtures_dir() / "schema" / name).read_text(encoding="utf-8"))
+
+
+@cache
+def _registry() -> Registry:
+    resources = []
+    for name in (SCENARIO_SCHEMA, FAULT_PLAN_SCHEMA):
+        schema = load_schema(name)
+        resources.append((schema["$id"], Resource.from_contents(schema, DRAFT202012)))
+    return Registry().with_resources(resources)
+
+
+@cache
+def validator(name: str = SCENARIO_SCHEMA) -> Draft202012Validator:
+    return Draft202012Validator(load_schema(name), registry=_registry())
+
+
+def pointer(path: Any) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path) or "/"
+
+
+def _hint(schema: Any, key: str, keyword: str) -> str | None:
+    if not isinstance(schema, dict):
+        return None
+    value = schema.get(key)
+    if isinstance(value, dict):
+        value = value.get(keyword)
+    return value if isinstance(value, str) else None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _generic(error: ValidationError) -> tuple[str, str]:
+    keyword = error.validator
+    value = error.validator_value
+    if keyword == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else "a field"
+        return f"missing required field '{missing}'", "add it"
+    if keyword == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = ", ".join(error.schema.get("properties", {})) or "none"
+        return (f"unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}",
+                f"remove it or check the spelling; allowed here: {allowed}")
+    if keyword == "enum":
+        return (f"{_short(error.instance)} is not allowed here",
+                "use one of: " + ", ".join(_short(v) for v in value))
+    if keyword == "const":
+        return f"{_short(error.instance)} is not allowed here", f"use {_short(value)}"
+    if keyword == "type":
+        wanted = " or ".join(value) if isinstance(value, list) else value
+        return f"expected {wanted}, got {_short(error.instance)}", f"write a JSON {wanted}"
+    if keyword == "pattern":
+        return f"{_short(error.instance)} does not have the expected form", f"match {value}"
+    if keyword in ("minimum", "maximum"):
+        return error.message, f"use a value {'>=' if keyword == 'minimum' else '<='} {value}"
+    if keyword in ("minItems", "minLength", "minProperties"):
+        return "must not be empty", "add at least one"
+    if keyword == "uniqueItems":
+        return "has repeated items", "list each item once"
+    return error.message, "see fixtures/README.md"
+
+
+def _leaves(error: ValidationError) -> Iterator[ValidationError]:
+    """The most specific errors: an ``if/then`` or ``$ref`` failure reports its causes."""
+    if error.validator in ("allOf", "$ref", "then", "else") and error.context:
+        for sub in error.context:
+            yield from _leaves(sub)
+    else:
+        yield error
+
+
+def schema_problems(data: Any, name: str = SCENARIO_SCHEMA) -> list[SchemaProblem]:
+    """Every schema violation of ``data`` as (pointer, problem, fix), most specific first."""
+    found: dict[tuple[str, str], SchemaProblem] = {}
+    for top in validator(name).iter_errors(data):
+        for error in _leaves(top):
+            keyword = str(error.validator)
+            template = _hint(error.schema, "x-problem", keyword)
+            fix = _hint(error.schema, "x-fix", keyword)
+            message, generic_fix = _generic(error)
+            if template is not None:
+                message = template.replace("{value}", _short(error.instance))
+            problem = SchemaProblem(pointer(error.absolute_path), message, fix or generic_fix)
+            found.setdefault((problem.pointer, problem.message), problem)
+    return sorted(found.values(), key=lambda p: (p.pointer, p.message))

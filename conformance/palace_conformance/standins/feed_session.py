@@ -1,0 +1,172 @@
+"""A scriptable stand-in for ``mempalace-pi-session --prepare`` (the transcript exporter).
+
+The real exporter stages this machine's pi transcripts and prints ``MINE_SOURCE=<path>``; a bridge
+then mines that path through its own palace client. This stand-in does what a scenario asks:
+
+* ``source`` (default): write a small transcript file and print ``MINE_SOURCE=<path>``;
+* ``none``: print nothing (nothing worth feeding);
+* ``hang``: never finish (the bridge's prepare timeout must kill it);
+* ``fail``: exit non-zero with one stderr line.
+
+Whatever the mode, it first appends one ``feed_prepare`` record (argv, the relevant environment,
+the mode, its invocation number) to ``$PALACE_FEED_RECORD`` or else the fake's journal
+``$PALACE_FAKE_JOURNAL``, so fixtures count prepares on the same timeline as ``tools/call``s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..fake.journal import REDACTED, Journal, read_journal
+
+PROGRAM = "mempalace-pi-session"
+RECORD_KIND = "feed_prepare"
+MODES = ("source", "none", "hang", "fail")
+ENV_MODE = "PALACE_FEED_MODE"
+ENV_DELAY = "PALACE_FEED_DELAY_MS"
+ENV_EXIT = "PALACE_FEED_EXIT"
+ENV_PLAN = "PALACE_FEED_PLAN"
+ENV_OUTDIR = "PALACE_FEED_OUTDIR"
+ENV_RECORD = "PALACE_FEED_RECORD"
+ENV_ARGV0 = "PALACE_FAKE_ARGV0"  # set by the install-shim wrapper to its own path
+ENV_JOURNAL = "PALACE_FAKE_JOURNAL"
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
+
+HELP_EPILOG = f"""\
+scripting (environment):
+  {ENV_MODE}     one of {', '.join(MODES)} (default source)
+  {ENV_DELAY}  wait this long before acting (default 0)
+  {ENV_EXIT}     exit status in fail mode (default 1)
+  {ENV_PLAN}     JSON file: a list of steps, the Nth call uses step N (the last repeats);
+                      a step is a mode or {{"mode", "delay_ms", "exit"}} (same as --plan)
+  {ENV_OUTDIR}   where transcripts are staged (default $HOME/.mempalace-pi-session/staged)
+  {ENV_RECORD}   JSON-lines file for the call record (default ${ENV_JOURNAL})
+"""
+
+
+class UsageError(Exception):
+    """A bad flag, plan or value: one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROGRAM, description="palace-conformance stand-in for the pi transcript "
+                     "exporter: prints MINE_SOURCE=<path> as scripted, never touches a palace.",
+                     epilog=HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prepare", action="store_true", required=True,
+                        help="stage the export and print MINE_SOURCE=<path> (the only mode)")
+    parser.add_argument("--reason", default="manual", help="what triggered the feed")
+    parser.add_argument("--wing", default="wing_conversations", help="target wing")
+    parser.add_argument("--plan", metavar="FILE", help=f"step plan (env {ENV_PLAN})")
+    return parser
+
+
+def _env_subset(env: dict[str, str]) -> dict[str, str]:
+    """The variables a bridge is expected to pass on; anything secret-looking is redacted."""
+    out = {}
+    for key, value in sorted(env.items()):
+        if key.startswith(("MEMPALACE_", "PALACE_")) or key == "HOME":
+            out[key] = REDACTED if any(w in key for w in _SECRET_WORDS) else value
+    return out
+
+
+def _integer(name: str, raw: Any, default: int) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise UsageError(f"{PROGRAM}: {name} must be an integer, got {raw!r}") from None
+
+
+def _step(env: dict[str, str], plan_path: str | None, invocation: int) -> dict[str, Any]:
+    step: dict[str, Any] = {"mode": env.get(ENV_MODE) or "source",
+                            "delay_ms": env.get(ENV_DELAY), "exit": env.get(ENV_EXIT)}
+    if plan_path:
+        try:
+            plan = json.loads(Path(plan_path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{PROGRAM}: cannot read plan {plan_path}: {exc}; "
+                             "give a JSON list of steps") from None
+        if not isinstance(plan, list) or not plan:
+            raise UsageError(f"{PROGRAM}: plan {plan_path} must be a non-empty JSON list of steps")
+        chosen = plan[min(invocation, len(plan) - 1)]
+        step.update({"mode": chosen} if isinstance(chosen, str) else dict(chosen))
+    if step["mode"] not in MODES:
+        raise UsageError(f"{PROGRAM}: unknown mode {step['mode']!r}; use one of {', '.join(MODES)}")
+    step["delay_ms"] = _integer("delay_ms", step.get("delay_ms"), 0)
+    step["exit"] = _integer("exit", step.get("exit"), 1)
+    return step
+
+
+def _record(env: dict[str, str], argv: list[str]) -> tuple[Journal | None, int]:
+    """Append the call record; returns the journal and this call's 0-based invocation number."""
+    path = env.get(ENV_RECORD) or env.get(ENV_JOURNAL)
+    if not path:
+        return None, 0
+    journal = Journal(path, "feed_session")
+    with journal.exclusive():
+        invocation = sum(1 for r in read_journal(path) if r.get("kind") == RECORD_KIND)
+        journal.record(RECORD_KIND, argv=argv, env=_env_subset(env), invocation=invocation)
+    return journal, invocation
+
+
+def _stage(env: dict[str, str], reason: str, wing: str, invocation: int) -> Path:
+    home = env.get("HOME") or str(Path.home())
+    outdir = Path(env.get(ENV_OUTDIR) or Path(home) / ".mempalace-pi-session" / "staged")
+    outdir.mkdir(parents=True, exist_ok=True)
+    path = outdir / f"pi-session-{reason}-{os.getpid()}-{invocation}.jsonl"
+    lines = [
+        {"role": "user", "content": f"stand-in transcript #{invocation} ({reason}) for {wing}"},
+        {"role": "assistant", "content": "Acknowledged; this exchange exists to be mined."},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    env = dict(os.environ)
+    argv0 = env.pop(ENV_ARGV0, "") or PROGRAM
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    recorded_argv = [argv0, *args_in]
+    journal, invocation = _record(env, recorded_argv)
+    try:
+        args = _parser().parse_args(args_in)
+        step = _step(env, args.plan or env.get(ENV_PLAN), invocation)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if journal is not None:
+        journal.record("feed_step", invocation=invocation, **step)
+    if step["delay_ms"]:
+        time.sleep(step["delay_ms"] / 1000)
+    mode = step["mode"]
+    if mode == "hang":
+        while True:
+            time.sleep(3600)
+    if mode == "fail":
+        print(f"{PROGRAM}: scripted failure (exit {step['exit']})", file=sys.stderr)
+        return step["exit"]
+    if mode == "source":
+        path = _stage(env, args.reason, args.wing, invocation)
+        print(f"MINE_SOURCE={path}", flush=True)
+    return 0
+
+
+def shim_main() -> None:
+    """Entry point of the ``mempalace-pi-session`` shim written by ``fake install-shim``."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    shim_main()

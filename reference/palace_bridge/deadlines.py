@@ -1,0 +1,69 @@
+"""Request deadlines: per-request and handshake budgets, where ``0`` means "wait forever".
+
+Plain code over a :class:`~.clock.Clock`. The transports ask a :class:`Deadline` how long they may
+still wait; they never compute time themselves, so the rules are tested without sleeping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .clock import Clock
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A point in time a request must finish by; ``timeout_ms == 0`` disables it (STDIO-04)."""
+
+    clock: Clock
+    started_ms: float
+    timeout_ms: int
+
+    @classmethod
+    def start(cls, clock: Clock, timeout_ms: int) -> Deadline:
+        if timeout_ms < 0:
+            raise ValueError("timeout_ms must be >= 0 (0 disables the deadline)")
+        return cls(clock, clock.now_ms(), timeout_ms)
+
+    @property
+    def enabled(self) -> bool:
+        return self.timeout_ms > 0
+
+    @property
+    def due_ms(self) -> float | None:
+        return self.started_ms + self.timeout_ms if self.enabled else None
+
+    def remaining_ms(self) -> float | None:
+        """Milliseconds left (never negative), or ``None`` when there is no deadline."""
+        due = self.due_ms
+        if due is None:
+            return None
+        return max(0.0, due - self.clock.now_ms())
+
+    def remaining_s(self) -> float | None:
+        left = self.remaining_ms()
+        return None if left is None else left / 1000.0
+
+    def expired(self) -> bool:
+        due = self.due_ms
+        return due is not None and self.clock.now_ms() >= due
+
+    def elapsed_ms(self) -> float:
+        return self.clock.now_ms() - self.started_ms
+
+
+@dataclass(frozen=True)
+class TimeoutPolicy:
+    """Which budget a request gets: the handshake has its own, longer one (STDIO-03)."""
+
+    request_timeout_ms: int
+    init_timeout_ms: int
+
+    def for_request(self, clock: Clock, override_ms: int | None = None) -> Deadline:
+        """A tool call or other post-handshake request; ``override_ms`` replaces the knob."""
+        timeout = self.request_timeout_ms if override_ms is None else override_ms
+        return Deadline.start(clock, timeout)
+
+    def for_handshake(self, clock: Clock) -> Deadline:
+        """One budget for ``initialize`` + ``tools/list`` (all pages) together."""
+        return Deadline.start(clock, self.init_timeout_ms)

@@ -1,0 +1,111 @@
+"""Typed failures of the palace client: a host can tell *why* a call failed and say so plainly.
+
+Every error carries a message a person understands on its own (no traceback needed). None of them
+ever holds the remote token: the HTTP transport redacts messages before raising.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PalaceError(Exception):
+    """Base of every error the palace client raises."""
+
+
+class PalaceTimeout(PalaceError):
+    """A request got no answer within its deadline (STDIO-01, HTTP-11)."""
+
+    def __init__(self, method: str, timeout_ms: int, detail: str = "") -> None:
+        self.method = method
+        self.timeout_ms = timeout_ms
+        text = f"mempalace request {method} timed out after {timeout_ms} ms"
+        super().__init__(f"{text}; {detail}" if detail else text)
+
+
+class PalaceUnavailable(PalaceError):
+    """The palace cannot be reached at all: never started, budget spent, stopped, unreachable."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+        super().__init__(f"mempalace unavailable: {why}")
+
+
+class PalaceToolError(PalaceError):
+    """The server answered with a JSON-RPC error; code, message and data are kept (TOOL-04)."""
+
+    def __init__(self, code: int, message: str, data: Any = None, method: str = "") -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+        super().__init__(f"mempalace error {code}: {message}")
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class PalaceAuthError(PalaceError):
+    """The remote palace refused the credentials (401); re-initializing would not help (HTTP-08)."""
+
+    def __init__(self, status: int, detail: str = "") -> None:
+        self.status = status
+        text = (f"mempalace refused the credentials (HTTP {status}); "
+                "check MEMPALACE_REMOTE_TOKEN")
+        super().__init__(f"{text}: {detail}" if detail else text)
+
+
+class PalaceSessionLost(PalaceError):
+    """The remote palace forgot the session again right after it was replaced (HTTP-04)."""
+
+    def __init__(self, detail: str = "") -> None:
+        text = "mempalace session lost: the server answered 404 again after a fresh initialize"
+        super().__init__(f"{text} ({detail})" if detail else text)
+
+
+class PalaceConnectionClosed(PalaceError):
+    """The connection died under an in-flight request: child exit or connection reset (STDIO-12)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"mempalace connection closed: {detail}")
+
+
+class PalaceProtocolError(PalaceError):
+    """The server broke the protocol (bad JSON, 202 to a request, wrong content type, ...)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"mempalace protocol error: {detail}")
+
+
+class PalaceHTTPError(PalaceError):
+    """The remote palace answered an HTTP error; the status and any JSON-RPC error are kept."""
+
+    def __init__(self, status: int, rpc_error: dict[str, Any] | None = None,
+                 detail: str = "") -> None:
+        self.status = status
+        self.rpc_error = rpc_error
+        text = f"mempalace HTTP {status}"
+        if rpc_error is not None:
+            text += f" (JSON-RPC {rpc_error.get('code')}: {rpc_error.get('message')})"
+        if detail:
+            text += f": {detail}"
+        super().__init__(text)
+
+    @property
+    def code(self) -> int | None:
+        """The JSON-RPC error code when the body carried one (X12: it wins over the status)."""
+        if self.rpc_error is None:
+            return None
+        code = self.rpc_error.get("code")
+        return code if isinstance(code, int) else None
+
+
+def describe(error: BaseException) -> str:
+    """One line for a person, whatever failed."""
+    text = str(error) or type(error).__name__
+    return " ".join(text.split())

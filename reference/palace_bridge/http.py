@@ -1,0 +1,265 @@
+"""The remote palace's wire: one POST per message over httpx (MCP Streamable HTTP, client side).
+
+Every request carries ``Accept: application/json, text/event-stream`` and, when configured,
+``Authorization: Bearer <token>`` (HTTP-01). A response may be one JSON object or an SSE stream
+(comments and slow events included, HTTP-10); on a stream the server may ping us first, and we
+answer. No idle GET stream is ever opened (HTTP-07). Protocol breakage fails fast instead of
+hanging: a 202 to a request, a wrong content type, bad JSON, a stream that ends without our answer.
+
+This module reports what happened (status, session id, the JSON-RPC answer); the session rules that
+judge it live in :mod:`.session`, and deadlines are applied by the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from . import __version__, jsonrpc
+from .errors import PalaceConnectionClosed, PalaceProtocolError, PalaceUnavailable
+from .jsonrpc import Invalid, Notification, Response, ServerRequest
+from .log import Log
+from .session import SESSION_HEADER
+from .sse import SSEDecoder
+
+if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
+    # httpcore retries ``import sniffio`` for every lock it creates (several per request); when
+    # it is not installed each retry scans sys.path, a few ms per call. A ``None`` entry makes
+    # that import fail at once, with the same ImportError and the same fallback to asyncio.
+    sys.modules["sniffio"] = None  # type: ignore[assignment]
+
+ACCEPT = "application/json, text/event-stream"
+MAX_BODY = 64 * 1024 * 1024
+CONNECT_TIMEOUT_S = 10.0
+Send = Callable[[httpx.Request], Awaitable[httpx.Response]]
+DELETE_TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True)
+class HttpReply:
+    """One POST's outcome: the status, any session id, and our request's JSON-RPC answer."""
+
+    status: int
+    session_id: str | None = None
+    response: Response | None = None
+    detail: str = ""
+
+    @property
+    def rpc_error(self) -> dict[str, Any] | None:
+        return self.response.error if self.response is not None else None
+
+
+class HttpTransport:
+    """POSTs JSON-RPC messages to the palace URL and reads JSON or SSE answers."""
+
+    def __init__(self, url: str, token: str | None, log: Log, *,
+                 client: httpx.AsyncClient | None = None) -> None:
+        self.url = url
+        self.log = log
+        self._token = token
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
+            follow_redirects=False,
+            trust_env=False,
+        )
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def _headers(self, extra: dict[str, str], *, body: bool = True) -> dict[str, str]:
+        headers = {"Accept": ACCEPT, "User-Agent": f"palace-bridge/{__version__}"}
+        if body:
+            headers["Content-Type"] = "application/json"
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        headers.update(extra)
+        return headers
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def post_request(self, message: dict[str, Any], headers: dict[str, str]) -> HttpReply:
+        """POST one request and return its answer; never waits past the end of the body."""
+        method = message["method"]
+        request_id = message["id"]
+        request = self._client.build_request(
+            "POST", self.url, content=jsonrpc.encode(message)[:-1], headers=self._headers(headers))
+        async with self._exchange(method) as send:
+            response = await send(request)
+            try:
+                return await self._read_reply(response, method, request_id, headers)
+            finally:
+                await response.aclose()
+
+    async def post_message(self, message: dict[str, Any], headers: dict[str, str]) -> int:
+        """POST a notification or a response; any 2xx is fine (X10). Returns the status."""
+        request = self._client.build_request(
+            "POST", self.url, content=jsonrpc.encode(message)[:-1], headers=self._headers(headers))
+        name = message.get("method") or "response"
+        async with self._exchange(name) as send:
+            response = await send(request)
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            return response.status_code
+
+    async def delete(self, headers: dict[str, str]) -> int | None:
+        """Best-effort session end (H23); 405/501 and failures are fine (LIFE-06)."""
+        try:
+            response = await asyncio.wait_for(
+                self._client.delete(self.url, headers=self._headers(headers, body=False)),
+                DELETE_TIMEOUT_S)
+        except (httpx.HTTPError, TimeoutError, OSError) as exc:
+            self.log.debug(f"DELETE failed ({type(exc).__name__}); the session ends anyway")
+            return None
+        return response.status_code
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await self._client.aclose()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _exchange(self, what: str) -> AsyncIterator[Send]:
+        """Map httpx's failures onto the palace errors (no token or headers in any message)."""
+
+        async def send(request: httpx.Request) -> httpx.Response:
+            return await self._client.send(request, stream=True)
+
+        try:
+            yield send
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise PalaceUnavailable(
+                f"cannot reach the remote palace at {_origin(self.url)} "
+                f"({_reason(exc)})") from None
+        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError,
+                httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout) as exc:
+            raise PalaceConnectionClosed(
+                f"{what} to {_origin(self.url)} failed mid-exchange ({_reason(exc)})") from None
+        except httpx.HTTPError as exc:
+            raise PalaceConnectionClosed(f"{what} failed ({_reason(exc)})") from None
+
+    async def _read_reply(self, response: httpx.Response, method: str, request_id: Any,
+                          headers: dict[str, str]) -> HttpReply:
+        status = response.status_code
+        session_id = response.headers.get(SESSION_HEADER)
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if not 200 <= status < 300:
+            body = await _read_limited(response)
+            return HttpReply(status, session_id, _error_body(body, content_type),
+                             _excerpt(body, content_type))
+        if status in (202, 204) or content_type == "":
+            await _read_limited(response)
+            raise PalaceProtocolError(
+                f"HTTP {status} with no JSON-RPC body in answer to the {method} request")
+        if content_type == "application/json":
+            body = await _read_limited(response)
+            return HttpReply(status, session_id, _json_answer(body, method, request_id))
+        if content_type == "text/event-stream":
+            answer = await self._read_stream(response, method, request_id, headers)
+            return HttpReply(status, session_id, answer)
+        await _read_limited(response)
+        raise PalaceProtocolError(
+            f"unexpected content type {content_type!r} in answer to {method} "
+            "(expected application/json or text/event-stream)")
+
+    async def _read_stream(self, response: httpx.Response, method: str, request_id: Any,
+                           headers: dict[str, str]) -> Response:
+        decoder = SSEDecoder()
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise PalaceProtocolError(f"SSE answer to {method} exceeded {MAX_BODY} bytes")
+            for event in decoder.feed(chunk):
+                if event.event != "message" or not event.data.strip():
+                    continue  # other event types and empty keep-alives (X11)
+                message = jsonrpc.parse(event.data)
+                if isinstance(message, Response):
+                    if jsonrpc.id_key(message.id) == jsonrpc.id_key(request_id):
+                        return message
+                    self.log.debug(f"ignoring an SSE response for id {message.id!r}")
+                elif isinstance(message, ServerRequest):
+                    self._answer_soon(message, headers)
+                elif isinstance(message, Notification):
+                    self.log.debug(f"notification {message.method}")
+                elif isinstance(message, Invalid):
+                    raise PalaceProtocolError(
+                        f"bad SSE data in answer to {method}: {message.reason}")
+        raise PalaceProtocolError(f"SSE stream ended without a response to {method}")
+
+    def _answer_soon(self, message: ServerRequest, headers: dict[str, str]) -> None:
+        """Answer a server request seen on a stream: ``ping`` → ``{}``, others -32601 (F30/31)."""
+        if message.method == "ping":
+            answer = jsonrpc.result_response(message.id, {})
+        else:
+            answer = jsonrpc.error_response(message.id, -32601,
+                                            f"Method not found: {message.method}")
+
+        async def post() -> None:
+            with contextlib.suppress(Exception):
+                await self.post_message(answer, headers)
+
+        task = asyncio.create_task(post())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+async def _read_limited(response: httpx.Response) -> bytes:
+    data = bytearray()
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) > MAX_BODY:
+            raise PalaceProtocolError(f"answer body exceeded {MAX_BODY} bytes")
+    return bytes(data)
+
+
+def _json_answer(body: bytes, method: str, request_id: Any) -> Response:
+    message = jsonrpc.parse(body)
+    if isinstance(message, Invalid):
+        raise PalaceProtocolError(f"answer to {method} is not valid JSON-RPC ({message.reason})")
+    if not isinstance(message, Response):
+        raise PalaceProtocolError(f"answer to {method} is not a JSON-RPC response")
+    if message.id is None and message.error is not None:
+        return message  # an error the server could not tie to an id: this POST's request (X9)
+    if jsonrpc.id_key(message.id) != jsonrpc.id_key(request_id):
+        raise PalaceProtocolError(
+            f"answer to {method} carries id {message.id!r}, not the request's {request_id!r}")
+    return message
+
+
+def _error_body(body: bytes, content_type: str) -> Response | None:
+    if content_type != "application/json" or not body:
+        return None
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    message = jsonrpc.classify(data)
+    return message if isinstance(message, Response) and message.error is not None else None
+
+
+def _excerpt(body: bytes, content_type: str) -> str:
+    if content_type == "text/html":
+        return "HTML error page"
+    text = " ".join(body[:200].decode(errors="replace").split())
+    return text
+
+
+def _origin(url: str) -> str:
+    parsed = httpx.URL(url)
+    port = f":{parsed.port}" if parsed.port else ""
+    return f"{parsed.scheme}://{parsed.host}{port}"
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

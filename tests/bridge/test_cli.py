@@ -1,0 +1,128 @@
+"""``palace-bridge`` against the fake: a stall is a timeout, a crash a respawn, a 404 a renewal."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .support import SLACK_S, HttpFake, Scenario, remote_env
+
+CLI = [sys.executable, "-m", "palace_bridge.cli"]
+
+
+def bridge(env: dict[str, str], *args: str, stdin: str | None = None,
+           timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], env=env, input=stdin, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    return Scenario(tmp_path)
+
+
+def test_tools_prints_every_tool_with_its_schema(scenario):
+    proc = bridge(scenario.env, "tools")
+    assert proc.returncode == 0, proc.stderr
+    tools = json.loads(proc.stdout)
+    assert len(tools) == 47
+    status = next(t for t in tools if t["name"] == "mempalace_status")
+    assert status["inputSchema"] == {"type": "object", "properties": {}}
+    assert status["annotations"] == {"readOnlyHint": True}
+
+
+def test_call_prints_the_result_as_json(scenario):
+    proc = bridge(scenario.env, "call", "mempalace_status", "{}")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert json.loads(result["content"][0]["text"])["total_drawers"] == 0
+    assert proc.stderr == ""
+
+
+def test_stall_is_a_timeout_within_timeout_plus_slack(scenario):
+    scenario.faults = ["stall@mempalace_status"]
+    env = scenario.env
+    env["MEMPALACE_MCP_TIMEOUT_MS"] = "400"
+    began = time.monotonic()
+    proc = bridge(env, "call", "mempalace_status")
+    elapsed = time.monotonic() - began
+    assert proc.returncode == 4
+    assert proc.stderr.strip().splitlines() == [
+        "palace-bridge: mempalace request tools/call timed out after 400 ms"]
+    call = next(r for r in scenario.received("tools/call"))
+    kill = next(r for r in scenario.records("signal"))
+    # the fake journals the call a moment after our clock started: allow that moment
+    assert 0.38 <= kill["t"] - call["t"] < 0.4 + SLACK_S, "timed out, then killed the child"
+    assert elapsed < 0.4 + 2 * SLACK_S + 2.0  # interpreter start-up included
+
+
+def test_crash_is_a_respawn_with_a_new_pid(scenario):
+    scenario.faults = ["exit@mempalace_status#1,code=75"]
+    lines = "\n".join(json.dumps({"tool": "mempalace_status"}) for _ in range(2)) + "\n"
+    proc = bridge(scenario.env, "run", stdin=lines)
+    out = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert out[0]["ok"] is False and out[0]["error"]["type"] == "PalaceConnectionClosed"
+    assert out[1]["ok"] is True
+    pids = scenario.pids()
+    assert len(pids) == 2 and pids[0] != pids[1]
+    assert out[1]["child_pids"] == [pids[1]]
+    exits = scenario.records("process_exit")
+    assert exits[0]["pid"] == pids[0] and exits[0]["code"] == 75
+
+
+def test_crash_at_startup_is_respawned_inside_one_call(scenario):
+    scenario.faults = ["startup_fail@$startup,code=1,stderr=palace is held by PID 4242"]
+    proc = bridge(scenario.env, "call", "mempalace_status")
+    assert proc.returncode == 0, proc.stderr
+    assert len(scenario.pids()) == 2
+
+
+def test_404_is_one_reinitialize_and_one_retry(tmp_path):
+    fake = HttpFake(tmp_path, sessions=True, faults=["forget_session@mempalace_status"])
+    try:
+        proc = bridge(remote_env(fake.url), "call", "mempalace_status")
+        methods = [r.get("method") for r in fake.received()]
+        statuses = [r["status"] for r in fake.records("http_response")]
+    finally:
+        fake.close()
+    assert proc.returncode == 0, proc.stderr
+    assert methods == ["initialize", "notifications/initialized", "tools/list", "tools/call",
+                       "initialize", "notifications/initialized", "tools/call"]
+    assert statuses.count(404) == 1
+
+
+@pytest.mark.parametrize(("args", "code", "needle"), [
+    (["call", "mempalace_diary_read", '{"agent": "x"}'], 1,
+     "mempalace error -32602: Unknown parameter 'agent' for tool mempalace_diary_read"),
+    (["call", "mempalace_status", "[1]"], 2, "JSON-ARGS must be a JSON object"),
+    (["call", "mempalace_status", "{oops"], 2, "JSON-ARGS is not JSON"),
+])
+def test_failures_are_one_line_and_a_distinct_exit_code(scenario, args, code, needle):
+    proc = bridge(scenario.env, *args)
+    assert proc.returncode == code
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_unavailable_local_palace_exits_3_with_one_line(tmp_path):
+    scenario = Scenario(tmp_path)
+    env = scenario.env
+    env["PATH"] = str(tmp_path / "nothing-here")
+    proc = bridge(env, "call", "mempalace_status")
+    assert proc.returncode == 3
+    assert proc.stderr.strip().splitlines() == [
+        "mempalace-mcp unavailable (mempalace-mcp not found on PATH); "
+        "continuing without palace tools"]
+
+
+def test_unreachable_remote_exits_3_with_the_seed_line(tmp_path):
+    env = remote_env("http://127.0.0.1:9/mcp", MEMPALACE_REMOTE_CONNECT_RETRIES="1")
+    proc = bridge(env, "tools")
+    assert proc.returncode == 3
+    assert proc.stderr == ("mempalace-mcp unavailable after retries; "
+                           "continuing without palace tools\n")

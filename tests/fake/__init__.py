@@ -1,0 +1,1 @@
+"""Tests of the fake MemPalace server (stdio and HTTP transports)."""

@@ -1,0 +1,171 @@
+"""The compact ``--fault`` syntax and fault-plan files: what parses, one-line errors otherwise."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palace_conformance.fake.faults import (
+    PLAN_SCHEMA_VERSION,
+    STARTUP,
+    Fault,
+    FaultPlanError,
+    Match,
+    load_plan,
+    parse_compact,
+    plan_from_json,
+)
+
+from .stdio_harness import FakeProcess, run_cli
+
+
+@pytest.mark.parametrize(("spec", "on", "times", "action", "params"), [
+    ("stall", {"nth": 1}, 1, "stall", {}),
+    ("stall@mempalace_search", {"method": "tools/call", "tool": "mempalace_search", "nth": 1},
+     1, "stall", {}),
+    ("stall@mempalace_search#2,ms=500",
+     {"method": "tools/call", "tool": "mempalace_search", "nth": 2}, 1, "stall", {"ms": 500}),
+    ("delay@initialize,ms=2000", {"method": "initialize", "nth": 1}, 1, "delay", {"ms": 2000}),
+    ("error@ping#2x2,code=-32000,message=x", {"method": "ping", "nth": 2}, 2, "error",
+     {"code": -32000, "message": "x"}),
+    ("error@pingx*,code=1", {"method": "ping", "nth": 1}, None, "error", {"code": 1}),
+    ("stallx3", {"nth": 1}, 3, "stall", {}),
+    ("exit@tools/call,code=75,when=before_reply", {"method": "tools/call", "nth": 1}, 1, "exit",
+     {"code": 75, "when": "before_reply"}),
+    ("startup_fail@$startupx2,code=1,stderr=palace is held by PID 42, or so",
+     {"method": STARTUP, "nth": 1}, 2, "startup_fail",
+     {"code": 1, "stderr": "palace is held by PID 42, or so"}),
+    ('result@ping,result={"a": [1, 2]}', {"method": "ping", "nth": 1}, 1, "result",
+     {"result": {"a": [1, 2]}}),
+    ("notify@*,method=notifications/message", {"method": "*", "nth": 1}, 1, "notify",
+     {"method": "notifications/message"}),
+    ("wrong_id@ping, reply_id = 7", {"method": "ping", "nth": 1}, 1, "wrong_id",
+     {"reply_id": 7}),
+])
+def test_compact_specs_parse(spec: str, on: dict[str, Any], times: int | None, action: str,
+                             params: dict[str, Any]) -> None:
+    data = parse_compact(spec).to_json()
+    expected_on = {"method": "*", **on}
+    assert data["on"] == expected_on
+    assert (data["times"], data["action"]) == (times, action)
+    assert {k: v for k, v in data.items() if k not in {"id", "on", "times", "action"}} == params
+
+
+@pytest.mark.parametrize(("spec", "fragment"), [
+    ("bogus@x", "unknown action 'bogus'; use one of: "),
+    ("", "unknown action ''"),
+    ("stall@ping#0", "'#' must be followed by a number >= 1"),
+    ("stall@ping#two", "'#' must be followed by a number >= 1"),
+    ("stall@pingx0", "'x' must be followed by a number >= 1 or '*'"),
+    ("stall@ping,foo=1", "action 'stall' takes ['ms'], not ['foo']"),
+    ("stall@ping,ms=soon", "'ms' must be an integer >= 0"),
+    ("stall@ping,500", "expected key=value after ',', got '500'"),
+    ("error@ping", "error needs an integer 'code'"),
+    ("exit@ping,code=300", "'code' is a process exit status, 0 to 255"),
+    ("exit@ping,when=later", "exit 'when' must be before_reply or after_reply"),
+    ("stall@$startup", "action 'stall' cannot fire at $startup"),
+    ("startup_fail@ping", "'startup_fail' fires only with on.method '$startup'"),
+    ("notify@ping", "notify needs a 'method' string"),
+    ("stall@ping,id=mine", "id cannot be set with key=value"),
+])
+def test_bad_compact_specs_give_one_clear_line(spec: str, fragment: str) -> None:
+    with pytest.raises(FaultPlanError) as caught:
+        parse_compact(spec)
+    message = str(caught.value)
+    assert message.startswith(f"--fault {spec!r}: ")
+    assert fragment in message
+    assert ": :" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("nth", "times", "fires_on"), [
+    (1, 1, [1]), (2, 2, [2, 3]), (3, None, [3, 4, 5, 6, 7, 8]), (1, 3, [1, 2, 3])])
+def test_fires_at_is_nth_through_nth_plus_times(nth: int, times: int | None,
+                                                fires_on: list[int]) -> None:
+    fault = Fault("f", Match(method="ping", nth=nth), "stall", times)
+    assert [n for n in range(1, 9) if fault.fires_at(n)] == fires_on
+
+
+@pytest.mark.parametrize(("data", "fragment"), [
+    ({"schema_version": PLAN_SCHEMA_VERSION + 1, "faults": []},
+     f"schema_version {PLAN_SCHEMA_VERSION + 1} is newer than this fake understands"),
+    ({"faults": {"id": "x"}}, "'faults' must be a list"),
+    ({"faults": [{"action": "stall", "on": {"nth": "2"}}]}, "'on.nth' must be an integer >= 1"),
+    ({"faults": [{"action": "stall", "on": {"when": 1}}]}, "unknown key(s) in 'on'"),
+    ({"faults": [{"id": "a", "action": "stall"}, {"id": "a", "action": "delay"}]},
+     "duplicate fault id(s) ['a']"),
+    ({"faults": [{"id": "t", "action": "stall", "times": 0}]}, "fault #1 (t): 'times'"),
+    ("faults", "expected an object with 'faults'"),
+])
+def test_bad_plans_are_refused_with_one_line(data: Any, fragment: str) -> None:
+    with pytest.raises(FaultPlanError) as caught:
+        plan_from_json(data, source="plan.json")
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_plan_round_trips_through_json(tmp_path: Path) -> None:
+    plan = plan_from_json({"faults": [parse_compact("error@ping#2x3,code=-1,message=m").to_json(),
+                                      {"id": "s", "on": {"tool": "mempalace_search"},
+                                       "action": "stall", "times": None}]})
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan.to_json()))
+    again = load_plan(path)
+    assert again == plan
+    assert again.faults[1].on == Match(method="tools/call", tool="mempalace_search")
+
+
+def plan_file(tmp_path: Path, content: bytes | None) -> Path:
+    path = tmp_path / "plan.json"
+    if content is not None:
+        path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    (None, "cannot read fault plan"),
+    (b"{not json", "is not JSON (line 1: "),
+    (b'{"schema_version": 99, "faults": []}', "schema_version 99 is newer"),
+    (b"\xff\xfe\x00", "is not UTF-8 text"),
+])
+def test_plan_errors_exit_2_with_one_line(tmp_path: Path, content: bytes | None,
+                                          fragment: str) -> None:
+    path = plan_file(tmp_path, content)
+    with FakeProcess(tmp_path, plan=path) as fake:  # palace-fake-mcp, plan from the env
+        assert fake.wait() == 2
+        lines = fake.stderr_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("palace-fake-mcp: ") and fragment in lines[0]
+
+
+def test_plan_errors_from_the_command_line_exit_2_with_one_line(tmp_path: Path) -> None:
+    path = plan_file(tmp_path, b'{"schema_version": 99, "faults": []}')
+    result = run_cli(["fake", "stdio", "--plan", str(path)], tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (f"palace-conformance fake stdio: fault plan {path}: schema_version "
+                             "99 is newer than this fake understands (1); upgrade "
+                             "palace-conformance\n")
+
+
+def test_bad_fault_flag_exits_2_with_one_line(tmp_path: Path) -> None:
+    result = run_cli(["fake", "stdio", "--fault", "stall@ping#0"], tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == ("palace-conformance fake stdio: --fault 'stall@ping#0': '#' must be "
+                             "followed by a number >= 1\n")
+
+
+def test_bad_state_file_exits_2_with_one_line(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    state.write_text("[1, 2]")
+    with FakeProcess(tmp_path, state=state) as fake:
+        assert fake.wait() == 2
+        assert fake.stderr_text() == (f"palace-fake-mcp: cannot use palace state file {state}: "
+                                      "expected a JSON object, got list; fix or delete it\n")
+
+
+def test_faults_help_lists_every_action(tmp_path: Path) -> None:
+    result = run_cli(["fake", "faults"], tmp_path)
+    assert result.returncode == 0
+    assert "ACTION[@TARGET][#NTH][xTIMES]" in result.stdout
+    for action in ("stall", "drip_progress", "startup_fail", "lock_held", "wrong_id"):
+        assert action in result.stdout

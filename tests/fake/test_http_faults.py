@@ -1,0 +1,333 @@
+"""Faults over HTTP fire on the request they match, only there, and look right on the wire."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .http_support import (
+    Fake,
+    call,
+    fired_conns,
+    parse_response,
+    ping,
+    raw_exchange,
+    request_bytes,
+    sse_events,
+    start_fake,
+    wait_for,
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fake]:
+    fake = start_fake(tmp_path_factory.mktemp("http-faults"))
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def fake(server: Fake) -> Fake:
+    """The shared fake, reset: no faults, no sessions, an empty palace."""
+    assert server.control("POST", "reset").status_code == 200
+    return server
+
+
+def on(method: str, **more: object) -> dict[str, object]:
+    return {"method": method, **more}
+
+
+def raw_post(fake: Fake, message: object, timeout: float = 5.0):
+    data = request_bytes("POST", "/mcp", fake.port, json.dumps(message).encode(),
+                         [("Content-Type", "application/json")])
+    return raw_exchange(fake.port, data, timeout=timeout)
+
+
+# -- HTTP-only faults ------------------------------------------------------------------------
+
+
+def test_http_status_fires_on_its_request_only_and_carries_headers_and_body(fake: Fake) -> None:
+    [fid] = fake.arm({"action": "http_status", "on": on("ping"), "status": 503,
+                      "headers": {"Retry-After": "5"}, "body": {"busy": True}})
+    mark = fake.mark()
+    assert fake.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 200
+    hit = fake.post(ping(2))
+    after = fake.post(ping(3))
+    assert hit.status_code == 503
+    assert hit.headers["retry-after"] == "5"
+    assert hit.json() == {"busy": True}
+    assert hit.headers["content-type"] == "application/json; charset=utf-8"
+    assert after.status_code == 200
+    [conn] = fired_conns(fake, fid, mark)
+    assert [r["conn"] for r in fake.records("http_response", mark) if r["status"] == 503] == [conn]
+
+
+def test_http_status_without_a_body_sends_the_stock_page(fake: Fake) -> None:
+    fake.arm({"action": "http_status", "on": on("ping"), "status": 502})
+    answer = fake.post(ping())
+    assert answer.status_code == 502
+    assert "<p>Error code: 502</p>" in answer.text
+    assert answer.headers["content-type"] == "text/html;charset=utf-8"
+
+
+def test_nth_and_times_pick_exactly_those_occurrences(fake: Fake) -> None:
+    [fid] = fake.arm({"action": "http_status", "on": on("ping", nth=2), "times": 2,
+                      "status": 500})
+    mark = fake.mark()
+    statuses = [fake.post(ping(i)).status_code for i in range(1, 6)]
+    assert statuses == [200, 500, 500, 200, 200]
+    recv = [r for r in fake.records("recv", mark)]
+    assert fired_conns(fake, fid, mark) == [recv[1]["conn"], recv[2]["conn"]]
+
+
+def test_a_fault_armed_later_counts_only_later_messages(fake: Fake) -> None:
+    fake.post(ping(1))
+    fake.post(ping(2))
+    fake.arm({"action": "accept_202", "on": on("ping", nth=1)})
+    first = fake.post(ping(3))
+    assert (first.status_code, first.content) == (202, b"")
+    assert fake.post(ping(4)).status_code == 200
+
+
+def test_accept_202_answers_a_request_with_an_empty_202(fake: Fake) -> None:
+    [fid] = fake.arm({"action": "accept_202", "on": {"tool": "mempalace_status"}})
+    mark = fake.mark()
+    answer = fake.post(call("mempalace_status"))
+    assert (answer.status_code, answer.content, answer.headers["content-length"]) == (202, b"", "0")
+    assert len(fired_conns(fake, fid, mark)) == 1
+    assert fake.post(call("mempalace_status")).status_code == 200
+
+
+def test_content_type_changes_only_the_content_type(fake: Fake) -> None:
+    fake.arm({"action": "content_type", "on": on("ping"), "value": "text/html"})
+    answer = fake.post(ping(9))
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "text/html"
+    assert answer.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+
+
+def test_forget_session_in_stateless_mode_still_answers_404(fake: Fake) -> None:
+    fake.arm({"action": "forget_session", "on": on("ping")})
+    answer = fake.post(ping())
+    assert answer.status_code == 404
+    assert answer.json()["error"] == {"code": -32600, "message": "Session not found"}
+
+
+def test_reset_sends_that_many_bytes_then_a_tcp_reset(fake: Fake) -> None:
+    [fid] = fake.arm({"action": "reset", "on": on("ping", nth=2), "after_bytes": 10})
+    mark = fake.mark()
+    assert not raw_post(fake, ping(1)).reset
+    cut = raw_post(fake, ping(2))
+    assert cut.reset
+    assert cut.data == b"HTTP/1.1 2"
+    assert len(fired_conns(fake, fid, mark)) == 1
+    assert fake.post(ping(3)).status_code == 200
+
+
+def test_reset_at_zero_bytes_is_seen_by_httpx_as_a_transport_error(fake: Fake) -> None:
+    fake.arm({"action": "reset", "on": on("ping")})
+    with pytest.raises(httpx.TransportError):
+        fake.post(ping())
+    assert fake.http.get(f"{fake.base}/healthz").text == "ok\n"
+
+
+def test_rotate_token_refuses_this_request_and_demands_the_new_token(fake: Fake) -> None:
+    assert fake.control("POST", "token", {"token": "old-token"}).status_code == 200
+    try:
+        old = {"Authorization": "Bearer old-token"}
+        new = {"Authorization": "Bearer new-token"}
+        fake.arm({"action": "rotate_token", "on": on("ping"), "token": "new-token"})
+        assert fake.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                         headers=old).status_code == 200
+        assert fake.post(ping(2), headers=old).status_code == 401
+        assert fake.post(ping(3), headers=old).status_code == 401
+        assert fake.post(ping(4), headers=new).status_code == 200
+        assert "new-token" not in fake.journal_path.read_text()
+    finally:
+        fake.control("POST", "token", {"token": None})
+
+
+# -- SSE ---------------------------------------------------------------------------------------
+
+
+def test_sse_streams_priming_keepalives_then_the_reply(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "event_delay_ms": 60, "keepalives": 2,
+              "priming_id": "e1"})
+    started = time.monotonic()
+    answer = fake.post(ping(5))
+    elapsed = time.monotonic() - started
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "text/event-stream"
+    events = sse_events(answer.content)
+    assert events[0] == {"id": "e1", "retry": "200", "data": ""}
+    assert events[1:3] == [{"comment": "keepalive"}, {"comment": "keepalive"}]
+    assert events[3]["event"] == "message"
+    assert json.loads(events[3]["data"]) == {"jsonrpc": "2.0", "id": 5, "result": {}}
+    assert len(events) == 4
+    assert elapsed >= 0.18  # two keep-alive delays and one event delay
+
+
+def test_sse_can_close_without_a_response_and_replay_it_on_resume(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "close_without_response": True,
+              "priming_id": "resume-me"})
+    answer = fake.post(ping(6))
+    events = sse_events(answer.content)
+    assert events == [{"id": "resume-me", "retry": "200", "data": ""}]
+    assert fake.records("http_withheld")[-1]["resumable"] is True
+    resumed = fake.http.get(fake.url, headers={"Last-Event-ID": "resume-me",
+                                           "Accept": "text/event-stream"})
+    assert resumed.status_code == 200
+    [event] = sse_events(resumed.content)
+    assert json.loads(event["data"]) == {"jsonrpc": "2.0", "id": 6, "result": {}}
+    assert fake.http.get(fake.url, headers={"Last-Event-ID": "resume-me"}).status_code == 404
+
+
+def test_sse_without_priming_just_ends_the_stream(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "close_without_response": True})
+    answer = fake.post(ping())
+    assert answer.status_code == 200 and sse_events(answer.content) == []
+
+
+def test_server_request_goes_out_on_an_sse_stream_and_the_answer_gets_202(fake: Fake) -> None:
+    fake.arm({"action": "server_request", "on": {"tool": "mempalace_status"}, "method": "ping"})
+    answer = fake.post(call("mempalace_status", request_id=11))
+    assert answer.headers["content-type"] == "text/event-stream"
+    first, second = (json.loads(e["data"]) for e in sse_events(answer.content))
+    assert first["method"] == "ping" and isinstance(first["id"], str)
+    assert second["id"] == 11 and "result" in second
+    mark = fake.mark()
+    reply = fake.post({"jsonrpc": "2.0", "id": first["id"], "result": {}})
+    assert (reply.status_code, reply.content) == (202, b"")
+    [recv] = fake.records("recv", mark)
+    assert recv["response"] is True and recv["message"]["id"] == first["id"]
+
+
+def test_notify_and_progress_stream_live_before_the_reply(fake: Fake) -> None:
+    fake.arm({"action": "notify", "on": on("ping"), "method": "notifications/message",
+              "params": {"level": "info", "data": "hi"}},
+             {"action": "drip_progress", "on": on("ping"), "count": 3, "interval_ms": 20})
+    answer = fake.post({**ping(12), "params": {"_meta": {"progressToken": "p"}}})
+    messages = [json.loads(e["data"]) for e in sse_events(answer.content)]
+    assert [m.get("method") for m in messages] == [
+        "notifications/message", "notifications/progress", "notifications/progress",
+        "notifications/progress", None]
+    assert [m["params"]["progress"] for m in messages[1:4]] == [1, 2, 3]
+    assert messages[-1] == {"jsonrpc": "2.0", "id": 12, "result": {}}
+
+
+def test_duplicate_response_needs_a_stream_and_gets_one(fake: Fake) -> None:
+    fake.arm({"action": "duplicate_response", "on": on("ping")})
+    events = sse_events(fake.post(ping(13)).content)
+    assert [json.loads(e["data"]) for e in events] == [{"jsonrpc": "2.0", "id": 13,
+                                                        "result": {}}] * 2
+
+
+def test_a_progress_stream_that_then_stalls_keeps_the_stream_open(fake: Fake) -> None:
+    fake.arm({"action": "drip_progress", "on": on("ping"), "count": 1, "interval_ms": 10,
+              "then": "stall"})
+    with fake.http.stream("POST", fake.url, content=json.dumps(ping()).encode(),
+                      timeout=httpx.Timeout(5, read=0.5)) as answer:
+        assert answer.headers["content-type"] == "text/event-stream"
+        seen: list[str] = []
+        with pytest.raises(httpx.ReadTimeout):
+            seen.extend(answer.iter_lines())
+    assert seen[:2] == ["event: message", seen[1]] and '"notifications/progress"' in seen[1]
+    assert not any('"result"' in line for line in seen)
+
+
+# -- transport-neutral faults over HTTP ------------------------------------------------------
+
+
+def test_garbage_becomes_the_200_body(fake: Fake) -> None:
+    fake.arm({"action": "garbage", "on": on("ping"), "text": "<html>oops</html>"})
+    answer = fake.post(ping())
+    assert answer.status_code == 200
+    assert answer.content == b"<html>oops</html>"
+    assert answer.headers["content-length"] == str(len(b"<html>oops</html>"))
+
+
+def test_partial_line_sends_half_the_body_then_resets(fake: Fake) -> None:
+    whole = parse_response(raw_post(fake, ping(77)).data).body
+    fake.arm({"action": "partial_line", "on": on("ping")})
+    cut = raw_post(fake, ping(77))
+    assert cut.reset
+    head, _, body = cut.data.partition(b"\r\n\r\n")
+    assert f"Content-Length: {len(whole)}".encode() in head
+    assert body == whole[: len(whole) // 2]
+    assert fake.http.get(f"{fake.base}/healthz").status_code == 200
+
+
+def test_stall_with_ms_drops_the_request_without_an_answer(fake: Fake) -> None:
+    [fid] = fake.arm({"action": "stall", "on": on("ping"), "ms": 150})
+    mark = fake.mark()
+    started = time.monotonic()
+    reply = raw_post(fake, ping())
+    assert reply.data == b"" and not reply.reset
+    assert time.monotonic() - started >= 0.14
+    assert len(fired_conns(fake, fid, mark)) == 1
+    assert wait_for(lambda: fake.records("http_closed", mark))[0]["reason"] == "no response"
+
+
+def test_a_client_leaving_a_stalled_request_breaks_nothing(fake: Fake) -> None:
+    fake.arm({"action": "stall", "on": {"tool": "mempalace_diary_write"}})
+    mark = fake.mark()
+    with pytest.raises(httpx.ReadTimeout):
+        fake.post(call("mempalace_diary_write", {"agent_name": "a", "entry": "never"}),
+                  timeout=httpx.Timeout(5, read=0.3))
+    closed = wait_for(lambda: fake.records("http_closed", mark))
+    assert closed[0]["reason"] == "client disconnected"
+    assert fake.post(ping()).status_code == 200
+    diary = fake.post(call("mempalace_diary_read", {"agent_name": "a"})).json()
+    assert "never" not in json.dumps(diary)  # the stalled write was never carried out
+
+
+def test_delay_holds_the_answer(fake: Fake) -> None:
+    fake.arm({"action": "delay", "on": on("ping"), "ms": 200})
+    started = time.monotonic()
+    assert fake.post(ping()).status_code == 200
+    assert time.monotonic() - started >= 0.19
+
+
+def test_result_and_wrong_id_shape_the_json_reply(fake: Fake) -> None:
+    fake.arm({"action": "result", "on": on("ping"), "result": {"odd": 1}},
+             {"action": "wrong_id", "on": on("tools/list")})
+    odd = fake.post(ping(3))
+    assert odd.status_code == 200
+    assert odd.json() == {"jsonrpc": "2.0", "id": 3, "result": {"odd": 1}}
+    assert fake.post({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).json()["id"] == "wrong-4"
+
+
+def test_plan_faults_from_the_command_line_count_from_start_and_exit_ends_the_server(
+        tmp_path: Path) -> None:
+    fake = start_fake(tmp_path, "--fault", "http_status@mempalace_status#2,status=418",
+                      "--fault", "exit@ping#2,code=7",
+                      "--fault", "rotate_token@nothing,token=secret-rotation")
+    try:
+        assert "secret-rotation" not in fake.journal_path.read_text()
+        statuses = [fake.post(call("mempalace_status", request_id=i)).status_code
+                    for i in range(3)]
+        assert statuses == [200, 418, 200]
+        assert [r["fault_id"] for r in fake.records("fault")] == ["cli-1-http_status"]
+        assert fake.post(ping(1)).status_code == 200
+        with pytest.raises(httpx.TransportError):
+            fake.post(ping(2))
+        assert fake.proc.wait(5) == 7
+        assert [r["code"] for r in fake.records("process_exit")] == [7]
+        with pytest.raises(httpx.ConnectError):
+            fake.http.get(f"{fake.base}/healthz")
+    finally:
+        fake.stop()
+
+
+def test_a_connection_cut_by_the_client_mid_body_is_tolerated(fake: Fake) -> None:
+    data = request_bytes("POST", "/mcp", fake.port, b'{"jsonrpc"',
+                         [("Content-Length", "200")])
+    with socket.create_connection(("127.0.0.1", fake.port)) as sock:
+        sock.sendall(data)
+    assert fake.post(ping()).status_code == 200

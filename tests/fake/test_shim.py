@@ -1,0 +1,71 @@
+"""``palace-conformance fake install-shim``: ``mempalace-mcp`` and ``mempalace`` that run the fake.
+
+A bridge under test finds the shims first on PATH, so it spawns the fake without knowing it, and
+a bridge that wrongly shells out to the ``mempalace`` CLI leaves a ``cli_run`` record behind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from .stdio_harness import FakeProcess, clean_env, payload, run_cli
+
+
+def install(tmp_path: Path) -> Path:
+    shims = tmp_path / "shims"
+    result = run_cli(["fake", "install-shim", str(shims)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    printed = set(result.stdout.split())
+    assert {str(shims / "mempalace-mcp"), str(shims / "mempalace")} <= printed
+    for name in ("mempalace-mcp", "mempalace"):
+        assert os.access(shims / name, os.X_OK)
+    return shims
+
+
+def test_mempalace_mcp_shim_serves_and_names_itself_as_the_lock_holder(tmp_path: Path) -> None:
+    shims = install(tmp_path)
+    home, palace = tmp_path / "home", tmp_path / "palace"
+    shared = {"home": home, "palace": palace, "journal": tmp_path / "journal.jsonl"}
+    with FakeProcess(tmp_path / "a", command=[str(shims / "mempalace-mcp")], **shared) as a, \
+            FakeProcess(tmp_path / "b", command=[str(shims / "mempalace-mcp")], **shared) as b:
+        init = a.request("initialize", {"protocolVersion": "2025-06-18"})
+        assert init["result"]["serverInfo"] == {"name": "mempalace", "version": "3.11.0"}
+        assert payload(a.call("mempalace_diary_write", {"agent_name": "a", "entry": "x"}))
+        reason = b.call("mempalace_diary_write", {"agent_name": "b", "entry": "y"})["error"][
+            "data"]["reason"]
+        assert f"is held by PID {a.pid} ({shims / 'mempalace-mcp'} --palace {palace});" in reason
+        a.close_stdin()
+        assert a.wait() == 0
+
+
+def test_mempalace_cli_shim_mine_under_contention(tmp_path: Path) -> None:
+    shims = install(tmp_path)
+    with FakeProcess(tmp_path, command=[str(shims / "mempalace-mcp")]) as holder:
+        holder.call("mempalace_diary_write", {"agent_name": "a", "entry": "holds the lease"})
+        env = clean_env(holder.home, PATH=f"{shims}{os.pathsep}{os.environ['PATH']}",
+                        PALACE_FAKE_JOURNAL=str(holder.journal_path))
+        mine = subprocess.run(["mempalace", "--palace", str(holder.palace), "mine", str(tmp_path)],
+                              capture_output=True, text=True, env=env, timeout=30)
+        assert mine.returncode == 1 and mine.stdout == ""
+        assert mine.stderr == (
+            f"mempalace: palace {holder.palace} is held by PID {holder.pid} "
+            f"({shims / 'mempalace-mcp'} --palace {holder.palace}); wait for it to finish or "
+            "stop the holder before retrying\n")
+        other = subprocess.run(["mempalace", "search", "x"], capture_output=True, text=True,
+                               env=env, timeout=30)
+        assert other.returncode == 2 and "only 'mine' is" in other.stderr
+        runs = holder.records("cli_run")
+    assert [(r["command"], r["exit_code"]) for r in runs] == [("mine", 1), ("search", 2)]
+    assert runs[0]["argv"][0] == str(shims / "mempalace")
+
+
+def test_install_shim_into_an_unwritable_place_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = run_cli(["fake", "install-shim", str(blocker / "sub")], tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"palace-conformance fake install-shim: cannot write to "
+                                    f"{blocker / 'sub'}: ")
+    assert result.stderr.count("\n") == 1

@@ -1,0 +1,101 @@
+"""fault-plan.schema.json accepts exactly what the fake's loader accepts (differential test)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from palace_conformance.fake.faults import ACTIONS, FaultPlanError, fault_from_json, plan_from_json
+from palace_conformance.scenarios.schema import FAULT_PLAN_SCHEMA, schema_problems, validator
+
+ABSENT = object()
+PARAMS = sorted({p for _, params in ACTIONS.values() for p in params} | {"bogus"})
+VALUES = st.sampled_from([
+    None, -300, -255, -1, 0, 1, 5, 99, 404, 599, 600, True, False, "text", "before_reply",
+    "after_reply", "reply", "stall", "exit", {"a": 1}, [1], 1.5,
+])
+
+
+@st.composite
+def faults(draw: st.DrawFn) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    action = draw(st.sampled_from([*ACTIONS, "bogus", 3]))
+    if draw(st.integers(0, 9)):  # rarely leave the action out
+        data["action"] = action
+    for key, choices in (
+        ("id", [ABSENT, "", "f1", 3]),
+        ("times", [ABSENT, None, 0, 1, 3, True, "1"]),
+    ):
+        value = draw(st.sampled_from(choices))
+        if value is not ABSENT:
+            data[key] = value
+    on = draw(st.sampled_from([ABSENT, "x", {}]))
+    if isinstance(on, dict):
+        for key, choices in (
+            ("method", [ABSENT, "*", "tools/call", "$startup", "initialize", None, 5]),
+            ("tool", [ABSENT, None, "mempalace_search", "", 3]),
+            ("nth", [ABSENT, 0, 1, 2, True, None, "1"]),
+            ("transport", [ABSENT, None, "stdio", "http", "tcp"]),
+            ("extra", [ABSENT, 1]),
+        ):
+            value = draw(st.sampled_from(choices))
+            if value is not ABSENT:
+                on[key] = value
+    if on is not ABSENT:
+        data["on"] = on
+    own = sorted(ACTIONS[action][1]) if action in ACTIONS else []
+    for name in draw(st.lists(st.sampled_from(own + PARAMS), max_size=3, unique=True)):
+        data[name] = draw(VALUES)
+    return data
+
+
+def _python_accepts(fault: dict[str, Any]) -> bool:
+    try:
+        fault_from_json(fault, 0)
+    except FaultPlanError:
+        return False
+    return True
+
+
+def _schema_accepts(fault: dict[str, Any]) -> bool:
+    return validator(FAULT_PLAN_SCHEMA).is_valid({"schema_version": 1, "faults": [fault]})
+
+
+@settings(max_examples=150, deadline=None)
+@given(faults())
+def test_schema_and_loader_agree(fault: dict[str, Any]) -> None:
+    # Known divergence: Python's isinstance(True, int) lets the fake take `true` as an error
+    # code; JSON Schema (and every other language) says a boolean is not an integer.
+    assume(not (fault.get("action") == "error" and isinstance(fault.get("code"), bool)))
+    assert _schema_accepts(fault) == _python_accepts(fault), fault
+
+
+def test_known_good_and_bad_faults() -> None:
+    good = [
+        {"action": "stall", "on": {"tool": "mempalace_search"}},
+        {"action": "startup_fail", "on": {"method": "$startup", "nth": 2}, "times": None,
+         "code": 1, "stderr": "held"},
+        {"action": "http_status", "status": 404, "headers": {"x": "y"}},
+        {"action": "error", "code": -32001, "data": {"failure_kind": "peer_contention"}},
+    ]
+    bad = [
+        {"action": "startup_fail"},
+        {"action": "stall", "on": {"method": "$startup"}},
+        {"action": "error"},
+        {"action": "exit", "when": "later"},
+        {"action": "stall", "on": {"tool": "mempalace_search", "method": "ping"}},
+    ]
+    for fault in good:
+        assert _schema_accepts(fault) and _python_accepts(fault), fault
+    for fault in bad:
+        assert not _schema_accepts(fault) and not _python_accepts(fault), fault
+
+
+def test_plan_level_shapes() -> None:
+    for plan in ([{"action": "stall"}], {"faults": []}, {"schema_version": 1, "faults": []}):
+        assert schema_problems(plan, FAULT_PLAN_SCHEMA) == []
+        plan_from_json(plan)
+    assert schema_problems({"schema_version": 2, "faults": []}, FAULT_PLAN_SCHEMA)
+    assert schema_problems({"faults": [], "extra": 1}, FAULT_PLAN_SCHEMA)

@@ -1,0 +1,254 @@
+"""The loader: broken scenario files each fail with the expected one-line problem."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palace_conformance.fake.faults import FaultPlan
+from palace_conformance.scenarios.loader import (
+    ScenarioError,
+    load_catalogue,
+    load_scenario,
+)
+from palace_conformance.scenarios.model import Scenario
+
+BASE: dict[str, Any] = {
+    "schema_version": 1,
+    "id": "tool.sample.search-works",
+    "title": "A search goes through",
+    "covers": ["TOOL-02"],
+    "transports": ["stdio", "http"],
+    "steps": [
+        {"op": "load"},
+        {"op": "event", "name": "session_start", "payload": {"reason": "startup"}},
+        {"op": "settle"},
+        {"op": "call_tool", "as": "search", "name": "mempalace_search", "args": {"query": "x"},
+         "expect": {"ok": True, "result": {"json": {"query": "x"}}}},
+        {"op": "shutdown"},
+    ],
+    "expect": {"journal": [{"check": "count", "match": {"kind": "recv", "tool": "mempalace_search"},
+                            "equals": 1}]},
+}
+
+
+def write(root: Path, data: Any, name: str | None = None, area: str | None = None) -> Path:
+    sid = data["id"] if isinstance(data, dict) and "id" in data else "tool.sample.x"
+    path = root / (area or sid.split(".")[0]) / f"{name or sid}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data, indent=2))
+    return path
+
+
+def scenario(**changes: Any) -> dict[str, Any]:
+    data = copy.deepcopy(BASE)
+    data.update(changes)
+    return data
+
+
+def problems_for(tmp_path: Path, data: Any, **kw: Any) -> list[str]:
+    write(tmp_path, data, **kw)
+    catalogue = load_catalogue([tmp_path])
+    lines = [str(p) for p in catalogue.problems]
+    assert all("\n" not in line for line in lines)
+    return lines
+
+
+def test_the_base_scenario_is_valid_and_typed(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE)
+    loaded = load_scenario(path)
+    assert isinstance(loaded, Scenario)
+    assert loaded.area == "tool" and loaded.transports == ("stdio", "http")
+    assert loaded.parity.enabled and loaded.subject == "bridge"
+    assert isinstance(loaded.faults, FaultPlan)
+    step = loaded.steps[3]
+    assert step.key == "search" and step.expect is not None and step.expect.ok is True
+    assert loaded.steps[2].driver_request() == {"op": "settle", "quiet_ms": 200, "max_ms": 5000}
+    assert loaded.steps[4].driver_request() == {"op": "shutdown", "reason": "quit"}
+    assert all(s.host_op for s in loaded.steps)
+    assert loaded.expect.journal[0].bounds.admits(1)
+
+
+def test_newer_schema_version_is_refused_with_an_upgrade_hint(tmp_path: Path) -> None:
+    lines = problems_for(tmp_path, scenario(schema_version=2))
+    assert len(lines) == 1
+    assert ("scenario tool.sample.search-works uses schema_version 2; this palace-conformance "
+            "understands 1: upgrade") in lines[0]
+    assert lines[0].startswith(f"{tmp_path}/tool/tool.sample.search-works.json: scenario ")
+    assert lines[0].endswith("(pip install --upgrade palace-conformance)")
+
+
+@pytest.mark.parametrize(("version", "fragment"), [
+    (None, "missing schema_version"), ("1", 'schema_version "1" is not a format version'),
+    (0, "schema_version 0 is not a format version"),
+])
+def test_bad_schema_versions(tmp_path: Path, version: Any, fragment: str) -> None:
+    data = scenario(schema_version=version)
+    if version is None:
+        del data["schema_version"]
+    lines = problems_for(tmp_path, data)
+    assert len(lines) == 1 and fragment in lines[0]
+
+
+def test_unknown_behaviour_id_with_suggestion(tmp_path: Path) -> None:
+    lines = problems_for(tmp_path, scenario(covers=["TOOL-02", "STDIO-99", "TOOL-21"]))
+    assert len(lines) == 2
+    assert lines[0].endswith("/covers/1: unknown behaviour ID 'STDIO-99' (use an ID from "
+                             "fixtures/behaviours.json; did you mean STDIO-09?)")
+    assert "/covers/2: unknown behaviour ID 'TOOL-21'" in lines[1]
+
+
+def test_malformed_behaviour_id_is_a_schema_problem(tmp_path: Path) -> None:
+    lines = problems_for(tmp_path, scenario(covers=["TOOL-2O"]))
+    assert len(lines) == 1 and "/covers/0: \"TOOL-2O\" does not have the expected form" in lines[0]
+
+
+def test_duplicate_ids_across_files(tmp_path: Path) -> None:
+    write(tmp_path / "a", BASE)
+    write(tmp_path / "b", BASE)
+    catalogue = load_catalogue([tmp_path])
+    lines = [str(p) for p in catalogue.problems]
+    assert len(lines) == 1
+    assert "duplicate id 'tool.sample.search-works', already used by" in lines[0]
+    assert len(catalogue.scenarios) == 1
+
+
+def test_id_must_equal_the_file_stem(tmp_path: Path) -> None:
+    lines = problems_for(tmp_path, BASE, name="tool.sample.other")
+    assert lines == [f"{tmp_path}/tool/tool.sample.other.json: /id: id 'tool.sample.search-works' "
+                     "does not match the file name 'tool.sample.other.json' (rename the file to "
+                     "tool.sample.search-works.json or change the id)"]
+
+
+def test_area_directory_must_match_the_id(tmp_path: Path) -> None:
+    lines = problems_for(tmp_path, BASE, area="stdio")
+    assert len(lines) == 1 and "file is in stdio/ but its id says area 'tool'" in lines[0]
+
+
+def test_bad_matcher_operator(tmp_path: Path) -> None:
+    data = scenario()
+    data["expect"]["journal"][0]["match"] = {"kind": "recv", "tool": {"$startswith": "mem"}}
+    lines = problems_for(tmp_path, data)
+    assert len(lines) == 1
+    assert '/expect/journal/0/match/tool: unknown matcher operator "$startswith" (use one of: $eq' \
+        in lines[0]
+
+
+def test_bad_regex(tmp_path: Path) -> None:
+    data = scenario()
+    data["expect"]["journal"][0]["match"] = {"tool": {"$regex": "mempalace_(search"}}
+    lines = problems_for(tmp_path, data)
+    assert len(lines) == 1 and "/expect/journal/0/match/tool/$regex: bad $regex" in lines[0]
+
+
+@pytest.mark.parametrize(("faults", "fragment"), [
+    ([{"action": "explode"}], '/faults/0/action: unknown fault action "explode"'),
+    ([{"action": "stall", "ms": -1}], "/faults/0/ms: -1 is less than the minimum of 0"),
+    ([{"action": "stall", "seconds": 1}],
+     '/faults/0: "seconds" is not a parameter of action stall'),
+    ([{"action": "http_status"}], "/faults/0: missing required field 'status'"),
+    ([{"action": "startup_fail", "on": {"method": "initialize"}}], "/faults/0/on/method"),
+    ([{"id": "a", "action": "stall"}, {"id": "a", "action": "delay"}],
+     "/faults: duplicate fault id(s) ['a']; give each fault its own id"),
+    ([{"action": "stall", "on": {"tool": "mempalace_serch"}}],
+     "unknown tool 'mempalace_serch': this fault would never fire (use a tool of the mempalace "
+     "3.11.0 catalogue; did you mean mempalace_search?)"),
+])
+def test_bad_faults(tmp_path: Path, faults: list[Any], fragment: str) -> None:
+    lines = problems_for(tmp_path, scenario(faults=faults))
+    assert any(fragment in line for line in lines), lines
+
+
+def test_http_only_fault_on_a_stdio_scenario(tmp_path: Path) -> None:
+    data = scenario(transports=["stdio"],
+                    faults=[{"id": "gone", "action": "http_status", "status": 404}])
+    lines = problems_for(tmp_path, data)
+    assert len(lines) == 1
+    assert "action 'http_status' applies to http only, but this runs on stdio" in lines[0]
+
+
+def test_malformed_json_gives_line_and_column(tmp_path: Path) -> None:
+    text = '{\n  "schema_version": 1,\n  "id": "tool.sample.x",\n  oops\n}\n'
+    lines = problems_for(tmp_path, text, name="tool.sample.x", area="tool")
+    assert len(lines) == 1
+    assert "tool.sample.x.json: malformed JSON at line 4, column 3" in lines[0]
+    assert lines[0].endswith("(fix the JSON syntax)")
+
+
+def test_unknown_tool_in_a_call(tmp_path: Path) -> None:
+    data = scenario()
+    data["steps"][3]["name"] = "mempalace_serch"
+    lines = problems_for(tmp_path, data)
+    assert len(lines) == 1 and "/steps/3/name: unknown tool 'mempalace_serch'" in lines[0]
+    assert "did you mean mempalace_search?" in lines[0]
+    # calling a missing tool on purpose is allowed when the step expects exactly that
+    data["steps"][3]["expect"] = {"error": {"kind": "no_such_tool"}}
+    assert problems_for(tmp_path, data) == []
+
+
+@pytest.mark.parametrize(("mutate", "fragment"), [
+    (lambda d: d["steps"].insert(0, {"op": "settle"}), "a bridge scenario starts with 'load'"),
+    (lambda d: d["steps"].append({"op": "rpc", "message": {}}), "op 'rpc' is not available"),
+    (lambda d: d["steps"][2].update({"as": "search"}), "label 'search' already names step 2"),
+    (lambda d: d["steps"][3]["expect"].update({"error": {"kind": "timeout"}}),
+     "expects ok: true and an error at once"),
+    (lambda d: d["steps"].append({"op": "fly"}), '/steps/5/op: unknown op "fly"'),
+    (lambda d: d["steps"][3].update({"arguments": {}}), "/steps/3: unknown field 'arguments'"),
+    (lambda d: d.update({"env": {"MEMPALACE_REMOTE_URL": "${FAKE_URL}"}}),
+     "/env/MEMPALACE_REMOTE_URL: ${FAKE_URL} has no value on stdio runs"),
+    (lambda d: d.update({"env": {"X": "${NOPE}"}}), "unknown placeholder ${NOPE}"),
+    (lambda d: d["steps"].insert(4, {"op": "server", "action": "forget_sessions"}),
+     "needs the HTTP fake's control API"),
+    (lambda d: d.update({"transports": ["stdio"], "http": {"sessions": True}}),
+     "'http' options given but the scenario does not run on http"),
+    (lambda d: d["expect"]["journal"][0].pop("equals"), "/expect/journal/0: no bound given"),
+    (lambda d: d["expect"].update({"effects": [{"check": "gap", "from": {}, "to": {},
+                                                "ms": {"at_least": 1}}]}),
+     "gap needs timestamped records"),
+])
+def test_semantic_and_schema_rules(tmp_path: Path, mutate: Any, fragment: str) -> None:
+    data = scenario()
+    mutate(data)
+    lines = problems_for(tmp_path, data)
+    assert any(fragment in line for line in lines), lines
+
+
+def test_step_journal_checks_are_typed_and_checked(tmp_path: Path) -> None:
+    data = scenario()
+    data["steps"][3]["expect"]["journal"] = [
+        {"check": "gap", "from": {"kind": "recv"}, "to": {"kind": "send"}, "ms": {"at_least": 0}}]
+    loaded = load_scenario(write(tmp_path, data))
+    expect = loaded.steps[3].expect
+    assert expect is not None and [c.kind for c in expect.journal] == ["gap"]
+    data["steps"][3]["expect"]["journal"][0]["to"] = {"kind": {"$nope": 1}}
+    assert any("/steps/3/expect/journal/0/to/kind: unknown matcher operator" in line
+               for line in problems_for(tmp_path, data))
+
+
+def test_placeholders_allowed_where_only_http_runs(tmp_path: Path) -> None:
+    data = scenario(transports=["http"], http={"token": "t0k"},
+                    env={"MEMPALACE_REMOTE_TOKEN": "${FAKE_TOKEN}"},
+                    expect={"wire_secrets": ["${FAKE_TOKEN}"]})
+    assert problems_for(tmp_path, data) == []
+    data["http"] = {"token": None}
+    assert any("${FAKE_TOKEN} used but the fake has no token" in line
+               for line in problems_for(tmp_path, data))
+
+
+def test_load_scenario_raises_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, scenario(covers=["NOPE-01"], transports=["tcp"]))
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(path)
+    message = str(raised.value)
+    assert "\n" not in message and "tool.sample.search-works.json" in message
+
+
+def test_missing_path_is_a_problem(tmp_path: Path) -> None:
+    catalogue = load_catalogue([tmp_path / "nowhere"])
+    assert [str(p) for p in catalogue.problems] == [
+        f"{tmp_path}/nowhere: no such file or directory "
+        "(give a scenario file or a directory of them)"]

@@ -1,0 +1,67 @@
+"""Whatever a scenario file holds, the loader answers with one-line problems, never a traceback."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from palace_conformance.scenarios.loader import Context, load_file
+
+from .shipped import scenario as shipped
+
+CONTEXT = Context.default()
+
+SEEDS = ("tool.errors.rpc-errors-and-results-kept", "stdio.respawn.cap-with-backoff",
+         "mail.wakeup.broadcast-never-owed", "fake.handshake.catalogue-and-versions")
+junk = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(
+        ["", "x", "$regex", "${TMP}", "${NOPE}", "stdio", "http", "load", "sequence", "stall",
+         "mempalace_search", "LIFE-01", "tools/call"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["op", "check", "action", "$eq", "$bogus", "match", "on", "x"]), inner,
+        max_size=3),
+    max_leaves=6,
+)
+
+
+def _paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            found += _paths(value, (*prefix, index))
+    return found
+
+
+def _replace(data: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    data[path[0]] = _replace(data[path[0]], path[1:], value)
+    return data
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(SEEDS), st.data(), junk)
+def test_mutated_scenarios_give_one_line_problems(tmp_path: Path, seed: str, data: st.DataObject,
+                                                  value: Any) -> None:
+    original = shipped(seed)
+    raw = copy.deepcopy(dict(original.raw))
+    path = data.draw(st.sampled_from(_paths(raw)[1:]))
+    mutated = _replace(raw, path, value)
+    target = tmp_path / original.area / f"{original.id}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(mutated))
+    loaded, problems = load_file(target, CONTEXT)
+    assert (loaded is None) == bool(problems)
+    for problem in problems:
+        line = str(problem)
+        assert "\n" not in line and line.startswith(str(target)), line
+        assert problem.message and problem.fix, line

@@ -1,0 +1,174 @@
+"""Matcher semantics: the contract every runner (Python or TypeScript) must reproduce."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from palace_conformance.scenarios.matching import (
+    MISSING,
+    MatcherError,
+    check_matcher,
+    json_equal,
+    matches,
+    problems,
+    why_not,
+)
+
+RECORD = {
+    "kind": "recv", "method": "tools/call", "tool": "mempalace_search", "pid": 41, "t": 12.5,
+    "message": {"id": 3, "params": {"name": "mempalace_search",
+                                    "arguments": {"query": "alpha beta", "limit": 5}}},
+    "tags": ["a", "b", {"deep": True}], "empty": None,
+}
+
+
+@pytest.mark.parametrize(("matcher", "expected"), [
+    ({"kind": "recv"}, True),
+    ({"kind": "send"}, False),
+    ({"message": {"params": {"arguments": {"limit": 5}}}}, True),  # deep subset
+    ({"message": {"params": {"arguments": {"limit": 5.0}}}}, True),  # numbers by value
+    ({"message": {"params": {"arguments": {"limit": "5"}}}}, False),  # no coercion
+    ({"nope": None}, False),  # a missing key is not null
+    ({"empty": None}, True),
+    ({"empty": {"$exists": True}}, True),
+    ({"nope": {"$exists": False}}, True),
+    ({"kind": {"$exists": False}}, False),
+    ({"tool": {"$regex": "^mempalace_s"}}, True),
+    ({"tool": {"$regex": "^search"}}, False),
+    ({"pid": {"$regex": "4"}}, False),  # regex only on strings
+    ({"message": {"params": {"arguments": {"query": {"$contains": "beta"}}}}}, True),
+    ({"tags": {"$contains": "b"}}, True),
+    ({"tags": {"$contains": {"deep": True}}}, True),
+    ({"tags": {"$contains": "z"}}, False),
+    ({"pid": {"$contains": 4}}, False),
+    ({"method": {"$in": ["initialize", "tools/call"]}}, True),
+    ({"method": {"$in": ["ping"]}}, False),
+    ({"pid": {"$gte": 41, "$lte": 41}}, True),
+    ({"pid": {"$gt": 41}}, False),
+    ({"t": {"$lt": 13}}, True),
+    ({"tool": {"$gte": 1}}, False),
+    ({"method": {"$not": {"$in": ["initialize", "ping"]}}}, True),
+    ({"nope": {"$not": "x"}}, True),  # $not matches a missing key
+    ({"tags": ["a", "b", {"deep": True}]}, True),
+    ({"tags": ["a", "b"]}, False),  # arrays: same length, element by element
+    ({"tags": ["a", "b", {}]}, True),  # elements are matchers too
+    ({"message": {"$eq": {"id": 3}}}, False),  # $eq is exact, not subset
+    ({"message": {"params": {"arguments": {"$eq": {"query": "alpha beta", "limit": 5}}}}}, True),
+    ({"tool": {"$all": [{"$contains": "search"}, {"$regex": "^mem"}]}}, True),
+    ({"tool": {"$all": [{"$contains": "search"}, {"$regex": "^x"}]}}, False),
+    ({"tool": {"$any": [{"$contains": "zzz"}, {"$regex": "^mem"}]}}, True),
+    ({}, True),
+])
+def test_matcher_table(matcher: Any, expected: bool) -> None:
+    assert matches(matcher, RECORD) is expected
+
+
+def test_booleans_are_not_numbers() -> None:
+    assert not matches(1, True)
+    assert not matches({"x": True}, {"x": 1})
+    assert not matches({"x": {"$gte": 0}}, {"x": False})
+    assert matches({"x": {"$in": [True]}}, {"x": True})
+    assert not json_equal(0, False)
+
+
+def test_scalar_against_missing_and_object() -> None:
+    assert not matches("x", MISSING)
+    assert not matches({"a": 1}, "not an object")
+    assert matches({"$exists": False}, MISSING)
+
+
+def test_why_not_names_the_failing_pointer() -> None:
+    reason = why_not({"message": {"params": {"arguments": {"limit": 7}}}}, RECORD)
+    assert reason is not None and "/message/params/arguments/limit" in reason
+    assert "expected 7" in reason and "got 5" in reason
+    assert why_not({"kind": "recv"}, RECORD) is None
+
+
+@pytest.mark.parametrize(("matcher", "fragment"), [
+    ({"a": {"$bogus": 1}}, "unknown matcher operator '$bogus'"),
+    ({"a": {"$regex": "("}}, "bad $regex"),
+    ({"$regex": "x", "plain": 1}, "mixes operator keys"),
+    ({"a": {"$exists": "yes"}}, "$exists needs true or false"),
+    ({"a": {"$in": 3}}, "$in needs an array"),
+    ({"a": {"$gte": "3"}}, "$gte needs a number"),
+    ({"a": {"$all": []}}, "$all needs a non-empty array"),
+    ({"a": {"$not": {"$nope": 1}}}, "unknown matcher operator '$nope'"),
+])
+def test_problems_are_reported(matcher: Any, fragment: str) -> None:
+    found = list(problems(matcher))
+    assert found and fragment in found[0][1]
+    with pytest.raises(MatcherError):
+        check_matcher(matcher)
+
+
+def test_a_good_matcher_has_no_problems() -> None:
+    assert list(problems({"a": {"$all": [{"$regex": "^x"}, {"$not": {"$in": [1, 2]}}]}})) == []
+
+
+def test_unknown_operator_fails_loudly_at_match_time() -> None:
+    with pytest.raises(MatcherError):
+        matches({"a": {"$bogus": 1}}, {"a": 1})
+
+
+# --- properties ------------------------------------------------------------------------------
+
+_keys = st.text(alphabet="abcdefgh_", min_size=1, max_size=4)
+_scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.text(alphabet="xyz ", max_size=4)
+json_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(json_values)
+def test_every_value_matches_itself_and_its_eq(value: Any) -> None:
+    assert matches(value, value)
+    assert matches({"$eq": value}, value)
+    assert not matches({"$not": {"$eq": value}}, value)
+    assert matches({"$in": [value]}, value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(_keys, json_values, min_size=1, max_size=5), st.data())
+def test_any_subset_of_a_record_matches_it(record: dict[str, Any], data: st.DataObject) -> None:
+    keys = data.draw(st.lists(st.sampled_from(sorted(record)), unique=True))
+    assert matches({k: record[k] for k in keys}, record)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(_keys, json_values, max_size=4), json_values)
+def test_a_key_the_record_lacks_never_matches_a_value(record: dict[str, Any], value: Any) -> None:
+    absent = "zz_absent"
+    assert not matches({absent: value}, record)
+    assert matches({absent: {"$exists": False}}, record)
+    assert matches({absent: {"$not": value}}, record)
+
+
+@settings(max_examples=60, deadline=None)
+@given(json_values, json_values)
+def test_not_is_negation_and_all_any_compose(matcher_value: Any, value: Any) -> None:
+    plain = matches(matcher_value, value)
+    assert matches({"$not": matcher_value}, value) is (not plain)
+    assert matches({"$all": [matcher_value, {}]}, value) is (plain and isinstance(value, dict))
+    assert matches({"$any": [matcher_value, {"$not": matcher_value}]}, value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(-100, 100), st.integers(-100, 100))
+def test_range_operators_agree_with_arithmetic(bound: int, value: int) -> None:
+    assert matches({"$gte": bound}, value) is (value >= bound)
+    assert matches({"$gt": bound}, value) is (value > bound)
+    assert matches({"$lte": bound}, value) is (value <= bound)
+    assert matches({"$lt": bound}, value) is (value < bound)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet="abc", max_size=8), st.text(alphabet="abc", max_size=3))
+def test_contains_on_strings_is_substring(text: str, part: str) -> None:
+    assert matches({"$contains": part}, text) is (part in text)
