@@ -2,6 +2,9 @@
 
 Plain code over a :class:`~.clock.Clock`. The transports ask a :class:`Deadline` how long they may
 still wait; they never compute time themselves, so the rules are tested without sleeping.
+
+choice: progress notifications do not extend a deadline. The seed's timeout exists because a
+wedged palace must not hang the host; a palace that drips progress forever is still wedged.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ Every request carries ``Accept: application/json, text/event-stream`` and, when 
 (comments and slow events included, HTTP-10); on a stream the server may ping us first, and we
 answer. No idle GET stream is ever opened (HTTP-07). Protocol breakage fails fast instead of
 hanging: a 202 to a request, a wrong content type, bad JSON, a stream that ends without our answer.
+choice: such a stream is not resumed with ``GET`` + ``Last-Event-ID`` (that would be the GET the
+bridge never opens); the call fails at once and the caller may call again.
 
 This module reports what happened (status, session id, the JSON-RPC answer); the session rules that
 judge it live in :mod:`.session`, and deadlines are applied by the caller.
@@ -14,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,12 +29,6 @@ from .jsonrpc import Invalid, Notification, Response, ServerRequest
 from .log import Log
 from .session import SESSION_HEADER
 from .sse import SSEDecoder
-
-if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-    # httpcore retries ``import sniffio`` for every lock it creates (several per request); when
-    # it is not installed each retry scans sys.path, a few ms per call. A ``None`` entry makes
-    # that import fail at once, with the same ImportError and the same fallback to asyncio.
-    sys.modules["sniffio"] = None  # type: ignore[assignment]
 
 ACCEPT = "application/json, text/event-stream"
 MAX_BODY = 64 * 1024 * 1024

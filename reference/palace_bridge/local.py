@@ -4,6 +4,10 @@ Glue between :class:`~.respawn.RespawnPolicy` (what to do) and :class:`~.stdio.S
 (doing it). A stalled request fails with a timeout and its child is killed (SIGTERM, then SIGKILL
 after the grace), never retried; the next call respawns after the backoff, redoes the handshake and
 runs (STDIO-01/02/05). A crash fails the in-flight calls at once (STDIO-12).
+
+choice: a configured session preamble (``MEMPALACE_SESSION_PREAMBLE``) also runs on every new
+child, right after ``tools/list``: each spawn is a new connection, and ADR-044 selects the mode
+"first on every connection".
 """
 
 from __future__ import annotations

@@ -45,3 +45,16 @@ def test_a_broken_sink_never_raises():
             raise OSError("EPIPE")
 
     Log(Broken()).line("still fine")
+
+
+def test_the_bridge_imports_no_mcp_sdk():
+    """Runtime dependencies stay minimal: httpx only, never the ``mcp`` SDK."""
+    import subprocess
+    import sys
+
+    code = ("import sys, palace_bridge.client, palace_bridge.remote, palace_bridge.local, "
+            "palace_bridge.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('mcp', 'mcp_types', 'httpx2', 'pydantic')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.strip() == "[]"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 
 import pytest
 
@@ -11,7 +13,7 @@ from palace_bridge.client import ToolResult, ToolSpec
 from palace_bridge.errors import PalaceToolError, PalaceUnavailable
 from palace_conformance.resources import tool_catalogue
 
-from .support import Scenario, alive, eventually, run
+from .support import Scenario, alive, eventually, run, wait_until
 
 
 @pytest.fixture
@@ -238,3 +240,31 @@ def test_tool05_unavailable_at_load_registers_nothing_and_raises_nothing(tmp_pat
     started, tools, available = run(main())
     assert (started, tools, available) == (False, [], False)
     assert scenario.pids() == []
+
+
+@pytest.mark.parametrize("stall", [False, True])
+def test_life06_no_orphans_even_when_the_server_started_helpers(scenario, stall):
+    """The child runs in its own process group, and the whole group goes on stop/kill."""
+    real = scenario.bin / "mempalace-mcp-real"
+    (scenario.bin / "mempalace-mcp").rename(real)
+    marker = scenario.root / "helper.pid"
+    wrapper = scenario.bin / "mempalace-mcp"
+    wrapper.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > '{marker}'\nexec '{real}' \"$@\"\n")
+    wrapper.chmod(0o755)
+    if stall:
+        scenario.faults = ["stall@mempalace_status"]
+
+    async def main():
+        client = scenario.client()
+        await client.start()
+        if stall:  # a timeout kills the child: its helper must go too
+            with contextlib.suppress(Exception):
+                await client.call_tool("mempalace_status", {})
+        await client.stop()
+
+    run(main())
+    helper = int(marker.read_text())
+    gone = wait_until(lambda: not alive(helper), 5)
+    if not gone:
+        os.kill(helper, signal.SIGKILL)  # clean up our own helper before failing
+    assert gone, "the helper outlived its server"

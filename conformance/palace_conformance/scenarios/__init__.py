@@ -9,10 +9,24 @@ Typical use by a runner::
         ...
 """
 
-from .checks import Verdict, evaluate
-from .loader import Catalogue, Problem, ScenarioError, load_catalogue, load_scenario
-from .matching import matches, why_not
-from .model import Scenario, Step
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "Verdict": "checks", "evaluate": "checks",
+    "Catalogue": "loader", "Problem": "loader", "ScenarioError": "loader",
+    "load_catalogue": "loader", "load_scenario": "loader",
+    "matches": "matching", "why_not": "matching",
+    "Scenario": "model", "Step": "model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy exports: the loader imports jsonschema, which the fake's own commands never need."""
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Catalogue", "Problem", "Scenario", "ScenarioError", "Step", "Verdict", "evaluate",

@@ -1,0 +1,286 @@
+"""The typed result model: RunResult -> ScenarioResult per (scenario, transport) -> CheckRecord.
+
+Every report (console table, JSON, JUnit, later Markdown/HTML, repro bundles, baselines) is built
+from these objects only, so they hold everything a reader needs to act: which expectation failed,
+where it is written in the scenario file (a JSON pointer), what was expected and what was seen,
+and the behaviour IDs at stake. ``to_json()`` gives plain JSON data; ``from_json`` reads it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+CheckStatus = Literal["pass", "fail"]
+ScenarioStatus = Literal["passed", "failed", "not_testable", "not_applicable"]
+
+PASS: CheckStatus = "pass"
+FAIL: CheckStatus = "fail"
+PASSED: ScenarioStatus = "passed"
+FAILED: ScenarioStatus = "failed"
+NOT_TESTABLE: ScenarioStatus = "not_testable"
+NOT_APPLICABLE: ScenarioStatus = "not_applicable"
+#: statuses that make a run red (unless a baseline expects them)
+FAILURE_STATUSES: frozenset[str] = frozenset({FAILED, NOT_TESTABLE})
+#: the pseudo-transport of a scenario's cross-transport comparison
+PARITY = "parity"
+
+_REDACT_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
+
+
+def redact_env(env: Mapping[str, str | None]) -> dict[str, str | None]:
+    """An environment fit for a report: secret-looking values replaced."""
+    return {k: ("<redacted>" if v and any(w in k.upper() for w in _REDACT_WORDS) else v)
+            for k, v in env.items()}
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """One judged expectation.
+
+    ``pointer`` is where the expectation is written in the scenario file (``/steps/3/expect/error/
+    kind``, ``/expect/journal/0``); a few records judge things the file implies rather than states:
+    ``/steps/N`` (the op itself completed), ``/setup`` (prerequisites) and ``/parity``.
+    """
+
+    scenario: str
+    transport: str
+    pointer: str
+    status: CheckStatus
+    message: str
+    step: str | None = None
+    covers: tuple[str, ...] = ()
+    expected: Any = None
+    got: Any = None
+
+    @property
+    def id(self) -> str:
+        """Stable across runs: ``<scenario>[<transport>]<pointer>``."""
+        return f"{self.scenario}[{self.transport}]{self.pointer}"
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id, "scenario": self.scenario,
+                                "transport": self.transport, "pointer": self.pointer,
+                                "step": self.step, "status": self.status,
+                                "message": self.message, "covers": list(self.covers)}
+        if self.expected is not None:
+            data["expected"] = self.expected
+        if self.got is not None:
+            data["got"] = self.got
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CheckRecord:
+        return cls(scenario=data["scenario"], transport=data["transport"],
+                   pointer=data["pointer"], status=data["status"], message=data["message"],
+                   step=data.get("step"), covers=tuple(data.get("covers", ())),
+                   expected=data.get("expected"), got=data.get("got"))
+
+
+@dataclass
+class StepRecord:
+    """What one step did: the request sent, the reply, its effects and duration.
+
+    ``ran`` is false for a step that never ran (the host died earlier); ``failure`` names a
+    host-level failure (deadline, crash, protocol violation) that cut the step short.
+    """
+
+    index: int
+    key: str
+    op: str
+    ran: bool = False
+    request: dict[str, Any] = field(default_factory=dict)
+    ok: bool | None = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+    effects: list[dict[str, Any]] = field(default_factory=list)
+    elapsed_ms: float | None = None
+    host_ms: float | None = None
+    journal_start: int = 0  # index of the first journal record written while the step ran
+    journal_end: int = 0  # index past the last one
+    failure: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "key": self.key, "op": self.op, "ran": self.ran,
+                "request": self.request, "ok": self.ok, "result": self.result,
+                "error": self.error, "effects": self.effects, "elapsed_ms": self.elapsed_ms,
+                "host_ms": self.host_ms, "journal": [self.journal_start, self.journal_end],
+                "failure": self.failure}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StepRecord:
+        journal = data.get("journal") or [0, 0]
+        return cls(index=data["index"], key=data["key"], op=data["op"], ran=data["ran"],
+                   request=dict(data.get("request") or {}), ok=data.get("ok"),
+                   result=data.get("result"), error=data.get("error"),
+                   effects=list(data.get("effects") or ()), elapsed_ms=data.get("elapsed_ms"),
+                   host_ms=data.get("host_ms"), journal_start=journal[0], journal_end=journal[1],
+                   failure=data.get("failure"))
+
+
+@dataclass(frozen=True)
+class BaselineMark:
+    """A baseline's verdict on one result: this failure is known (``expected: "fail"``)."""
+
+    expected: str = "fail"
+    reason: str = ""
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"expected": self.expected, "reason": self.reason, "source": self.source}
+
+
+@dataclass
+class ScenarioResult:
+    """One scenario on one transport (or ``transport == "parity"``: the comparison of both)."""
+
+    scenario: str
+    transport: str
+    status: ScenarioStatus
+    title: str = ""
+    covers: tuple[str, ...] = ()
+    path: str = ""
+    reason: str = ""  # why not_testable / not_applicable, or the first failure in one line
+    checks: list[CheckRecord] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    duration_ms: float = 0.0
+    host_stderr: str = ""
+    env: dict[str, str | None] = field(default_factory=dict)  # redacted bridge environment
+    outcome: dict[str, Any] | None = None  # the normalised outcome (parity, snapshots)
+    artifacts: str | None = None  # directory with journal, stderr, result (when kept)
+    baseline: BaselineMark | None = None
+    journal: list[dict[str, Any]] = field(default_factory=list, repr=False)  # not serialised
+
+    @property
+    def failures(self) -> list[CheckRecord]:
+        return [c for c in self.checks if not c.passed]
+
+    @property
+    def blocking(self) -> bool:
+        """Whether this result makes the run red: a failure no baseline expects."""
+        return self.status in FAILURE_STATUSES and self.baseline is None
+
+    @property
+    def effects(self) -> list[dict[str, Any]]:
+        return [effect for step in self.steps for effect in step.effects]
+
+    def to_json(self, *, journal: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "scenario": self.scenario, "transport": self.transport, "status": self.status,
+            "title": self.title, "covers": list(self.covers), "path": self.path,
+            "reason": self.reason, "duration_ms": round(self.duration_ms, 1),
+            "checks": [c.to_json() for c in self.checks],
+            "steps": [s.to_json() for s in self.steps], "host_stderr": self.host_stderr,
+            "env": self.env, "outcome": self.outcome, "artifacts": self.artifacts,
+            "baseline": self.baseline.to_json() if self.baseline else None,
+        }
+        if journal:
+            data["journal"] = self.journal
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScenarioResult:
+        mark = data.get("baseline")
+        return cls(scenario=data["scenario"], transport=data["transport"], status=data["status"],
+                   title=data.get("title", ""), covers=tuple(data.get("covers", ())),
+                   path=data.get("path", ""), reason=data.get("reason", ""),
+                   checks=[CheckRecord.from_json(c) for c in data.get("checks", ())],
+                   steps=[StepRecord.from_json(s) for s in data.get("steps", ())],
+                   duration_ms=data.get("duration_ms", 0.0),
+                   host_stderr=data.get("host_stderr", ""), env=dict(data.get("env") or {}),
+                   outcome=data.get("outcome"), artifacts=data.get("artifacts"),
+                   baseline=BaselineMark(**mark) if mark else None,
+                   journal=list(data.get("journal") or ()))
+
+
+@dataclass
+class HostInfo:
+    """The host's ``hello`` answer and how it was started."""
+
+    argv: list[str] = field(default_factory=list)
+    protocol: int | None = None
+    impl: str = ""
+    bridge: str = ""
+    runtime: str = ""
+    capabilities: tuple[str, ...] = ()
+
+    @classmethod
+    def from_hello(cls, argv: Sequence[str], result: Mapping[str, Any]) -> HostInfo:
+        caps = result.get("capabilities") or ()
+        return cls(argv=list(argv), protocol=result.get("protocol"),
+                   impl=str(result.get("impl", "")), bridge=str(result.get("bridge", "")),
+                   runtime=str(result.get("runtime", "")),
+                   capabilities=tuple(str(c) for c in caps if isinstance(c, str)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"argv": self.argv, "protocol": self.protocol, "impl": self.impl,
+                "bridge": self.bridge, "runtime": self.runtime,
+                "capabilities": list(self.capabilities)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HostInfo:
+        return cls(argv=list(data.get("argv", ())), protocol=data.get("protocol"),
+                   impl=data.get("impl", ""), bridge=data.get("bridge", ""),
+                   runtime=data.get("runtime", ""),
+                   capabilities=tuple(data.get("capabilities", ())))
+
+
+RESULT_FORMAT = 1
+
+
+@dataclass
+class RunResult:
+    """A whole ``palace-conformance run``: the host, every scenario result, the baseline verdict."""
+
+    host: HostInfo = field(default_factory=HostInfo)
+    results: list[ScenarioResult] = field(default_factory=list)
+    started_at: str = ""
+    duration_ms: float = 0.0
+    stale_baseline: list[str] = field(default_factory=list)  # entries that no longer fail
+
+    def counts(self) -> dict[str, int]:
+        counts = {PASSED: 0, FAILED: 0, NOT_TESTABLE: 0, NOT_APPLICABLE: 0, "expected_failure": 0}
+        for result in self.results:
+            counts[result.status] += 1
+            if result.status in FAILURE_STATUSES and result.baseline is not None:
+                counts["expected_failure"] += 1
+        return counts
+
+    @property
+    def ok(self) -> bool:
+        """Green: nothing failed that a baseline does not expect, and no stale baseline entry."""
+        return not any(r.blocking for r in self.results) and not self.stale_baseline
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def failed(self) -> list[ScenarioResult]:
+        return [r for r in self.results if r.blocking]
+
+    def by_id(self, scenario: str, transport: str) -> ScenarioResult | None:
+        return next((r for r in self.results
+                     if r.scenario == scenario and r.transport == transport), None)
+
+    def to_json(self, *, journal: bool = False) -> dict[str, Any]:
+        return {"format": RESULT_FORMAT, "host": self.host.to_json(),
+                "started_at": self.started_at, "duration_ms": round(self.duration_ms, 1),
+                "ok": self.ok, "counts": self.counts(), "stale_baseline": self.stale_baseline,
+                "results": [r.to_json(journal=journal) for r in self.results]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunResult:
+        return cls(host=HostInfo.from_json(data.get("host") or {}),
+                   results=[ScenarioResult.from_json(r) for r in data.get("results", ())],
+                   started_at=data.get("started_at", ""),
+                   duration_ms=data.get("duration_ms", 0.0),
+                   stale_baseline=list(data.get("stale_baseline", ())))
+
+
+def scenario_status(checks: Iterable[CheckRecord]) -> ScenarioStatus:
+    return FAILED if any(not c.passed for c in checks) else PASSED
