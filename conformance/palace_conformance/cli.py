@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 from . import __version__
 from .fake import commands as fake_commands
+from .hosts import commands as hosts_commands
+from .runner import commands as run_commands
 from .scenarios import commands as fixture_commands
 
 
@@ -31,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     fake_commands.add_commands(sub)
     fixture_commands.add_commands(sub)
+    hosts_commands.add_commands(sub)
+    run_commands.add_commands(sub)
     return parser
 
 

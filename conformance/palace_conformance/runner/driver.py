@@ -94,7 +94,7 @@ class DriverClient:
         return self
 
     def __enter__(self) -> DriverClient:
-        return self.start()
+        return self if self.proc is not None else self.start()
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
@@ -141,10 +141,8 @@ class DriverClient:
         if proc.stdin is not None and not proc.stdin.closed:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            pass
         self._kill_group()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)

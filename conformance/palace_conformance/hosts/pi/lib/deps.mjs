@@ -1,0 +1,107 @@
+// Locates the hosts' npm dependencies inside the install directory the Python side chose.
+//
+// The host scripts ship inside the Python package while node_modules lives in a cache
+// directory, so bare-specifier imports cannot work. Every dependency is resolved here to an
+// absolute file. pi's packages declare import-only `exports`, which makes `require.resolve`
+// fail with ERR_PACKAGE_PATH_NOT_EXPORTED, so entries are read from package.json directly.
+
+import fs from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+/** The directory of `name` as Node would find it from `fromDir` (walking up node_modules). */
+export function packageDir(name, fromDir) {
+  let dir = path.resolve(fromDir);
+  for (;;) {
+    const candidate = path.join(dir, "node_modules", name);
+    if (fs.existsSync(path.join(candidate, "package.json"))) return candidate;
+    if (path.basename(dir) === "node_modules" && fs.existsSync(path.join(dir, name, "package.json"))) {
+      return path.join(dir, name);
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error(`npm package ${name} is not installed (looked from ${fromDir})`);
+    dir = parent;
+  }
+}
+
+function pickTarget(target) {
+  if (typeof target === "string") return target;
+  if (Array.isArray(target)) {
+    for (const item of target) {
+      const found = pickTarget(item);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (target && typeof target === "object") {
+    for (const condition of ["import", "node", "default"]) {
+      if (condition in target) {
+        const found = pickTarget(target[condition]);
+        if (found) return found;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** A `"./dir/*": "./dist/dir/*.js"` export pattern applied to `subpath`. */
+function patternTarget(map, subpath) {
+  for (const [key, value] of Object.entries(map)) {
+    const star = key.indexOf("*");
+    if (star < 0) continue;
+    const head = key.slice(0, star);
+    const tail = key.slice(star + 1);
+    if (subpath.startsWith(head) && subpath.endsWith(tail) && subpath.length >= head.length + tail.length) {
+      const middle = subpath.slice(head.length, subpath.length - tail.length);
+      const target = pickTarget(value);
+      if (target) return target.replaceAll("*", middle);
+    }
+  }
+  return undefined;
+}
+
+/** The ESM entry file of `name` (or `name/subpath`) resolved from `fromDir`. */
+export function entryFile(specifier, fromDir) {
+  const parts = specifier.split("/");
+  const nameLength = specifier.startsWith("@") ? 2 : 1;
+  const name = parts.slice(0, nameLength).join("/");
+  const subpath = parts.length > nameLength ? `./${parts.slice(nameLength).join("/")}` : ".";
+  const dir = packageDir(name, fromDir);
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+  let target;
+  if (manifest.exports !== undefined) {
+    const exportsField = manifest.exports;
+    const map = typeof exportsField === "string" || Array.isArray(exportsField) ||
+      !Object.keys(exportsField).some((key) => key.startsWith("."))
+      ? { ".": exportsField }
+      : exportsField;
+    target = pickTarget(map[subpath]);
+    if (target === undefined) target = patternTarget(map, subpath);
+  } else if (subpath === ".") {
+    target = manifest.module ?? manifest.main ?? "index.js";
+  } else {
+    target = subpath;
+  }
+  if (!target) throw new Error(`npm package ${name} does not export ${subpath}`);
+  return path.join(dir, target);
+}
+
+/** The version of `name` installed as seen from `fromDir` (undefined when missing). */
+export function packageVersion(name, fromDir) {
+  try {
+    const dir = packageDir(name, fromDir);
+    return JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).version;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `import()` of a dependency by bare specifier, resolved from `fromDir`. */
+export function importDep(specifier, fromDir) {
+  return import(pathToFileURL(entryFile(specifier, fromDir)).href);
+}
+
+/** `import()` of a file inside a package (bypasses `exports`, for pi's private modules). */
+export function importPackageFile(name, relative, fromDir) {
+  return import(pathToFileURL(path.join(packageDir(name, fromDir), relative)).href);
+}

@@ -1,0 +1,125 @@
+// The host side of driver protocol v1: one JSON request per stdin line, one reply each.
+//
+// Requests are handled strictly in order. Every op races its deadline (`timeout_ms`, default
+// 30 s): when the bridge hangs the reply is `host_timeout` and the host stays usable, while the
+// abandoned op keeps running in the background (JavaScript cannot cancel a promise).
+
+import { performance } from "node:perf_hooks";
+import readline from "node:readline";
+
+import { killChildren } from "./children.mjs";
+import { classify, OpError } from "./errors.mjs";
+import { guardOutput, hostLog, protocolChannel } from "./output.mjs";
+import { Recorder } from "./recorder.mjs";
+
+export const PROTOCOL = 1;
+export const DEFAULT_TIMEOUT_MS = 30000;
+
+/** Command-line flags `--name value` (and bare `--flag`) into an object. */
+export function parseArgs(argv) {
+  const options = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith("--")) continue;
+    const [name, inline] = arg.slice(2).split(/=(.*)/s, 2);
+    if (inline !== undefined) options[name] = inline;
+    else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) options[name] = argv[++i];
+    else options[name] = true;
+  }
+  return options;
+}
+
+/**
+ * Serve the protocol. `makeOps(recorder)` returns `{ops: {name: async (request) => result},
+ * close: async () => void}`; `exit` and unknown ops are handled here.
+ */
+export async function serve({ protocolFd = 1, makeOps }) {
+  const recorder = new Recorder();
+  const flushPartial = guardOutput(recorder);
+  const channel = protocolChannel(protocolFd);
+  const { ops, close } = await makeOps(recorder);
+  let closing;
+  const shutdown = (code) => {
+    closing ??= (async () => {
+      try {
+        await Promise.race([close?.(), new Promise((resolve) => setTimeout(resolve, 5000))]);
+      } catch (error) {
+        hostLog(`cleanup failed: ${error?.message ?? error}`);
+      }
+      killChildren();
+      process.exit(code);
+    })();
+    return closing;
+  };
+  process.on("SIGTERM", () => void shutdown(143));
+  process.on("unhandledRejection", (reason) => {
+    recorder.record("error", { where: "unhandled_rejection", message: classify(reason).message });
+  });
+  process.on("uncaughtException", (error) => {
+    recorder.record("error", { where: "uncaught_exception", message: classify(error).message });
+  });
+
+  const reply = (id, started, outcome) => {
+    flushPartial();
+    const message = { id, ok: !("error" in outcome) };
+    if (message.ok) message.result = outcome.result ?? null;
+    else message.error = outcome.error;
+    message.effects = recorder.take();
+    message.ms = Math.round((performance.now() - started) * 1000) / 1000;
+    channel.send(message);
+  };
+
+  const handle = async (line) => {
+    const started = performance.now();
+    let request;
+    try {
+      request = JSON.parse(line);
+    } catch (error) {
+      reply(null, started, { error: { kind: "bad_request", message: `request is not JSON: ${error.message}` } });
+      return;
+    }
+    if (!request || typeof request !== "object" || Array.isArray(request)) {
+      reply(null, started, { error: { kind: "bad_request", message: "a request is a JSON object" } });
+      return;
+    }
+    const { id, op } = request;
+    if (op === "exit") {
+      reply(id, started, { result: null });
+      await shutdown(0);
+      return;
+    }
+    const handler = typeof op === "string" && Object.hasOwn(ops, op) ? ops[op] : undefined;
+    if (!handler) {
+      reply(id, started, { error: { kind: "bad_request", message: `unknown op ${JSON.stringify(op)}` } });
+      return;
+    }
+    let timeoutMs = request.timeout_ms;
+    if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      timeoutMs = DEFAULT_TIMEOUT_MS;
+    }
+    let timer;
+    const deadline = new Promise((resolve) => {
+      timer = setTimeout(() => resolve({
+        error: { kind: "host_timeout", message: `${op} did not finish within ${timeoutMs} ms` },
+      }), timeoutMs);
+    });
+    const work = Promise.resolve()
+      .then(() => handler(request))
+      .then((result) => ({ result }), (error) => ({ error: classify(error) }));
+    const outcome = await Promise.race([work, deadline]);
+    clearTimeout(timer);
+    reply(id, started, outcome);
+  };
+
+  let queue = Promise.resolve();
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  lines.on("line", (line) => {
+    if (!line.trim()) return;
+    queue = queue.then(() => handle(line)).catch((error) => hostLog(`reply failed: ${error?.stack ?? error}`));
+  });
+  lines.on("close", () => {
+    queue.then(() => shutdown(0));
+  });
+}
+
+export { OpError };

@@ -1,0 +1,255 @@
+#!/usr/bin/env node
+// Driver host (DRIVER.md, protocol v1) for a bridge made of pi's own MCP client.
+//
+//   node mcp-host.mjs --node-modules DIR --mode raw      McpClient + one transport, nothing else
+//   node mcp-host.mjs --node-modules DIR --mode wrapped  the same client inside pi 1.6.0's
+//                                                        McpServerConnection
+//
+// raw: `@earendil-works/pi-mcp` as a library user gets it: a StdioTransport for `mempalace-mcp`
+// on PATH, or a StreamableHttpTransport when MEMPALACE_REMOTE_URL is set (Authorization from
+// MEMPALACE_REMOTE_TOKEN). It fails fast and never heals: no re-initialize on a 404, no respawn
+// (research/pi-mcp-clients.md §3.2).
+//
+// wrapped: what a pi 1.x user actually runs. `McpServerConnection` and `createDefaultTransport`
+// are imported from pi-coding-agent's own dist (`dist/extensions/mcp/runtime.js`, not an
+// exported subpath, so the file is loaded by path), not reimplemented: a new session plus one
+// retry on a 404, a respawn on the next call after the stdio child exited, two HTTP connect
+// retries, a 60 s default timeout (§3.3). The server entry is what a user would put in
+// ~/.pi/agent/mcp.json: `{"command": "mempalace-mcp"}`, or `{"url": …, "headers":
+// {"Authorization": "Bearer ${MEMPALACE_REMOTE_TOKEN}"}}`.
+//
+// Both connect at `session_start` (pi connects configured servers then) and register the
+// palace's tools under their own names with their schemas unchanged (pi itself would name them
+// `mcp__mempalace__<tool>`; fixtures call catalogue names). MEMPALACE_MCP_TIMEOUT_MS, when set,
+// becomes the client's request timeout (pi's `timeout` setting, in ms). Neither shape has a
+// wake-up, feeding, commands or any other bridge feature: capabilities are `stdio http`.
+
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { children, killChildren, waitForChildren } from "./lib/children.mjs";
+import { importDep, packageDir, packageVersion } from "./lib/deps.mjs";
+import { hostLog } from "./lib/output.mjs";
+import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
+
+const SERVER_NAME = "mempalace";
+const DEFAULT_GRACE_MS = 5000;
+
+const args = parseArgs(process.argv.slice(2));
+const nodeModules = path.resolve(String(args["node-modules"] ?? path.join(import.meta.dirname, "node_modules")));
+const mode = String(args.mode ?? "raw");
+if (mode !== "raw" && mode !== "wrapped") {
+  process.stderr.write(`mcp-host: unknown --mode ${mode} (raw or wrapped)\n`);
+  process.exit(2);
+}
+
+function timeoutFromEnv() {
+  const value = Number(process.env.MEMPALACE_MCP_TIMEOUT_MS);
+  return Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+/** The bridge: connect, list tools, call tools, close. */
+class RawBridge {
+  constructor(mcp) {
+    this.mcp = mcp;
+    this.client = undefined;
+    this.tools = [];
+  }
+
+  async connect() {
+    const { McpClient, StdioTransport, StreamableHttpTransport } = this.mcp;
+    const timeout = timeoutFromEnv();
+    this.client = new McpClient({ name: "pi", version: packageVersion("@earendil-works/pi-mcp", nodeModules),
+      ...(timeout ? { requestTimeoutMs: timeout } : {}) });
+    this.client.onError((error) => hostLog(`pi-mcp: ${error?.message ?? error}`));
+    const url = process.env.MEMPALACE_REMOTE_URL;
+    const token = process.env.MEMPALACE_REMOTE_TOKEN;
+    const transport = url
+      ? new StreamableHttpTransport({ url, headers: token ? { Authorization: `Bearer ${token}` } : {} })
+      : new StdioTransport({ command: "mempalace-mcp", args: [], cwd: process.cwd(), stderr: "pipe" });
+    await this.client.connect(transport);
+    this.tools = await this.client.listTools();
+    return this.tools;
+  }
+
+  callTool(name, input) {
+    if (!this.client) throw new OpError("unavailable", "not connected: the session_start connect failed or never ran");
+    return this.client.callTool(name, input);
+  }
+
+  async close() {
+    await this.client?.close().catch(() => undefined);
+  }
+}
+
+/** pi 1.6.0's McpServerConnection around the same client. */
+class WrappedBridge {
+  constructor(runtime, onTools) {
+    this.runtime = runtime;
+    this.onTools = onTools;
+    this.connection = undefined;
+  }
+
+  entry() {
+    const config = {};
+    const timeout = timeoutFromEnv();
+    if (timeout) config.timeout = timeout / 1000;
+    if (process.env.MEMPALACE_REMOTE_URL) {
+      config.url = process.env.MEMPALACE_REMOTE_URL;
+      if (process.env.MEMPALACE_REMOTE_TOKEN) {
+        config.headers = { Authorization: "Bearer ${MEMPALACE_REMOTE_TOKEN}" };
+      }
+    } else {
+      config.command = "mempalace-mcp";
+      config.args = [];
+    }
+    return { name: SERVER_NAME, config };
+  }
+
+  async connect() {
+    const { McpServerConnection, McpOAuthCredentialStore, createDefaultTransport } = this.runtime;
+    this.connection = new McpServerConnection({
+      entry: this.entry(),
+      cwd: process.cwd(),
+      createTransport: createDefaultTransport,
+      credentials: new McpOAuthCredentialStore(),
+      onTools: (connection) => this.onTools(connection.tools),
+      onChange: (connection) => hostLog(`pi McpServerConnection ${connection.name}: ${connection.state}` +
+        (connection.error ? ` (${connection.error.split("\n")[0]})` : "")),
+    });
+    await this.connection.getClient();
+    return this.connection.tools;
+  }
+
+  callTool(name, input) {
+    if (!this.connection) throw new OpError("unavailable", "not connected: session_start never ran");
+    return this.connection.callTool(name, input, { timeoutMs: this.connection.timeoutMs, onProgress: () => undefined });
+  }
+
+  async close() {
+    await this.connection?.close().catch(() => undefined);
+  }
+}
+
+async function loadWrappedRuntime() {
+  const agent = packageDir("@earendil-works/pi-coding-agent", nodeModules);
+  return import(pathToFileURL(path.join(agent, "dist", "extensions", "mcp", "runtime.js")).href);
+}
+
+function makeOps(recorder) {
+  let bridge;
+  let loaded = false;
+  const tools = new Map();
+  const entries = [];
+
+  const registerTools = (list) => {
+    for (const tool of list ?? []) {
+      const parameters = tool.inputSchema ?? { type: "object" };
+      const before = tools.get(tool.name);
+      tools.set(tool.name, { name: tool.name, description: tool.description ?? "", parameters });
+      if (before && JSON.stringify(before.parameters) === JSON.stringify(parameters) &&
+        before.description === (tool.description ?? "")) continue;
+      recorder.record("tool_registered", { name: tool.name, description: tool.description ?? "", parameters });
+    }
+  };
+
+  const hello = async () => {
+    const version = packageVersion("@earendil-works/pi-mcp", nodeModules) ?? "?";
+    const bridgeName = mode === "raw"
+      ? `@earendil-works/pi-mcp ${version} (raw McpClient)`
+      : `@earendil-works/pi-mcp ${version} in @earendil-works/pi-coding-agent ` +
+        `${packageVersion("@earendil-works/pi-coding-agent", nodeModules) ?? "?"} McpServerConnection`;
+    return { protocol: PROTOCOL, impl: `palace-conformance-pi-mcp-host-${mode}`, bridge: bridgeName,
+      runtime: `node ${process.versions.node}`, capabilities: ["stdio", "http"] };
+  };
+
+  const load = async (request) => {
+    if (loaded) throw new OpError("bad_request", "the bridge is already loaded");
+    const env = request.env;
+    if (!env || typeof env !== "object" || Array.isArray(env)) {
+      throw new OpError("bad_request", "load needs 'env': an object of strings");
+    }
+    for (const key of Object.keys(process.env)) delete process.env[key];
+    for (const [key, value] of Object.entries(env)) {
+      if (value !== null && value !== undefined) process.env[key] = String(value);
+    }
+    if (request.cwd) process.chdir(String(request.cwd));
+    bridge = mode === "raw"
+      ? new RawBridge(await importDep("@earendil-works/pi-mcp", nodeModules))
+      : new WrappedBridge(await loadWrappedRuntime(), registerTools);
+    loaded = true;
+    return { tools: [], commands: [], events: ["session_start", "session_shutdown"] };
+  };
+
+  const requireLoaded = () => {
+    if (!loaded) throw new OpError("bad_request", "load the bridge first");
+  };
+
+  const event = async (request) => {
+    requireLoaded();
+    if (typeof request.name !== "string") throw new OpError("bad_request", "event needs 'name'");
+    if (request.name === "session_start") {
+      try {
+        registerTools(await bridge.connect());
+      } catch (error) {
+        recorder.record("error", { where: "session_start", message: `${error?.name ?? "Error"}: ${error?.message ?? error}` });
+      }
+    } else if (request.name === "session_shutdown") {
+      await bridge.close();
+    }
+    return request.name === "before_agent_start" ? { messages: [] } : null;
+  };
+
+  const callTool = async (request) => {
+    requireLoaded();
+    if (!tools.has(request.name)) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(request.name)}`);
+    const input = request.args ?? {};
+    if (typeof input !== "object" || Array.isArray(input)) throw new OpError("bad_request", "call_tool 'args' must be an object");
+    const result = await bridge.callTool(request.name, input);
+    const reply = { content: result?.content ?? [], is_error: Boolean(result?.isError) };
+    if (result?.structuredContent !== undefined) reply.details = { structuredContent: result.structuredContent };
+    return reply;
+  };
+
+  const shutdown = async (request) => {
+    if (bridge) await bridge.close();
+    return { children_alive: await waitForChildren(Number(request.grace_ms ?? DEFAULT_GRACE_MS)) };
+  };
+
+  return {
+    ops: {
+      hello,
+      load,
+      set_session: async (request) => {
+        entries.splice(0, entries.length, ...(Array.isArray(request.messages) ? request.messages : []));
+        return { entries: entries.length };
+      },
+      set_env: async (request) => {
+        if (!request.env || typeof request.env !== "object") throw new OpError("bad_request", "set_env needs 'env': an object");
+        for (const [key, value] of Object.entries(request.env)) {
+          if (value === null) delete process.env[key];
+          else process.env[key] = String(value);
+        }
+        return null;
+      },
+      event,
+      list_tools: async () => [...tools.values()],
+      call_tool: callTool,
+      command: async (request) => {
+        throw new OpError("no_such_command", `no command registered as ${JSON.stringify(request.name)}`);
+      },
+      settle: async (request) => {
+        await recorder.settle(Number(request.quiet_ms ?? 200), Number(request.max_ms ?? 5000));
+        return null;
+      },
+      introspect: async () => ({ children: children(), api_touched: [] }),
+      shutdown,
+    },
+    close: async () => {
+      if (bridge) await bridge.close();
+      killChildren();
+    },
+  };
+}
+
+await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

@@ -1,0 +1,412 @@
+"""The driver host for the reference bridge: ``python -m palace_conformance.hosts.reference``.
+
+It plays pi's part around ``palace_bridge.extension.activate`` and speaks DRIVER.md on stdin and
+stdout. stdout is reserved for protocol: at start-up fd 1 is moved aside and pointed at stderr, so
+a stray ``print`` anywhere in the process cannot corrupt a reply. Every op races its deadline
+(``timeout_ms``, default 30 s) and answers ``host_timeout`` instead of hanging.
+
+Error kinds (the mapping DRIVER.md leaves to each host): ``PalaceTimeout`` -> ``timeout``,
+``PalaceUnavailable`` -> ``unavailable``, ``PalaceConnectionClosed`` -> ``connection_closed``,
+``PalaceToolError`` -> ``tool_error`` (code, message, data kept), ``PalaceAuthError`` -> ``auth``
+(``data.status``), ``PalaceSessionLost`` -> ``session_lost``, ``PalaceHTTPError`` ->
+``http_error`` (``data.status``; ``code`` when the body held a JSON-RPC error),
+``PalaceProtocolError`` -> ``protocol``, a built-in ``TimeoutError`` -> ``timeout``, anything
+else -> ``exception``.
+
+``call_tool`` validates the arguments against the registered schema first (``validate``, default
+true), as pi does; a mismatch is a tool result with ``is_error: true`` and the bridge is not called
+(pi's type coercion of ``"7"`` to ``7`` is not modelled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import palace_bridge
+from palace_bridge import errors
+from palace_bridge.extension import Bridge, activate
+from palace_bridge.host import (
+    SESSION_SHUTDOWN,
+    CommandDefinition,
+    InjectedMessage,
+    RecordingHost,
+    ToolDefinition,
+)
+
+PROTOCOL = 1
+IMPL = "palace-conformance-python-host"
+CAPABILITIES = ("stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
+                "session_preamble", "keepalive")
+DEFAULT_TIMEOUT_MS = 30000
+DEFAULT_GRACE_MS = 5000
+
+_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (errors.PalaceTimeout, "timeout"),
+    (errors.PalaceUnavailable, "unavailable"),
+    (errors.PalaceConnectionClosed, "connection_closed"),
+    (errors.PalaceToolError, "tool_error"),
+    (errors.PalaceAuthError, "auth"),
+    (errors.PalaceSessionLost, "session_lost"),
+    (errors.PalaceHTTPError, "http_error"),
+    (errors.PalaceProtocolError, "protocol"),
+    (TimeoutError, "timeout"),
+)
+
+
+class OpError(Exception):
+    """An op that failed; ``payload`` is the DRIVER.md error object."""
+
+    def __init__(self, kind: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.payload = {"kind": kind, "message": message, **extra}
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """The DRIVER.md error object for anything the bridge raised."""
+    if isinstance(exc, OpError):
+        return exc.payload
+    kind = next((k for cls, k in _KINDS if isinstance(exc, cls)), "exception")
+    if isinstance(exc, errors.PalaceToolError):
+        payload: dict[str, Any] = {"kind": kind, "message": exc.message, "code": exc.code}
+        if exc.data is not None:
+            payload["data"] = exc.data
+        return payload
+    payload = {"kind": kind, "message": errors.describe(exc)}
+    if kind == "exception":
+        payload["message"] = f"{type(exc).__name__}: {errors.describe(exc)}"
+    if isinstance(exc, errors.PalaceHTTPError):
+        payload["data"] = {"status": exc.status}
+        if exc.code is not None:
+            payload["code"] = exc.code
+    elif isinstance(exc, errors.PalaceAuthError):
+        payload["data"] = {"status": exc.status}
+    return payload
+
+
+@dataclass
+class DriverHost(RecordingHost):
+    """The recording host, plus which API the bridge touched and a cursor over reported effects."""
+
+    api_touched: set[str] = field(default_factory=set)
+    reported: int = 0
+
+    def take_effects(self) -> list[dict[str, Any]]:
+        """Effects not yet reported (including ones produced between ops), in order."""
+        fresh = self.effects[self.reported:]
+        self.reported = len(self.effects)
+        return fresh
+
+    def register_tool(self, tool: ToolDefinition) -> None:
+        self.api_touched.add("registerTool")
+        super().register_tool(tool)
+
+    def register_command(self, command: CommandDefinition) -> None:
+        self.api_touched.add("registerCommand")
+        super().register_command(command)
+
+    def on(self, event: str, handler: Callable[[dict[str, Any]], Awaitable[Any]]) -> Any:
+        self.api_touched.add("on")
+        return super().on(event, handler)
+
+    def send_message(self, custom_type: str, content: str, **options: Any) -> None:
+        self.api_touched.add("sendMessage")
+        super().send_message(custom_type, content, **options)
+
+    def send_user_message(self, content: str, **options: Any) -> None:
+        self.api_touched.add("sendUserMessage")
+        super().send_user_message(content, **options)
+
+    async def exec(self, argv: Any, **options: Any) -> Any:
+        self.api_touched.add("exec")
+        return await super().exec(argv, **options)
+
+    def stderr(self, line: str) -> None:
+        for part in str(line).splitlines() or [""]:
+            super().stderr(part)
+
+
+def _alive(pid: int) -> bool:
+    """Running and not a zombie (a reaped-late child must not count as alive)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def _argv_of(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def _validation_problems(schema: Any, args: Any) -> list[str]:
+    """pi validates tool arguments against the registered schema before ``execute``."""
+    import jsonschema
+
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        validator = cls(schema)
+    except jsonschema.SchemaError:
+        return []  # an unusable schema is the bridge's problem; the call goes through
+    problems = []
+    for error in sorted(validator.iter_errors(args), key=lambda e: list(e.path)):
+        where = "/".join(str(p) for p in error.path) or "root"
+        problems.append(f"{where}: {error.message}")
+    return problems
+
+
+class ReferenceHost:
+    """Implements every DRIVER.md op for the reference bridge."""
+
+    def __init__(self) -> None:
+        self.host = DriverHost(echo_stderr=True)
+        self.bridge: Bridge | None = None
+        self.session: list[Any] = []
+        self.known_pids: list[int] = []
+        self.ops: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
+            "hello": self.hello, "load": self.load, "set_session": self.set_session,
+            "set_env": self.set_env, "event": self.event, "list_tools": self.list_tools,
+            "call_tool": self.call_tool, "command": self.command, "settle": self.settle,
+            "introspect": self.introspect, "shutdown": self.shutdown, "exit": self.exit,
+        }
+
+    # -- ops ----------------------------------------------------------------------------------
+
+    async def hello(self, request: dict[str, Any]) -> Any:
+        return {"protocol": PROTOCOL, "impl": IMPL,
+                "bridge": f"palace_bridge {palace_bridge.__version__}",
+                "runtime": f"{platform.python_implementation()} {platform.python_version()}",
+                "capabilities": list(CAPABILITIES)}
+
+    async def load(self, request: dict[str, Any]) -> Any:
+        if self.bridge is not None:
+            raise OpError("bad_request", "the bridge is already loaded")
+        env = request.get("env")
+        if not isinstance(env, dict):
+            raise OpError("bad_request", "load needs 'env': an object of strings")
+        env = {str(k): str(v) for k, v in env.items() if v is not None}
+        os.environ.clear()
+        os.environ.update(env)
+        if request.get("cwd"):
+            os.chdir(str(request["cwd"]))
+        self.bridge = await activate(self.host, env)
+        return {"tools": list(self.host.tools), "commands": list(self.host.commands),
+                "events": list(self.host.handlers)}
+
+    async def set_session(self, request: dict[str, Any]) -> Any:
+        messages = request.get("messages") or []
+        self.session = list(messages) if isinstance(messages, list) else []
+        return {"entries": len(self.session)}
+
+    async def set_env(self, request: dict[str, Any]) -> Any:
+        changes = request.get("env")
+        if not isinstance(changes, dict):
+            raise OpError("bad_request", "set_env needs 'env': an object")
+        for key, value in changes.items():
+            if value is None:
+                os.environ.pop(str(key), None)
+            else:
+                os.environ[str(key)] = str(value)
+        return None
+
+    async def event(self, request: dict[str, Any]) -> Any:
+        name = request.get("name")
+        if not isinstance(name, str):
+            raise OpError("bad_request", "event needs 'name'")
+        payload = request.get("payload") or {}
+        results = await self.host.emit(name, payload if isinstance(payload, dict) else {})
+        if name == "before_agent_start":
+            return {"messages": [{"custom_type": r.custom_type, "content": r.content}
+                                 for r in results if isinstance(r, InjectedMessage)]}
+        return None
+
+    async def list_tools(self, request: dict[str, Any]) -> Any:
+        return [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in self.host.tools.values()]
+
+    async def call_tool(self, request: dict[str, Any]) -> Any:
+        name = request.get("name")
+        tool = self.host.tools.get(str(name))
+        if tool is None:
+            raise OpError("no_such_tool", f"no tool registered as {name!r}")
+        args = request.get("args")
+        args = {} if args is None else args
+        if request.get("validate", True):
+            problems = _validation_problems(tool.parameters, args)
+            if problems:
+                text = f'Validation failed for tool "{name}":\n' + "\n".join(
+                    f"  - {p}" for p in problems)
+                return {"content": [{"type": "text", "text": text}], "is_error": True,
+                        "validation": problems}
+        if not isinstance(args, dict):
+            raise OpError("bad_request", "call_tool 'args' must be an object")
+        outcome = await tool.execute(f"call-{request.get('id')}", dict(args))
+        result: dict[str, Any] = {"content": list(outcome.content), "is_error": outcome.is_error}
+        if outcome.details is not None:
+            result["details"] = outcome.details
+        return result
+
+    async def command(self, request: dict[str, Any]) -> Any:
+        name = request.get("name")
+        command = self.host.commands.get(str(name))
+        if command is None:
+            raise OpError("no_such_command", f"no command registered as {name!r}")
+        await command.handler(str(request.get("args") or ""))
+        return None
+
+    async def settle(self, request: dict[str, Any]) -> Any:
+        quiet_ms = float(request.get("quiet_ms", 200))
+        max_ms = float(request.get("max_ms", 5000))
+        deadline = time.monotonic() + max_ms / 1000
+        if self.bridge is not None:
+            # never cancel the drain: that would cancel the bridge's own background work
+            drain = asyncio.ensure_future(self.bridge.drain())
+            await asyncio.wait({drain}, timeout=max(deadline - time.monotonic(), 0))
+        remaining_ms = max((deadline - time.monotonic()) * 1000, 0)
+        await self.host.settle(quiet_ms, remaining_ms)
+        return None
+
+    def _children(self) -> list[int]:
+        if self.bridge is not None:
+            client = self.bridge.client
+            engine = getattr(client, "engine", None)
+            for pid in [*getattr(engine, "spawned_pids", []), *getattr(client, "child_pids", [])]:
+                if pid not in self.known_pids:
+                    self.known_pids.append(pid)
+        return list(self.known_pids)
+
+    async def introspect(self, request: dict[str, Any]) -> Any:
+        return {"children": [{"pid": pid, "argv": _argv_of(pid), "alive": _alive(pid)}
+                             for pid in self._children()],
+                "api_touched": sorted(self.host.api_touched)}
+
+    async def shutdown(self, request: dict[str, Any]) -> Any:
+        grace_ms = float(request.get("grace_ms", DEFAULT_GRACE_MS))
+        pids = self._children()
+        await self.host.emit(SESSION_SHUTDOWN, {"reason": request.get("reason", "quit")})
+        if self.bridge is not None:
+            await self.bridge.client.stop()
+        pids = self._children() or pids
+        deadline = time.monotonic() + grace_ms / 1000
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return {"children_alive": sum(1 for p in pids if _alive(p))}
+
+    async def exit(self, request: dict[str, Any]) -> Any:
+        return None
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    async def handle(self, request: Any) -> dict[str, Any]:
+        started = time.monotonic()
+        if not isinstance(request, dict):
+            return self._reply(None, started, error={"kind": "bad_request",
+                                                     "message": "a request is a JSON object"})
+        request_id = request.get("id")
+        op = request.get("op")
+        handler = self.ops.get(op) if isinstance(op, str) else None
+        if handler is None:
+            return self._reply(request_id, started, error={
+                "kind": "bad_request", "message": f"unknown op {op!r}"})
+        timeout_ms = request.get("timeout_ms", DEFAULT_TIMEOUT_MS)
+        if not isinstance(timeout_ms, int | float) or isinstance(timeout_ms, bool):
+            timeout_ms = DEFAULT_TIMEOUT_MS
+        task = asyncio.ensure_future(handler(request))
+        done, _ = await asyncio.wait({task}, timeout=timeout_ms / 1000)
+        if not done:
+            task.cancel()  # the reply does not wait for the cancellation to finish
+            return self._reply(request_id, started, error={
+                "kind": "host_timeout", "message": f"{op} did not finish within {timeout_ms} ms"})
+        try:
+            result = task.result()
+        except Exception as exc:
+            return self._reply(request_id, started, error=error_payload(exc))
+        return self._reply(request_id, started, result=result)
+
+    def _reply(self, request_id: Any, started: float, *, result: Any = None,
+               error: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        reply: dict[str, Any] = {"id": request_id, "ok": error is None}
+        if error is None:
+            reply["result"] = result
+        else:
+            reply["error"] = dict(error)
+        reply["effects"] = self.host.take_effects()
+        reply["ms"] = round((time.monotonic() - started) * 1000, 3)
+        return reply
+
+    async def close(self) -> None:
+        if self.bridge is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.bridge.client.stop(), 5)
+
+
+async def serve(protocol_fd: int) -> int:
+    out = os.fdopen(protocol_fd, "wb", buffering=0)
+    host = ReferenceHost()
+    try:
+        while True:
+            # a thread, not connect_read_pipe: stdin may be a file or /dev/null, which epoll
+            # refuses; requests are sequential, so no read is ever pending when the host exits
+            line = await asyncio.to_thread(sys.stdin.buffer.readline)
+            if not line:
+                return 0
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+            except json.JSONDecodeError as exc:
+                out.write(_encode({"id": None, "ok": False, "effects": [], "error": {
+                    "kind": "bad_request", "message": f"request is not JSON: {exc.msg}"}}))
+                continue
+            reply = await host.handle(request)
+            out.write(_encode(reply))
+            if isinstance(request, dict) and request.get("op") == "exit":
+                return 0
+    finally:
+        await host.close()
+
+
+def _encode(reply: dict[str, Any]) -> bytes:
+    return (json.dumps(reply, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+
+def _warm_up() -> None:
+    """Import the argument validator while the runner sets up: a run pays no import on a call."""
+    with contextlib.suppress(Exception):
+        import jsonschema  # noqa: F401
+
+
+def main() -> None:
+    threading.Thread(target=_warm_up, daemon=True).start()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)  # from here on, anything printed to "stdout" lands on stderr
+    try:
+        code = asyncio.run(serve(protocol_fd))
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The reference host with one deliberate defect, to prove the runner's checks can fail.
+
+Usage: ``python mutant_host.py MUTATION``:
+
+* ``no-kill-on-timeout``: the bridge forgets a stalled child instead of killing it (STDIO-02);
+* ``errors-as-exception``: the host reports every bridge error as kind ``exception``;
+* ``http-details``: over HTTP only, tool results carry an extra ``details`` field (a parity gap);
+* ``noisy-stdout``: something prints to stdout during an op (must not break the protocol).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from palace_bridge import local
+from palace_conformance.hosts import reference
+
+
+def no_kill_on_timeout() -> None:
+    def retire(self: local.LocalEngine, conn: Any, why: str) -> None:
+        if conn is self.conn:
+            self.policy.on_death(why)
+            self.conn = None
+
+    local.LocalEngine._retire = retire  # type: ignore[method-assign]
+    reference.DEFAULT_GRACE_MS = 300  # shutdown waits this long for the orphan: keep tests fast
+
+
+def errors_as_exception() -> None:
+    reference.error_payload = lambda exc: {"kind": "exception", "message": str(exc)}
+
+
+def http_details() -> None:
+    original = reference.ReferenceHost.call_tool
+
+    async def call_tool(self: reference.ReferenceHost, request: dict[str, Any]) -> Any:
+        result = await original(self, request)
+        if os.environ.get("MEMPALACE_REMOTE_URL") and isinstance(result, dict):
+            result["details"] = {"transport": "http"}
+        return result
+
+    reference.ReferenceHost.call_tool = call_tool  # type: ignore[method-assign]
+
+
+def noisy_stdout() -> None:
+    original = reference.ReferenceHost.hello
+
+    async def hello(self: reference.ReferenceHost, request: dict[str, Any]) -> Any:
+        print("noise from the bridge during hello")
+        return await original(self, request)
+
+    reference.ReferenceHost.hello = hello  # type: ignore[method-assign]
+
+
+MUTATIONS = {"no-kill-on-timeout": no_kill_on_timeout, "errors-as-exception": errors_as_exception,
+             "http-details": http_details, "noisy-stdout": noisy_stdout}
+
+if __name__ == "__main__":
+    MUTATIONS[sys.argv[1]]()
+    reference.main()

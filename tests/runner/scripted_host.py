@@ -1,0 +1,74 @@
+"""A tiny driver host for the runner's tests: speaks DRIVER.md and misbehaves on request.
+
+Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
+
+* ``good``: answers every op with ``ok`` (no bridge at all);
+* ``silent:OP``: never answers OP (and stays alive);
+* ``garbage:OP``: writes a non-JSON line instead of the reply to OP;
+* ``stray:OP``: answers OP, then writes an extra line nobody asked for;
+* ``wrong-id:OP``: answers OP with another id;
+* ``crash:OP``: writes a line to stderr and exits 3 when OP arrives;
+* ``version:N``: ``hello`` says protocol N;
+* ``fail-load``: ``load`` answers ``ok: false`` (kind exception);
+
+and CAPS is a comma-separated capability list for ``hello`` (default ``stdio,http``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def reply(request_id: object, result: object = None, ok: bool = True,
+          error: dict[str, object] | None = None) -> None:
+    message: dict[str, object] = {"id": request_id, "ok": ok, "effects": [], "ms": 0.1}
+    if ok:
+        message["result"] = result
+    else:
+        message["error"] = error or {"kind": "exception", "message": "scripted"}
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    mode, _, target = sys.argv[1].partition(":")
+    caps = sys.argv[2].split(",") if len(sys.argv) > 2 else ["stdio", "http"]
+    for line in sys.stdin:
+        request = json.loads(line)
+        op, request_id = request.get("op"), request.get("id")
+        if target == op or (mode == "version" and op == "hello"):
+            if mode == "silent":
+                time.sleep(3600)
+            if mode == "garbage":
+                sys.stdout.write("this is not JSON\n")
+                sys.stdout.flush()
+                continue
+            if mode == "crash":
+                sys.stderr.write(f"scripted host: crashing on {op}\n")
+                sys.stderr.flush()
+                sys.exit(3)
+            if mode == "wrong-id":
+                reply(request_id + 100)
+                continue
+        if op == "hello":
+            protocol = int(target) if mode == "version" else 1
+            reply(request_id, {"protocol": protocol, "impl": "scripted", "bridge": "none",
+                               "runtime": "python", "capabilities": caps})
+        elif op == "load" and mode == "fail-load":
+            reply(request_id, ok=False, error={"kind": "exception", "message": "cannot load"})
+        elif op == "list_tools":
+            reply(request_id, [])
+        elif op == "exit":
+            reply(request_id)
+            return
+        else:
+            reply(request_id)
+        if mode == "stray" and target == op:
+            sys.stdout.write(json.dumps({"id": 999, "ok": True}) + "\n")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

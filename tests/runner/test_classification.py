@@ -1,0 +1,56 @@
+"""not_applicable (reported apart, never red) versus not_testable (a failure class)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from palace_conformance.runner.execute import run_scenario
+from palace_conformance.runner.suite import SuiteOptions, run_suite
+
+from .support import options, scripted, shipped, write_scenario
+
+
+def test_a_missing_capability_or_transport_is_not_applicable(tmp_path: Path) -> None:
+    host = options(scripted("good", "stdio"), work_root=tmp_path)
+    needs_wakeup = run_scenario(shipped("wake.fresh-session.inject-once"), "stdio", host)
+    assert needs_wakeup.status == "not_applicable" and needs_wakeup.checks == []
+    assert needs_wakeup.reason == "Not applicable: the host does not declare wakeup"
+    over_http = run_scenario(shipped("life.handshake.initialize-first"), "http", host)
+    assert over_http.reason == "Not applicable: the host does not declare http"
+    assert not needs_wakeup.blocking and list(tmp_path.iterdir()) == []
+
+
+def test_a_run_of_only_inapplicable_scenarios_is_green(tmp_path: Path) -> None:
+    scenarios = [shipped("wake.fresh-session.inject-once"),
+                 shipped("diary.command.prompt-names-agent-and-topic")]
+    run = run_suite(scenarios, SuiteOptions(run=options(scripted("good", "stdio,http"),
+                                                        work_root=tmp_path)))
+    assert [r.status for r in run.results] == ["not_applicable"] * len(run.results)
+    assert run.counts()["not_applicable"] == 4  # two transports + parity for the wake-up
+    assert run.ok and run.exit_code == 0
+
+
+def test_a_host_that_cannot_load_the_bridge_is_not_testable(tmp_path: Path) -> None:
+    scenario = shipped("life.transport.default-stdio-child")
+    refused = run_scenario(scenario, "stdio", options(scripted("fail-load"), work_root=tmp_path))
+    assert refused.status == "not_testable" and refused.blocking
+    assert refused.reason == "Not testable: host failed to load the bridge: cannot load"
+    [check] = refused.checks
+    assert check.pointer == "/setup" and check.status == "fail"
+    crashed = run_scenario(scenario, "stdio", options(scripted("crash:load"), work_root=tmp_path))
+    assert crashed.status == "not_testable" and "exit code 3" in crashed.reason
+    silent = run_scenario(scenario, "stdio", options(scripted("silent:hello"), grace_ms=200,
+                                                     hello_timeout_ms=300, work_root=tmp_path))
+    assert silent.status == "not_testable" and "'hello'" in silent.reason
+
+
+def test_a_fake_that_does_not_start_makes_the_scenario_not_testable(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, {
+        "id": "life.runner.fake-dies-at-startup", "transports": ["http"],
+        "faults": [{"id": "dies", "on": {"method": "$startup"}, "action": "startup_fail",
+                    "code": 1, "stderr": "palace on fire"}],
+        "steps": [{"op": "load"}, {"op": "shutdown"}]})
+    result = run_scenario(scenario, "http", options(work_root=tmp_path / "work"))
+    assert result.status == "not_testable"
+    assert result.reason.startswith("Not testable: the HTTP fake did not start (exited 1)")
+    assert "palace on fire" in result.reason

@@ -1,0 +1,110 @@
+"""The judge on hand-made observations: nothing unjudged passes, records say expected vs got."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from palace_conformance.runner.judge import Observation, judge, step_view
+from palace_conformance.runner.results import StepRecord
+from palace_conformance.scenarios.model import Scenario
+
+
+def scenario(steps: list[dict[str, Any]], expect: dict[str, Any] | None = None) -> Scenario:
+    data = {"schema_version": 1, "id": "tool.judge.case", "title": "t", "covers": ["TOOL-03"],
+            "transports": ["stdio"], "steps": steps, "expect": expect or {}}
+    return Scenario.from_json(data, Path("tool.judge.case.json"))
+
+
+def ran(index: int, op: str, **fields: Any) -> StepRecord:
+    return StepRecord(**{"index": index, "key": str(index), "op": op, "ran": True, "ok": True,
+                         "elapsed_ms": 5.0, **fields})
+
+
+def verdicts(observation: Observation) -> dict[str, tuple[str, str]]:
+    return {c.pointer: (c.status, c.message) for c in judge(observation)}
+
+
+CALL = {"op": "call_tool", "name": "mempalace_search", "args": {"query": "q"}}
+
+
+def test_expectations_of_a_step_that_never_ran_all_fail() -> None:
+    case = scenario([{"op": "load"}, {**CALL, "expect": {
+        "error": {"kind": "timeout", "code": 1}, "elapsed_ms": {"at_least": 300},
+        "journal": [{"check": "count", "match": {"kind": "recv"}, "equals": 1}]}}])
+    steps = [ran(0, "load"), StepRecord(1, "1", "call_tool",
+                                        failure="not run: host exited during 'load'")]
+    found = verdicts(Observation(case, "stdio", steps, journal=[]))
+    for pointer in ("/steps/1", "/steps/1/expect/error/kind", "/steps/1/expect/error/code",
+                    "/steps/1/expect/elapsed_ms", "/steps/1/expect/journal/0"):
+        assert found[pointer][0] == "fail", pointer
+    assert "host exited during 'load'" in found["/steps/1/expect/error/kind"][1]
+
+
+def test_an_expected_error_on_a_successful_op_fails_and_shows_the_result() -> None:
+    case = scenario([{"op": "load"}, {**CALL, "expect": {"error": {"kind": "timeout"}}}])
+    result = {"content": [{"type": "text", "text": "{\"hits\": 0}"}], "is_error": False}
+    found = verdicts(Observation(case, "stdio", [ran(0, "load"), ran(1, "call_tool",
+                                                                    result=result)], []))
+    status, message = found["/steps/1/expect/error/kind"]
+    assert status == "fail" and message.startswith("expected an error, but the op succeeded")
+    assert "hits" in message
+
+
+def test_host_level_errors_fail_the_step_even_without_expectations() -> None:
+    case = scenario([{"op": "load"}, {"op": "settle"}, CALL])
+    steps = [ran(0, "load"),
+             ran(1, "settle", ok=False, error={"kind": "host_timeout", "message": "slow"}),
+             ran(2, "call_tool", ok=False, error={"kind": "timeout", "message": "bridge"})]
+    found = verdicts(Observation(case, "stdio", steps, []))
+    assert found["/steps/1"][0] == "fail" and "host_timeout: slow" in found["/steps/1"][1]
+    assert found["/steps/2"] == ("pass", "call_tool completed: ok: false (timeout)")
+
+
+def test_timing_results_effects_and_step_journal_windows() -> None:
+    case = scenario([{"op": "load"}, {**CALL, "expect": {
+        "ok": True, "elapsed_ms": {"at_least": 300, "slack_ms": 100},
+        "result": {"json": {"hits": {"$gte": 1}}},
+        "effects": [{"check": "absent", "match": {"kind": "stderr"}}],
+        "journal": [{"check": "count", "match": {"kind": "recv"}, "equals": 1}]}}])
+    result = {"content": [{"type": "text", "text": "{\"hits\": 0}"}], "is_error": False}
+    call = ran(1, "call_tool", result=result, effects=[{"kind": "stderr", "line": "x"}],
+               journal_start=1, journal_end=2)
+    call.elapsed_ms = 650.0
+    journal = [{"kind": "recv"}, {"kind": "recv"}, {"kind": "recv"}]
+    found = verdicts(Observation(case, "stdio", [ran(0, "load"), call], journal))
+    assert found["/steps/1/expect/ok"][0] == "pass"
+    assert found["/steps/1/expect/elapsed_ms"] == (
+        "fail", "took 650 ms; expected 300..400 ms (300 + 100 slack)")
+    assert found["/steps/1/expect/result"] == (
+        "fail", "result: at /json/hits: expected {\"$gte\": 1}, got 0")
+    assert found["/steps/1/expect/effects/0"][0] == "fail"
+    assert found["/steps/1/expect/journal/0"][0] == "pass"  # only record #1 is in the window
+
+
+def test_scenario_tools_processes_and_secrets() -> None:
+    case = scenario([{"op": "load"}], {
+        "tools": {"registered": "none"},
+        "processes": {"spawned": 1, "signals": {"SIGKILL": 0}, "alive_after_shutdown": 0},
+        "wire_secrets": ["tok-secret-123", "tok-unused-999"]})
+    facts = {"spawned": 1, "signals": {"SIGKILL": 1}, "alive": 0}
+    observation = Observation(case, "stdio", [ran(0, "load")], [], final_tools=None,
+                              facts=facts, secret_texts=["...Bearer tok-secret-123..."])
+    found = verdicts(observation)
+    assert found["/expect/tools/registered"][0] == "fail"
+    assert found["/expect/processes/spawned"][0] == "pass"
+    assert found["/expect/processes/signals/SIGKILL"] == (
+        "fail", "processes: SIGKILL x1; expected exactly 0")
+    assert found["/expect/processes/alive_after_shutdown"][0] == "pass"
+    assert found["/expect/wire_secrets/0"][0] == "fail"
+    assert "tok-secret-123" not in found["/expect/wire_secrets/0"][1]  # never repeat a secret
+    assert found["/expect/wire_secrets/1"][0] == "pass"
+
+
+def test_a_call_tool_result_exposes_its_text_as_json() -> None:
+    step = ran(1, "call_tool", result={"content": [{"type": "text", "text": "{\"a\": 1}"}],
+                                       "is_error": False})
+    assert step_view(step)["json"] == {"a": 1}
+    plain = ran(1, "call_tool", result={"content": [{"type": "text", "text": "hello"}],
+                                        "is_error": False})
+    assert "json" not in step_view(plain)

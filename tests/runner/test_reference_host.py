@@ -1,0 +1,144 @@
+"""The reference host: DRIVER.md ops, error-kind mapping, deadlines, and a clean stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palace_bridge import errors
+from palace_bridge.host import ToolDefinition, ToolOutcome
+from palace_conformance.hosts import REFERENCE_HOST
+from palace_conformance.hosts.reference import CAPABILITIES, ReferenceHost, error_payload
+from palace_conformance.runner.driver import DriverClient
+
+from .support import mutant
+
+
+def test_hello_declares_every_capability_of_the_reference_bridge() -> None:
+    with DriverClient(REFERENCE_HOST).start() as host:
+        hello = host.hello()
+    assert hello["protocol"] == 1
+    assert set(hello["capabilities"]) == {"stdio", "http", "wakeup", "feeding", "diary_command",
+                                          "provenance", "mailbox", "session_preamble",
+                                          "keepalive"}
+    assert hello["capabilities"] == list(CAPABILITIES)
+
+
+def test_unknown_ops_missing_names_and_deadlines_get_error_kinds_and_the_host_lives_on() -> None:
+    with DriverClient(REFERENCE_HOST).start() as host:
+        host.hello()
+        unknown = host.request("teleport", deadline_ms=2000)
+        assert not unknown.ok and unknown.error == {"kind": "bad_request",
+                                                    "message": "unknown op 'teleport'"}
+        tool = host.request("call_tool", {"name": "mempalace_status", "args": {}},
+                            deadline_ms=2000)
+        assert not tool.ok and tool.error is not None and tool.error["kind"] == "no_such_tool"
+        command = host.request("command", {"name": "mempalace-diary"}, deadline_ms=2000)
+        assert command.error is not None and command.error["kind"] == "no_such_command"
+        slow = host.request("settle", {"quiet_ms": 5000, "max_ms": 5000, "timeout_ms": 200},
+                            deadline_ms=200)
+        assert not slow.ok and slow.error is not None and slow.error["kind"] == "host_timeout"
+        assert slow.elapsed_ms < 2000
+        assert host.request("list_tools", deadline_ms=2000).result == []  # still answering
+
+
+def test_prints_to_stdout_inside_the_host_never_reach_the_protocol() -> None:
+    with DriverClient(mutant("noisy-stdout")).start() as host:
+        assert host.hello()["protocol"] == 1
+        assert host.request("list_tools", deadline_ms=2000).ok
+    assert "noise from the bridge during hello" in host.stderr_text()
+
+
+@pytest.mark.parametrize(("error", "kind"), [
+    (errors.PalaceTimeout("tools/call", 300), "timeout"),
+    (errors.PalaceUnavailable("latched"), "unavailable"),
+    (errors.PalaceConnectionClosed("child exited"), "connection_closed"),
+    (errors.PalaceAuthError(401), "auth"),
+    (errors.PalaceSessionLost(), "session_lost"),
+    (errors.PalaceProtocolError("bad JSON"), "protocol"),
+    (TimeoutError(), "timeout"),
+    (RuntimeError("boom"), "exception"),
+])
+def test_bridge_errors_map_to_driver_kinds(error: Exception, kind: str) -> None:
+    payload = error_payload(error)
+    assert payload["kind"] == kind and payload["message"]
+
+
+def test_tool_and_http_errors_keep_code_message_and_data() -> None:
+    tool = error_payload(errors.PalaceToolError(-32001, "Peer MCP writer active",
+                                                {"failure_kind": "peer_contention"}))
+    assert tool == {"kind": "tool_error", "message": "Peer MCP writer active", "code": -32001,
+                    "data": {"failure_kind": "peer_contention"}}
+    http = error_payload(errors.PalaceHTTPError(503, {"code": -32000, "message": "busy"}))
+    assert http["kind"] == "http_error" and http["data"] == {"status": 503}
+    assert http["code"] == -32000
+    assert error_payload(errors.PalaceAuthError(403))["data"] == {"status": 403}
+
+
+def _host_with_tool(calls: list[dict[str, Any]]) -> ReferenceHost:
+    host = ReferenceHost()
+
+    async def execute(call_id: str, params: dict[str, Any]) -> ToolOutcome:
+        calls.append(params)
+        return ToolOutcome([{"type": "text", "text": "{\"ok\": 1}"}])
+
+    schema = {"type": "object", "properties": {"limit": {"type": "integer", "maximum": 100}},
+              "required": ["limit"]}
+    host.host.register_tool(ToolDefinition("t", "t", "a tool", schema, execute))
+    return host
+
+
+def test_call_tool_validates_arguments_against_the_registered_schema_like_pi() -> None:
+    calls: list[dict[str, Any]] = []
+    host = _host_with_tool(calls)
+    bad = asyncio.run(host.handle({"id": 1, "op": "call_tool", "name": "t",
+                                   "args": {"limit": 500}}))
+    assert bad["ok"] and bad["result"]["is_error"] is True and calls == []
+    assert "limit" in bad["result"]["validation"][0]
+    unchecked = asyncio.run(host.handle({"id": 2, "op": "call_tool", "name": "t",
+                                         "args": {"limit": 500}, "validate": False}))
+    assert unchecked["result"] == {"content": [{"type": "text", "text": "{\"ok\": 1}"}],
+                                   "is_error": False}
+    assert calls == [{"limit": 500}]
+
+
+def test_effects_are_reported_once_and_stderr_also_goes_to_the_host_stderr(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    host = ReferenceHost()
+    host.host.stderr("mempalace: a warning\nwith two lines")
+    first = asyncio.run(host.handle({"id": 1, "op": "list_tools"}))
+    second = asyncio.run(host.handle({"id": 2, "op": "list_tools"}))
+    assert first["effects"] == [{"kind": "stderr", "line": "mempalace: a warning"},
+                                {"kind": "stderr", "line": "with two lines"}]
+    assert second["effects"] == []
+    assert "mempalace: a warning" in capsys.readouterr().err
+
+
+def test_set_env_changes_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PC_TEST_GONE", "x")
+    host = ReferenceHost()
+    reply = asyncio.run(host.handle({"id": 1, "op": "set_env",
+                                     "env": {"PC_TEST_NEW": "1", "PC_TEST_GONE": None}}))
+    assert reply["ok"] and reply["result"] is None
+    assert os.environ.get("PC_TEST_NEW") == "1" and "PC_TEST_GONE" not in os.environ
+    monkeypatch.delenv("PC_TEST_NEW")
+
+
+def test_the_host_reads_requests_from_a_file_or_dev_null(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text('{"id": 1, "op": "hello"}\nnot json\n{"id": 2, "op": "exit"}\n')
+    with open(requests, "rb") as stdin:
+        done = subprocess.run(REFERENCE_HOST, stdin=stdin, capture_output=True, timeout=30)
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0
+    assert [(r["id"], r["ok"]) for r in replies] == [(1, True), (None, False), (2, True)]
+    assert replies[1]["error"]["kind"] == "bad_request"
+    empty = subprocess.run(REFERENCE_HOST, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=30)
+    assert (empty.returncode, empty.stdout) == (0, b"")

@@ -1,0 +1,90 @@
+// A tiny TypeScript MemPalace bridge for the Node host's tests: it mirrors the reference bridge
+// on a few behaviours and deliberately departs from it on exactly one.
+//
+// Mirrors: connects at session_start to `mempalace-mcp` on PATH (stdio) or to
+// MEMPALACE_REMOTE_URL (streamable HTTP, `Authorization: Bearer $MEMPALACE_REMOTE_TOKEN`);
+// registers every palace tool with its inputSchema passed through unchanged (Type.Unsafe);
+// injects a `mempalace-wakeup` message built from mempalace_status and mempalace_diary_read
+// at before_agent_start of a fresh session (reason startup or new); closes at session_shutdown.
+//
+// DEPARTURE (on purpose, so the conformance suite has something to catch): the wake-up is
+// injected on EVERY before_agent_start of a fresh session, not only the first (WAKE-02).
+
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { McpClient, StdioTransport, StreamableHttpTransport } from "@earendil-works/pi-mcp";
+import { Type } from "typebox";
+
+const FRESH = new Set(["startup", "new"]);
+
+function text(result: { content?: Array<{ type: string; text?: string }> }): string {
+  return (result.content ?? []).filter((part) => part.type === "text").map((part) => part.text ?? "").join("\n");
+}
+
+export default function mirror(pi: ExtensionAPI) {
+  let client: McpClient | undefined;
+  let fresh = false;
+  const agentName = process.env.MEMPALACE_AGENT_NAME || "pi";
+
+  async function connect(): Promise<McpClient> {
+    const timeout = Number(process.env.MEMPALACE_MCP_TIMEOUT_MS) || 60000;
+    const next = new McpClient({ name: "mirror", version: "0.1.0", requestTimeoutMs: timeout });
+    const url = process.env.MEMPALACE_REMOTE_URL;
+    const token = process.env.MEMPALACE_REMOTE_TOKEN;
+    const transport = url
+      ? new StreamableHttpTransport({ url, openGetStream: false,
+        headers: token ? { Authorization: `Bearer ${token}` } : {} })
+      : new StdioTransport({ command: "mempalace-mcp", args: [], stderr: "pipe" });
+    await next.connect(transport);
+    return next;
+  }
+
+  pi.on("session_start", async (event) => {
+    fresh = FRESH.has(String(event.reason));
+    try {
+      client = await connect();
+    } catch (error) {
+      console.error(`mirror: mempalace-mcp unavailable; continuing without palace tools (${String(error)})`);
+      return;
+    }
+    const active = client;
+    for (const tool of await active.listTools()) {
+      pi.registerTool({
+        name: tool.name,
+        label: tool.name,
+        description: tool.description ?? "",
+        parameters: Type.Unsafe(tool.inputSchema),
+        async execute(_id, params) {
+          const result = await active.callTool(tool.name, params as Record<string, unknown>);
+          return { content: result.content as Array<{ type: "text"; text: string }>, details: undefined,
+            isError: Boolean(result.isError) };
+        },
+      });
+    }
+  });
+
+  pi.on("before_agent_start", async () => {
+    // the departure: the reference disarms here after the first prompt; the mirror never does
+    if (!fresh || !client) return undefined;
+    try {
+      const status = await client.callTool("mempalace_status", {});
+      const diary = await client.callTool("mempalace_diary_read", { agent_name: agentName });
+      if (status.isError || diary.isError) return undefined;
+      return {
+        message: {
+          customType: "mempalace-wakeup",
+          content: `MemPalace wake-up (mirror)\n\n## Palace status\n${text(status)}\n\n## Your diary\n${text(diary)}`,
+          display: true,
+          details: { agent_name: agentName },
+        },
+      };
+    } catch {
+      return undefined;
+    }
+  });
+
+  pi.on("session_shutdown", async () => {
+    const closing = client;
+    client = undefined;
+    await closing?.close();
+  });
+}
