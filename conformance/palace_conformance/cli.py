@@ -35,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     fixture_commands.add_commands(sub)
     hosts_commands.add_commands(sub)
     run_commands.add_commands(sub)
+    from .runner import selftest_command  # light: the engine loads when the command runs
+
+    selftest_command.add_commands(sub)
+    from .runner import drift_commands  # diff, matrix: light; engines load when they run
+
+    drift_commands.add_commands(sub)
     return parser
 
 

@@ -621,6 +621,34 @@ def _write_ready_file(path: str, url: str, port: int) -> None:
     os.replace(tmp, target)
 
 
+WATCH_ENV = "PALACE_FAKE_WATCH_PID"
+
+
+def _watch_owner(reason: list[str], stopped: asyncio.Event) -> asyncio.Task[None] | None:
+    """Stop when the process named by ``PALACE_FAKE_WATCH_PID`` is gone.
+
+    A runner that is killed outright cannot clean up; without this its HTTP fakes would linger.
+    """
+    raw = os.environ.get(WATCH_ENV, "")
+    if not raw.isdigit():
+        return None
+    owner = int(raw)
+
+    async def watch() -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                reason.append("owner gone")
+                stopped.set()
+                return
+            except PermissionError:
+                continue
+
+    return asyncio.get_running_loop().create_task(watch())
+
+
 async def _serve(brain: Brain, *, host: str, port: int, token: str | None, sessions: bool,
                  ready_file: str | None, control: bool) -> int:
     log("MemPalace MCP HTTP server starting...")
@@ -661,7 +689,10 @@ async def _serve(brain: Brain, *, host: str, port: int, token: str | None, sessi
             brain.lease.release()
             return 2
     log(f"MemPalace MCP HTTP server listening on {server.url}")
+    watcher = _watch_owner(reason, stopped)
     await stopped.wait()
+    if watcher is not None:
+        watcher.cancel()
     await server.close()
     brain.journal.record("process_exit", code=0, reason=reason[0] if reason else "stopped")
     brain.lease.release()

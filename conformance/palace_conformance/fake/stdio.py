@@ -47,6 +47,7 @@ class StdioPort:
 
     def __init__(self, brain: Brain) -> None:
         self.brain = brain
+        self.parent = os.getppid()
 
     async def emit(self, message: dict[str, Any]) -> None:
         try:
@@ -73,11 +74,17 @@ class StdioPort:
         os._exit(code)
 
     async def pause(self, ms: int | None) -> None:
-        if ms is None:
-            while True:
-                time.sleep(3600)
-        elif ms > 0:
-            time.sleep(ms / 1000.0)
+        # A stalled real server would outlive a dead client; the fake must not, or every
+        # crashed bridge under test would leak a child. So a wait ends when the parent is gone.
+        deadline = None if ms is None else time.monotonic() + ms / 1000.0
+        while deadline is None or time.monotonic() < deadline:
+            step = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+            if step > 0:
+                time.sleep(step)
+            if os.getppid() != self.parent:
+                self.brain.journal.record("process_exit", code=0, reason="parent gone")
+                self.brain.lease.release()
+                os._exit(0)
 
     async def offload(self, fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)

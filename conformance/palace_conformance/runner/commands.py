@@ -109,6 +109,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     from .console import make_progress, render_summary
     from .execute import RunOptions
     from .junit import write_junit
+    from .reporting import write_reports
     from .suite import HostProbeError, SuiteOptions, run_suite
 
     if args.jobs < 1:
@@ -118,6 +119,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     argv = host_argv(args.bridge)
     json_path = _writable("--json", args.json)
     junit_path = _writable("--junit", args.junit)
+    markdown_path = _writable("--markdown", args.markdown)
     baseline = None
     if args.baseline is not None:
         try:
@@ -139,6 +141,8 @@ def _run_checked(args: argparse.Namespace) -> int:
                             "(palace-conformance fixtures validate)")
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
     scenarios = select(catalogue.scenarios, args.select)
+    if baseline is not None:  # entries naming these scenarios are not "unknown ids"
+        baseline.add_known({s.id: s.transports for s in catalogue.scenarios})
     if not any(t in s.transports for s in scenarios for t in transports):
         raise RunUsageError(f"none of the selected scenarios runs on {args.transport}")
     options = SuiteOptions(
@@ -168,6 +172,13 @@ def _run_checked(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise RunUsageError(f"cannot write {target}: {exc.strerror or exc} (the run itself "
                                 f"{'passed' if run.ok else 'failed'})") from None
+    try:
+        write_reports(run, scenarios={s.id: s for s in scenarios}, bridge=args.bridge,
+                      report_dir=report_dir, markdown=markdown_path, baseline=args.baseline)
+    except OSError as exc:
+        raise RunUsageError(f"cannot write the reports: {exc.strerror or exc} "
+                            f"({exc.filename or ''}; the run itself "
+                            f"{'passed' if run.ok else 'failed'})") from None
     return run.exit_code
 
 
@@ -193,10 +204,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                      help="an op's deadline when its step sets no timeout_ms "
                      f"(default {DEFAULT_OP_TIMEOUT_MS})")
-    run.add_argument("--baseline", metavar="FILE", help="expected-failure baseline")
+    run.add_argument("--baseline", metavar="FILE",
+                     help="expected-failure baseline (docs/baselines.md): listed failures pass "
+                     "as known; stale, unknown or expired entries fail the run")
     run.add_argument("--json", metavar="FILE", help="write the full result model as JSON")
     run.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    run.add_argument("--markdown", metavar="FILE",
+                     help="write a Markdown summary (for a pull request comment)")
     run.add_argument("--report-dir", metavar="DIR",
                      help="keep every run's journal, host stderr and result, plus "
-                     "results.json and junit.xml, under DIR")
+                     "results.json, junit.xml, summary.md and a repro bundle per failure "
+                     "(bundles/<scenario>--<transport>/), under DIR")
     run.set_defaults(handler=_run)

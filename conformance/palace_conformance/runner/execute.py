@@ -278,6 +278,9 @@ class _Execution:
                         else "",
                         json.dumps([e for s in self.steps for e in s.effects], default=str),
                         host_stderr,
+                        # what the agent was handed: results and error messages
+                        json.dumps([{"result": s.result, "error": s.error} for s in self.steps],
+                                   default=str),
                         json.dumps([r.get("argv") for r in records if "argv" in r], default=str),
                         json.dumps(list(self.options.host_argv))]
         observation = Observation(scenario=scenario, transport=self.transport, steps=self.steps,

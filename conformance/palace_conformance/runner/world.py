@@ -160,6 +160,7 @@ class World:
         if self.original.http.sessions:
             argv.append("--sessions")
         env = self.fake_env()
+        env["PALACE_FAKE_WATCH_PID"] = str(os.getpid())  # the fake exits if this runner dies
         if self.original.http.token is not None:
             env[TOKEN_ENV] = self.original.http.token  # not in argv: argv is a wire-secret probe
         with open(self.fake_stderr, "wb") as err:

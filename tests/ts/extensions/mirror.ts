@@ -72,7 +72,11 @@ export default function mirror(pi: ExtensionAPI) {
       return {
         message: {
           customType: "mempalace-wakeup",
-          content: `MemPalace wake-up (mirror)\n\n## Palace status\n${text(status)}\n\n## Your diary\n${text(diary)}`,
+          // word for word the reference's text, so that a drift report shows only the departure
+          content: "MemPalace wake-up: your long-term memory for this session. Orient yourself from the "
+            + "palace status and your recent diary below before you answer.\n\n"
+            + `## Palace status (mempalace_status)\n${text(status)}\n\n`
+            + `## Your diary (mempalace_diary_read, agent_name=${agentName})\n${text(diary)}`,
           display: true,
           details: { agent_name: agentName },
         },

@@ -1,0 +1,150 @@
+"""``palace-conformance selftest``: the command line around :mod:`.selftest`.
+
+Exit status: 0 every mutant killed and the unmutated reference green on the same runs; 1 a
+mutant survived (named, with what it breaks) or the sanity run failed; 2 a usage problem (bad
+flag, unknown mutant, broken scenario files, a reference host that cannot start), one line.
+
+Imports nothing heavy at module level: every ``palace-conformance`` process (the HTTP fake and
+the lock holder included) builds the whole parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from .mutants import Mutant
+
+PROG = "palace-conformance selftest"
+DEFAULT_JOBS = 4  # keep equal to selftest.DEFAULT_JOBS
+DEFAULT_OP_TIMEOUT_MS = 15000  # keep equal to execute.DEFAULT_OP_TIMEOUT_MS
+
+
+class SelftestUsageError(Exception):
+    """One line for the user, exit 2."""
+
+
+def _writable(flag: str, path: str | None) -> Path | None:
+    if path is None:
+        return None
+    target = Path(path)
+    if not target.parent.resolve().is_dir():
+        raise SelftestUsageError(f"{flag} {path}: directory {target.parent} does not exist "
+                                 "(create it first)")
+    return target
+
+
+def chosen(names: list[str]) -> list[Mutant]:
+    """The named mutants (controls included), or every catalogue mutant when none is named."""
+    from . import mutants
+
+    if not names:
+        return list(mutants.MUTANTS)
+    picked: list[Mutant] = []
+    for name in names:
+        try:
+            mutant = mutants.find(name)
+        except mutants.MutantError as exc:
+            raise SelftestUsageError(str(exc)) from None
+        if mutant not in picked:
+            picked.append(mutant)
+    return picked
+
+
+def _list(stream: TextIO) -> int:
+    from . import mutants
+
+    every = (*mutants.MUTANTS, *mutants.CONTROLS)
+    width = max(len(m.name) for m in every)
+    for mutant in every:
+        tag = " (control: must survive)" if mutant.control else ""
+        print(f"{mutant.name:<{width}}  {','.join(mutant.breaks):<9}  {mutant.description}{tag}",
+              file=stream)
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (a CI timeout) ends the selftest like Ctrl-C: runs in flight still clean up."""
+    raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        return _run_checked(args)
+    except SelftestUsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_checked(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list(sys.stdout)
+    if args.jobs < 1:
+        raise SelftestUsageError(f"--jobs {args.jobs}: give 1 or more")
+    if args.op_timeout_ms < 1:
+        raise SelftestUsageError(f"--op-timeout-ms {args.op_timeout_ms}: give 1 or more")
+    mutants = chosen(args.mutant)
+    json_path = _writable("--json", args.json)
+    markdown_path = _writable("--markdown", args.markdown)
+    from ..scenarios.loader import load_catalogue
+    from .selftest import Printer, SelftestOptions, render, run_selftest, selection, to_markdown
+    from .suite import HostProbeError
+
+    loaded = load_catalogue(None)
+    if loaded.problems:
+        for problem in loaded.problems:
+            print(f"{PROG}: {problem}", file=sys.stderr)
+        raise SelftestUsageError(f"{len(loaded.problems)} problem(s) in the shipped scenarios "
+                                 "(palace-conformance fixtures validate)")
+    options = SelftestOptions(jobs=args.jobs, full=args.full, op_timeout_ms=args.op_timeout_ms)
+    runs = sum(len(selection(m, loaded.scenarios, args.full)) for m in mutants)
+    print(f"{PROG}: {len(mutants)} mutant(s), {runs} mutant run(s) plus the unmutated sanity "
+          f"run, {args.jobs} job(s){' (full catalogue)' if args.full else ''}", flush=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result = run_selftest(mutants, loaded.scenarios, options,
+                              report=Printer(len(mutants) + 1, sys.stdout))
+    except HostProbeError as exc:
+        raise SelftestUsageError(f"the reference host failed: {exc}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    render(result)
+    outputs = ((json_path, lambda: json.dumps(result.to_json(), indent=1, ensure_ascii=False)),
+               (markdown_path, lambda: to_markdown(result)))
+    for target, text in outputs:
+        if target is None:
+            continue
+        try:
+            target.write_text(text(), encoding="utf-8")
+        except OSError as exc:
+            raise SelftestUsageError(f"cannot write {target}: {exc.strerror or exc} (the "
+                                     f"selftest itself {'passed' if result.ok else 'failed'})"
+                                     ) from None
+    return result.exit_code
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    cmd = sub.add_parser(
+        "selftest", help="prove the suite: every mutant of the reference bridge must be killed",
+        description="Run mutants of the reference bridge (each the real palace_bridge with one "
+        "rule broken, patched inside the host process) against the scenarios covering what "
+        "they break, and the unmutated reference on the same runs. Exit 0 only when every "
+        "mutant is killed and the unmutated reference passes; 1 when a mutant survives.")
+    cmd.add_argument("--mutant", action="append", default=[], metavar="NAME",
+                     help="only this mutant (repeatable; default: all; see --list)")
+    cmd.add_argument("--list", action="store_true", help="list the mutants and exit")
+    cmd.add_argument("--full", action="store_true",
+                     help="run every bridge scenario against every chosen mutant (slow)")
+    cmd.add_argument("--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
+                     help=f"runs in parallel (default {DEFAULT_JOBS}); every run is isolated")
+    cmd.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
+                     help="an op's deadline when its step sets no timeout_ms "
+                     f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    cmd.add_argument("--json", metavar="FILE", help="write the kill matrix as JSON")
+    cmd.add_argument("--markdown", metavar="FILE", help="write the kill matrix as Markdown")
+    cmd.set_defaults(handler=_run)
