@@ -1,3 +1,3 @@
-"""palace-conformance: fixtures, a fault-injecting fake MemPalace server and a conformance runner."""
+"""palace-conformance: fixtures, a fault-injecting fake MemPalace server and a runner."""
 
 __version__ = "0.1.0"

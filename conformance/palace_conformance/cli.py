@@ -10,6 +10,7 @@ from . import __version__
 from .fake import commands as fake_commands
 from .hosts import commands as hosts_commands
 from .runner import commands as run_commands
+from .runner import report_commands
 from .scenarios import commands as fixture_commands
 
 
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     fixture_commands.add_commands(sub)
     hosts_commands.add_commands(sub)
     run_commands.add_commands(sub)
+    report_commands.add_commands(sub)
     from .runner import selftest_command  # light: the engine loads when the command runs
 
     selftest_command.add_commands(sub)

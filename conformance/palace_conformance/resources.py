@@ -1,4 +1,4 @@
-"""Where the shipped data lives: ``fixtures/`` in a checkout, ``palace_conformance/fixtures`` in a wheel."""
+"""Where shipped data lives: `fixtures/` in a checkout, the package's `fixtures` in a wheel."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ def fixtures_dir() -> Path:
         if (candidate / "schema").is_dir():
             return candidate
     raise FileNotFoundError(
-        "palace-conformance fixtures not found; reinstall the package (pip install palace-conformance)"
+        "palace-conformance fixtures not found; reinstall the package "
+        "(pip install palace-conformance)"
     )
 
 

@@ -205,7 +205,7 @@ def test_overlapping_triggers_coalesce_on_the_wire(scene: Scene) -> None:
 def test_a_wedged_prepare_is_killed_and_the_next_trigger_feeds(scene: Scene) -> None:
     plan = scene.root / "feed-plan.json"
     plan.write_text(json.dumps(["hang", "source"]))
-    env = scene.env(PALACE_FEED_PLAN=str(plan), MEMPALACE_FEED_PREPARE_TIMEOUT_MS="300")
+    env = scene.env(PALACE_FEED_PLAN=str(plan), MEMPALACE_FEED_PREPARE_TIMEOUT_MS="1500")
 
     async def session() -> tuple[RecordingHost, float]:
         bridge, host = await load(env)
@@ -221,11 +221,11 @@ def test_a_wedged_prepare_is_killed_and_the_next_trigger_feeds(scene: Scene) -> 
         return host, waited
 
     host, waited = asyncio.run(session())
-    assert waited >= 0.3
+    assert waited >= 1.5
     assert [e["timed_out"] for e in host.of_kind("exec")] == [True, False, False]
     assert len(scene.records("feed_prepare")) == 3  # the wedged one, the retry, the shutdown
     assert len(scene.calls("mempalace_mine")) == 2
-    assert any("killed after 300 ms" in line for line in stderr_lines(host))
+    assert any("killed after 1500 ms" in line for line in stderr_lines(host))
 
 
 def test_a_refused_mine_is_reported_and_retried(scene: Scene) -> None:

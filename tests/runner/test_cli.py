@@ -78,8 +78,8 @@ def test_only_inapplicable_scenarios_still_exit_0(capsys: pytest.CaptureFixture[
     (("--bridge", "no-such-palace-host-xyz --flag"), "bridge command 'no-such-palace-host-xyz'"),
     ((LIFE, "--select", "nomatch.*"), "no scenario id matches --select nomatch.*"),
     (("--transport", "pigeon"), "argument --transport: invalid choice: 'pigeon'"),
-    (("--baseline", "base.yml"), "--baseline base.yml: expected-failure baselines are not "
-                                 "available in this version yet"),
+    (("--baseline", "base.yml"), "--baseline base.yml: no such file (write one with "
+                                 "'palace-conformance baseline update"),
     (("--json", "/nonexistent/dir/r.json"), "--json /nonexistent/dir/r.json: directory "
                                             "/nonexistent/dir does not exist"),
     ((LIFE, "--bridge", shlex.join(scripted("crash:hello"))),

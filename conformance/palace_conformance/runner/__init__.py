@@ -8,4 +8,9 @@ Modules: :mod:`.results` (the typed result model), :mod:`.driver` (the driver-pr
 (one scenario on one transport), :mod:`.judge` (expectations to check records),
 :mod:`.normalise` and :mod:`.parity` (cross-transport comparison), :mod:`.suite` (many runs in
 parallel), :mod:`.commands` (``palace-conformance run``).
+
+Reporting: :mod:`.markdown` (PR summary), :mod:`.trace` (normalised traces), :mod:`.bundle`,
+:mod:`.redact` and :mod:`.replay` (repro bundles), :mod:`.baseline` (expected failures),
+:mod:`.reporting` (what ``--report-dir`` writes besides JSON/JUnit), :mod:`.report_commands`
+(``replay``, ``baseline update``), :mod:`.pytest_plugin`.
 """

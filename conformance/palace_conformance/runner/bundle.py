@@ -111,7 +111,7 @@ def _env_lines(scenario: Scenario, transport: str) -> list[str]:
     return lines
 
 
-def _fake_recipe(scenario: Scenario, transport: str) -> list[str]:
+def _fake_recipe(scenario: Scenario, transport: str, redactor: Redactor) -> list[str]:
     head = ['export TMP="$(mktemp -d)"  # this run\'s own directory, like the runner\'s ${TMP}',
             'export HOME="$TMP/home"  # private: the writer lock lives under $HOME/.mempalace',
             'mkdir -p "$HOME" && cp palace-state.json "$TMP/palace-state.json"  # the fake '
@@ -134,7 +134,8 @@ def _fake_recipe(scenario: Scenario, transport: str) -> list[str]:
              '--ready-file "$TMP/ready.json"' + (" --sessions" if scenario.http.sessions else ""))
     lines = ["```sh", *head]
     if token is not None:
-        lines += [f"export FAKE_TOKEN={shlex.quote(token)}  # any value works: the fake and the "
+        shown = shlex.quote(redactor.text(token))  # quoted as written: a marker has '<'
+        lines += [f"export FAKE_TOKEN={shown}  # any value works: the fake and the "
                   "bridge only need the same one",
                   f'MEMPALACE_MCP_HTTP_TOKEN="$FAKE_TOKEN" {serve} &']
     else:
@@ -148,7 +149,7 @@ def _fake_recipe(scenario: Scenario, transport: str) -> list[str]:
 
 
 def _readme(scenario: Scenario, result: ScenarioResult, bridge: str, shown: str,
-            transports: Sequence[str]) -> str:
+            transports: Sequence[str], redactor: Redactor) -> str:
     lines = [f"# Repro: `{scenario.id}` on {result.transport}", "", scenario.title, ""]
     status = result.status.replace("_", " ")
     lines += [f"- **Status:** {status}" + (" (known failure: baseline)" if result.baseline
@@ -190,7 +191,7 @@ def _readme(scenario: Scenario, result: ScenarioResult, bridge: str, shown: str,
                   "and `${FAKE_TOKEN}` are the shell variables below.", ""]
         if len(transports) > 1:
             lines += [f"```sh\ncd {transport}\n```", ""]
-        lines += [*_fake_recipe(scenario, transport), ""]
+        lines += [*_fake_recipe(scenario, transport, redactor), ""]
         steps = scenario.steps_for(transport)
         lines += [f"The runner then drives the bridge through {len(steps)} step(s):", ""]
         lines += [f"{i}. {_step_line(step)}" for i, step in enumerate(steps, 1)]
@@ -210,7 +211,8 @@ def _transport_files(writer: _Writer, prefix: str, scenario: Scenario,
     writer.json(f"{prefix}palace-state.json", initial_state(early.palace))
     if result is None:
         return
-    writer.text(f"{prefix}trace.json", traces.dumps(traces.build_trace(result, secrets)))
+    trace = traces.build_trace(result, secrets, fixture=scenario.raw)
+    writer.text(f"{prefix}trace.json", traces.dumps(trace))
     writer.text(f"{prefix}journal.jsonl", "".join(
         json.dumps(record, ensure_ascii=False, default=str) + "\n" for record in result.journal))
     writer.text(f"{prefix}host-stderr.txt", result.host_stderr)
@@ -252,7 +254,7 @@ def write_bundle(run: RunResult, result: ScenarioResult, scenario: Scenario, tar
                     "redacted_secrets": len(redactor.markers)}
         writer.json(MANIFEST, manifest)
         writer.text("README.md", _readme(scenario, result, bridge, shown or str(root),
-                                         transports))
+                                         transports, redactor))
         writer.check()
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
@@ -260,7 +262,8 @@ def write_bundle(run: RunResult, result: ScenarioResult, scenario: Scenario, tar
     return root
 
 
-def _shown(path: Path) -> str:
+def shown_path(path: Path) -> str:
+    """How a report names ``path``: relative to the working directory when under it."""
     try:
         relative = os.path.relpath(path)
     except ValueError:
@@ -278,5 +281,5 @@ def write_bundles(run: RunResult, scenarios: Mapping[str, Scenario], target: Pat
             continue
         root = target / bundle_name(result.scenario, result.transport)
         written.append(write_bundle(run, result, scenario, target, bridge=bridge,
-                                    shown=_shown(root), environ=environ))
+                                    shown=shown_path(root), environ=environ))
     return written

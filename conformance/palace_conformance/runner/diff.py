@@ -315,11 +315,13 @@ def _checks_by_pointer(result: ScenarioResult) -> dict[str, Any]:
 
 def _verdict_divergence(left: ScenarioResult,
                         right: ScenarioResult) -> tuple[str, str, str] | None:
-    """The first check whose status differs: (pointer, left message, right message)."""
+    """The first check one side fails and the other does not (passes it, or has no such
+    check): (pointer, left message, right message)."""
     a, b = _checks_by_pointer(left), _checks_by_pointer(right)
     for pointer in [*a, *(p for p in b if p not in a)]:
         first, second = a.get(pointer), b.get(pointer)
-        if (first.status if first else None) != (second.status if second else None):
+        if (first is not None and not first.passed) != (second is not None
+                                                        and not second.passed):
             return (pointer, f"{first.status}: {first.message}" if first else "(no such check)",
                     f"{second.status}: {second.message}" if second else "(no such check)")
     return None

@@ -63,8 +63,7 @@ def _selection(args: argparse.Namespace) -> Any:
     if args.op_timeout_ms < 1:
         raise RunUsageError(f"--op-timeout-ms {args.op_timeout_ms}: give 1 or more")
     transports = ("stdio", "http") if args.transport == "both" else (args.transport,)
-    return Selection(tuple(args.select), transports, args.jobs, args.op_timeout_ms,
-                     getattr(args, "baseline", None))
+    return Selection(tuple(args.select), transports, args.jobs, args.op_timeout_ms)
 
 
 def _command_line(prog: str, args: argparse.Namespace) -> str:
@@ -98,7 +97,7 @@ def _diff_checked(args: argparse.Namespace) -> int:
 
     from .commands import RunUsageError
     from .diff import compare, render_markdown, render_text
-    from .sources import check_files, collect
+    from .sources import collect
 
     specs = list(getattr(args, "sources", None) or [])
     if len(specs) != 2:
@@ -108,7 +107,6 @@ def _diff_checked(args: argparse.Namespace) -> int:
     selection = _selection(args)
     json_path = _writable("--json", args.json)
     md_path = _writable("--markdown", args.markdown)
-    check_files(specs)
     left, right = collect(specs, selection, args.paths)
     report = compare(left, right)
     sys.stdout.write(render_text(report))
@@ -133,7 +131,7 @@ def _matrix_checked(args: argparse.Namespace) -> int:
 
     from .commands import RunUsageError
     from .matrix import build, render_html, render_markdown
-    from .sources import check_files, collect
+    from .sources import apply_baselines, collect, load_baselines
 
     specs = list(getattr(args, "sources", None) or [])
     if not specs:
@@ -151,8 +149,9 @@ def _matrix_checked(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise RunUsageError(f"--save-runs {args.save_runs}: {exc.strerror} (pick a writable "
                                 "directory)") from None
-    check_files(specs)
+    baselines = load_baselines(args.baseline)
     sources = collect(specs, selection, args.paths)
+    apply_baselines(sources, baselines)
     if save_dir is not None:
         for source in sources:
             name = re.sub(r"[^A-Za-z0-9_.-]+", "-", source.label).strip("-") or "bridge"
@@ -212,8 +211,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(matrix)
     matrix.add_argument("--markdown", metavar="FILE", help="write the matrix as Markdown")
     matrix.add_argument("--html", metavar="FILE", help="write the matrix as one HTML page")
-    matrix.add_argument("--baseline", metavar="FILE",
-                        help="expected-failure baseline: its failures show as known failures")
+    matrix.add_argument("--baseline", action="append", default=[], metavar="[LABEL=]FILE",
+                        help="expected-failure baseline (docs/baselines.md) for the bridge "
+                        "labelled LABEL, or for every bridge; its failures show as known "
+                        "failures; repeatable")
     matrix.add_argument("--save-runs", metavar="DIR",
                         help="also keep each bridge's results as DIR/<label>.json (for --from)")
     matrix.set_defaults(handler=_matrix, sources=[])

@@ -1,4 +1,4 @@
-"""The bridges × scenarios matrix: one status per (scenario, bridge, transport), grouped by area.
+"""The bridges x scenarios matrix: one status per (scenario, bridge, transport), grouped by area.
 
 Built only from :class:`~.results.RunResult` objects (a run made now or a saved ``run --json``),
 so the published matrix can be regenerated from files. A cell is one of
@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from html.parser import HTMLParser
 from importlib import resources
 from typing import Any
 
@@ -99,6 +100,7 @@ class Column:
     bridge: str
     runtime: str
     capabilities: tuple[str, ...]
+    stale_baseline: tuple[str, ...] = ()  # baseline entries that no longer hold
 
 
 @dataclass
@@ -166,7 +168,7 @@ def build(sources: Sequence[Source], command: str = "",
         behaviours = found_behaviours if behaviours is None else behaviours
         areas = found_areas if areas is None else areas
     columns = [Column(s.label, s.origin, s.run.host.bridge, s.run.host.runtime,
-                      tuple(s.capabilities)) for s in sources]
+                      tuple(s.capabilities), tuple(s.run.stale_baseline)) for s in sources]
     present = {r.transport for s in sources for r in s.run.results}
     transports = tuple(t for t in TRANSPORTS if t in present)
     rows: dict[str, Row] = {}
@@ -186,11 +188,40 @@ def build(sources: Sequence[Source], command: str = "",
                   generated=datetime.now(UTC).isoformat(timespec="seconds"), command=command)
 
 
+def trace_lines(result: ScenarioResult | None) -> list[tuple[str, str]]:
+    """The run's normalised outcome as (step key, one line of JSON) pairs: the drill-down's
+    trace. A parity result holds one outcome per transport; its keys say which."""
+    if result is None or not isinstance(result.outcome, dict):
+        return []
+    outcomes = ({"": result.outcome} if "steps" in result.outcome
+                else {f"{t} ": o for t, o in result.outcome.items() if isinstance(o, dict)})
+    lines = []
+    for prefix, outcome in outcomes.items():
+        for key, step in (outcome.get("steps") or {}).items():
+            if isinstance(step, dict) and isinstance(step.get("effects"), list):
+                step = {**step, "effects": _runs(step["effects"])}
+            text = json.dumps(step, ensure_ascii=False, sort_keys=True, default=str)
+            lines.append((str(key), f"{prefix}{key}: {text}"))
+    return lines
+
+
+def _runs(effects: list[Any]) -> list[Any]:
+    """Repeated effect kinds folded for reading: 47 ``tool_registered`` become one entry
+    ``"tool_registered x47"``."""
+    out: list[Any] = []
+    count = 0
+    for index, effect in enumerate(effects):
+        count += 1
+        if index + 1 < len(effects) and effects[index + 1] == effect:
+            continue
+        out.append(f"{effect} x{count}" if count > 1 else effect)
+        count = 0
+    return out
+
+
 def trace_text(result: ScenarioResult | None) -> str:
-    """The run's normalised outcome, pretty-printed (the drill-down's trace)."""
-    if result is None or result.outcome is None:
-        return ""
-    return json.dumps(result.outcome, indent=1, ensure_ascii=False, default=str)
+    """The trace as plain text, one step per line."""
+    return "\n".join(line for _, line in trace_lines(result))
 
 
 # -- Markdown -----------------------------------------------------------------------------------
@@ -225,6 +256,11 @@ def render_markdown(matrix: Matrix, *, details: bool = True, limit: int = 300) -
                    f"{counts[FAILED]} | {counts[KNOWN_FAILURE]} | {counts[NOT_APPLICABLE]} | "
                    f"{counts[NOT_TESTABLE]} |")
     out += ["", "Cells count (scenario, transport) results, parity included.", ""]
+    for column in matrix.columns:
+        out += [f"Baseline entry of `{_md(column.label)}` that no longer holds: {_md(line)}"
+                for line in column.stale_baseline]
+    if any(c.stale_baseline for c in matrix.columns):
+        out.append("")
     labels = [f"`{_md(c.label)}`" for c in matrix.columns]
     out += ["## Behaviours", "", "| behaviour | " + " | ".join(labels) + " |",
             "|---|" + "---|" * len(labels)]
@@ -312,11 +348,15 @@ def _drill_html(cell: Cell) -> str:
         parts.append(f'<li data-pointer="{_e(pointer)}"><code>{_e(pointer)}</code> '
                      f'<span class="msg">{_e(message)}</span></li>')
     parts.append("</ol>")
-    trace = trace_text(result)
+    trace = trace_lines(result)
     if trace:
-        parts.append('<div class="trace-label">Normalised trace (ids, times and paths '
-                     "masked)</div>")
-        parts.append(f'<pre class="trace">{_e(trace)}</pre>')
+        failing = {c.step for c in result.failures} if result is not None else set()
+        parts.append('<div class="trace-label">Normalised trace, one step per line (ids, times '
+                     "and paths masked; repeated effects folded as <code>kind xN</code>; the "
+                     "steps of failing checks marked)</div>")
+        shown = "".join(f'<mark data-step="{_e(key)}">{_e(line)}</mark>' if key in failing
+                        else _e(line) + "\n" for key, line in trace)  # a mark is a block
+        parts.append(f'<pre class="trace">{shown.rstrip()}</pre>')
     if result is not None and result.host_stderr.strip():
         tail = "\n".join(result.host_stderr.rstrip().splitlines()[-STDERR_TAIL:])
         parts.append(f'<div class="trace-label">Host stderr (last {STDERR_TAIL} lines)</div>')
@@ -329,7 +369,8 @@ def _bridges_html(matrix: Matrix) -> str:
     rows = []
     for index, column in enumerate(matrix.columns):
         counts = matrix.counts(index)
-        tallies = "".join(f'<td class="num s-{s}" data-count="{s}">{counts[s]}</td>'
+        tallies = "".join(f'<td class="num{f" s-{s}" if counts[s] else ""}" data-count="{s}">'
+                          f"{counts[s]}</td>"
                           for s in (PASSED, FAILED, KNOWN_FAILURE, NOT_APPLICABLE, NOT_TESTABLE))
         rows.append(f'<tr {_data(bridge=column.label)}><th><code>{_e(column.label)}</code></th>'
                     f"<td>{_e(column.bridge)}<div class=\"sub\">{_e(column.runtime)}</div></td>"
@@ -370,16 +411,16 @@ def _area_html(matrix: Matrix, area: str, rows: Sequence[Row]) -> str:
         covers = " ".join(f'<span class="bid">{_e(b)}</span>' for b in row.covers)
         body.append(f'<tr class="row{" red" if row.red else ""}" '
                     f"{_data(scenario=row.scenario, area=area)}>"
-                    f'<th class="sid"><code>{_e(row.scenario)}</code>'
-                    f'<div class="sub">{_e(row.title)}</div></th><td class="covers">{covers}</td>'
+                    f'<th class="sid"><code>{_e(row.scenario)}</code> <span class="covers">'
+                    f'{covers}</span><div class="sub">{_e(row.title)}</div></th>'
                     + "".join(_cell_html(c) for c in cells) + "</tr>")
         drills += [_drill_html(c) for c in cells if c.status in RED]
     drill_block = (f'<div class="drills"><h3>Why the red cells are red</h3>{"".join(drills)}'
                    "</div>" if drills else "")
     return (f'<section class="area" id="area-{_e(_slug(area))}" {_data(area=area)}>'
             f"<h2>{_e(_area_title(matrix, area))}</h2>"
-            f'<table class="matrix"><thead><tr><th rowspan="2">scenario</th>'
-            f'<th rowspan="2">covers</th>{top}</tr><tr>{sub}</tr></thead>'
+            f'<table class="matrix"><thead><tr><th rowspan="2">scenario, behaviours covered'
+            f"</th>{top}</tr><tr>{sub}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>{drill_block}</section>")
 
 
@@ -395,7 +436,11 @@ def render_html(matrix: Matrix, title: str = "palace-conformance matrix") -> str
     meta = f"Generated {_e(matrix.generated)}"
     if matrix.command:
         meta += f" by <code>{_e(matrix.command)}</code>"
+    stale = [f'<li {_data(bridge=c.label)}><code>{_e(c.label)}</code>: {_e(line)}</li>'
+             for c in matrix.columns for line in c.stale_baseline]
     body = [f'<p class="meta">{meta}</p>', _bridges_html(matrix),
+            (f'<p>Baseline entries that no longer hold:</p><ul class="stale">{"".join(stale)}'
+             "</ul>" if stale else ""),
             f'<div class="toolbar"><label><input type="checkbox" id="only-red"> only rows with a '
             f'red cell</label><span class="legend">{legend}</span></div>',
             '<nav class="areas">' + " ".join(
@@ -414,3 +459,23 @@ def statuses(matrix: Matrix) -> Iterable[tuple[str, str, str, str]]:
     for row in matrix.rows:
         for cell in row.cells.values():
             yield cell.scenario, cell.bridge, cell.transport, cell.status
+
+
+class _CellReader(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.cells: list[dict[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = {k: v or "" for k, v in attrs}
+        if "data-status" in found:
+            self.cells.append({"tag": tag, **found})
+
+
+def read_html_cells(text: str) -> list[dict[str, str]]:
+    """Every element of a matrix page that carries ``data-status`` (cells, behaviour cells,
+    drill-downs), with its attributes plus ``tag``: how a tool or test reads a saved page."""
+    reader = _CellReader()
+    reader.feed(text)
+    reader.close()
+    return reader.cells

@@ -165,10 +165,10 @@ def _no_sigkill(original: Any) -> Any:
     return _signal_group
 
 
-def _timeout_ten_times_late(original: Any) -> Any:
+def _timeout_twenty_times_late(original: Any) -> Any:
     async def request(self: Any, method: str, params: Any, timeout_ms: int | None = None) -> Any:
         if timeout_ms is None and self.config.timeout_ms:
-            timeout_ms = self.config.timeout_ms * 10
+            timeout_ms = self.config.timeout_ms * 20
         return await original(self, method, params, timeout_ms)
 
     return request
@@ -741,9 +741,9 @@ MUTANTS: tuple[Mutant, ...] = (
        "a JSON-RPC error reaches the agent without its data",
        ("palace_bridge.client:PalaceToolError", _error_data_dropped)),
     # STDIO
-    _m("stdio-timeout-ten-times-late", "STDIO-01",
-       "a tool call's timeout is applied at ten times MEMPALACE_MCP_TIMEOUT_MS",
-       (f"{_LOCAL}:LocalEngine.request", _timeout_ten_times_late)),
+    _m("stdio-timeout-twenty-times-late", "STDIO-01",
+       "a tool call's timeout is applied at twenty times MEMPALACE_MCP_TIMEOUT_MS",
+       (f"{_LOCAL}:LocalEngine.request", _timeout_twenty_times_late)),
     _m("stdio-timed-out-child-not-killed", "STDIO-02",
        "a child whose call timed out is forgotten, not killed",
        (f"{_LOCAL}:LocalEngine._retire", _retire_without_kill)),

@@ -19,7 +19,7 @@ from typing import Any
 from ..scenarios.model import Scenario
 from .bundle import MANIFEST, SCENARIO_FILE
 from .redact import restore_markers
-from .results import PARITY, RunResult
+from .results import RunResult
 
 
 class ReplayError(Exception):
@@ -94,9 +94,8 @@ def replay(bundle: Bundle, host_argv: tuple[str, ...], *, op_timeout_ms: int,
 
 def verdict(bundle: Bundle, run: RunResult) -> str:
     """One line: what the bundle recorded and what the replay saw."""
-    transport = bundle.manifest.get("transport", "")
-    result = run.by_id(bundle.scenario.id, transport) if transport != PARITY or \
-        len(bundle.transports) > 1 else None
+    transport = str(bundle.manifest.get("transport", ""))
+    result = run.by_id(bundle.scenario.id, transport)
     now = result.status if result is not None else ("passed" if run.ok else "failed")
     was = bundle.manifest.get("status", "?")
     same = "reproduced" if now == was else "changed"

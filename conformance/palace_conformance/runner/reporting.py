@@ -9,17 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..scenarios.model import Scenario
-from .bundle import write_bundles
+from .bundle import shown_path, write_bundles
 from .markdown import write_markdown
 from .results import RunResult
 
 SUMMARY = "summary.md"
 BUNDLES = "bundles"
-
-
-def _shown(path: Path) -> str:
-    relative = os.path.relpath(path)
-    return relative if not relative.startswith("..") else str(path.resolve())
 
 
 def write_reports(run: RunResult, *, scenarios: Mapping[str, Scenario], bridge: str,
@@ -32,7 +27,7 @@ def write_reports(run: RunResult, *, scenarios: Mapping[str, Scenario], bridge: 
     if report_dir is not None:
         target = report_dir / BUNDLES
         bundles = write_bundles(run, scenarios, target, bridge=bridge)
-        shown_bundles = _shown(target) if bundles else None
+        shown_bundles = shown_path(target) if bundles else None
     for path in (report_dir / SUMMARY if report_dir is not None else None, markdown):
         if path is not None:
             write_markdown(run, path, bundles=shown_bundles,

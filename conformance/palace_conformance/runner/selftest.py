@@ -8,7 +8,8 @@ passes unmutated, otherwise the "kill" might be a broken scenario. Exit 0 only w
 is killed and the sanity run is green; a surviving mutant means a behaviour the suite cannot
 catch, which is exactly what this command exists to find.
 
-The command line lives in :mod:`.selftest_command`; this module is the engine and its reports.
+The command line lives in :mod:`.selftest_command` (light, as every command module must be);
+this module is the engine and its reports.
 """
 
 from __future__ import annotations
@@ -24,15 +25,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..hosts import REFERENCE_HOST
+from . import parity
+from .execute import DEFAULT_OP_TIMEOUT_MS, RunOptions, run_scenario
 from .mutants import Mutant
 from .results import FAILED, NOT_TESTABLE, PARITY, PASSED, ScenarioResult
+from .suite import probe_host
 
 if TYPE_CHECKING:
     from ..scenarios.model import Scenario
 
 SELFTEST_FORMAT = 1
 DEFAULT_JOBS = 4
-DEFAULT_OP_TIMEOUT_MS = 15000  # the runner's default (runner.commands), not imported: light
 KILLED, SURVIVED, NOT_RUN = "killed", "survived", "not_run"
 Job = tuple["Scenario", str]
 
@@ -41,6 +44,7 @@ Job = tuple["Scenario", str]
 class SelftestOptions:
     jobs: int = DEFAULT_JOBS
     full: bool = False  # every bridge scenario for every mutant instead of its selection
+    first_kill: bool = False  # skip a mutant's remaining runs once one failed
     op_timeout_ms: int = DEFAULT_OP_TIMEOUT_MS
     work_root: Path | None = None
     host_argv: tuple[str, ...] = REFERENCE_HOST
@@ -94,6 +98,8 @@ class MutantOutcome:
     results: list[ScenarioResult] = field(default_factory=list)
     sanity: dict[str, str] = field(default_factory=dict)
     duration_ms: float = 0.0
+    selected: int = 0  # runs in its selection (parity comparisons not counted)
+    skipped: int = 0  # runs not started because an earlier one failed (first_kill)
 
     def counts(self, result: ScenarioResult) -> bool:
         """A failed run kills only when the same run passes on the unmutated reference."""
@@ -132,6 +138,9 @@ class MutantOutcome:
             parts.append(f"{untestable} not testable")
         if unproven:
             parts.append(f"{unproven} failed but fail unmutated too")
+        if self.skipped:
+            parts.append(f"{self.skipped} skipped after the first failure (run without "
+                         "--first-kill)")
         return ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -142,6 +151,7 @@ class MutantOutcome:
                 "status": self.status,
                 "why_survived": self.why_survived if self.status != KILLED else None,
                 "kills": [k.to_json() for k in self.kills],
+                "selected": self.selected, "skipped": self.skipped,
                 "runs": [{"scenario": r.scenario, "transport": r.transport, "status": r.status,
                           "counts": self.counts(r), "reason": r.reason,
                           "duration_ms": round(r.duration_ms, 1)} for r in self.results],
@@ -158,6 +168,7 @@ class SelftestResult:
     started_at: str = ""
     duration_ms: float = 0.0
     full: bool = False
+    first_kill: bool = False
     jobs: int = DEFAULT_JOBS
 
     @property
@@ -186,7 +197,7 @@ class SelftestResult:
         killed = sum(1 for o in self.outcomes if o.status == KILLED)
         return {"format": SELFTEST_FORMAT, "ok": self.ok, "bridge": self.bridge,
                 "started_at": self.started_at, "duration_ms": round(self.duration_ms, 1),
-                "full": self.full, "jobs": self.jobs,
+                "full": self.full, "first_kill": self.first_kill, "jobs": self.jobs,
                 "counts": {"mutants": len(self.outcomes), "killed": killed,
                            "survived": len(self.outcomes) - killed, "runs": self.runs,
                            "sanity_runs": _runs(self.sanity)},
@@ -204,110 +215,195 @@ Report = Callable[[str, "MutantOutcome | None", list[ScenarioResult]], None]
 
 def _with_parity(pairs: Sequence[Job], results: list[ScenarioResult]) -> list[ScenarioResult]:
     """The runs plus a parity result for every scenario that ran on both transports."""
-    from . import parity
-
     by_key = {(r.scenario, r.transport): r for r in results}
+    ordered = []
     seen: set[str] = set()
-    extra = []
-    for scenario, _ in pairs:
+    for scenario, _ in pairs:  # selection order: catalogue order, stdio before http
         if scenario.id in seen:
             continue
         seen.add(scenario.id)
+        ordered += [by_key[(scenario.id, t)] for t in parity.TRANSPORTS
+                    if (scenario.id, t) in by_key]
         both = [by_key.get((scenario.id, t)) for t in parity.TRANSPORTS]
         if parity.applies(scenario) and both[0] is not None and both[1] is not None:
-            extra.append(parity.compare(scenario, both[0], both[1]))
-    return results + extra
+            ordered.append(parity.compare(scenario, both[0], both[1]))
+    return ordered
 
 
-class _Groups:
-    """Collects finished runs per group and reports a group once its last run is in."""
+@dataclass
+class _Group:
+    """Runs with one host command line: a mutant's selection or the sanity run."""
 
-    def __init__(self, sizes: list[int], done: Callable[[int], None]) -> None:
-        self.left = list(sizes)
-        self.results: list[list[ScenarioResult]] = [[] for _ in sizes]
+    argv: tuple[str, ...]
+    pairs: list[Job]
+    skip_after_failure: bool = False
+    results: list[ScenarioResult] = field(default_factory=list)
+    left: int = 0
+    skipped: int = 0
+    started: float = 0.0
+    failed: bool = False
+
+
+class _Scheduler:
+    """One pool for every run; runs may be added while others go (first-kill sanity runs)."""
+
+    def __init__(self, options: SelftestOptions, capabilities: Sequence[str],
+                 done: Callable[[int], None],
+                 on_failure: Callable[[int, ScenarioResult], None] | None = None) -> None:
+        self.options = options
+        self.capabilities = capabilities
         self.done = done
+        self.on_failure = on_failure
+        self.groups: list[_Group] = []
         self.lock = threading.Lock()
+        self.pending = 0
+        self.idle = threading.Event()
+        self.idle.set()
+        self.pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
 
-    def add(self, group: int, result: ScenarioResult) -> None:
+    def add_group(self, group: _Group) -> int:
         with self.lock:
-            self.results[group].append(result)
-            self.left[group] -= 1
-            finished = self.left[group] == 0
-        if finished:
-            self.done(group)
+            self.groups.append(group)
+            group.left = len(group.pairs)
+            return len(self.groups) - 1
+
+    def submit(self, index: int, position: int) -> None:
+        with self.lock:
+            self.pending += 1
+            self.idle.clear()
+        self.pool.submit(self._one, index, position)
+
+    def add_run(self, index: int, pair: Job) -> None:
+        """Append ``pair`` to a group that is already running, and schedule it."""
+        with self.lock:
+            group = self.groups[index]
+            group.pairs.append(pair)
+            group.left += 1
+            position = len(group.pairs) - 1
+        self.submit(index, position)
+
+    def _one(self, index: int, position: int) -> None:
+        group = self.groups[index]
+        scenario, transport = group.pairs[position]
+        result = None
+        try:
+            with self.lock:
+                skip = group.skip_after_failure and group.failed
+                group.started = group.started or time.monotonic()
+            if not skip:
+                run = RunOptions(host_argv=group.argv, op_timeout_ms=self.options.op_timeout_ms,
+                                 work_root=self.options.work_root)
+                result = run_scenario(scenario, transport, run, self.capabilities)
+                if result.status == FAILED and self.on_failure is not None:
+                    self.on_failure(index, result)  # may add runs: before this one counts down
+        finally:
+            with self.lock:
+                if result is None:
+                    group.skipped += 1
+                else:
+                    group.results.append(result)
+                    group.failed = group.failed or result.status == FAILED
+                group.left -= 1
+                last = group.left == 0
+            if last:
+                self.done(index)
+            with self.lock:
+                self.pending -= 1
+                if self.pending == 0:
+                    self.idle.set()
+
+    def run(self, order: Sequence[tuple[int, int]]) -> None:
+        """Submit ``order`` (group, position) and wait until no run is left, added ones too."""
+        for index, group in enumerate(self.groups):
+            if not group.pairs:
+                self.done(index)
+        try:
+            for index, position in order:
+                self.submit(index, position)
+            while not self.idle.wait(0.2):
+                pass
+        except BaseException:
+            # Ctrl-C: runs not started are dropped; runs in flight clean up after themselves
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        self.pool.shutdown(wait=True)
+
+
+def _union(pair_lists: Iterable[Iterable[Job]]) -> list[Job]:
+    union: dict[tuple[str, str], Job] = {}
+    for pairs in pair_lists:
+        for scenario, transport in pairs:
+            union.setdefault((scenario.id, transport), (scenario, transport))
+    return list(union.values())
 
 
 def run_selftest(mutants: Sequence[Mutant], scenarios: Sequence[Scenario],
                  options: SelftestOptions | None = None,
                  report: Report | None = None) -> SelftestResult:
-    """Run every mutant on its selection and the unmutated reference on their union.
+    """Run every mutant on its selection and the unmutated reference as the sanity run.
 
-    ``report(label, outcome, sanity_results)`` is called as each mutant (``outcome``) or the
-    sanity run (``outcome`` None) finishes; from worker threads.
+    Default: each mutant runs its whole selection and the sanity run covers their union.
+    ``first_kill``: a mutant's remaining runs are skipped once one fails, and the sanity run
+    covers only the runs that failed (scheduled as soon as they fail; a parity failure brings
+    both transports): about half the work, and a thinner matrix. ``report(label, outcome,
+    sanity_results)`` is called as each mutant (``outcome``) and then the sanity run (``outcome``
+    None) finishes; mutants from worker threads.
     """
-    from .execute import RunOptions, run_scenario
-    from .suite import probe_host
-
     options = options or SelftestOptions()
     started = time.monotonic()
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     host = probe_host(options.host_argv)  # HostProbeError: nothing can run
     picks = [selection(m, scenarios, options.full) for m in mutants]
-    union: dict[tuple[str, str], Job] = {}
-    for pairs in picks:
-        for scenario, transport in pairs:
-            union.setdefault((scenario.id, transport), (scenario, transport))
-    sanity_pairs = list(union.values())
-    groups: list[tuple[tuple[str, ...], list[Job]]] = [
-        (mutant_argv(m, options.host_argv), pairs) for m, pairs in zip(mutants, picks, strict=True)]
-    groups.append((tuple(options.host_argv), sanity_pairs))
-    outcomes = [MutantOutcome(m) for m in mutants]
-    group_started = [0.0] * len(groups)
-    final: dict[int, list[ScenarioResult]] = {}
+    outcomes = [MutantOutcome(m, selected=len(p)) for m, p in zip(mutants, picks, strict=True)]
+    sanity = _Group(tuple(options.host_argv), [] if options.first_kill else _union(picks))
+    queued = {(s.id, t) for s, t in sanity.pairs}
 
-    def finished(group: int) -> None:
-        argv_pairs = groups[group][1]
-        results = _with_parity(argv_pairs, tracker.results[group])
-        final[group] = results
-        if group < len(outcomes):
-            outcome = outcomes[group]
-            outcome.results = results
-            outcome.duration_ms = (time.monotonic() - group_started[group]) * 1000.0
-            if report is not None:
-                report(outcome.mutant.name, outcome, [])
-        elif report is not None:
-            report("sanity", None, results)
+    def done(index: int) -> None:
+        if index >= len(outcomes):
+            return  # the sanity group: reported once everything is in
+        group, outcome = scheduler.groups[index], outcomes[index]
+        outcome.results = _with_parity(group.pairs, group.results)
+        outcome.skipped = group.skipped
+        outcome.duration_ms = ((time.monotonic() - group.started) * 1000.0
+                               if group.started else 0.0)
+        if options.first_kill:  # a parity failure is only known now: confirm both runs
+            for result in outcome.results:
+                if result.transport == PARITY and result.status == FAILED:
+                    confirm(index, result)
+        if report is not None:
+            report(outcome.mutant.name, outcome, [])
 
-    tracker = _Groups([len(pairs) for _, pairs in groups], finished)
-    for index, (_, pairs) in enumerate(groups):
-        if not pairs:
-            finished(index)
+    def confirm(index: int, result: ScenarioResult) -> None:
+        """first_kill: re-run unmutated what just failed, as soon as it failed."""
+        if index >= len(outcomes):
+            return
+        for scenario, transport in picks[index]:
+            if scenario.id == result.scenario and result.transport in (transport, PARITY):
+                with scheduler.lock:
+                    fresh = (scenario.id, transport) not in queued
+                    queued.add((scenario.id, transport))
+                if fresh:
+                    scheduler.add_run(sanity_index, (scenario, transport))
 
-    def one(job: tuple[int, Scenario, str]) -> None:
-        group, scenario, transport = job
-        if not group_started[group]:
-            group_started[group] = time.monotonic()
-        run = RunOptions(host_argv=groups[group][0], op_timeout_ms=options.op_timeout_ms,
-                         work_root=options.work_root)
-        tracker.add(group, run_scenario(scenario, transport, run, host.capabilities))
-
-    jobs = [(g, s, t) for g, (_, pairs) in enumerate(groups) for s, t in pairs]
-    pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
-    try:
-        list(pool.map(one, jobs))
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)  # runs in flight clean up after themselves
-        raise
-    finally:
-        pool.shutdown(wait=True)
-    sanity = final.get(len(groups) - 1, [])
-    statuses = {_key(r): r.status for r in sanity}
+    scheduler = _Scheduler(options, host.capabilities, done,
+                           on_failure=confirm if options.first_kill else None)
+    for mutant, pairs in zip(mutants, picks, strict=True):
+        scheduler.add_group(_Group(mutant_argv(mutant, options.host_argv), list(pairs),
+                                   skip_after_failure=options.first_kill))
+    sanity_index = scheduler.add_group(sanity)
+    order = [(g, i) for g, group in enumerate(scheduler.groups) for i in range(len(group.pairs))]
+    if options.first_kill:  # every mutant's first run, then every second run, ...
+        order.sort(key=lambda job: (job[1], job[0]))
+    scheduler.run(order)
+    finished_sanity = _with_parity(sanity.pairs, sanity.results)
+    if report is not None:
+        report("sanity", None, finished_sanity)
+    statuses = {_key(r): r.status for r in finished_sanity}
     for outcome in outcomes:
         outcome.sanity = statuses
-    return SelftestResult(outcomes=outcomes, sanity=sanity,
-                          bridge=host.bridge, started_at=stamp,
-                          duration_ms=(time.monotonic() - started) * 1000.0, full=options.full,
-                          jobs=options.jobs)
+    return SelftestResult(outcomes=outcomes, sanity=finished_sanity, bridge=host.bridge,
+                          started_at=stamp, duration_ms=(time.monotonic() - started) * 1000.0,
+                          full=options.full, first_kill=options.first_kill, jobs=options.jobs)
 
 
 # --- reports ------------------------------------------------------------------------------------
@@ -373,7 +469,8 @@ def to_markdown(result: SelftestResult) -> str:
     lines = ["# palace-conformance selftest", "",
              f"{summary_line(result)}.", "",
              f"Bridge: {result.bridge or 'palace_bridge'}; started {result.started_at}; "
-             f"{'full catalogue' if result.full else 'selection per mutant'}; "
+             f"{'full catalogue' if result.full else 'selection per mutant'}"
+             f"{', first kill only' if result.first_kill else ''}; "
              f"{result.jobs} job(s).", "",
              "| mutant | breaks | verdict | killed by (first failing check) |",
              "|---|---|---|---|"]
@@ -413,6 +510,7 @@ class Printer:
                 failed = sum(1 for r in outcome.results
                              if r.status == FAILED and r.transport != PARITY)
                 runs = sum(1 for r in outcome.results if r.transport != PARITY)
+                skipped = f", {outcome.skipped} skipped" if outcome.skipped else ""
                 line = (f"{'DONE':<9} {label} ({', '.join(outcome.mutant.breaks)}): {failed}/"
-                        f"{runs} run(s) failed ({outcome.duration_ms / 1000:.1f} s)")
+                        f"{runs} run(s) failed{skipped} ({outcome.duration_ms / 1000:.1f} s)")
             print(f"[{self.count}/{self.total}] {line}", file=self.stream, flush=True)

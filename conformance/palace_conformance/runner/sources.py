@@ -14,10 +14,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .commands import RunUsageError, host_argv, select
 from .results import PARITY, RunResult
+
+if TYPE_CHECKING:
+    from ..scenarios.model import Scenario
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,6 @@ class Selection:
     transports: tuple[str, ...] = ("stdio", "http")
     jobs: int = 2
     op_timeout_ms: int = 15000
-    baseline: str | None = None
 
 
 def bridge_label(spec: str) -> str:
@@ -109,22 +111,10 @@ def filter_run(run: RunResult, selection: Selection) -> RunResult:
                      duration_ms=run.duration_ms, stale_baseline=list(run.stale_baseline))
 
 
-def run_bridge(spec: str, selection: Selection, paths: Sequence[str] = (),
-               progress_stream: TextIO | None = None) -> RunResult:
-    """Run the selected catalogue against one bridge (the same machinery as ``run``)."""
+def plan_runs(selection: Selection, paths: Sequence[str] = ()) -> tuple[Scenario, ...]:
+    """The selected scenarios; every problem is a one-line usage error."""
     from ..scenarios.loader import load_catalogue
-    from .baseline import BaselineError, load_baseline
-    from .console import make_progress
-    from .execute import RunOptions
-    from .suite import HostProbeError, SuiteOptions, run_suite
 
-    argv = host_argv(spec)
-    baseline = None
-    if selection.baseline is not None:
-        try:
-            baseline = load_baseline(selection.baseline)
-        except BaselineError as exc:
-            raise RunUsageError(str(exc)) from None
     catalogue = load_catalogue(list(paths) or None)
     if catalogue.problems:
         raise RunUsageError(f"{len(catalogue.problems)} problem(s) in the scenario files, first: "
@@ -133,9 +123,19 @@ def run_bridge(spec: str, selection: Selection, paths: Sequence[str] = (),
     if not any(t in s.transports for s in scenarios for t in selection.transports):
         raise RunUsageError(f"none of the selected scenarios runs on "
                             f"{' or '.join(selection.transports)}")
-    options = SuiteOptions(run=RunOptions(host_argv=argv, op_timeout_ms=selection.op_timeout_ms),
-                           jobs=selection.jobs, transports=selection.transports,
-                           baseline=baseline)
+    return tuple(scenarios)
+
+
+def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
+               selection: Selection, progress_stream: TextIO | None = None) -> RunResult:
+    """Run the planned scenarios against one bridge (the same machinery as ``run``)."""
+    from .console import make_progress
+    from .execute import RunOptions
+    from .suite import HostProbeError, SuiteOptions, run_suite
+
+    options = SuiteOptions(run=RunOptions(host_argv=tuple(argv),
+                                          op_timeout_ms=selection.op_timeout_ms),
+                           jobs=selection.jobs, transports=selection.transports)
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)
     try:
@@ -146,26 +146,66 @@ def run_bridge(spec: str, selection: Selection, paths: Sequence[str] = (),
 
 def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[str] = (),
             progress_stream: TextIO | None = None) -> list[Source]:
-    """Every source's results, in command-line order, labelled uniquely."""
-    found: list[tuple[str, RunResult, str]] = []
-    for spec in specs:  # files first would be faster to fail, but order is the user's
+    """Every source's results, in command-line order, labelled uniquely.
+
+    Files are read, bridge commands resolved and scenarios selected before any bridge runs, so
+    a typo in the last argument costs no minutes of running the first."""
+    files: dict[int, RunResult] = {}
+    argvs: dict[int, tuple[str, ...]] = {}
+    for index, spec in enumerate(specs):
         if spec.kind == "file":
-            run = filter_run(load_result_file(spec.value), selection)
-            if not run.results:
+            files[index] = filter_run(load_result_file(spec.value), selection)
+            if not files[index].results:
                 raise RunUsageError(f"--from {spec.value}: no result matches the selection "
                                     "(check --select and --transport)")
-            label = spec.label or run.host.bridge or Path(spec.value).stem
-            found.append((label, run, spec.value))
         else:
-            run = run_bridge(spec.value, selection, paths, progress_stream)
-            found.append((spec.label or bridge_label(spec.value), run, spec.value))
+            argvs[index] = host_argv(spec.value)
+    scenarios = plan_runs(selection, paths) if argvs else ()
+    found: list[tuple[str, RunResult, str]] = []
+    for index, spec in enumerate(specs):
+        if index in files:
+            run = files[index]
+            label = spec.label or run.host.bridge or Path(spec.value).stem
+        else:
+            run = run_bridge(spec.value, argvs[index], scenarios, selection, progress_stream)
+            label = spec.label or bridge_label(spec.value)
+        found.append((label, run, spec.value))
     labels = unique_labels([label for label, _, _ in found])
     return [Source(label, run, origin, tuple(run.host.capabilities))
             for label, (_, run, origin) in zip(labels, found, strict=True)]
 
 
-def check_files(specs: Sequence[SourceSpec]) -> None:
-    """Fail fast on a missing ``--from`` file before spending minutes running bridges."""
-    for spec in specs:
-        if spec.kind == "file":
-            load_result_file(spec.value)
+def load_baselines(values: Sequence[str]) -> dict[str | None, Any]:
+    """``--baseline [LABEL=]FILE`` values: label (None: every bridge) -> loaded baseline."""
+    from .baseline import BaselineError, load_baseline
+
+    found: dict[str | None, Any] = {}
+    for value in values:
+        label: str | None = None
+        path = value
+        if "=" in value and not Path(value).exists():
+            label, path = value.split("=", 1)
+        if label in found:
+            raise RunUsageError(f"--baseline {value}: a second baseline for "
+                                f"{label or 'every bridge'} (give one per bridge)")
+        try:
+            found[label] = load_baseline(path)
+        except BaselineError as exc:
+            raise RunUsageError(str(exc)) from None
+    return found
+
+
+def apply_baselines(sources: Sequence[Source], baselines: dict[str | None, Any]) -> None:
+    """Mark each source's known failures with its own baseline (or the one for every bridge);
+    a labelled baseline whose label names no column is a usage error."""
+    from .baseline import apply_baseline
+
+    labels = {s.label for s in sources}
+    unknown = [label for label in baselines if label is not None and label not in labels]
+    if unknown:
+        raise RunUsageError(f"--baseline {unknown[0]}=...: no bridge is labelled {unknown[0]!r} "
+                            f"(labels: {', '.join(sorted(labels))})")
+    for source in sources:
+        chosen = baselines.get(source.label, baselines.get(None))
+        if chosen is not None:
+            apply_baseline(source.run, chosen)

@@ -81,13 +81,16 @@ class _Names:
         return sorted(pairs, key=lambda pair: len(pair[0]), reverse=True)
 
 
-def _recent_dates() -> list[re.Pattern[str]]:
+def _recent_dates(fixture_text: str = "") -> list[re.Pattern[str]]:
     """Today's date (and its neighbours, for runs across midnight or time zones) as written by
-    a run: dates the fixture states are older and stay as written."""
+    a run. A date the fixture itself states stays as written, even on that very day."""
     today = datetime.now(UTC).date()
     days = {today + timedelta(days=d) for d in (-1, 0, 1)}
-    return [re.compile(rf"(?<!\d){day:%Y-%m-%d}(?!\d)|(?<!\d){day:%Y%m%d}(?!\d)")
-            for day in sorted(days)]
+    patterns = []
+    for day in sorted(days):
+        forms = [f for f in (f"{day:%Y-%m-%d}", f"{day:%Y%m%d}") if f not in fixture_text]
+        patterns += [re.compile(rf"(?<!\d){form}(?!\d)") for form in forms]
+    return patterns
 
 
 def _digest(value: Any) -> str:
@@ -101,12 +104,12 @@ def _is_tool(value: Mapping[str, Any]) -> bool:
 
 
 class _Canon:
-    def __init__(self, replacements: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, replacements: Sequence[tuple[str, str]], fixture_text: str = "") -> None:
         self.replacements = list(replacements)
         self.names = _Names()
         self._text: list[tuple[str, str]] = []
         self._pid_patterns: list[tuple[re.Pattern[str], str]] = []
-        self._dates = _recent_dates()
+        self._dates = _recent_dates(fixture_text)
 
     def collect(self, value: Any, key: str = "") -> None:
         """First pass: number identities in the order they appear."""
@@ -216,15 +219,18 @@ def _journal_record(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in DROPPED_JOURNAL_KEYS}
 
 
-def build_trace(result: ScenarioResult, secrets: Iterable[str] = ()) -> dict[str, Any]:
+def build_trace(result: ScenarioResult, secrets: Iterable[str] = (),
+                fixture: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The normalised trace of one run (``result.journal`` must still be in memory).
 
-    ``secrets`` are literal values (tokens) masked wherever they appear.
+    ``secrets`` are literal values (tokens) masked wherever they appear; ``fixture`` is the
+    scenario as written, whose own dates are never taken for "today".
     """
     values = run_values(result)
     replacements = replacement_list(values)
     replacements += [(s, SECRET_MASK) for s in sorted(set(secrets), key=len, reverse=True) if s]
-    canon = _Canon(sorted(replacements, key=lambda pair: len(pair[0]), reverse=True))
+    canon = _Canon(sorted(replacements, key=lambda pair: len(pair[0]), reverse=True),
+                   json.dumps(fixture, ensure_ascii=False) if fixture is not None else "")
     journal = [_journal_record(r) for r in result.journal]
     steps = [_step(s) for s in result.steps]
     canon.collect(journal)
@@ -235,5 +241,6 @@ def build_trace(result: ScenarioResult, secrets: Iterable[str] = ()) -> dict[str
 
 
 def dumps(trace: Mapping[str, Any]) -> str:
-    """The file form: indented, key order kept, non-ASCII as is, one trailing newline."""
-    return json.dumps(trace, indent=2, ensure_ascii=False) + "\n"
+    """The file form: keys sorted, two-space indent, non-ASCII as is, one trailing newline; the
+    same bytes as a syrupy JSON snapshot of the trace, so ``diff`` works between the two."""
+    return json.dumps(trace, indent=2, ensure_ascii=False, sort_keys=True) + "\n"

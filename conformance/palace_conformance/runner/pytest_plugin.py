@@ -1,0 +1,274 @@
+"""pytest plugin: the scenario fixtures as test items, for bridges whose CI already speaks pytest.
+
+``pytest --palace-bridge=reference`` (or a driver host command) adds one item per scenario and
+transport, named like ``stdio.timeout.stall-kills-child[stdio]`` (plus ``[parity]`` when both
+transports run), that fails with the check records' messages. ``--palace-transport``,
+``--palace-select`` (globs, repeatable) and ``--palace-baseline`` mean what ``run``'s flags mean:
+a known failure is an xfail, a baseline entry whose result passes now fails as stale, an expired
+entry no longer excuses its failure.
+
+Registered through the ``pytest11`` entry point, so this module is imported by every pytest run
+of every project that has palace-conformance installed: it imports nothing but pytest, and it
+adds no item, hook or cost unless ``--palace-bridge`` is given.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from ..scenarios.model import Scenario
+    from .baseline import BaselineFile
+    from .results import HostInfo, ScenarioResult
+
+RESULT_PROPERTY = "palace_result"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("palace-conformance", "MemPalace bridge conformance scenarios")
+    group.addoption("--palace-bridge", metavar="reference|COMMAND", default=None,
+                    help="run the palace-conformance scenarios against this bridge host "
+                    "('reference', a Node host spec, or a driver host command); without it the "
+                    "plugin does nothing")
+    group.addoption("--palace-transport", choices=("stdio", "http", "both"), default="both",
+                    help="which transports to run (default both)")
+    group.addoption("--palace-select", action="append", default=[], metavar="PATTERN",
+                    help="only scenario ids matching this glob; repeatable")
+    group.addoption("--palace-baseline", metavar="FILE", default=None,
+                    help="expected-failure baseline (docs/baselines.md)")
+    group.addoption("--palace-scenarios", action="append", default=[], metavar="PATH",
+                    help="scenario files or directories (default: the shipped scenarios)")
+    group.addoption("--palace-op-timeout-ms", type=int, default=15000, metavar="MS",
+                    help="an op's deadline when its step sets no timeout_ms (default 15000)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("palace_bridge"):
+        return
+    config.pluginmanager.register(PalaceSuite(config), "palace-conformance-suite")
+
+
+class PalaceFailure(Exception):
+    """A scenario result that fails the item; ``str()`` is the report body."""
+
+
+def _describe(result: ScenarioResult, note: str = "") -> str:
+    lines = [f"{result.scenario} [{result.transport}] {result.status.replace('_', ' ')}"
+             f" (covers {', '.join(result.covers) or '-'}): {result.title}"]
+    for check in result.failures:
+        where = f" step {check.step}" if check.step is not None else ""
+        lines.append(f"  {check.pointer}{where}: {check.message}")
+    if note:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+class PalaceItem(pytest.Item):
+    """One scenario on one transport (or ``parity``: the comparison of both)."""
+
+    def __init__(self, *, scenario: Scenario, transport: str, suite: PalaceSuite,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.transport = transport
+        self.suite = suite
+        for behaviour in scenario.covers:
+            self.user_properties.append(("covers", behaviour))
+
+    def runtest(self) -> None:
+        result = self.suite.result(self.scenario, self.transport)
+        self.user_properties.append((RESULT_PROPERTY, json.dumps(
+            {"scenario": result.scenario, "transport": result.transport,
+             "status": result.status})))
+        self.suite.judge(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, PalaceFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        # the space keeps pytest from showing the id's dots as "::" (it rewrites a location
+        # that ends the node id); failure headers read "<id> [<transport>]"
+        return self.scenario.path, None, f"{self.scenario.id} [{self.transport}]"
+
+
+class PalaceSuite:
+    """The active plugin: configuration, collection, the runs, and the baseline's verdicts."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from .commands import RunUsageError, host_argv
+
+        self.config = config
+        bridge = config.getoption("palace_bridge")
+        try:
+            self.argv = host_argv(bridge)
+        except RunUsageError as exc:
+            raise pytest.UsageError(f"--palace-bridge: {exc}") from None
+        transport = config.getoption("palace_transport")
+        self.transports = ("stdio", "http") if transport == "both" else (transport,)
+        self.patterns: list[str] = list(config.getoption("palace_select"))
+        self.op_timeout_ms = int(config.getoption("palace_op_timeout_ms"))
+        if self.op_timeout_ms < 1:
+            raise pytest.UsageError("--palace-op-timeout-ms: give 1 or more")
+        self.scenarios = self._load(config.getoption("palace_scenarios"))
+        self.baseline = self._baseline(config.getoption("palace_baseline"))
+        self.host: HostInfo | None = None
+        self.host_error: str | None = None
+        self.cache: dict[tuple[str, str], ScenarioResult] = {}
+        self.seen: list[dict[str, str]] = []
+        self.baseline_lines: list[str] = []
+
+    def _load(self, paths: list[str]) -> list[Scenario]:
+        from ..scenarios.loader import discover, load_catalogue
+
+        files, problems = discover(paths or None)
+        if problems:
+            raise pytest.UsageError(f"--palace-scenarios: {problems[0]}")
+        if self.patterns:  # ids equal file names: skip validating what is not selected
+            files = [f for f in files
+                     if any(fnmatch.fnmatchcase(f.stem, p) for p in self.patterns)]
+            if not files:
+                raise pytest.UsageError(f"--palace-select {' '.join(self.patterns)}: no "
+                                        "scenario id matches (see palace-conformance "
+                                        "fixtures list)")
+        catalogue = load_catalogue(files)
+        if catalogue.problems:
+            raise pytest.UsageError(f"{len(catalogue.problems)} problem(s) in the scenario "
+                                    f"files, first: {catalogue.problems[0]} (palace-conformance "
+                                    "fixtures validate)")
+        return catalogue.scenarios
+
+    def _baseline(self, path: str | None) -> BaselineFile | None:
+        if path is None:
+            return None
+        from .baseline import BaselineError, load_baseline
+
+        try:
+            baseline = load_baseline(path, flag="--palace-baseline")
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        baseline.add_known({s.id: s.transports for s in self.scenarios})
+        return baseline
+
+    # -- collection ----------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so they apply to these items
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        from . import parity
+
+        added: list[pytest.Item] = []
+        xdist = config.pluginmanager.hasplugin("xdist")
+        for scenario in self.scenarios:
+            transports = [t for t in self.transports if t in scenario.transports]
+            if len(transports) == 2 and parity.applies(scenario):
+                transports.append(parity.PARITY)
+            for transport in transports:
+                name = f"{scenario.id}[{transport}]"
+                item = PalaceItem.from_parent(session, name=name, nodeid=name,
+                                              path=scenario.path, scenario=scenario,
+                                              transport=transport, suite=self)
+                # with -n N --dist loadgroup a scenario's items share a worker, so the
+                # [parity] item reuses both runs instead of repeating them
+                if xdist:
+                    item.add_marker(pytest.mark.xdist_group(scenario.id))
+                added.append(item)
+        items.extend(added)
+        # counted like collected files' items ("collected N items"); a passed report is not
+        # forwarded by xdist workers, so this only feeds the local terminal line
+        config.hook.pytest_collectreport(report=pytest.CollectReport(
+            nodeid="palace-conformance", outcome="passed", longrepr=None, result=added))
+
+    # -- running -------------------------------------------------------------------------------
+
+    def _probe(self) -> HostInfo:
+        from .suite import HostProbeError, probe_host
+
+        if self.host is None and self.host_error is None:
+            try:
+                self.host = probe_host(self.argv)
+            except HostProbeError as exc:
+                self.host_error = f"the bridge host failed: {exc}"
+        if self.host is None:
+            raise PalaceFailure(self.host_error or "the bridge host failed")
+        return self.host
+
+    def result(self, scenario: Scenario, transport: str) -> ScenarioResult:
+        """Run (once per process) and return the result; a parity item runs both sides."""
+        from . import parity
+        from .execute import RunOptions, run_scenario
+
+        key = (scenario.id, transport)
+        if key in self.cache:
+            return self.cache[key]
+        if transport == parity.PARITY:
+            sides = [self.result(scenario, t) for t in parity.TRANSPORTS]
+            result = parity.compare(scenario, sides[0], sides[1])
+        else:
+            host = self._probe()
+            options = RunOptions(host_argv=self.argv, op_timeout_ms=self.op_timeout_ms)
+            result = run_scenario(scenario, transport, options, host.capabilities)
+        self.cache[key] = result
+        return result
+
+    def judge(self, result: ScenarioResult) -> None:
+        from .results import FAILURE_STATUSES, NOT_APPLICABLE
+
+        if result.status == NOT_APPLICABLE:
+            pytest.skip(result.reason)
+        entry = self.baseline.entry_for(result) if self.baseline is not None else None
+        if result.status in FAILURE_STATUSES:
+            mark = self.baseline.mark(result) if self.baseline is not None else None
+            if mark is not None:
+                pytest.xfail(f"known failure (baseline): {mark.reason}")
+            note = ""
+            if entry is not None and entry.expires is not None:
+                note = (f"baseline entry {entry.key} expired on {entry.expires.isoformat()}: "
+                        "the failure counts again (fix it, or renew 'expires' with a reason)")
+            raise PalaceFailure(_describe(result, note))
+        if entry is not None and entry.transport == result.transport:
+            raise PalaceFailure(f"{entry.key}: passes now; remove it from the baseline "
+                                f"{self.baseline.source if self.baseline else ''}".rstrip())
+
+    # -- what single items cannot judge: '*' entries and unknown ids ---------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == RESULT_PROPERTY and report.when == "call":
+                self.seen.append(json.loads(value))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.baseline is None or hasattr(self.config, "workerinput"):
+            return  # an xdist worker: the controller sees every worker's reports
+        from .baseline import ANY_TRANSPORT, line_kind
+        from .results import ScenarioResult
+
+        results = [ScenarioResult(scenario=s["scenario"], transport=s["transport"],
+                                  status=s["status"]) for s in self.seen]  # type: ignore[arg-type]
+        exact = {e.key for e in self.baseline.entries if e.transport != ANY_TRANSPORT}
+
+        def per_item(line: str) -> bool:  # already reported by the item itself
+            return (line.split(":", 1)[0] in exact and line_kind(line) != "unknown"
+                    and "never runs on" not in line)
+
+        self.baseline_lines = [line for line in self.baseline.stale(results)
+                               if not per_item(line)]
+        if self.baseline_lines and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.baseline_lines:
+            terminalreporter.section("palace-conformance baseline", red=True)
+            for line in self.baseline_lines:
+                terminalreporter.line(line)
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        return (f"palace-conformance: bridge {config.getoption('palace_bridge')}, "
+                f"{len(self.scenarios)} scenario(s), transports {', '.join(self.transports)}")

@@ -1,0 +1,163 @@
+"""``palace-conformance diff`` and ``matrix`` as a user runs them: exit codes, files, real runs.
+
+The real runs use the Python reference host and its deliberately broken mutant (no Node needed):
+two runs of the same bridge must agree (every volatile value masked), and a bridge that reports
+palace errors as plain exceptions must drift exactly where it first does so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from palace_conformance.runner.matrix import read_html_cells
+
+from .support import eager_steps, failing, result, run, save, wakeup
+
+LAUNCH = "from palace_conformance.cli import main; main()"
+MUTANT = (sys.executable, str(Path(__file__).resolve().parents[1] / "runner" / "mutant_host.py"))
+WAKE = "wake.fresh-session.inject-once"
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMPALACE_", "PALACE_"))}
+    return subprocess.run([sys.executable, "-c", LAUNCH, *args], capture_output=True, text=True,
+                          timeout=110, check=False, cwd=cwd, env=env)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    for needle in needles:
+        assert needle in done.stderr
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (("diff", "--bridge", "reference"), ("exactly two bridges, got 1",)),
+    (("diff", "--from", "/no/such.json", "--bridge", "reference"),
+     ("--from /no/such.json: no such file",)),
+    (("matrix", "--bridge", "reference"), ("nothing to write",)),
+    (("matrix", "--html", "x.html"), ("no bridge given",)),
+    (("matrix", "--from", "a.json", "--html", "/no/dir/m.html"), ("/no/dir does not exist",)),
+    (("diff", "--bridge", "reference", "--bridge", "no-such-host-cmd"),
+     ("'no-such-host-cmd' not found",)),
+    (("diff", "--bridge", "reference", "--bridge", "reference", "--select", "nope.*"),
+     ("no scenario id matches --select nope.*",)),
+])
+def test_usage_problems_are_one_line_exit_2(args: tuple[str, ...], needles: tuple[str, ...],
+                                            tmp_path: Path) -> None:
+    one_line_error(cli(*args, cwd=tmp_path), *needles)
+
+
+def test_a_file_that_is_not_a_result_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"not\": \"a result\"}")
+    one_line_error(cli("diff", "--from", str(bad), "--from", str(bad)),
+                   "not a 'palace-conformance run --json' result")
+    bad.write_text("nope")
+    one_line_error(cli("matrix", "--from", str(bad), "--markdown", str(tmp_path / "m.md")),
+                   "not JSON")
+
+
+def test_diff_from_saved_results(tmp_path: Path) -> None:
+    same_a = save(tmp_path / "a.json", run(result(WAKE, "stdio", eager_steps())))
+    same_b = save(tmp_path / "b.json",
+                  run(result(WAKE, "stdio", eager_steps("/tmp/pc-run-z", pid=7),
+                             tmp="/tmp/pc-run-z")))
+    agree = cli("diff", "--from", f"one={same_a}", "--from", f"two={same_b}")
+    assert agree.returncode == 0, agree.stdout + agree.stderr
+    assert agree.stdout.splitlines()[-1].startswith("SAME: 0 drifting, 1 agreeing")
+
+    drifting = save(tmp_path / "c.json", run(result(
+        WAKE, "stdio", eager_steps(second_prompt=wakeup("again")), status="failed",
+        checks=[failing(WAKE, "stdio", "/steps/4/expect/effects/0", "should not be there")])))
+    out_json, out_md = tmp_path / "drift.json", tmp_path / "drift.md"
+    done = cli("diff", "--from", f"ref={same_a}", "--from", f"mirror={drifting}",
+               "--json", str(out_json), "--markdown", str(out_md))
+    assert done.returncode == 1, done.stderr
+    assert f"DRIFT {WAKE}[stdio]  ref: passed  mirror: failed" in done.stdout
+    assert 'step #4 event before_agent_start "second-prompt", at /result/messages/0' in done.stdout
+    data = json.loads(out_json.read_text())
+    assert [d["id"] for d in data["drift"]] == [f"{WAKE}[stdio]"]
+    assert [b["label"] for b in data["bridges"]] == ["ref", "mirror"]
+    assert f"## `{WAKE}[stdio]`" in out_md.read_text()
+    # the selection applies to saved results too
+    none = cli("diff", "--from", str(same_a), "--from", str(drifting), "--select", "tool.*")
+    one_line_error(none, "no result matches the selection")
+
+
+def test_matrix_from_saved_results_writes_markdown_html_and_counts(tmp_path: Path) -> None:
+    a = save(tmp_path / "a.json", run(result(WAKE, "stdio", eager_steps())))
+    b = save(tmp_path / "b.json", run(result(
+        WAKE, "stdio", eager_steps(), status="failed",
+        checks=[failing(WAKE, "stdio", "/steps/4/expect/effects/0", "should not be there")])))
+    md, page = tmp_path / "m.md", tmp_path / "m.html"
+    done = cli("matrix", "--from", f"ref={a}", "--from", f"other={b}", "--markdown", str(md),
+               "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == ["ref: 1 passed", "other: 1 failed"]
+    assert f"| `{WAKE}` | WAKE-01 | pass | **FAIL** |" in md.read_text()
+    cells = {(c["data-bridge"], c["data-transport"]): c["data-status"]
+             for c in read_html_cells(page.read_text()) if c["tag"] == "td"
+             and "data-scenario" in c}
+    assert cells == {("ref", "stdio"): "passed", ("other", "stdio"): "failed"}
+
+
+def test_two_runs_of_the_same_bridge_never_drift(tmp_path: Path) -> None:
+    # pids, ports, temp dirs, session and drawer ids, timestamps and durations all differ
+    # between these runs; none of it may count
+    done = cli("diff", "--bridge", "reference", "--bridge", "reference",
+               "--select", "tool.errors.rpc-errors-and-results-kept",
+               "--select", WAKE, "--select", "stdio.respawn.after-crash",
+               "--json", str(tmp_path / "d.json"), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads((tmp_path / "d.json").read_text())
+    assert data["drift"] == [] and data["incomparable"] == []
+    assert len(data["agreed"]) == 5 and data["masked"] == []
+    assert [b["label"] for b in data["bridges"]] == ["reference", "reference#2"]
+
+
+def test_a_mutant_bridge_drifts_where_it_first_misreports(tmp_path: Path) -> None:
+    mutant = " ".join([*MUTANT, "errors-as-exception"])
+    done = cli("diff", "--bridge", "reference", "--bridge", mutant, "--transport", "stdio",
+               "--select", "tool.errors.codes-and-data-kept", "--json", str(tmp_path / "d.json"),
+               cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    [drift] = json.loads((tmp_path / "d.json").read_text())["drift"]
+    assert drift["id"] == "tool.errors.codes-and-data-kept[stdio]"
+    assert drift["statuses"] == ["passed", "failed"]
+    assert drift["step"] == {"key": "internal", "index": 3, "op": "call_tool",
+                             "label": "internal"}
+    assert (drift["step_pointer"], drift["left"], drift["right"]) == (
+        "/error/kind", "tool_error", "exception")
+    assert 'step #3 call_tool "internal", at /error/kind' in done.stdout
+
+
+def test_matrix_applies_a_baseline_to_the_bridge_it_names(tmp_path: Path) -> None:
+    failed = run(result(WAKE, "stdio", eager_steps(), status="failed",
+                        checks=[failing(WAKE, "stdio", "/steps/4/expect/effects/0", "no")]),
+                 result("tool.register.schemas-passed-through", "stdio", eager_steps(),
+                        covers=("TOOL-01",)))
+    a = save(tmp_path / "a.json", failed)
+    b = save(tmp_path / "b.json", failed)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"schema_version": 1, "entries": [
+        {"scenario": WAKE, "transport": "stdio", "reason": "one-shot not done yet"},
+        {"scenario": "tool.register.schemas-passed-through", "transport": "stdio",
+         "reason": "fixed since"}]}))
+    md = tmp_path / "m.md"
+    done = cli("matrix", "--from", f"one={a}", "--from", f"two={b}",
+               "--baseline", f"two={baseline}", "--markdown", str(md))
+    assert done.returncode == 0, done.stderr
+    text = md.read_text()
+    assert f"| `{WAKE}` | WAKE-01 | **FAIL** | known failure |" in text
+    assert "Expected by the baseline: one-shot not done yet" in text
+    assert "Baseline entry of `two` that no longer holds: tool.register.schemas-passed-through" \
+        in text
+    one_line_error(cli("matrix", "--from", f"one={a}", "--baseline", f"nobody={baseline}",
+                       "--markdown", str(md)), "no bridge is labelled 'nobody'")
