@@ -79,6 +79,7 @@ def test_selection_is_the_covering_bridge_scenarios_on_their_transports(
 @pytest.mark.parametrize(("name", "patch"), PATCHES, ids=[f"{n}:{p.target}" for n, p in PATCHES])
 def test_every_patch_target_exists_and_the_replacement_fits_it(name: str, patch: Patch) -> None:
     owner, attribute, original = resolve(patch)
+    assert vars(owner)[attribute] is original and attribute == patch.path[-1]
     assert patch.module.startswith("palace_bridge")
     replacement = patch.make(original)
     assert replacement is not original

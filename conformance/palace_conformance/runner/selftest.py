@@ -126,14 +126,18 @@ class MutantOutcome:
         """One line: why no run counts as a kill."""
         if not self.results:
             return "no scenario covers what it breaks"
-        runs = len(self.results)
-        untestable = sum(1 for r in self.results if r.status == NOT_TESTABLE)
+        runs = [r for r in self.results if r.transport != PARITY]
+        untestable = sum(1 for r in runs if r.status == NOT_TESTABLE)
         unproven = sum(1 for r in self.results
                        if r.status == FAILED and not self.counts(r))
-        if untestable == runs:
-            return f"all {runs} run(s) were not testable (did the mutant host start?)"
-        passed = sum(1 for r in self.results if r.status == PASSED)
-        parts = [f"{passed} of {runs} run(s) passed"]
+        if untestable == len(runs):
+            return f"all {len(runs)} run(s) were not testable (did the mutant host start?)"
+        passed = sum(1 for r in runs if r.status == PASSED)
+        parity = [r for r in self.results if r.transport == PARITY]
+        parts = [f"{passed} of {len(runs)} run(s) passed"]
+        if parity:
+            parts[0] += (f" ({sum(1 for r in parity if r.status == PASSED)} of {len(parity)} "
+                         "parity comparison(s) equal)")
         if untestable:
             parts.append(f"{untestable} not testable")
         if unproven:
