@@ -10,13 +10,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .commands import RunUsageError, host_argv, select
+from .commands import RunUsageError, _interrupt, host_argv, select
 from .results import PARITY, RunResult
 
 if TYPE_CHECKING:
@@ -138,10 +139,13 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
                            jobs=selection.jobs, transports=selection.transports)
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # like run: a CI timeout cleans up
     try:
         return run_suite(scenarios, options, progress=make_progress(stream))
     except HostProbeError as exc:
         raise RunUsageError(f"--bridge {spec}: the bridge host failed: {exc}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[str] = (),
