@@ -42,6 +42,7 @@ from palace_bridge.host import (
     RecordingHost,
     ToolDefinition,
 )
+from palace_conformance.runner.procs import alive, argv_of
 
 PROTOCOL = 1
 IMPL = "palace-conformance-python-host"
@@ -134,30 +135,6 @@ class DriverHost(RecordingHost):
     def stderr(self, line: str) -> None:
         for part in str(line).splitlines() or [""]:
             super().stderr(part)
-
-
-def _alive(pid: int) -> bool:
-    """Running and not a zombie (a reaped-late child must not count as alive)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            state = handle.read().rsplit(")", 1)[1].split()[0]
-        return state not in ("Z", "X")
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
-def _argv_of(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
-    except OSError:
-        return []
 
 
 def _validation_problems(schema: Any, args: Any) -> list[str]:
@@ -299,7 +276,7 @@ class ReferenceHost:
         return list(self.known_pids)
 
     async def introspect(self, request: dict[str, Any]) -> Any:
-        return {"children": [{"pid": pid, "argv": _argv_of(pid), "alive": _alive(pid)}
+        return {"children": [{"pid": pid, "argv": argv_of(pid), "alive": alive(pid)}
                              for pid in self._children()],
                 "api_touched": sorted(self.host.api_touched)}
 
@@ -311,9 +288,9 @@ class ReferenceHost:
             await self.bridge.client.stop()
         pids = self._children() or pids
         deadline = time.monotonic() + grace_ms / 1000
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
-        return {"children_alive": sum(1 for p in pids if _alive(p))}
+        return {"children_alive": sum(1 for p in pids if alive(p))}
 
     async def exit(self, request: dict[str, Any]) -> Any:
         return None
