@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..hosts import REFERENCE_HOST
+from .jobs import default_jobs
 
 if TYPE_CHECKING:
     from ..scenarios.model import Scenario
@@ -112,6 +113,8 @@ def _run_checked(args: argparse.Namespace) -> int:
     from .reporting import write_reports
     from .suite import HostProbeError, SuiteOptions, run_suite
 
+    if args.jobs is None:
+        args.jobs = default_jobs()
     if args.jobs < 1:
         raise RunUsageError(f"--jobs {args.jobs}: give 1 or more")
     if args.op_timeout_ms < 1:
@@ -147,7 +150,8 @@ def _run_checked(args: argparse.Namespace) -> int:
         raise RunUsageError(f"none of the selected scenarios runs on {args.transport}")
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
-                       artifacts=report_dir / "runs" if report_dir else None),
+                       artifacts=report_dir / "runs" if report_dir else None,
+                       warm_start=not args.cold_start),
         jobs=args.jobs, transports=transports, baseline=baseline)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -199,8 +203,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                      help="which transports to run (default both)")
     run.add_argument("--select", action="append", default=[], metavar="PATTERN",
                      help="only scenario ids matching this glob (e.g. 'stdio.*'); repeatable")
-    run.add_argument("--jobs", type=int, default=2, metavar="N",
-                     help="runs in parallel (default 2); every run is isolated")
+    run.add_argument("--jobs", type=int, default=None, metavar="N",
+                     help="runs in parallel (default: two per CPU, 2 to 8; here "
+                     f"{default_jobs()}); every run is isolated")
+    run.add_argument("--cold-start", action="store_true",
+                     help="start every reference host and HTTP fake as a fresh interpreter "
+                     "(slower); by default they are forked from a warm server that imported "
+                     "them once (docs/runner.md)")
     run.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                      help="an op's deadline when its step sets no timeout_ms "
                      f"(default {DEFAULT_OP_TIMEOUT_MS})")

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import warm as warm_start
+
 PROTOCOL = 1
 DEFAULT_GRACE_MS = 3000  # runner-side slack past the host's own deadline
 STDERR_KEEP = 256 * 1024  # bytes of host stderr kept in memory
@@ -63,13 +65,14 @@ class DriverClient:
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
                  cwd: str | os.PathLike[str] | None = None,
                  stderr_path: str | os.PathLike[str] | None = None,
-                 grace_ms: int = DEFAULT_GRACE_MS) -> None:
+                 grace_ms: int = DEFAULT_GRACE_MS, warm: bool = True) -> None:
         self.argv = list(argv)
+        self.warm = warm  # the reference host may be forked warm (runner/warm.py)
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
         self.grace_ms = grace_ms
         self.stderr_path = Path(stderr_path) if stderr_path else None
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | warm_start.WarmProcess | None = None
         self._lines: queue.Queue[Any] = queue.Queue()
         self._stderr = bytearray()
         self._stderr_lock = threading.Lock()
@@ -81,9 +84,10 @@ class DriverClient:
 
     def start(self) -> DriverClient:
         try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, env=self.env, cwd=self.cwd,
-                                         start_new_session=True)
+            self.proc = warm_start.start(self.argv, warm=self.warm,
+                                         env=self.env if self.env is not None else os.environ,
+                                         cwd=self.cwd or os.getcwd(), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as exc:
             raise DriverFailure(HOST_START, "start", f"cannot start host {self.argv[0]!r}: "
                                 f"{exc.strerror or exc}") from None

@@ -52,6 +52,7 @@ class RunOptions:
     hello_timeout_ms: int = HELLO_TIMEOUT_MS  # a host has this long to start and say hello
     work_root: Path | None = None  # where run directories are made (default: the system tmp)
     artifacts: Path | None = None  # keep each run's files under <artifacts>/<id>/<transport>
+    warm_start: bool = True  # fork the reference host and the HTTP fake warm (runner/warm.py)
 
 
 def not_applicable_reason(scenario: Scenario, transport: str,
@@ -123,7 +124,8 @@ class _Execution:
             if why:
                 return self._not_applicable(why)
         try:
-            self.world = World(self.original, self.transport, work_root=self.options.work_root)
+            self.world = World(self.original, self.transport, work_root=self.options.work_root,
+                               warm_start=self.options.warm_start)
             try:
                 self.world.open()
             except SetupError as exc:
@@ -139,7 +141,8 @@ class _Execution:
         assert world is not None
         scenario = world.scenario
         self.driver = DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
-                                   stderr_path=world.host_stderr, grace_ms=self.options.grace_ms)
+                                   stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
+                                   warm=self.options.warm_start)
         try:
             self.driver.start()
             hello = self.driver.hello(self.options.hello_timeout_ms)

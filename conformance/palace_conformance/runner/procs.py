@@ -9,6 +9,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from . import warm
 
 #: a leftover is only killed when its command line mentions one of these (pid reuse guard)
 _OURS = (b"palace_conformance", b"palace-conformance", b"mempalace")
@@ -58,7 +62,8 @@ def kill_leftovers(pids: Iterable[int]) -> list[int]:
     return killed
 
 
-def stop(proc: subprocess.Popen[bytes] | None, grace_s: float = 3.0) -> int | None:
+def stop(proc: subprocess.Popen[bytes] | warm.WarmProcess | None,
+         grace_s: float = 3.0) -> int | None:
     """SIGTERM, wait ``grace_s``, then SIGKILL; returns the exit code."""
     if proc is None:
         return None

@@ -9,7 +9,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -18,6 +18,7 @@ from . import parity
 from .baseline import Baseline, apply_baseline
 from .driver import DriverClient, DriverFailure
 from .execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
+from .jobs import default_jobs
 from .results import HostInfo, RunResult, ScenarioResult
 from .world import scrubbed_environ
 
@@ -43,18 +44,18 @@ class Progress(Protocol):
 @dataclass(frozen=True)
 class SuiteOptions:
     run: RunOptions
-    jobs: int = 2
+    jobs: int = field(default_factory=default_jobs)
     transports: tuple[str, ...] = ("stdio", "http")
     baseline: Baseline | None = None
 
 
 def probe_host(argv: Sequence[str], grace_ms: int = 3000,
-               hello_timeout_ms: int = HELLO_TIMEOUT_MS) -> HostInfo:
+               hello_timeout_ms: int = HELLO_TIMEOUT_MS, warm: bool = True) -> HostInfo:
     """Start the host, ask ``hello``, let it go; :class:`HostProbeError` when that fails."""
     with tempfile.TemporaryDirectory(prefix="pc-probe-") as home:
         env = scrubbed_environ()
         env["HOME"] = home
-        client = DriverClient(argv, env=env, cwd=home, grace_ms=grace_ms)
+        client = DriverClient(argv, env=env, cwd=home, grace_ms=grace_ms, warm=warm)
         try:
             client.start()
             hello = client.hello(hello_timeout_ms)
@@ -86,7 +87,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     started = time.monotonic()
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     host = host or probe_host(options.run.host_argv, options.run.grace_ms,
-                              options.run.hello_timeout_ms)
+                              options.run.hello_timeout_ms, options.run.warm_start)
     jobs = plan(scenarios, options.transports)
     if progress is not None:
         progress.start(len(jobs))

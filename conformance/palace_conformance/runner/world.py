@@ -29,9 +29,9 @@ from ..fake.server import ENV_JOURNAL, ENV_PLAN, ENV_STATE
 from ..scenarios import placeholders
 from ..scenarios.model import PLACEHOLDERS, Scenario, Step
 from ..scenarios.palace_state import PalaceSeedError, write_state
-from . import procs, standins
+from . import procs, standins, warm
+from .warm import LAUNCH
 
-LAUNCH = "from palace_conformance.cli import main; main()"
 START_S = 15.0  # how long a fake or lock holder may take to come up
 #: variables never inherited from the runner's own environment (they would steer the bridge)
 SCRUBBED_PREFIXES = ("MEMPALACE_", "PALACE_")
@@ -64,8 +64,10 @@ class World:
     """Create with :meth:`open`; the expanded scenario is :attr:`scenario`."""
 
     def __init__(self, scenario: Scenario, transport: str, *,
-                 work_root: str | os.PathLike[str] | None = None, keep: bool = False) -> None:
+                 work_root: str | os.PathLike[str] | None = None, keep: bool = False,
+                 warm_start: bool = True) -> None:
         self.original = scenario
+        self.warm_start = warm_start  # fork the HTTP fake from the warm server (runner/warm.py)
         self.scenario = scenario
         self.transport = transport
         self.keep = keep
@@ -80,7 +82,7 @@ class World:
         self.state = self.root / "palace-state.json"
         self.fake_stderr = self.root / "fake-stderr.txt"
         self.host_stderr = self.root / "host-stderr.txt"
-        self.fake: subprocess.Popen[bytes] | None = None
+        self.fake: subprocess.Popen[bytes] | warm.WarmProcess | None = None
         self.fake_url: str | None = None
         self.holder: subprocess.Popen[bytes] | None = None
         self.env: dict[str, str] = {}
@@ -164,9 +166,8 @@ class World:
         if self.original.http.token is not None:
             env[TOKEN_ENV] = self.original.http.token  # not in argv: argv is a wire-secret probe
         with open(self.fake_stderr, "wb") as err:
-            self.fake = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=err, env=env, cwd=self.root,
-                                         start_new_session=True)
+            self.fake = warm.start(argv, warm=self.warm_start, env=env, cwd=self.root,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.monotonic() + START_S
         while not ready.exists():
             if self.fake.poll() is not None or time.monotonic() > deadline:

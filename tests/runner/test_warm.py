@@ -1,0 +1,162 @@
+"""Warm starts (runner/warm.py): a forked child must be indistinguishable from a fresh process to
+everything a scenario can observe, and anything the warm server cannot do must start cold."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from palace_conformance.fake.http import TOKEN_ENV
+from palace_conformance.hosts import REFERENCE_HOST
+from palace_conformance.runner import procs, warm
+from palace_conformance.runner.driver import DriverClient
+from palace_conformance.runner.execute import RunOptions, run_scenario
+from palace_conformance.runner.world import scrubbed_environ
+from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
+
+CLI = [sys.executable, "-c", warm.LAUNCH]
+
+
+@pytest.fixture
+def server() -> Iterator[warm.WarmServer]:
+    """A private warm server, so a test that breaks it breaks nobody else's."""
+    own = warm.WarmServer()
+    yield own
+    own.close()
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = scrubbed_environ()
+    env["HOME"] = str(tmp_path)
+    env.update(extra)
+    return env
+
+
+def _wait_for(path: Path, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.01)
+
+
+def test_only_the_runners_own_programs_are_recognised() -> None:
+    host = warm.entry_for([*REFERENCE_HOST, "--mutant", "x"])
+    assert host == warm.Entry("palace_conformance.hosts.reference", None, ("--mutant", "x"))
+    assert warm.entry_for([*CLI, "fake", "http"]) == warm.Entry("palace_conformance.cli", "-c",
+                                                                ("fake", "http"))
+    assert warm.entry_for(["node", "host.mjs"]) is None
+    assert warm.entry_for([sys.executable, "-c", "print(1)"]) is None
+    assert warm.entry_for(["/other/python", *REFERENCE_HOST[1:]]) is None
+
+
+def test_a_warm_child_has_its_own_cwd_env_session_and_dies_by_its_signal(
+        tmp_path: Path, server: warm.WarmServer) -> None:
+    proc = warm.popen([*CLI, "fake", "http", "--port", "0", "--ready-file", "ready.json"],
+                      env=_env(tmp_path, **{TOKEN_ENV: "s3cret"}), cwd=tmp_path,
+                      stderr=subprocess.PIPE, server=server)
+    try:
+        _wait_for(tmp_path / "ready.json")  # a relative path: the child runs in its own cwd
+        port = json.loads((tmp_path / "ready.json").read_text())["port"]
+        assert os.getsid(proc.pid) == proc.pid and os.getpgid(proc.pid) == proc.pid
+        assert proc.pid != server._proc.pid and procs.alive(proc.pid)  # type: ignore[union-attr]
+        answer = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, timeout=5)
+        assert answer.status_code == 401  # the token came from the child's own environment
+        assert proc.poll() is None
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(0.05)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(5) == -signal.SIGKILL  # as subprocess.Popen reports a signal
+    finally:
+        proc.kill()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_exit_codes_and_standard_streams_are_the_childs(tmp_path: Path,
+                                                      server: warm.WarmServer) -> None:
+    listing = warm.popen([*CLI, "fixtures", "list"], env=_env(tmp_path), cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, server=server)
+    assert listing.stdout is not None and listing.stderr is not None
+    out = listing.stdout.read().decode()
+    assert listing.wait(30) == 0
+    assert "wake.fresh-session.inject-once" in out
+    wrong = warm.popen([*CLI, "--no-such-flag"], env=_env(tmp_path), cwd=tmp_path,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, server=server)
+    assert wrong.stderr is not None and wrong.stdout is not None
+    err = wrong.stderr.read().decode()
+    assert wrong.wait(30) == 2 and "(see --help)" in err
+    for stream in (listing.stdout, listing.stderr, wrong.stdout, wrong.stderr):
+        stream.close()
+
+
+def test_other_commands_and_a_broken_server_start_cold(tmp_path: Path) -> None:
+    with pytest.raises(warm.WarmStartUnavailable):
+        warm.popen(["sh", "-c", "exit 3"], env=_env(tmp_path), cwd=tmp_path)
+    cold = warm.start(["sh", "-c", "exit 3"], warm=True, env=_env(tmp_path), cwd=tmp_path)
+    assert isinstance(cold, subprocess.Popen) and cold.wait(10) == 3
+    broken = warm.WarmServer()
+    broken._broken = "no fork server on this platform"
+    with pytest.raises(warm.WarmStartUnavailable, match="no fork server"):
+        warm.popen([*CLI, "fixtures", "list"], env=_env(tmp_path), cwd=tmp_path, server=broken)
+    fallback = warm.start([*CLI, "fixtures", "list"], warm=True, env=_env(tmp_path),
+                          cwd=tmp_path, stdout=subprocess.DEVNULL, server=broken)
+    assert isinstance(fallback, subprocess.Popen) and fallback.wait(30) == 0
+
+
+def test_a_child_outlives_a_dead_server_and_is_still_waited_for(
+        tmp_path: Path, server: warm.WarmServer) -> None:
+    proc = warm.popen([*CLI, "fake", "http", "--port", "0", "--ready-file", "ready.json"],
+                      env=_env(tmp_path), cwd=tmp_path, server=server)
+    try:
+        _wait_for(tmp_path / "ready.json")
+        assert server._proc is not None
+        server._proc.kill()
+        server._proc.wait(5)
+        assert proc.poll() is None and procs.alive(proc.pid)  # orphaned, not reported dead
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(10) == warm.UNKNOWN_EXIT  # nobody could tell its real exit code
+    finally:
+        proc.kill()
+    again = warm.popen([*CLI, "fixtures", "list"], env=_env(tmp_path), cwd=tmp_path,
+                       stdout=subprocess.DEVNULL, server=server)
+    assert again.wait(30) == 0  # a dead server is started again
+
+
+def test_the_driver_forks_the_reference_host_warm_unless_told_not_to(tmp_path: Path) -> None:
+    with DriverClient(REFERENCE_HOST, env=_env(tmp_path), cwd=tmp_path) as host:
+        assert isinstance(host.proc, warm.WarmProcess)
+        assert host.hello()["protocol"] == 1
+        assert os.getsid(host.proc.pid) == host.proc.pid
+        host.request("exit", {"timeout_ms": 2000}, deadline_ms=2000)
+        assert host.proc.wait(5) == 0
+    with DriverClient(REFERENCE_HOST, env=_env(tmp_path), cwd=tmp_path, warm=False) as host:
+        assert isinstance(host.proc, subprocess.Popen)
+        assert host.hello()["protocol"] == 1
+
+
+@pytest.mark.parametrize("scenario_id", [
+    "life.shutdown.stuck-child-term-then-kill",  # signals, process groups, leftovers
+    "http.connect.refused-token-retries-bounded",  # the HTTP fake's token from its env
+    "wake.fresh-session.inject-once",  # what the agent sees
+])
+def test_warm_and_cold_runs_have_the_same_outcome(scenario_id: str, tmp_path: Path) -> None:
+    area = scenario_id.split(".", 1)[0]
+    scenario = load_scenario(scenarios_dir() / area / f"{scenario_id}.json")
+    for transport in scenario.transports:
+        results = {}
+        for warm_start in (True, False):
+            options = RunOptions(host_argv=REFERENCE_HOST, work_root=tmp_path,
+                                 warm_start=warm_start)
+            results[warm_start] = run_scenario(scenario, transport, options)
+        assert results[True].status == results[False].status == "passed", (
+            results[True].reason, results[False].reason)
+        assert results[True].outcome == results[False].outcome
