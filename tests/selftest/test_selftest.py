@@ -133,8 +133,9 @@ def test_usage_mistakes_are_one_line_with_exit_2(capsys: pytest.CaptureFixture[s
 
 def test_the_command_defaults_match_the_engine() -> None:
     from palace_conformance.runner import execute, selftest, selftest_command
+    from palace_conformance.runner.jobs import default_jobs
 
-    assert selftest_command.DEFAULT_JOBS == selftest.DEFAULT_JOBS
+    assert selftest.SelftestOptions().jobs == default_jobs()
     assert selftest_command.DEFAULT_OP_TIMEOUT_MS == execute.DEFAULT_OP_TIMEOUT_MS
 
 

@@ -15,6 +15,7 @@ import shlex
 import shutil
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -106,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_checked(args: argparse.Namespace) -> int:
     from ..scenarios.loader import load_catalogue
+    from . import warm
     from .baseline import BaselineError, load_baseline
     from .console import make_progress, render_summary
     from .execute import RunOptions
@@ -136,6 +138,8 @@ def _run_checked(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise RunUsageError(f"--report-dir {args.report_dir}: {exc.strerror} (pick a "
                                 "writable directory)") from None
+    if not args.cold_start:  # the warm server imports while the catalogue is read and checked
+        threading.Thread(target=warm.prestart, daemon=True).start()
     catalogue = load_catalogue(args.paths or None)
     if catalogue.problems:
         for problem in catalogue.problems:

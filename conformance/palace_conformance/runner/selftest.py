@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..hosts import REFERENCE_HOST
 from . import parity
 from .execute import DEFAULT_OP_TIMEOUT_MS, RunOptions, run_scenario
+from .jobs import default_jobs
 from .mutants import Mutant
 from .results import FAILED, NOT_TESTABLE, PARITY, PASSED, ScenarioResult
 from .suite import probe_host
@@ -35,14 +36,13 @@ if TYPE_CHECKING:
     from ..scenarios.model import Scenario
 
 SELFTEST_FORMAT = 1
-DEFAULT_JOBS = 4
 KILLED, SURVIVED, NOT_RUN = "killed", "survived", "not_run"
 Job = tuple["Scenario", str]
 
 
 @dataclass(frozen=True)
 class SelftestOptions:
-    jobs: int = DEFAULT_JOBS
+    jobs: int = field(default_factory=default_jobs)
     full: bool = False  # every bridge scenario for every mutant instead of its selection
     first_kill: bool = False  # skip a mutant's remaining runs once one failed
     op_timeout_ms: int = DEFAULT_OP_TIMEOUT_MS
@@ -173,7 +173,7 @@ class SelftestResult:
     duration_ms: float = 0.0
     full: bool = False
     first_kill: bool = False
-    jobs: int = DEFAULT_JOBS
+    jobs: int = field(default_factory=default_jobs)
 
     @property
     def survivors(self) -> list[MutantOutcome]:

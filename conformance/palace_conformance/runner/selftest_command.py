@@ -17,11 +17,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from .jobs import default_jobs
+
 if TYPE_CHECKING:
     from .mutants import Mutant
 
 PROG = "palace-conformance selftest"
-DEFAULT_JOBS = 4  # keep equal to selftest.DEFAULT_JOBS
 DEFAULT_OP_TIMEOUT_MS = 15000  # keep equal to execute.DEFAULT_OP_TIMEOUT_MS
 
 
@@ -84,6 +85,8 @@ def _run(args: argparse.Namespace) -> int:
 def _run_checked(args: argparse.Namespace) -> int:
     if args.list:
         return _list(sys.stdout)
+    if args.jobs is None:
+        args.jobs = default_jobs()
     if args.jobs < 1:
         raise SelftestUsageError(f"--jobs {args.jobs}: give 1 or more")
     if args.op_timeout_ms < 1:
@@ -146,8 +149,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     cmd.add_argument("--first-kill", action="store_true",
                      help="skip a mutant's remaining runs once one fails, and re-run unmutated "
                      "only the runs that failed (about twice as fast; a thinner matrix)")
-    cmd.add_argument("--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
-                     help=f"runs in parallel (default {DEFAULT_JOBS}); every run is isolated")
+    cmd.add_argument("--jobs", type=int, default=None, metavar="N",
+                     help="runs in parallel (default: two per CPU, 2 to 8; here "
+                     f"{default_jobs()}); every run is isolated")
     cmd.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                      help="an op's deadline when its step sets no timeout_ms "
                      f"(default {DEFAULT_OP_TIMEOUT_MS})")
