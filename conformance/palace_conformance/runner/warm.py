@@ -346,7 +346,12 @@ def serve() -> None:
                 buffer = buffer[_HEADER.size + size:]
                 stdin, stdout, stderr, status = pending[:4]
                 del pending[:4]
-                pid = _fork(request, (stdin, stdout, stderr))
+                try:
+                    pid = _fork(request, (stdin, stdout, stderr))
+                except OSError as exc:  # e.g. EAGAIN: too many processes; the runner goes cold
+                    os.close(status)
+                    sock.sendall(f"error cannot fork: {exc.strerror or exc}\n".encode())
+                    continue
                 statuses[pid] = status
                 sock.sendall(f"pid {pid}\n".encode())
         _reap(statuses)
@@ -368,10 +373,13 @@ def _reap(statuses: dict[int, int]) -> None:
 
 
 def _fork(request: dict[str, Any], streams: tuple[int, int, int]) -> int:
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        _close_all(streams)
+        raise
     if pid:
-        for fd in streams:
-            os.close(fd)
+        _close_all(streams)  # the server keeps none of the child's streams
         return pid
     code = 1
     try:  # the child: nothing of the server's survives but the imported modules
@@ -385,6 +393,12 @@ def _fork(request: dict[str, Any], streams: tuple[int, int, int]) -> int:
         code = _run_child(request)
     finally:
         os._exit(code)
+
+
+def _close_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _max_fd() -> int:
