@@ -67,9 +67,29 @@ def test_state_file_round_trips(tmp_path_factory: pytest.TempPathFactory,
     for subject, _, obj in triples:
         facts = run(reader, "mempalace_kg_query", entity=subject)["facts"]
         assert any(f["subject"] == subject and f["object"] == obj for f in facts)
-    seqs = [e["seq"] for e in run(reader, "mempalace_event_list", limit=100)["events"]]
+    seqs = [e["seq"] for e in run(reader, "mempalace_event_list", limit=100,
+                                  order="asc")["events"]]
     assert seqs == list(range(1, len(triples) + 1))
     assert json.loads(path.read_text())["triples"]
+
+
+def test_event_list_is_newest_first_without_a_cursor_and_forward_from_one() -> None:
+    """3.11's schema: order defaults to 'desc' without since_event_id, 'asc' with it; an explicit
+    order always wins; the limit applies after ordering."""
+    store = PalaceStore()
+    ids = [run(store, "mempalace_event_append", type="note", stream="s", room="r",
+               from_agent="ann", body=str(n))["event"]["id"] for n in range(5)]
+
+    def listed(**args: Any) -> list[str]:
+        return [e["id"] for e in run(store, "mempalace_event_list", **args)["events"]]
+
+    assert listed() == ids[::-1]
+    assert listed(limit=2) == ids[:2:-1]  # the newest two
+    assert listed(since_event_id=ids[1]) == ids[2:]
+    assert listed(since_event_id=ids[1], limit=2) == ids[2:4]
+    assert listed(since_event_id=ids[1], order="desc") == ids[:1:-1]
+    assert listed(order="asc", limit=3) == ids[:3]
+    assert listed(before_event_id=ids[3]) == ids[2::-1]
 
 
 def test_search_ranks_by_word_overlap() -> None:

@@ -455,7 +455,9 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if args.get("before_event_id") in ids:
         events = events[: ids.index(args["before_event_id"])]
     events = [e for e in events if _event_selected(e, args)]
-    if args.get("order") == "desc":
+    # like 3.11: newest first unless resuming from a cursor; an explicit order always wins
+    order = args.get("order") or ("asc" if args.get("since_event_id") else "desc")
+    if order == "desc":
         events.reverse()
     limit = int(args.get("limit", 50) or 50)
     events = events[:limit]
