@@ -61,7 +61,7 @@ def test_a_file_that_is_not_a_result_is_one_line(tmp_path: Path) -> None:
                    "not a 'palace-conformance run --json' result")
     bad.write_text("nope")
     one_line_error(cli("matrix", "--from", str(bad), "--markdown", str(tmp_path / "m.md")),
-                   "not JSON")
+                   "not a JSON report")
 
 
 def test_diff_from_saved_results(tmp_path: Path) -> None:

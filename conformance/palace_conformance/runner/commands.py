@@ -16,11 +16,11 @@ import shutil
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..hosts import REFERENCE_HOST
 from .jobs import default_jobs
+from .usage import RunUsageError, at_least_one, directory, one_line, writable
 
 if TYPE_CHECKING:
     from ..scenarios.model import Scenario
@@ -29,10 +29,6 @@ PROG = "palace-conformance run"
 TRANSPORTS = ("stdio", "http")
 DEFAULT_OP_TIMEOUT_MS = 15000  # keep equal to execute.DEFAULT_OP_TIMEOUT_MS (not imported: the
 # CLI module is imported by every palace-conformance process, fakes included, so it stays light)
-
-
-class RunUsageError(Exception):
-    """One line for the user, exit 2."""
 
 
 def host_argv(bridge: str) -> tuple[str, ...]:
@@ -82,27 +78,9 @@ def select(scenarios: list[Scenario], patterns: list[str]) -> list[Scenario]:
     return chosen
 
 
-def _writable(flag: str, path: str | None) -> Path | None:
-    if path is None:
-        return None
-    target = Path(path)
-    if not target.parent.resolve().is_dir():
-        raise RunUsageError(f"{flag} {path}: directory {target.parent} does not exist "
-                            "(create it first)")
-    return target
-
-
 def _interrupt(signum: int, frame: object) -> None:
     """SIGTERM (a CI timeout) ends the run like Ctrl-C: runs in flight still clean up."""
     raise KeyboardInterrupt
-
-
-def _run(args: argparse.Namespace) -> int:
-    try:
-        return _run_checked(args)
-    except RunUsageError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
 
 
 def _run_checked(args: argparse.Namespace) -> int:
@@ -117,27 +95,19 @@ def _run_checked(args: argparse.Namespace) -> int:
 
     if args.jobs is None:
         args.jobs = default_jobs()
-    if args.jobs < 1:
-        raise RunUsageError(f"--jobs {args.jobs}: give 1 or more")
-    if args.op_timeout_ms < 1:
-        raise RunUsageError(f"--op-timeout-ms {args.op_timeout_ms}: give 1 or more")
+    at_least_one("--jobs", args.jobs)
+    at_least_one("--op-timeout-ms", args.op_timeout_ms)
     argv = host_argv(args.bridge)
-    json_path = _writable("--json", args.json)
-    junit_path = _writable("--junit", args.junit)
-    markdown_path = _writable("--markdown", args.markdown)
+    json_path = writable("--json", args.json)
+    junit_path = writable("--junit", args.junit)
+    markdown_path = writable("--markdown", args.markdown)
     baseline = None
     if args.baseline is not None:
         try:
             baseline = load_baseline(args.baseline)
         except BaselineError as exc:
             raise RunUsageError(str(exc)) from None
-    report_dir = Path(args.report_dir) if args.report_dir else None
-    if report_dir is not None:
-        try:
-            report_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RunUsageError(f"--report-dir {args.report_dir}: {exc.strerror} (pick a "
-                                "writable directory)") from None
+    report_dir = directory("--report-dir", args.report_dir)
     if not args.cold_start:  # the warm server imports while the catalogue is read and checked
         threading.Thread(target=warm.prestart, daemon=True).start()
     catalogue = load_catalogue(args.paths or None)
@@ -228,4 +198,4 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                      help="keep every run's journal, host stderr and result, plus "
                      "results.json, junit.xml, summary.md and a repro bundle per failure "
                      "(bundles/<scenario>--<transport>/), under DIR")
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=one_line(PROG)(_run_checked))

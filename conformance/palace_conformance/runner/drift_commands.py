@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 from typing import Any
+
+from .usage import RunUsageError, at_least_one, directory, one_line, writable, write_text
 
 DEFAULT_OP_TIMEOUT_MS = 15000
 
@@ -31,37 +32,11 @@ class _AddSource(argparse.Action):
         namespace.sources = found
 
 
-def _writable(flag: str, path: str | None) -> Path | None:
-    from .commands import RunUsageError
-
-    if path is None:
-        return None
-    target = Path(path)
-    if not target.parent.resolve().is_dir():
-        raise RunUsageError(f"{flag} {path}: directory {target.parent} does not exist "
-                            "(create it first)")
-    return target
-
-
-def _write(target: Path | None, text: str) -> None:
-    from .commands import RunUsageError
-
-    if target is None:
-        return
-    try:
-        target.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise RunUsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-
-
 def _selection(args: argparse.Namespace) -> Any:
-    from .commands import RunUsageError
     from .sources import Selection
 
-    if args.jobs < 1:
-        raise RunUsageError(f"--jobs {args.jobs}: give 1 or more")
-    if args.op_timeout_ms < 1:
-        raise RunUsageError(f"--op-timeout-ms {args.op_timeout_ms}: give 1 or more")
+    at_least_one("--jobs", args.jobs)
+    at_least_one("--op-timeout-ms", args.op_timeout_ms)
     transports = ("stdio", "http") if args.transport == "both" else (args.transport,)
     return Selection(tuple(args.select), transports, args.jobs, args.op_timeout_ms)
 
@@ -82,20 +57,9 @@ def _command_line(prog: str, args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _diff(args: argparse.Namespace) -> int:
-    from .commands import RunUsageError
-
-    try:
-        return _diff_checked(args)
-    except RunUsageError as exc:
-        print(f"palace-conformance diff: {exc}", file=sys.stderr)
-        return 2
-
-
 def _diff_checked(args: argparse.Namespace) -> int:
     import json
 
-    from .commands import RunUsageError
     from .diff import compare, render_markdown, render_text
     from .sources import collect
 
@@ -105,31 +69,20 @@ def _diff_checked(args: argparse.Namespace) -> int:
                             "twice, e.g. --bridge reference --bridge pi-mcp, or --from a saved "
                             "'run --json' for either)")
     selection = _selection(args)
-    json_path = _writable("--json", args.json)
-    md_path = _writable("--markdown", args.markdown)
+    json_path = writable("--json", args.json)
+    md_path = writable("--markdown", args.markdown)
     left, right = collect(specs, selection, args.paths)
     report = compare(left, right)
     sys.stdout.write(render_text(report))
-    _write(json_path, json.dumps(report.to_json(), indent=1, ensure_ascii=False, default=str))
-    _write(md_path, render_markdown(report))
+    write_text(json_path, json.dumps(report.to_json(), indent=1, ensure_ascii=False, default=str))
+    write_text(md_path, render_markdown(report))
     return report.exit_code
-
-
-def _matrix(args: argparse.Namespace) -> int:
-    from .commands import RunUsageError
-
-    try:
-        return _matrix_checked(args)
-    except RunUsageError as exc:
-        print(f"palace-conformance matrix: {exc}", file=sys.stderr)
-        return 2
 
 
 def _matrix_checked(args: argparse.Namespace) -> int:
     import json
     import re
 
-    from .commands import RunUsageError
     from .matrix import build, render_html, render_markdown
     from .sources import apply_baselines, collect, load_baselines
 
@@ -140,26 +93,20 @@ def _matrix_checked(args: argparse.Namespace) -> int:
     if args.markdown is None and args.html is None:
         raise RunUsageError("nothing to write (give --markdown FILE and/or --html FILE)")
     selection = _selection(args)
-    md_path = _writable("--markdown", args.markdown)
-    html_path = _writable("--html", args.html)
-    save_dir = Path(args.save_runs) if args.save_runs else None
-    if save_dir is not None:
-        try:
-            save_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RunUsageError(f"--save-runs {args.save_runs}: {exc.strerror} (pick a writable "
-                                "directory)") from None
+    md_path = writable("--markdown", args.markdown)
+    html_path = writable("--html", args.html)
+    save_dir = directory("--save-runs", args.save_runs)
     baselines = load_baselines(args.baseline)
     sources = collect(specs, selection, args.paths)
     apply_baselines(sources, baselines)
     if save_dir is not None:
         for source in sources:
             name = re.sub(r"[^A-Za-z0-9_.-]+", "-", source.label).strip("-") or "bridge"
-            _write(save_dir / f"{name}.json",
+            write_text(save_dir / f"{name}.json",
                    json.dumps(source.run.to_json(), indent=1, ensure_ascii=False, default=str))
     matrix = build(sources, command=_command_line("matrix", args))
-    _write(md_path, render_markdown(matrix))
-    _write(html_path, render_html(matrix))
+    write_text(md_path, render_markdown(matrix))
+    write_text(html_path, render_html(matrix))
     for index, column in enumerate(matrix.columns):
         counts = matrix.counts(index)
         print(f"{column.label}: " + ", ".join(f"{n} {s.replace('_', ' ')}"
@@ -200,7 +147,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(diff)
     diff.add_argument("--json", metavar="FILE", help="write the drift report as JSON")
     diff.add_argument("--markdown", metavar="FILE", help="write the drift report as Markdown")
-    diff.set_defaults(handler=_diff, sources=[])
+    diff.set_defaults(handler=one_line("palace-conformance diff")(_diff_checked), sources=[])
 
     matrix = sub.add_parser(
         "matrix", help="bridges x scenarios report (Markdown and/or one HTML page)",
@@ -217,5 +164,5 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         "failures; repeatable")
     matrix.add_argument("--save-runs", metavar="DIR",
                         help="also keep each bridge's results as DIR/<label>.json (for --from)")
-    matrix.set_defaults(handler=_matrix, sources=[])
+    matrix.set_defaults(handler=one_line("palace-conformance matrix")(_matrix_checked), sources=[])
 

@@ -103,7 +103,8 @@ class PalaceSuite:
     """The active plugin: configuration, collection, the runs, and the baseline's verdicts."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from .commands import RunUsageError, host_argv
+        from .commands import host_argv
+        from .usage import RunUsageError
 
         self.config = config
         bridge = config.getoption("palace_bridge")

@@ -10,15 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sys
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .commands import DEFAULT_OP_TIMEOUT_MS, RunUsageError, host_argv
-
-if TYPE_CHECKING:
-    from .results import RunResult
+from .commands import DEFAULT_OP_TIMEOUT_MS, host_argv
+from .usage import RunUsageError, at_least_one, one_line, writable
 
 REPLAY = "palace-conformance replay"
 BASELINE = "palace-conformance baseline"
@@ -29,25 +25,13 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _replay(args: argparse.Namespace) -> int:
-    try:
-        return _replay_checked(args)
-    except RunUsageError as exc:
-        print(f"{REPLAY}: {exc}", file=sys.stderr)
-        return 2
-
-
 def _replay_checked(args: argparse.Namespace) -> int:
     from .console import make_progress, render_summary
     from .replay import ReplayError, load_bundle, replay, verdict
     from .suite import HostProbeError
 
-    if args.op_timeout_ms < 1:
-        raise RunUsageError(f"--op-timeout-ms {args.op_timeout_ms}: give 1 or more")
-    json_path = Path(args.json) if args.json else None
-    if json_path is not None and not json_path.parent.resolve().is_dir():
-        raise RunUsageError(f"--json {args.json}: directory {json_path.parent} does not exist "
-                            "(create it first)")
+    at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    json_path = writable("--json", args.json)
     try:
         bundle = load_bundle(args.bundle)
     except ReplayError as exc:
@@ -84,47 +68,16 @@ def _expires(value: str | None) -> date | None:
         raise RunUsageError(f"--expires {value}: not a date (write YYYY-MM-DD)") from None
 
 
-def _read_report(path: str) -> RunResult:
-    """A ``run --json`` / ``results.json`` file, or one line saying what is wrong with it."""
-    from .results import RunResult
-
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunUsageError(f"--from {path}: no such file (write one with 'palace-conformance "
-                            "run --json FILE')") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunUsageError(f"--from {path}: not a JSON report ({exc}); give a 'run --json' "
-                            "file") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise RunUsageError(f"--from {path}: not a 'palace-conformance run --json' result (no "
-                            "'results' list)")
-    try:
-        return RunResult.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RunUsageError(f"--from {path}: malformed result ({exc!r}); regenerate it with "
-                            "'palace-conformance run --json FILE'") from None
-
-
-def _baseline_update(args: argparse.Namespace) -> int:
-    try:
-        return _baseline_update_checked(args)
-    except RunUsageError as exc:
-        print(f"{BASELINE} update: {exc}", file=sys.stderr)
-        return 2
-
-
 def _baseline_update_checked(args: argparse.Namespace) -> int:
     from .baseline import BaselineError, load_baseline, update_baseline, write_baseline
+    from .sources import load_result_file
 
     expires = _expires(args.expires)
     if args.reason is not None and not args.reason.strip():
         raise RunUsageError("--reason is empty (say in one line why the failures are accepted)")
-    out = Path(args.out)
-    if not out.parent.resolve().is_dir():
-        raise RunUsageError(f"--out {args.out}: directory {out.parent} does not exist "
-                            "(create it first)")
-    run = _read_report(args.report)
+    out = writable("--out", args.out)
+    assert out is not None
+    run = load_result_file(args.report)
     old_path = args.baseline or (args.out if out.exists() else None)
     old = None
     if old_path is not None:
@@ -162,7 +115,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         metavar="MS", help="an op's deadline when its step sets no timeout_ms "
                         f"(default {DEFAULT_OP_TIMEOUT_MS})")
     replay.add_argument("--json", metavar="FILE", help="write the replay's result model as JSON")
-    replay.set_defaults(handler=_replay)
+    replay.set_defaults(handler=one_line(REPLAY)(_replay_checked))
 
     baseline = sub.add_parser(
         "baseline", help="maintain an expected-failure baseline",
@@ -188,4 +141,4 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     update.add_argument("--issue", metavar="URL|ID", help="issue recorded on new entries")
     update.add_argument("--expires", metavar="YYYY-MM-DD",
                         help="expiry date recorded on new entries")
-    update.set_defaults(handler=_baseline_update)
+    update.set_defaults(handler=one_line(f"{BASELINE} update")(_baseline_update_checked))

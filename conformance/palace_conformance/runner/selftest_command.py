@@ -14,30 +14,16 @@ import argparse
 import json
 import signal
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .jobs import default_jobs
+from .usage import RunUsageError, at_least_one, one_line, writable, write_text
 
 if TYPE_CHECKING:
     from .mutants import Mutant
 
 PROG = "palace-conformance selftest"
 DEFAULT_OP_TIMEOUT_MS = 15000  # keep equal to execute.DEFAULT_OP_TIMEOUT_MS
-
-
-class SelftestUsageError(Exception):
-    """One line for the user, exit 2."""
-
-
-def _writable(flag: str, path: str | None) -> Path | None:
-    if path is None:
-        return None
-    target = Path(path)
-    if not target.parent.resolve().is_dir():
-        raise SelftestUsageError(f"{flag} {path}: directory {target.parent} does not exist "
-                                 "(create it first)")
-    return target
 
 
 def chosen(names: list[str]) -> list[Mutant]:
@@ -51,7 +37,7 @@ def chosen(names: list[str]) -> list[Mutant]:
         try:
             mutant = mutants.find(name)
         except mutants.MutantError as exc:
-            raise SelftestUsageError(str(exc)) from None
+            raise RunUsageError(str(exc)) from None
         if mutant not in picked:
             picked.append(mutant)
     return picked
@@ -74,26 +60,16 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _run(args: argparse.Namespace) -> int:
-    try:
-        return _run_checked(args)
-    except SelftestUsageError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
-
-
 def _run_checked(args: argparse.Namespace) -> int:
     if args.list:
         return _list(sys.stdout)
     if args.jobs is None:
         args.jobs = default_jobs()
-    if args.jobs < 1:
-        raise SelftestUsageError(f"--jobs {args.jobs}: give 1 or more")
-    if args.op_timeout_ms < 1:
-        raise SelftestUsageError(f"--op-timeout-ms {args.op_timeout_ms}: give 1 or more")
+    at_least_one("--jobs", args.jobs)
+    at_least_one("--op-timeout-ms", args.op_timeout_ms)
     mutants = chosen(args.mutant)
-    json_path = _writable("--json", args.json)
-    markdown_path = _writable("--markdown", args.markdown)
+    json_path = writable("--json", args.json)
+    markdown_path = writable("--markdown", args.markdown)
     from ..scenarios.loader import load_catalogue
     from .selftest import Printer, SelftestOptions, render, run_selftest, selection, to_markdown
     from .suite import HostProbeError
@@ -102,7 +78,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     if loaded.problems:
         for problem in loaded.problems:
             print(f"{PROG}: {problem}", file=sys.stderr)
-        raise SelftestUsageError(f"{len(loaded.problems)} problem(s) in the shipped scenarios "
+        raise RunUsageError(f"{len(loaded.problems)} problem(s) in the shipped scenarios "
                                  "(palace-conformance fixtures validate)")
     options = SelftestOptions(jobs=args.jobs, full=args.full, first_kill=args.first_kill,
                               op_timeout_ms=args.op_timeout_ms)
@@ -116,21 +92,16 @@ def _run_checked(args: argparse.Namespace) -> int:
         result = run_selftest(mutants, loaded.scenarios, options,
                               report=Printer(len(mutants) + 1, sys.stdout))
     except HostProbeError as exc:
-        raise SelftestUsageError(f"the reference host failed: {exc}") from None
+        raise RunUsageError(f"the reference host failed: {exc}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     render(result)
     outputs = ((json_path, lambda: json.dumps(result.to_json(), indent=1, ensure_ascii=False)),
                (markdown_path, lambda: to_markdown(result)))
+    outcome = f"the selftest itself {'passed' if result.ok else 'failed'}"
     for target, text in outputs:
-        if target is None:
-            continue
-        try:
-            target.write_text(text(), encoding="utf-8")
-        except OSError as exc:
-            raise SelftestUsageError(f"cannot write {target}: {exc.strerror or exc} (the "
-                                     f"selftest itself {'passed' if result.ok else 'failed'})"
-                                     ) from None
+        if target is not None:
+            write_text(target, text(), outcome=outcome)
     return result.exit_code
 
 
@@ -157,4 +128,4 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                      f"(default {DEFAULT_OP_TIMEOUT_MS})")
     cmd.add_argument("--json", metavar="FILE", help="write the kill matrix as JSON")
     cmd.add_argument("--markdown", metavar="FILE", help="write the kill matrix as Markdown")
-    cmd.set_defaults(handler=_run)
+    cmd.set_defaults(handler=one_line(PROG)(_run_checked))

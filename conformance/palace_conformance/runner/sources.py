@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .commands import RunUsageError, _interrupt, host_argv, select
+from .commands import _interrupt, host_argv, select
 from .results import PARITY, RunResult
+from .usage import RunUsageError
 
 if TYPE_CHECKING:
     from ..scenarios.model import Scenario
@@ -89,7 +90,8 @@ def load_result_file(path: str) -> RunResult:
     except OSError as exc:
         raise RunUsageError(f"--from {path}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunUsageError(f"--from {path}: not JSON ({exc}); give a 'run --json' file") from None
+        raise RunUsageError(f"--from {path}: not a JSON report ({exc}); give a 'run --json' "
+                            "file") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise RunUsageError(f"--from {path}: not a 'palace-conformance run --json' result (no "
                             "'results' list)")
