@@ -662,6 +662,23 @@ def _seq_ignored(original: Any) -> Any:
     return _answers
 
 
+def _ack_of_ignored(original: Any) -> Any:
+    def _answers(reply: dict[str, Any], ask: dict[str, Any]) -> bool:
+        return bool(original(dict(reply, metadata={}), ask))  # only correlation_id joins
+
+    return _answers
+
+
+def _ack_of_any_event(original: Any) -> Any:
+    def _answers(reply: dict[str, Any], ask: dict[str, Any]) -> bool:
+        metadata = reply.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("ack_of"):  # acks *something*: enough
+            reply = dict(reply, metadata=dict(metadata, ack_of=ask.get("id")))
+        return bool(original(reply, ask))
+
+    return _answers
+
+
 def _claimed_is_terminal(original: Any) -> Any:
     return frozenset(original) | {"claimed"}
 
@@ -881,6 +898,12 @@ MUTANTS: tuple[Mutant, ...] = (
     _m("mail-seq-ignored", "MAIL-03",
        "a reply closes an ask whatever their seq order",
        (f"{_MAILBOX}:_answers", _seq_ignored)),
+    _m("mail-ack-of-ignored", "MAIL-03",
+       "metadata.ack_of does not join a reply to its ask (only correlation_id does)",
+       (f"{_MAILBOX}:_answers", _ack_of_ignored)),
+    _m("mail-ack-of-any-event", "MAIL-03",
+       "a reply that acks any event closes every ask",
+       (f"{_MAILBOX}:_answers", _ack_of_any_event)),
     _m("mail-claimed-closes", "MAIL-03",
        "a 'claimed' reply counts as terminal",
        (f"{_MAILBOX}:TERMINAL", _claimed_is_terminal)),

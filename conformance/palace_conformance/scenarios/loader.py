@@ -19,6 +19,7 @@ from ..resources import fixtures_dir, tool_catalogue
 from . import matching, placeholders
 from .behaviours import Behaviour, load_behaviours
 from .model import AREAS, PLACEHOLDERS, SCHEMA_VERSION, Scenario
+from .palace_state import LABEL, event_id_references
 from .schema import schema_problems
 
 BRIDGE_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "sleep", "server",
@@ -198,7 +199,7 @@ def semantic_problems(data: dict[str, Any], path: Path,
                       context: Context) -> list[tuple[str, str, str]]:
     """Rules beyond the schema: names, references, transports and placeholders that fit."""
     return [*_identity(data, path, context), *_steps(data, context), *_faults(data, context),
-            *_expectations(data, context), *_placeholders(data)]
+            *_expectations(data, context), *_palace_labels(data), *_placeholders(data)]
 
 
 def _identity(data: dict[str, Any], path: Path, context: Context) -> Found:
@@ -393,6 +394,24 @@ def _transports_at(data: dict[str, Any], where: str) -> set[str]:
         limit = check.get("transport")
         return transports & {limit} if limit else transports
     return transports
+
+
+def _palace_labels(data: dict[str, Any]) -> Found:
+    """Seeded events name earlier ones by label (``as``), since their ids are made at seeding."""
+    labels: set[str] = set()
+    for index, event in enumerate((data.get("palace") or {}).get("events") or ()):
+        at = f"/palace/events/{index}"
+        for where, label in event_id_references(event, at):
+            if label not in labels:
+                yield (where, f"$event_id {label!r} names no earlier event",
+                       f'label an earlier event with "as": "{label}" (ids exist only once an '
+                       "event is filed, so only earlier events can be named)")
+        label = event.get(LABEL)
+        if isinstance(label, str):
+            if label in labels:
+                yield (f"{at}/as", f"event label {label!r} is used twice",
+                       "give each labelled event its own label")
+            labels.add(label)
 
 
 def _placeholders(data: dict[str, Any]) -> Found:
