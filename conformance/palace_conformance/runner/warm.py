@@ -101,25 +101,26 @@ class WarmProcess:
         self._lock = threading.Lock()
 
     def _read_status(self, timeout: float | None) -> int | None:
-        with self._lock:
-            if self.returncode is None and not self._orphaned:
-                ready, _, _ = select.select([self._status], [], [], timeout)
-                if not ready:
+        if self.returncode is None and not self._orphaned:
+            poller = select.poll()  # not select(): no limit on the descriptor's number
+            poller.register(self._status, select.POLLIN)
+            if not poller.poll(None if timeout is None else max(0, int(timeout * 1000))):
+                return None
+            with self._lock:  # another thread may have read it meanwhile
+                if self.returncode is None and not self._orphaned:
+                    data = os.read(self._status, 64)
+                    try:
+                        self.returncode = int(data.decode().strip())
+                    except ValueError:  # the server died first: nobody will report this child
+                        self._orphaned = True
+        if self.returncode is None:  # orphaned: watch the pid itself
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while procs.alive(self.pid):
+                if deadline is not None and time.monotonic() >= deadline:
                     return None
-                data = os.read(self._status, 64)
-                os.close(self._status)
-                try:
-                    self.returncode = int(data.decode().strip())
-                except ValueError:  # the server died first: nobody will report this child
-                    self._orphaned = True
-            if self.returncode is None and self._orphaned:
-                deadline = None if timeout is None else time.monotonic() + timeout
-                while procs.alive(self.pid):
-                    if deadline is not None and time.monotonic() >= deadline:
-                        return None
-                    time.sleep(0.02)
-                self.returncode = UNKNOWN_EXIT
-            return self.returncode
+                time.sleep(0.02)
+            self.returncode = UNKNOWN_EXIT
+        return self.returncode
 
     def poll(self) -> int | None:
         return self._read_status(0)
@@ -142,9 +143,8 @@ class WarmProcess:
         self.send_signal(signal.SIGKILL)
 
     def __del__(self) -> None:
-        if self.returncode is None and not self._orphaned:
-            with contextlib.suppress(OSError):
-                os.close(self._status)
+        with contextlib.suppress(OSError):
+            os.close(self._status)
 
 
 class WarmServer:
