@@ -132,6 +132,10 @@ def _run_checked(args: argparse.Namespace) -> int:
         run = run_suite(scenarios, options, progress=make_progress())
     except HostProbeError as exc:
         raise RunUsageError(f"the bridge host failed: {exc}") from None
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted: the runs in flight finished and were cleaned up; no report "
+              "written", file=sys.stderr, flush=True)
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
     render_summary(run)
