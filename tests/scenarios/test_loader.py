@@ -252,3 +252,79 @@ def test_missing_path_is_a_problem(tmp_path: Path) -> None:
     assert [str(p) for p in catalogue.problems] == [
         f"{tmp_path}/nowhere: no such file or directory "
         "(give a scenario file or a directory of them)"]
+
+
+# -- subject fake: http steps and the fake-only server actions -------------------------------
+
+FAKE: dict[str, Any] = {
+    "schema_version": 1,
+    "id": "fake.sample.raw-http",
+    "title": "A raw request",
+    "covers": ["FAKE-05"],
+    "subject": "fake",
+    "transports": ["http"],
+    "steps": [{"op": "http", "method": "GET", "path": "/healthz",
+               "expect": {"result": {"status": 200}}}],
+}
+
+
+def fake_scenario(**changes: Any) -> dict[str, Any]:
+    data = copy.deepcopy(FAKE)
+    data.update(changes)
+    return data
+
+
+def test_an_http_step_is_typed_with_its_fields(tmp_path: Path) -> None:
+    data = fake_scenario()
+    data["steps"].append({"op": "http", "method": "POST", "headers": {"Host": "evil.example"},
+                          "body_size": 17, "auth": False})
+    loaded = load_scenario(write(tmp_path, data))
+    step = loaded.steps[1]
+    assert step.op == "http" and not step.host_op
+    assert dict(step.params) == {"method": "POST", "headers": {"Host": "evil.example"},
+                                 "body_size": 17, "auth": False}
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    (scenario(steps=[*BASE["steps"], {"op": "http", "method": "GET"}]),
+     "/steps/5/op: op 'http' is not available to subject 'bridge' (use one of: call_tool, "),
+    (fake_scenario(transports=["stdio", "http"]),
+     "/steps/0/op: op 'http' needs the HTTP fake but this step also runs on stdio "
+     '(add "transport": "http" to the step or run the scenario on http only)'),
+    (fake_scenario(steps=[{"op": "http", "method": "POST", "body": "{}", "body_size": 3}]),
+     "/steps/0: an http step takes 'body' or 'body_size', not both (keep one of them)"),
+    (fake_scenario(steps=[{"op": "http", "method": "PATCH"}]),
+     '/steps/0/method: "PATCH" is not allowed here (use one of: "GET", "POST", "DELETE", '),
+    (fake_scenario(steps=[{"op": "http", "method": "GET", "headers": {"X-Count": 3}}]),
+     "/steps/0/headers/X-Count: expected string, got 3 (write a JSON string)"),
+    (fake_scenario(steps=[{"op": "http", "method": "GET", "path": "healthz"}]),
+     '/steps/0/path: "healthz" does not have the expected form'),
+    (scenario(steps=[*BASE["steps"][:4], {"op": "server", "action": "close_stdin"}]),
+     "/steps/4/action: server action 'close_stdin' is for subject 'fake' only (a bridge owns its "
+     'children and its lock) (use "subject": "fake", or another action)'),
+    (scenario(steps=[*BASE["steps"][:4], {"op": "server", "action": "kill_lock_holder"}],
+              palace={"lock": {"held": True}}),
+     "/steps/4/action: server action 'kill_lock_holder' is for subject 'fake' only"),
+    (fake_scenario(steps=[{"op": "server", "action": "close_stdin"}]),
+     "/steps/0/action: server action 'close_stdin' needs the stdio fake but this step also runs "
+     'on http (add "transport": "stdio" to the step)'),
+    (fake_scenario(steps=[{"op": "server", "action": "kill_lock_holder"}]),
+     "/steps/0/action: server action 'kill_lock_holder' but no process holds the lock "
+     '(set "palace": {"lock": {"held": true}})'),
+])
+def test_fake_ops_and_actions_are_checked_in_one_line(tmp_path: Path, data: dict[str, Any],
+                                                      expected: str) -> None:
+    lines = problems_for(tmp_path, data)
+    assert len(lines) == 1, lines
+    assert expected in lines[0]
+
+
+def test_fake_only_actions_pass_where_they_fit(tmp_path: Path) -> None:
+    stdio = fake_scenario(transports=["stdio"], palace={"lock": {"held": True}}, steps=[
+        {"op": "server", "action": "kill_lock_holder", "expect": {"result": {"pid": {"$gt": 0}}}},
+        {"op": "server", "action": "close_stdin", "timeout_ms": 2000}])
+    assert problems_for(tmp_path, stdio) == []
+    both = fake_scenario(transports=["stdio", "http"], steps=[
+        {"op": "http", "transport": "http", "method": "HEAD", "path": "/healthz"},
+        {"op": "server", "transport": "stdio", "action": "close_stdin"}])
+    assert problems_for(tmp_path, both) == []

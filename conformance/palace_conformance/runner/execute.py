@@ -21,7 +21,7 @@ from ..scenarios.checks import process_facts
 from ..scenarios.model import Scenario, Step
 from . import normalise, procs
 from .driver import DriverClient, DriverFailure, Reply
-from .fake_subject import FakeClient
+from .fake_subject import FakeClient, Outcome
 from .judge import Observation, judge
 from .results import (
     FAIL,
@@ -39,6 +39,7 @@ DEFAULT_OP_TIMEOUT_MS = 15000
 HELLO_TIMEOUT_MS = 10000
 EXIT_TIMEOUT_MS = 3000
 LIST_TOOLS_TIMEOUT_MS = 5000
+CLOSE_STDIN_WAIT_MS = 5000  # how long a close_stdin step waits for the fake to exit
 TEARDOWN_KEY = "(teardown)"
 
 
@@ -180,19 +181,18 @@ class _Execution:
                 record.ok = True
             elif step.op == "server":
                 record.request = {"op": "server", **step.params}
-                if (self.fake is not None and self.transport == "stdio"
-                        and step.params.get("action") == "kill"):  # the runner's own child
-                    signum = SIGNALS.get(str(step.params.get("signal", "SIGKILL")),
-                                         signal.SIGKILL)
-                    record.ok, record.result, record.error = self.fake.kill(signum)
-                else:
-                    record.ok, record.result, record.error = world.server_action(step)
+                record.ok, record.result, record.error = self._server(step)
             elif step.op == "rpc":
                 assert self.fake is not None
                 record.request = {"op": "rpc", **step.params}
                 deadline = step.timeout_ms or self.options.op_timeout_ms
                 record.ok, record.result, record.error = self.fake.send(dict(step.params),
                                                                         deadline)
+            elif step.op == "http":
+                assert self.fake is not None
+                record.request = {"op": "http", **step.params}
+                deadline = step.timeout_ms or self.options.op_timeout_ms
+                record.ok, record.result, record.error = self.fake.request(step.params, deadline)
             else:
                 self._host_step(step, record)
         except DriverFailure as exc:
@@ -203,6 +203,21 @@ class _Execution:
         if step.expect is not None and step.expect.tools is not None:
             self.step_tools[step.index] = self._tools_after(step, record)
         return record
+
+    def _server(self, step: Step) -> Outcome:
+        """A ``server`` step: the runner's own stdio child (fake subject) or the world's."""
+        action = step.params.get("action")
+        if self.fake is not None and self.transport == "stdio":
+            if action == "kill":
+                signum = SIGNALS.get(str(step.params.get("signal", "SIGKILL")), signal.SIGKILL)
+                return self.fake.kill(signum)
+            if action == "close_stdin":
+                return self.fake.close_stdin(step.timeout_ms or CLOSE_STDIN_WAIT_MS)
+        if action == "close_stdin":
+            return False, None, {"kind": "bad_request", "message": "close_stdin needs a fake "
+                                 "subject on stdio (the runner's own child)"}
+        assert self.world is not None
+        return self.world.server_action(step)
 
     def _host_step(self, step: Step, record: StepRecord) -> None:
         assert self.driver is not None and self.world is not None

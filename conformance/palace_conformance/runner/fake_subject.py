@@ -2,17 +2,22 @@
 
 FAKE-* fidelity checks send JSON-RPC messages (or raw lines) straight to the fake, over the same
 transports a bridge would use: a ``mempalace-mcp`` child on pipes, or POSTs to the HTTP fake. The
-reply (``None`` when none came, e.g. for a notification) becomes the step's result.
+reply (``None`` when none came, e.g. for a notification) becomes the step's result. ``http`` steps
+send one HTTP request exactly as written (any method, path and headers), because the HTTP checks
+(routes, limits, the Host/Origin/token order) are about requests no JSON-RPC client would send.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import queue
 import subprocess
 import threading
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -21,6 +26,11 @@ from .world import World
 
 RAW_WAIT_MS = 2000  # a raw line may get no answer; do not wait the whole deadline for nothing
 NOTIFICATION_WAIT_MS = 100  # a fake that answers a notification must be caught
+HTTP_BODY_LIMIT = 64 * 1024  # an http step's result keeps this much of the body
+_FILL = b"x" * 65536  # what a ``body_size`` body is made of, sent a chunk at a time
+
+#: a step's outcome: (ok, result, error)
+Outcome = tuple[bool, Any, dict[str, Any] | None]
 
 _EOF = object()
 
@@ -77,7 +87,7 @@ class FakeClient:
         try:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
-        except OSError:
+        except (OSError, ValueError):  # ValueError: stdin was closed by a close_stdin step
             return False, None, {"kind": "connection_closed", "message": "the fake has exited"}
         if raw is not None:
             wait = min(deadline_ms, RAW_WAIT_MS)
@@ -136,6 +146,72 @@ class FakeClient:
             return False, answer.text, {"kind": "http_error", "message": "body is not JSON",
                                         "data": {"status": answer.status_code}}
 
+    def request(self, params: Mapping[str, Any], deadline_ms: float) -> Outcome:
+        """One ``http`` step: any response is ok; only a dead or silent connection is not."""
+        url = urlsplit(self.world.fake_url or "")
+        if self.world.transport != "http" or url.hostname is None:
+            return False, None, {"kind": "bad_request", "message": "an http step needs the "
+                                 "HTTP fake; this run is on stdio"}
+        given = {str(k): str(v) for k, v in (params.get("headers") or {}).items()}
+        names = {name.lower() for name in given}
+        headers: list[tuple[str, str]] = []
+        if "host" not in names:
+            headers.append(("Host", url.netloc))
+        token = self.world.scenario.http.token
+        if params.get("auth", True) and token is not None and "authorization" not in names:
+            headers.append(("Authorization", f"Bearer {token}"))
+        headers.extend(given.items())
+        body = params.get("body")
+        size = len(body.encode()) if isinstance(body, str) else params.get("body_size")
+        if size is not None and not names & {"content-length", "transfer-encoding"}:
+            headers.append(("Content-Length", str(size)))
+        connection = http.client.HTTPConnection(url.hostname, url.port,
+                                                timeout=deadline_ms / 1000)
+        result: dict[str, Any] | None = None
+        try:
+            connection.putrequest(str(params["method"]), str(params.get("path", "/mcp")),
+                                  skip_host=True, skip_accept_encoding=True)
+            for name, value in headers:
+                connection.putheader(name, value)
+            connection.endheaders()
+            _send_body(connection, body, size)
+            answer = connection.getresponse()
+            seen: dict[str, str] = {}
+            for name, value in answer.getheaders():
+                key = name.lower()
+                seen[key] = f"{seen[key]}, {value}" if key in seen else value
+            result = {"status": answer.status, "headers": seen, "body": ""}
+            result["body"] = _read_body(answer).decode("utf-8", "replace")
+            return True, result, None
+        except TimeoutError:
+            return False, result, {"kind": "timeout",
+                                   "message": f"no HTTP response within {deadline_ms:.0f} ms"}
+        except OSError as exc:  # refused, reset, closed before a status line
+            return False, result, {"kind": "connection_closed",
+                                   "message": f"{type(exc).__name__}: {exc}"}
+        except http.client.HTTPException as exc:
+            return False, result, {"kind": "protocol",
+                                   "message": f"not an HTTP response: {type(exc).__name__}"}
+        except ValueError as exc:  # a method, path or header http.client will not send
+            return False, None, {"kind": "bad_request", "message": str(exc)}
+        finally:
+            connection.close()
+
+    def close_stdin(self, wait_ms: float) -> Outcome:
+        """``server close_stdin``: EOF on the child's stdin, then wait for it to exit by itself."""
+        if self.proc is None:
+            return False, None, {"kind": "bad_request",
+                                 "message": "close_stdin needs the stdio fake; this run is on http"}
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            code = self.proc.wait(wait_ms / 1000)
+        except subprocess.TimeoutExpired:
+            return False, None, {"kind": "timeout", "message": f"the fake was still running "
+                                 f"{wait_ms:.0f} ms after its stdin closed"}
+        return True, {"exit_code": code}, None
+
     def kill(self, signum: int) -> tuple[bool, Any, dict[str, Any] | None]:
         if self.proc is None or self.proc.poll() is not None:
             return False, None, {"kind": "bad_request", "message": "no live fake process"}
@@ -156,6 +232,31 @@ class FakeClient:
             if self.proc.stdout is not None:
                 with contextlib.suppress(OSError):
                     self.proc.stdout.close()
+
+
+def _send_body(connection: http.client.HTTPConnection, body: str | None,
+               size: int | None) -> None:
+    """The step's body; a fake that answers early (413) may stop reading, so a broken pipe here
+    is left for the response read to judge."""
+    try:
+        if body is not None:
+            connection.send(body.encode())
+            return
+        left = size or 0
+        while left > 0:
+            chunk = _FILL[:left]
+            connection.send(chunk)
+            left -= len(chunk)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
+def _read_body(answer: http.client.HTTPResponse) -> bytes:
+    """The first :data:`HTTP_BODY_LIMIT` bytes of the body (a cut body: what arrived)."""
+    try:
+        return answer.read(HTTP_BODY_LIMIT)
+    except http.client.IncompleteRead as exc:
+        return exc.partial[:HTTP_BODY_LIMIT]
 
 
 def _last_event(text: str) -> Any:

@@ -246,6 +246,8 @@ class World:
         action = step.params.get("action")
         if action == "kill":
             return self._kill(str(step.params.get("signal", "SIGKILL")))
+        if action == "kill_lock_holder":
+            return self.kill_lock_holder()
         if self.transport != "http" or self.fake_url is None:
             return False, None, {"kind": "bad_request",
                                  "message": f"server action {action!r} needs the HTTP fake"}
@@ -258,6 +260,23 @@ class World:
         if action == "rotate_token":
             return self._control("POST", "token", {"token": step.params.get("token")})
         return False, None, {"kind": "bad_request", "message": f"unknown server action {action!r}"}
+
+    def kill_lock_holder(self) -> tuple[bool, Any, dict[str, Any] | None]:
+        """SIGKILL the ``palace.lock.held`` holder: the kernel drops its flock (FAKE-06)."""
+        holder = self.holder
+        if holder is None:
+            return False, None, {"kind": "bad_request", "message": "no lock holder to kill: the "
+                                 "scenario does not set palace.lock.held"}
+        if holder.poll() is not None:
+            return False, None, {"kind": "bad_request", "message": f"the lock holder (PID "
+                                 f"{holder.pid}) already exited with {holder.returncode}"}
+        holder.kill()
+        try:
+            holder.wait(START_S)  # the lock is free once the process is gone
+        except subprocess.TimeoutExpired:
+            return False, None, {"kind": "timeout", "message": f"the lock holder (PID "
+                                 f"{holder.pid}) outlived SIGKILL for {START_S:.0f} s"}
+        return True, {"pid": holder.pid}, None
 
     def _kill(self, name: str) -> tuple[bool, Any, dict[str, Any] | None]:
         signum = SIGNALS.get(name, signal.SIGKILL)

@@ -24,8 +24,10 @@ from .schema import schema_problems
 
 BRIDGE_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "sleep", "server",
                         "set_env", "shutdown"})
-FAKE_OPS = frozenset({"rpc", "sleep", "server"})
+FAKE_OPS = frozenset({"rpc", "http", "sleep", "server"})
 HTTP_SERVER_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rotate_token"})
+#: server actions on processes only the runner owns when it is the client (subject fake)
+FAKE_SERVER_ACTIONS = frozenset({"close_stdin", "kill_lock_holder"})
 
 
 class ScenarioError(ValueError):
@@ -267,6 +269,9 @@ def _steps(data: dict[str, Any], context: Context) -> Found:
                    + " (or expect error kind no_such_tool)")
         if op == "server":
             yield from _server_step(data, step, at, runs_on)
+        if op == "http" and subject == "fake" and "stdio" in runs_on:
+            yield (f"{at}/op", "op 'http' needs the HTTP fake but this step also runs on stdio",
+                   'add "transport": "http" to the step or run the scenario on http only')
         if expect.get("ok") is True and "error" in expect:
             yield (f"{at}/expect", "expects ok: true and an error at once",
                    "drop 'ok' (an error implies ok: false) or drop 'error'")
@@ -283,6 +288,16 @@ def _server_step(data: dict[str, Any], step: Mapping[str, Any], at: str,
     if action == "forget_sessions" and not (data.get("http") or {}).get("sessions"):
         yield (f"{at}/action", "forget_sessions needs the fake in stateful mode",
                'set "http": {"sessions": true}')
+    if action in FAKE_SERVER_ACTIONS and data.get("subject", "bridge") != "fake":
+        yield (f"{at}/action", f"server action {action!r} is for subject 'fake' only (a bridge "
+               "owns its children and its lock)", 'use "subject": "fake", or another action')
+    elif action == "close_stdin" and "http" in runs_on:
+        yield (f"{at}/action", "server action 'close_stdin' needs the stdio fake but this step "
+               "also runs on http", 'add "transport": "stdio" to the step')
+    elif action == "kill_lock_holder" and not (
+            (data.get("palace") or {}).get("lock") or {}).get("held"):
+        yield (f"{at}/action", "server action 'kill_lock_holder' but no process holds the lock",
+               'set "palace": {"lock": {"held": true}}')
 
 
 def _fault_list_problems(faults: list[Any], at: str, transports: set[str],

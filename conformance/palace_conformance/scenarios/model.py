@@ -19,7 +19,8 @@ TRANSPORTS = ("stdio", "http")
 #: scenario areas: the lower-cased behaviour areas of BEHAVIOURS.md
 AREAS = ("life", "tool", "stdio", "http", "wake", "feed", "diary", "prov", "mail", "knob", "fake")
 PLACEHOLDERS = ("FAKE_URL", "FAKE_TOKEN", "TMP")
-#: ops the host performs (driver requests); the others (sleep, server, set_env, rpc) the runner does
+#: ops the host performs (driver requests); the others (sleep, server, set_env, rpc, http) the
+#: runner does
 HOST_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "shutdown"})
 
 
