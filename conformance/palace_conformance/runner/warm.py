@@ -162,31 +162,30 @@ class WarmServer:
         if self._sock is not None and self._proc is not None and self._proc.poll() is None:
             return self._sock
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        log = tempfile.TemporaryFile()  # noqa: SIM115 - read only when the server fails
-        try:
-            self._proc = subprocess.Popen([sys.executable, "-c", SERVE, str(theirs.fileno())],
-                                          pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=log)
-        except OSError as exc:
-            mine.close()
-            raise self._fail(f"cannot start the warm server: {exc}") from None
-        finally:
-            theirs.close()
-        mine.settimeout(READY_S)
-        try:
-            ready = mine.recv(16)
-        except OSError:
-            ready = b""
-        mine.settimeout(None)
-        if ready != b"ready\n":
-            log.seek(0)
-            tail = log.read().decode(errors="replace").strip().splitlines()[-1:]
-            mine.close()
-            with contextlib.suppress(OSError):
-                self._proc.kill()
-            raise self._fail("the warm server did not start: "
-                             + (tail[0] if tail else "no output"))
-        log.close()
+        with tempfile.TemporaryFile() as log:  # the server's stderr, read only if it fails
+            try:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-c", SERVE, str(theirs.fileno())],
+                    pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL, stderr=log)
+            except OSError as exc:
+                mine.close()
+                raise self._fail(f"cannot start the warm server: {exc}") from None
+            finally:
+                theirs.close()
+            mine.settimeout(READY_S)
+            try:
+                ready = _recv_line(mine)
+            except OSError:
+                ready = b""
+            if ready != b"ready":
+                log.seek(0)
+                tail = log.read().decode(errors="replace").strip().splitlines()[-1:]
+                mine.close()
+                with contextlib.suppress(OSError):
+                    self._proc.kill()
+                raise self._fail("the warm server did not start: "
+                                 + (tail[0] if tail else "no output"))
         self._sock = mine
         return mine
 
