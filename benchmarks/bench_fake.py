@@ -107,7 +107,7 @@ def stdio_round_trips(home: Path, method: str, params: Any, seconds: float) -> f
 
 def http_available() -> bool:
     try:
-        import palace_conformance.fake.http  # noqa: F401
+        import palace_conformance.fake.http.serve  # noqa: F401
     except ImportError:
         return False
     return True
@@ -222,7 +222,7 @@ def main() -> int:
             print(f"  ping {results['http_ping_rps']:.0f}/s, tools/call "
                   f"{results['http_call_rps']:.0f}/s", file=sys.stderr)
         else:
-            print("HTTP: skipped, palace_conformance.fake.http is not there yet", file=sys.stderr)
+            print("HTTP: skipped, the HTTP fake is not there yet", file=sys.stderr)
     print_table(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")

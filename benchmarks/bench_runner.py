@@ -3,7 +3,8 @@
 
 Why: every (scenario, transport) run starts a host and, over HTTP, a fake. Started cold, each is a
 fresh interpreter importing the bridge, httpx, jsonschema or the fake (0.2-0.5 s of CPU), which
-made the catalogue run CPU-bound on 2 cores. ``runner/warm.py`` forks them from a warm server.
+made the catalogue run CPU-bound on 2 cores. ``runner/execution/warm_client.py`` forks them from a
+warm server.
 
 Usage::
 
@@ -29,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.hosts import REFERENCE_HOST
-from palace_conformance.runner import warm
-from palace_conformance.runner.driver import DriverClient
-from palace_conformance.runner.world import scrubbed_environ
+from palace_conformance.runner.execution import warm_client
+from palace_conformance.runner.execution.driver import DriverClient
+from palace_conformance.runner.execution.world import scrubbed_environ
 
 CONFORMANCE = Path(sys.executable).parent / "palace-conformance"
 
@@ -54,10 +55,10 @@ def host_start(home: Path, warm_start: bool) -> float:
 def fake_start(home: Path, warm_start: bool) -> float:
     ready = home / "ready.json"
     ready.unlink(missing_ok=True)
-    argv = [sys.executable, "-c", warm.LAUNCH, "fake", "http", "--port", "0", "--ready-file",
+    argv = [sys.executable, "-c", warm_client.LAUNCH, "fake", "http", "--port", "0", "--ready-file",
             str(ready)]
     started = time.perf_counter()
-    proc = warm.start(argv, warm=warm_start, env=env_for(home), cwd=home,
+    proc = warm_client.start(argv, warm=warm_start, env=env_for(home), cwd=home,
                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                       stderr=subprocess.DEVNULL)
     try:

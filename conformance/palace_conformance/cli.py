@@ -6,12 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import __version__
-from .fake import commands as fake_commands
-from .hosts import commands as hosts_commands
-from .runner import commands as run_commands
-from .runner import report_commands
-from .scenarios import commands as fixture_commands
+from palace_conformance import __version__
+from palace_conformance.fake import commands as fake_commands
+from palace_conformance.hosts import commands as hosts_commands
+from palace_conformance.runner.commands import reports as report_commands
+from palace_conformance.runner.commands import run as run_commands
+from palace_conformance.scenarios import commands as fixture_commands
 
 
 class UsageError(Exception):
@@ -37,10 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     hosts_commands.add_commands(sub)
     run_commands.add_commands(sub)
     report_commands.add_commands(sub)
-    from .runner import selftest_command  # light: the engine loads when the command runs
+    from palace_conformance.selftest import command as selftest_command  # light: engine loads later
 
     selftest_command.add_commands(sub)
-    from .runner import drift_commands  # diff, matrix: light; engines load when they run
+    from palace_conformance.runner.commands import drift as drift_commands  # light, like selftest
 
     drift_commands.add_commands(sub)
     return parser

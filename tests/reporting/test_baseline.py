@@ -12,7 +12,8 @@ import jsonschema
 import pytest
 
 from palace_conformance.resources import fixtures_dir
-from palace_conformance.runner.baseline import (
+from palace_conformance.runner.results import CheckRecord, RunResult, ScenarioResult
+from palace_conformance.runner.verdict.baseline import (
     BaselineError,
     BaselineFile,
     Entry,
@@ -23,7 +24,6 @@ from palace_conformance.runner.baseline import (
     update_baseline,
     write_baseline,
 )
-from palace_conformance.runner.results import CheckRecord, RunResult, ScenarioResult
 
 from .support import GOOD, cli, one_line_error, write_scenario
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from palace_conformance.runner.redact import (
+from palace_conformance.runner.reports.redact import (
     Redactor,
     environment_secrets,
     restore_markers,

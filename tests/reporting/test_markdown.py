@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from palace_conformance.runner import markdown
-from palace_conformance.runner.markdown import render_markdown
+from palace_conformance.runner.reports import markdown
+from palace_conformance.runner.reports.markdown import render_markdown
 from palace_conformance.runner.results import (
     BaselineMark,
     CheckRecord,

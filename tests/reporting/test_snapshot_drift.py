@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from palace_conformance.runner.trace import dumps
+from palace_conformance.runner.reports.trace import dumps
 
 from .trace_snapshot import SNAPSHOTS
 

@@ -4,7 +4,8 @@ with a fast case, both transports), stored as plain JSON under ``tests/snapshots
 A changed snapshot is a behaviour change of the reference bridge (or of the fake) and is
 reviewed like code: ``pytest tests/reporting/test_snapshots.py --snapshot-update`` rewrites them.
 The traces must be byte-stable across runs, workers and days, which is the normaliser's job
-(``runner/trace.py``); the checks in the fixtures stay the specification, a snapshot only records.
+(``runner/reports/trace.py``); the checks in the fixtures stay the specification, a snapshot
+only records.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Any
 import pytest
 
 from palace_conformance.hosts import REFERENCE_HOST
-from palace_conformance.runner.execute import RunOptions, run_scenario
-from palace_conformance.runner.redact import scenario_secrets
-from palace_conformance.runner.trace import build_trace
+from palace_conformance.runner.execution.execute import RunOptions, run_scenario
+from palace_conformance.runner.reports.redact import scenario_secrets
+from palace_conformance.runner.reports.trace import build_trace
 from palace_conformance.scenarios.loader import load_scenario
 
 from .support import shipped_file

@@ -7,8 +7,8 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+from palace_conformance.runner.reports.trace import build_trace, dumps
 from palace_conformance.runner.results import ScenarioResult, StepRecord
-from palace_conformance.runner.trace import build_trace, dumps
 
 TOOL = {"name": "mempalace_status", "description": "Palace overview",
         "inputSchema": {"type": "object", "properties": {}}}

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from palace_conformance.runner import normalise
+from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.results import (
     FAIL,
     PASS,
@@ -21,7 +21,7 @@ from palace_conformance.runner.results import (
     ScenarioResult,
     StepRecord,
 )
-from palace_conformance.runner.sources import Source
+from palace_conformance.runner.verdict import normalise
 
 ALL_CAPS = ("stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
             "session_preamble", "keepalive")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from palace_conformance.runner.matrix import read_html_cells
+from palace_conformance.runner.compare.matrix import read_html_cells
 
 from .support import eager_steps, failing, result, run, save, wakeup
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from palace_conformance.runner.diff import (
+from palace_conformance.runner.compare.diff import (
     STARTUP_KEY,
     Masks,
     compare,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from palace_conformance.runner.matrix import (
+from palace_conformance.runner.compare.matrix import (
     ABSENT,
     KNOWN_FAILURE,
     build,

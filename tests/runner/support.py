@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.hosts import REFERENCE_HOST
-from palace_conformance.runner.execute import RunOptions
+from palace_conformance.runner.execution.execute import RunOptions
 from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
 from palace_conformance.scenarios.model import Scenario
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palace_conformance.runner.execute import run_scenario
-from palace_conformance.runner.suite import SuiteOptions, run_suite
+from palace_conformance.runner.execution.execute import run_scenario
+from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
 
 from .support import options, scripted, shipped, write_scenario
 

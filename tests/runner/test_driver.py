@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from palace_conformance.runner.driver import (
+from palace_conformance.runner.execution.driver import (
     HOST_DEADLINE,
     HOST_EXITED,
     HOST_START,

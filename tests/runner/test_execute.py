@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from palace_conformance.runner import procs
-from palace_conformance.runner.execute import run_scenario
-from palace_conformance.runner.judge import expectation_pointers
+from palace_conformance import processes as procs
+from palace_conformance.runner.execution.execute import run_scenario
+from palace_conformance.runner.verdict.judge import expectation_pointers
 
 from .support import options, scripted, shipped
 

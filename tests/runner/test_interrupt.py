@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from palace_conformance.runner.world import scrubbed_environ
+from palace_conformance.runner.execution.world import scrubbed_environ
 
 
 def _processes_marked(marker: str) -> list[int]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from palace_conformance.runner.judge import Observation, judge, step_view
 from palace_conformance.runner.results import StepRecord
+from palace_conformance.runner.verdict.judge import Observation, judge, step_view
 from palace_conformance.scenarios.model import Scenario
 
 

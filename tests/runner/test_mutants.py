@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from palace_conformance.runner.execute import run_scenario
+from palace_conformance.runner.execution.execute import run_scenario
 
 from .support import failing, mutant, options, shipped
 

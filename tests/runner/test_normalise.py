@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from palace_conformance.runner.normalise import (
+from palace_conformance.runner.results import StepRecord
+from palace_conformance.runner.verdict.normalise import (
     ID_MASK,
     TIME_MASK,
     normalise,
@@ -10,7 +11,6 @@ from palace_conformance.runner.normalise import (
     replacement_list,
     tool_result,
 )
-from palace_conformance.runner.results import StepRecord
 
 REPLACE = replacement_list({"TMP": "/tmp/pc-run-1", "FAKE_URL": "http://127.0.0.1:4321/mcp"})
 

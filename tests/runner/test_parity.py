@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from palace_conformance.runner import parity
-from palace_conformance.runner.execute import run_scenario
-from palace_conformance.runner.normalise import first_difference
+from palace_conformance.runner.execution.execute import run_scenario
 from palace_conformance.runner.results import ScenarioResult
+from palace_conformance.runner.verdict import parity
+from palace_conformance.runner.verdict.normalise import first_difference
 from palace_conformance.scenarios.model import Parity
 
 from .support import mutant, options, shipped

@@ -15,7 +15,7 @@ from palace_bridge import errors
 from palace_bridge.host import ToolDefinition, ToolOutcome
 from palace_conformance.hosts import REFERENCE_HOST
 from palace_conformance.hosts.reference import CAPABILITIES, ReferenceHost, error_payload
-from palace_conformance.runner.driver import DriverClient
+from palace_conformance.runner.execution.driver import DriverClient
 
 from .support import mutant
 

@@ -8,9 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from palace_conformance.fake.journal import read_journal
-from palace_conformance.runner import standins
-from palace_conformance.runner.baseline import ExpectedFailures, apply_baseline
-from palace_conformance.runner.junit import to_xml
+from palace_conformance.runner.reports.junit import to_xml
 from palace_conformance.runner.results import (
     CheckRecord,
     HostInfo,
@@ -18,6 +16,8 @@ from palace_conformance.runner.results import (
     ScenarioResult,
     StepRecord,
 )
+from palace_conformance.runner.verdict.baseline import ExpectedFailures, apply_baseline
+from palace_conformance.standins import scripted as standins
 
 
 def sample() -> RunResult:

@@ -1,5 +1,6 @@
-"""Warm starts (runner/warm.py): a forked child must be indistinguishable from a fresh process to
-everything a scenario can observe, and anything the warm server cannot do must start cold."""
+"""Warm starts (runner/execution/warm_client.py, warm_server.py): a forked child must be
+indistinguishable from a fresh process to everything a scenario can observe, and anything the warm
+server cannot do must start cold."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from palace_conformance.fake.http import TOKEN_ENV
+from palace_conformance import processes as procs
+from palace_conformance.fake.options import TOKEN_ENV
 from palace_conformance.hosts import REFERENCE_HOST
-from palace_conformance.runner import procs, warm
-from palace_conformance.runner.driver import DriverClient
-from palace_conformance.runner.execute import RunOptions, run_scenario
-from palace_conformance.runner.world import scrubbed_environ
+from palace_conformance.runner.execution import warm_client as warm
+from palace_conformance.runner.execution.driver import DriverClient
+from palace_conformance.runner.execution.execute import RunOptions, run_scenario
+from palace_conformance.runner.execution.world import scrubbed_environ
 from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
 
 CLI = [sys.executable, "-c", warm.LAUNCH]

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from palace_conformance.runner import mutants
-from palace_conformance.runner.mutants import Mutant, MutantError, Patch, find, resolve
-from palace_conformance.runner.selftest import selection
 from palace_conformance.scenarios.behaviours import load_behaviours
 from palace_conformance.scenarios.loader import load_catalogue
+from palace_conformance.selftest import mutants
+from palace_conformance.selftest.engine import selection
+from palace_conformance.selftest.mutants import Mutant, MutantError, Patch, find, resolve
 
 EVERY = (*mutants.MUTANTS, *mutants.CONTROLS)
 PATCHES = [(m.name, p) for m in EVERY for p in m.patches]
@@ -110,7 +110,7 @@ def test_a_renamed_or_inherited_target_is_refused_not_silently_skipped() -> None
 def test_applying_each_mutant_replaces_every_target_in_a_fresh_process() -> None:
     """Apply each mutant, see each target changed, restore; in a child (patches are global)."""
     code = textwrap.dedent("""
-        from palace_conformance.runner import mutants
+        from palace_conformance.selftest import mutants
         for mutant in (*mutants.MUTANTS, *mutants.CONTROLS):
             saved = [mutants.resolve(p) for p in mutant.patches]
             mutants.apply(mutant)
@@ -130,7 +130,7 @@ def test_apply_changes_nothing_when_one_target_is_missing() -> None:
     """All targets resolve before any is patched: a half-applied mutant would lie."""
     code = textwrap.dedent("""
         from palace_bridge import respawn
-        from palace_conformance.runner import mutants
+        from palace_conformance.selftest import mutants
         before = respawn.RespawnPolicy.on_success
         broken = mutants.Mutant("half", ("STDIO-07",), "x", (
             mutants.Patch("palace_bridge.respawn:RespawnPolicy.on_success", lambda o: None),

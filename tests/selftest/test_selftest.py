@@ -15,9 +15,9 @@ import pytest
 
 from palace_conformance.cli import main
 from palace_conformance.hosts import REFERENCE_HOST
-from palace_conformance.runner.mutants import find
 from palace_conformance.runner.results import CheckRecord, ScenarioResult
-from palace_conformance.runner.selftest import (
+from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
+from palace_conformance.selftest.engine import (
     KILLED,
     SURVIVED,
     MutantOutcome,
@@ -26,7 +26,7 @@ from palace_conformance.runner.selftest import (
     run_selftest,
     to_markdown,
 )
-from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
+from palace_conformance.selftest.mutants import find
 
 
 def shipped(*ids: str) -> list:
@@ -132,8 +132,10 @@ def test_usage_mistakes_are_one_line_with_exit_2(capsys: pytest.CaptureFixture[s
 
 
 def test_the_command_defaults_match_the_engine() -> None:
-    from palace_conformance.runner import execute, selftest, selftest_command
-    from palace_conformance.runner.jobs import default_jobs
+    from palace_conformance.runner.execution import execute
+    from palace_conformance.runner.execution.jobs import default_jobs
+    from palace_conformance.selftest import command as selftest_command
+    from palace_conformance.selftest import engine as selftest
 
     assert selftest.SelftestOptions().jobs == default_jobs()
     assert selftest_command.DEFAULT_OP_TIMEOUT_MS == execute.DEFAULT_OP_TIMEOUT_MS

@@ -20,7 +20,7 @@ from typing import Any
 from palace_conformance.fake.commands import install_shim
 from palace_conformance.fake.journal import read_journal
 from palace_conformance.hosts.node import host_command
-from palace_conformance.runner.driver import DriverClient, Reply
+from palace_conformance.runner.execution.driver import DriverClient, Reply
 
 EXTENSIONS = Path(__file__).resolve().parent / "extensions"
 LAUNCH = "from palace_conformance.cli import main; main()"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from palace_conformance.runner.matrix import read_html_cells
+from palace_conformance.runner.compare.matrix import read_html_cells
 
 from .support import EXTENSIONS
 

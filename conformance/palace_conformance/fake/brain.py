@@ -11,11 +11,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..resources import tool_catalogue
-from .faults import STARTUP, Fault, FaultPlan
-from .journal import Journal, JournalTail
-from .lease import Contention, Lease
-from .palace import VERSION, PalaceStore, run_tool
+from palace_conformance.fake.faults import STARTUP, Fault, FaultPlan
+from palace_conformance.fake.journal import Journal, JournalTail
+from palace_conformance.fake.lease import Contention, Lease
+from palace_conformance.fake.palace import VERSION, PalaceStore, run_tool
+from palace_conformance.resources import tool_catalogue
 
 PEER_WRITER_MESSAGE = "Peer MCP writer active; this server is read-only for mutating tools"
 INIT_FAILED_MESSAGE = ("MCP writer initialization failed; this server is read-only for "

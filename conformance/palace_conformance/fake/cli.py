@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .server import ENV_ARGV0, FakeOptions, FakeSetupError, build_brain
-from .stdio import serve_stdio
+from palace_conformance.fake.options import ENV_ARGV0, FakeOptions, FakeSetupError, build_brain
+from palace_conformance.fake.stdio import serve_stdio
 
 
 def run_stdio(options: FakeOptions, prog: str = "palace-fake-mcp") -> int:

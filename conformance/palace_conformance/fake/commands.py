@@ -12,10 +12,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .faults import COMPACT_HELP, FakeSetupError
-from .journal import Journal
-from .lease import Contention, Lease, default_palace_path, holder_message
-from .server import ENV_ARGV0, ENV_JOURNAL, ENV_STATE, FakeOptions
+from palace_conformance.fake.faults import COMPACT_HELP, FakeSetupError
+from palace_conformance.fake.journal import Journal
+from palace_conformance.fake.lease import Contention, Lease, default_palace_path, holder_message
+from palace_conformance.fake.options import ENV_ARGV0, ENV_JOURNAL, ENV_STATE, FakeOptions
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -37,13 +37,13 @@ def _options(args: argparse.Namespace) -> FakeOptions:
 
 
 def _stdio(args: argparse.Namespace) -> int:
-    from .cli import run_stdio
+    from palace_conformance.fake.cli import run_stdio
 
     return run_stdio(_options(args), prog="palace-conformance fake stdio")
 
 
 def _http(args: argparse.Namespace) -> int:
-    from .http import run_http
+    from palace_conformance.fake.http.serve import run_http
 
     try:
         return run_http(_options(args).merged(FakeOptions.from_env()), host=args.host,
@@ -144,7 +144,7 @@ def run_cli_mine(source: str | None, palace: str, journal_path: str | None,
         print(text, file=sys.stderr)
         return 1
     try:
-        from .palace import PalaceStore, run_tool
+        from palace_conformance.fake.palace import PalaceStore, run_tool
 
         if source is None:
             result = {"success": False, "error": "mine needs a source directory"}

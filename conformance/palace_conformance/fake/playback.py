@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .brain import Brain, Exchange
+from palace_conformance.fake.brain import Brain, Exchange
 
 
 class Port(Protocol):

@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, BinaryIO
 
-from .brain import Brain
-from .faults import Fault
-from .playback import encode, flood_stderr, play
+from palace_conformance.fake.brain import Brain
+from palace_conformance.fake.faults import Fault
+from palace_conformance.fake.playback import encode, flood_stderr, play
+from palace_conformance.fake.startup import startup_faults
 
 STDIN_EOF = "stdin EOF -- client disconnected, shutting down"
 
@@ -109,22 +110,17 @@ def _install_signals(brain: Brain, ignore_sigterm: bool) -> None:
 
 def _startup(brain: Brain, faults: list[Fault]) -> int | None:
     """Obey ``$startup`` faults: an exit code for ``startup_fail``, else None once ready."""
-    failing = next((f for f in faults if f.action == "startup_fail"), None)
-    if failing is not None:
-        time.sleep(int(failing.params.get("after_ms", 0)) / 1000.0)
-        text = failing.params.get("stderr")
-        if text:
-            log(str(text))
-        code = int(failing.params.get("code", 1))
-        brain.journal.record("process_exit", code=code, reason="fault startup_fail")
-        return code
-    _install_signals(brain, any(f.action == "ignore_sigterm" for f in faults))
-    for fault in faults:
-        if fault.action == "flood_stderr":
-            flood_stderr(int(fault.params.get("bytes", 1 << 20)))
-    delay_ms = sum(int(f.params.get("ms", 0)) for f in faults if f.action == "delay")
-    if delay_ms:
-        time.sleep(delay_ms / 1000.0)
+    start = startup_faults(faults)
+    if start.fail_code is not None:
+        time.sleep(start.fail_after_ms / 1000.0)
+        if start.fail_stderr:
+            log(start.fail_stderr)
+        return start.record_failure(brain)
+    _install_signals(brain, start.ignore_sigterm)
+    for size in start.flood_bytes:
+        flood_stderr(size)
+    if start.delay_ms:
+        time.sleep(start.delay_ms / 1000.0)
     return None
 
 

@@ -11,7 +11,7 @@ import sys
 
 
 def _install(args: argparse.Namespace) -> int:
-    from . import node
+    from palace_conformance.hosts import node
 
     try:
         found = node.ensure_installed(force=args.force)
@@ -25,7 +25,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from . import node
+    from palace_conformance.hosts import node
 
     info = node.status()
     if args.json:

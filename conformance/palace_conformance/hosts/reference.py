@@ -42,7 +42,7 @@ from palace_bridge.host import (
     RecordingHost,
     ToolDefinition,
 )
-from palace_conformance.runner.procs import alive, argv_of
+from palace_conformance.processes import alive, argv_of
 
 PROTOCOL = 1
 IMPL = "palace-conformance-python-host"
@@ -382,7 +382,7 @@ def _apply_mutant(argv: list[str]) -> None:
     if "--mutant" not in argv:  # other arguments belong to whoever wraps this host
         return
     name = argv[argv.index("--mutant") + 1:][:1]
-    from palace_conformance.runner import mutants
+    from palace_conformance.selftest import mutants
 
     try:
         if not name:

@@ -1,16 +1,17 @@
 """The conformance runner: runs scenario fixtures against a bridge host and says where it departs.
 
-Kept import-free on purpose: the runner's helper stand-ins live in this package and are started
-with ``python -S`` on every helper run, so importing the package must cost nothing.
+A run goes through stages, one sub-package each; a stage imports only the stages before it:
 
-Modules: :mod:`.results` (the typed result model), :mod:`.driver` (the driver-protocol client),
-:mod:`.world` (one run's private world: temp dir, shims, fake, lock holder), :mod:`.execute`
-(one scenario on one transport), :mod:`.judge` (expectations to check records),
-:mod:`.normalise` and :mod:`.parity` (cross-transport comparison), :mod:`.suite` (many runs in
-parallel), :mod:`.commands` (``palace-conformance run``).
+* :mod:`.commands`: the command line (``run``, ``replay``, ``baseline``, ``diff``, ``matrix``):
+  argparse only, the engines are imported when a command runs;
+* :mod:`.execution`: one run's private world (temp dir, shims, fake, lock holder), the
+  driver-protocol client, one scenario on one transport, many in parallel, warm starts;
+* :mod:`.verdict`: expectations to check records, cross-transport parity, expected-failure
+  baselines;
+* :mod:`.reports`: console, Markdown, JUnit, repro bundles and their redaction and replay;
+* :mod:`.compare`: drift between bridges and the bridges x scenarios matrix.
 
-Reporting: :mod:`.markdown` (PR summary), :mod:`.trace` (normalised traces), :mod:`.bundle`,
-:mod:`.redact` and :mod:`.replay` (repro bundles), :mod:`.baseline` (expected failures),
-:mod:`.reporting` (what ``--report-dir`` writes besides JSON/JUnit), :mod:`.report_commands`
-(``replay``, ``baseline update``), :mod:`.pytest_plugin`.
+:mod:`.results` is the typed result model every stage shares; :mod:`.pytest_plugin` runs the
+catalogue as pytest items. Kept import-free, like every sub-package's ``__init__``: importing the
+package must cost nothing.
 """

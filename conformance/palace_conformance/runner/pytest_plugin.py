@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..scenarios.model import Scenario
-    from .baseline import BaselineFile
-    from .results import HostInfo, ScenarioResult
+    from palace_conformance.runner.results import HostInfo, ScenarioResult
+    from palace_conformance.runner.verdict.baseline import BaselineFile
+    from palace_conformance.scenarios.model import Scenario
 
 RESULT_PROPERTY = "palace_result"
 
@@ -103,8 +103,8 @@ class PalaceSuite:
     """The active plugin: configuration, collection, the runs, and the baseline's verdicts."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from .commands import host_argv
-        from .usage import RunUsageError
+        from palace_conformance.runner.commands.run import host_argv
+        from palace_conformance.runner.commands.usage import RunUsageError
 
         self.config = config
         bridge = config.getoption("palace_bridge")
@@ -127,7 +127,7 @@ class PalaceSuite:
         self.baseline_lines: list[str] = []
 
     def _load(self, paths: list[str]) -> list[Scenario]:
-        from ..scenarios.loader import discover, load_catalogue
+        from palace_conformance.scenarios.loader import discover, load_catalogue
 
         files, problems = discover(paths or None)
         if problems:
@@ -149,7 +149,7 @@ class PalaceSuite:
     def _baseline(self, path: str | None) -> BaselineFile | None:
         if path is None:
             return None
-        from .baseline import BaselineError, load_baseline
+        from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
 
         try:
             baseline = load_baseline(path, flag="--palace-baseline")
@@ -163,7 +163,7 @@ class PalaceSuite:
     @pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so they apply to these items
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
-        from . import parity
+        from palace_conformance.runner.verdict import parity
 
         added: list[pytest.Item] = []
         xdist = config.pluginmanager.hasplugin("xdist")
@@ -190,7 +190,7 @@ class PalaceSuite:
     # -- running -------------------------------------------------------------------------------
 
     def _probe(self) -> HostInfo:
-        from .suite import HostProbeError, probe_host
+        from palace_conformance.runner.execution.suite import HostProbeError, probe_host
 
         if self.host is None and self.host_error is None:
             try:
@@ -203,8 +203,8 @@ class PalaceSuite:
 
     def result(self, scenario: Scenario, transport: str) -> ScenarioResult:
         """Run (once per process) and return the result; a parity item runs both sides."""
-        from . import parity
-        from .execute import RunOptions, run_scenario
+        from palace_conformance.runner.execution.execute import RunOptions, run_scenario
+        from palace_conformance.runner.verdict import parity
 
         key = (scenario.id, transport)
         if key in self.cache:
@@ -220,7 +220,7 @@ class PalaceSuite:
         return result
 
     def judge(self, result: ScenarioResult) -> None:
-        from .results import FAILURE_STATUSES, NOT_APPLICABLE
+        from palace_conformance.runner.results import FAILURE_STATUSES, NOT_APPLICABLE
 
         if result.status == NOT_APPLICABLE:
             pytest.skip(result.reason)
@@ -248,8 +248,8 @@ class PalaceSuite:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.baseline is None or hasattr(self.config, "workerinput"):
             return  # an xdist worker: the controller sees every worker's reports
-        from .baseline import ANY_TRANSPORT, line_kind
-        from .results import ScenarioResult
+        from palace_conformance.runner.results import ScenarioResult
+        from palace_conformance.runner.verdict.baseline import ANY_TRANSPORT, line_kind
 
         results = [ScenarioResult(scenario=s["scenario"], transport=s["transport"],
                                   status=s["status"]) for s in self.seen]  # type: ignore[arg-type]

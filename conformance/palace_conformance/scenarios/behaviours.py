@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..resources import fixtures_dir
+from palace_conformance.resources import fixtures_dir
 
 ID_PATTERN = re.compile(r"^[A-Z]+-[0-9]{2}$")
 _MD_LINE = re.compile(r"^- ([A-Z]+-[0-9]{2}) (.+)$")

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .matching import MISSING, json_equal, matches, why_not
-from .model import Check, ProcessesExpect, Timing, ToolsExpect
+from palace_conformance.scenarios.matching import MISSING, json_equal, matches, why_not
+from palace_conformance.scenarios.model import Check, ProcessesExpect, Timing, ToolsExpect
 
 Record = Mapping[str, Any]
 

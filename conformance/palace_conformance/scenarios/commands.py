@@ -14,24 +14,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .behaviours import ID_PATTERN, Behaviour, BehavioursError, default_path, load_behaviours
-from .model import AREAS, Scenario
+from palace_conformance.scenarios.behaviours import (
+    ID_PATTERN,
+    Behaviour,
+    BehavioursError,
+    default_path,
+    load_behaviours,
+)
+from palace_conformance.scenarios.model import AREAS, Scenario
 
 if TYPE_CHECKING:
-    from .loader import Catalogue, Context
+    from palace_conformance.scenarios.loader import Catalogue, Context
 
 # The loader pulls in jsonschema; it is imported inside the handlers so that every other
 # ``palace-conformance`` subcommand (notably ``fake http``) starts without paying for it.
 
 
 def load_catalogue(*args: Any, **kwargs: Any) -> Catalogue:
-    from .loader import load_catalogue as load
+    from palace_conformance.scenarios.loader import load_catalogue as load
 
     return load(*args, **kwargs)
 
 
 def display(path: Path) -> str:
-    from .loader import display as show
+    from palace_conformance.scenarios.loader import display as show
 
     return show(path)
 
@@ -40,7 +46,7 @@ def _context(extra: Sequence[Behaviour] = ()) -> Context:
     known = {b.id: b for b in load_behaviours()}
     for behaviour in extra:
         known.setdefault(behaviour.id, behaviour)
-    from .loader import Context
+    from palace_conformance.scenarios.loader import Context
 
     return Context.default(list(known.values()))
 

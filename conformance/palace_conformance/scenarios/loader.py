@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fake.faults import ACTIONS, FaultPlanError, plan_from_json
-from ..resources import fixtures_dir, tool_catalogue
-from . import matching, placeholders
-from .behaviours import Behaviour, load_behaviours
-from .model import AREAS, PLACEHOLDERS, SCHEMA_VERSION, Scenario
-from .palace_state import LABEL, event_id_references
-from .schema import schema_problems
+from palace_conformance.fake.faults import ACTIONS, FaultPlanError, plan_from_json
+from palace_conformance.resources import fixtures_dir, tool_catalogue
+from palace_conformance.scenarios import matching, placeholders
+from palace_conformance.scenarios.behaviours import Behaviour, load_behaviours
+from palace_conformance.scenarios.model import AREAS, PLACEHOLDERS, SCHEMA_VERSION, Scenario
+from palace_conformance.scenarios.palace_state import LABEL, event_id_references
+from palace_conformance.scenarios.schema import schema_problems
 
 BRIDGE_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "sleep", "server",
                         "set_env", "shutdown"})

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fake.faults import FaultPlan, plan_from_json
+from palace_conformance.fake.faults import FaultPlan, plan_from_json
 
 SCHEMA_VERSION = 1
 TRANSPORTS = ("stdio", "http")

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..fake.palace import PalaceStore, run_tool
-from .model import Palace
+from palace_conformance.fake.palace import PalaceStore, run_tool
+from palace_conformance.scenarios.model import Palace
 
 #: the palace path the seeding calls report; the state file does not depend on it
 SEED_PALACE = "/palace-conformance/seed"

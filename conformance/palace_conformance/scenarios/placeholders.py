@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .model import PLACEHOLDERS
+from palace_conformance.scenarios.model import PLACEHOLDERS
 
 PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: placeholders that exist only when the scenario runs over HTTP

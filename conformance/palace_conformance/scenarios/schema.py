@@ -19,7 +19,7 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from ..resources import fixtures_dir
+from palace_conformance.resources import fixtures_dir
 
 SCENARIO_SCHEMA = "scenario.schema.json"
 FAULT_PLAN_SCHEMA = "fault-plan.schema.json"

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..fake.journal import REDACTED, Journal, read_journal
+from palace_conformance.fake.journal import REDACTED, Journal, read_journal
 
 PROGRAM = "mempalace-pi-session"
 RECORD_KIND = "feed_prepare"

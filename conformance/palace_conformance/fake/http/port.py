@@ -1,0 +1,178 @@
+"""Where one POST's answer is written: a lone reply becomes a JSON body, anything more (server
+requests, notifications, progress, duplicates) a live ``text/event-stream``; and the response
+framing both share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from palace_conformance.fake.brain import Brain, Exchange
+from palace_conformance.fake.http.wire import (
+    ConnectionGone,
+    Headers,
+    RequestHead,
+    Wire,
+)
+from palace_conformance.fake.playback import FOREVER, encode, pause
+
+JSON_TYPE = "application/json; charset=utf-8"
+SSE_RETRY_MS = 200
+
+
+@dataclass
+class Call:
+    """One connection's request, as the server sees it while answering."""
+
+    conn: int
+    wire: Wire
+    head: RequestHead | None = None
+    control: bool = False
+    session_id: str | None = None
+    extra: Headers = field(default_factory=list)  # headers every answer carries (session id)
+
+
+class PortOwner(Protocol):
+    """What a port needs of the server that owns it."""
+
+    brain: Brain
+    resumable: dict[str, bytes]
+
+    def exit_process(self, code: int) -> None: ...
+
+
+SSE_HEADERS: Headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+
+
+def sse_event(data: bytes) -> bytes:
+    lines = data.split(b"\n")
+    return b"event: message\n" + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
+
+
+def _is_reply(message: dict[str, Any]) -> bool:
+    return "method" not in message and ("result" in message or "error" in message)
+
+
+def _status_for(exchange: Exchange) -> int:
+    """mempalace answers bad JSON with 400 and a dispatcher crash with 500; all else is 200.
+
+    Judged on the palace's own reply (an injected ``error`` fault stays a 200), which play() has
+    already computed by the time anything is written.
+    """
+    reply = exchange.reply() or {}
+    code = (reply.get("error") or {}).get("code")
+    if code == -32700 and exchange.kind == "invalid":
+        return 400
+    return 500 if code == -32603 else 200
+
+
+class HttpPort:
+    """Where play() writes for one POST: a lone reply becomes a JSON body, more becomes SSE."""
+
+    def __init__(self, server: PortOwner, call: Call, exchange: Exchange) -> None:
+        self.server = server
+        self.call = call
+        self.wire = call.wire
+        self.exchange = exchange
+        self.journal = server.brain.journal
+        fault = exchange.fault
+        self.sse = fault("sse")
+        self.stream_only = self.sse is not None or fault("duplicate_response") is not None
+        kind = fault("content_type")
+        self.content_type = str(kind.params.get("value", "text/html")) if kind else JSON_TYPE
+        # Over HTTP a partial line is half a response and a dead connection, not a dead server:
+        # take it away from play() and cut the reply here instead.
+        self.partial = fault("partial_line")
+        exchange.faults = [f for f in exchange.faults if f.action != "partial_line"]
+        self.mode: str | None = None  # None until the first byte; then "json" or "sse"
+
+    @property
+    def _sse_params(self) -> dict[str, Any]:
+        return self.sse.params if self.sse is not None else {}
+
+    async def begin(self) -> None:
+        """An ``sse`` fault opens the stream (priming event, keep-alives) before any message."""
+        if self.sse is not None and self.exchange.kind != "notification":
+            await self._open_stream()
+
+    async def emit(self, message: dict[str, Any]) -> None:
+        await self._deliver(encode(message), reply=_is_reply(message), raw=False)
+
+    async def emit_raw(self, data: bytes) -> None:
+        await self._deliver(data, reply=False, raw=True)
+
+    async def exit(self, code: int) -> None:
+        self.server.exit_process(code)
+
+    async def _deliver(self, data: bytes, *, reply: bool, raw: bool) -> None:
+        if raw:
+            data = data.rstrip(b"\n")  # play() frames raw bytes as a stdio line
+        if self.exchange.kind == "notification" or self.mode == "json":
+            self.journal.record("http_dropped", conn=self.call.conn, size=len(data),
+                                why="a notification's 202 carries no body" if self.mode is None
+                                else "the JSON response was already sent")
+            return
+        if self.mode is None and (self.stream_only or not (reply or raw)):
+            await self._open_stream()
+        if self.mode is None:
+            await self._send_json(data, cut=reply)
+        elif reply and self._sse_params.get("close_without_response"):
+            self._withhold(data)
+        else:
+            await self._event(data, cut=reply)
+
+    async def _send_json(self, body: bytes, *, cut: bool) -> None:
+        self.mode = "json"
+        half = cut and self.partial is not None
+        await self.wire.send(_status_for(self.exchange),
+                             [("Content-Type", self.content_type), *self.call.extra], body,
+                             half=half)
+        if half:
+            await self._after_cut()
+
+    async def _open_stream(self) -> None:
+        self.mode = "sse"
+        await self.wire.start_stream(200, [*SSE_HEADERS, *self.call.extra])
+        params = self._sse_params
+        if params.get("priming_id") is not None:
+            await self.wire.stream(f"id: {params['priming_id']}\nretry: {SSE_RETRY_MS}\n"
+                                   "data: \n\n".encode())
+        for _ in range(int(params.get("keepalives", 0))):
+            await pause(int(params.get("event_delay_ms", 0)))
+            await self.wire.stream(b": keepalive\n\n")
+
+    async def _event(self, data: bytes, *, cut: bool) -> None:
+        await pause(int(self._sse_params.get("event_delay_ms", 0)))
+        half = cut and self.partial is not None
+        await self.wire.stream(sse_event(data), half=half)
+        if half:
+            await self._after_cut()
+
+    def _withhold(self, data: bytes) -> None:
+        priming = self._sse_params.get("priming_id")
+        if priming is not None:
+            self.server.resumable[str(priming)] = data
+        self.journal.record("http_withheld", conn=self.call.conn, id=self.exchange.request_id,
+                            resumable=priming is not None)
+
+    async def _after_cut(self) -> None:
+        assert self.partial is not None
+        self.journal.record("http_closed", conn=self.call.conn, reason="partial_line",
+                            sent=self.wire.sent)
+        if self.partial.params.get("then", "exit") == "stall":
+            await pause(FOREVER)
+        await self.wire.reset()
+        raise ConnectionGone("partial response")
+
+    async def finish(self) -> None:
+        """After play(): end the stream, or 202 a message that wants no answer, or hang up."""
+        message = self.exchange.message or {}
+        if self.mode == "sse":
+            await self.wire.end_stream()
+        elif self.mode is None and (self.exchange.kind == "notification" or "id" not in message):
+            await self.wire.send(202, self.call.extra)
+        elif self.mode is None:
+            self.journal.record("http_closed", conn=self.call.conn, reason="no response")
+
+
+# -- the command -----------------------------------------------------------------------------

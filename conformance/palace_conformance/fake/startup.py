@@ -1,0 +1,46 @@
+"""The ``$startup`` faults, read once for both transports.
+
+A fake process matches its plan against the pseudo-method ``$startup`` when it starts. What that
+asks for (fail with a code, ignore SIGTERM, flood stderr, start slowly) is decided here; the stdio
+and HTTP transports only carry it out, each with its own way of waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from palace_conformance.fake.brain import Brain
+from palace_conformance.fake.faults import Fault
+
+
+@dataclass(frozen=True)
+class StartupFaults:
+    """What the ``$startup`` faults of one process ask for."""
+
+    fail_code: int | None = None  # exit with this code instead of serving (``startup_fail``)
+    fail_after_ms: int = 0  # ... after this long
+    fail_stderr: str | None = None  # ... having printed this line
+    ignore_sigterm: bool = False
+    flood_bytes: tuple[int, ...] = ()  # stderr floods, in plan order
+    delay_ms: int = 0  # serve only after this long (every ``delay`` added up)
+
+    def record_failure(self, brain: Brain) -> int:
+        """Journal the failed start and return its exit code."""
+        code = self.fail_code if self.fail_code is not None else 1
+        brain.journal.record("process_exit", code=code, reason="fault startup_fail")
+        return code
+
+
+def startup_faults(faults: Sequence[Fault]) -> StartupFaults:
+    failing = next((f for f in faults if f.action == "startup_fail"), None)
+    if failing is not None:
+        text = failing.params.get("stderr")
+        return StartupFaults(fail_code=int(failing.params.get("code", 1)),
+                             fail_after_ms=int(failing.params.get("after_ms", 0)),
+                             fail_stderr=str(text) if text else None)
+    return StartupFaults(
+        ignore_sigterm=any(f.action == "ignore_sigterm" for f in faults),
+        flood_bytes=tuple(int(f.params.get("bytes", 1 << 20))
+                          for f in faults if f.action == "flood_stderr"),
+        delay_ms=sum(int(f.params.get("ms", 0)) for f in faults if f.action == "delay"))

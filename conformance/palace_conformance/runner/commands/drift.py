@@ -1,0 +1,175 @@
+"""``palace-conformance diff`` and ``palace-conformance matrix``: compare bridges.
+
+``diff`` exits 1 on any drift (or a pair it could not compare), 0 when the bridges agree, 2 on a
+usage problem; ``matrix`` is a report, not a gate: 0 once written, 2 on a usage problem. Every
+usage problem is one line. The engines (:mod:`.diff`, :mod:`.matrix`, :mod:`.sources`) are
+imported inside the handlers so other subcommands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+from palace_conformance.runner.commands.usage import (
+    RunUsageError,
+    at_least_one,
+    directory,
+    one_line,
+    writable,
+    write_text,
+)
+
+DEFAULT_OP_TIMEOUT_MS = 15000
+
+
+class _AddSource(argparse.Action):
+    """``--bridge`` and ``--from`` share one list, so their order on the command line is kept."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from palace_conformance.runner.compare.sources import SourceSpec, parse_from
+
+        found = list(getattr(namespace, "sources", None) or [])
+        spec = SourceSpec("bridge", str(values)) if self.dest == "bridge" else parse_from(
+            str(values))
+        found.append(spec)
+        namespace.sources = found
+
+
+def _selection(args: argparse.Namespace) -> Any:
+    from palace_conformance.runner.compare.sources import Selection
+
+    at_least_one("--jobs", args.jobs)
+    at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    transports = ("stdio", "http") if args.transport == "both" else (args.transport,)
+    return Selection(tuple(args.select), transports, args.jobs, args.op_timeout_ms)
+
+
+def _command_line(prog: str, args: argparse.Namespace) -> str:
+    """The command, rebuilt from what it was given (recorded in the report)."""
+    words = ["palace-conformance", prog]
+    for spec in getattr(args, "sources", None) or ():
+        if spec.kind == "bridge":
+            words += ["--bridge", spec.value]
+        else:
+            words += ["--from", f"{spec.label}={spec.value}" if spec.label else spec.value]
+    for pattern in args.select:
+        words += ["--select", pattern]
+    if args.transport != "both":
+        words += ["--transport", args.transport]
+    words += list(args.paths)
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _diff_checked(args: argparse.Namespace) -> int:
+    import json
+
+    from palace_conformance.runner.compare.diff import compare, render_markdown, render_text
+    from palace_conformance.runner.compare.sources import collect
+
+    specs = list(getattr(args, "sources", None) or [])
+    if len(specs) != 2:
+        raise RunUsageError(f"diff compares exactly two bridges, got {len(specs)} (give --bridge "
+                            "twice, e.g. --bridge reference --bridge pi-mcp, or --from a saved "
+                            "'run --json' for either)")
+    selection = _selection(args)
+    json_path = writable("--json", args.json)
+    md_path = writable("--markdown", args.markdown)
+    left, right = collect(specs, selection, args.paths)
+    report = compare(left, right)
+    sys.stdout.write(render_text(report))
+    write_text(json_path, json.dumps(report.to_json(), indent=1, ensure_ascii=False, default=str))
+    write_text(md_path, render_markdown(report))
+    return report.exit_code
+
+
+def _matrix_checked(args: argparse.Namespace) -> int:
+    import json
+    import re
+
+    from palace_conformance.runner.compare.matrix import build, render_html, render_markdown
+    from palace_conformance.runner.compare.sources import apply_baselines, collect, load_baselines
+
+    specs = list(getattr(args, "sources", None) or [])
+    if not specs:
+        raise RunUsageError("no bridge given (add --bridge SPEC or --from RESULT.json, once per "
+                            "bridge)")
+    if args.markdown is None and args.html is None:
+        raise RunUsageError("nothing to write (give --markdown FILE and/or --html FILE)")
+    selection = _selection(args)
+    md_path = writable("--markdown", args.markdown)
+    html_path = writable("--html", args.html)
+    save_dir = directory("--save-runs", args.save_runs)
+    baselines = load_baselines(args.baseline)
+    sources = collect(specs, selection, args.paths)
+    apply_baselines(sources, baselines)
+    if save_dir is not None:
+        for source in sources:
+            name = re.sub(r"[^A-Za-z0-9_.-]+", "-", source.label).strip("-") or "bridge"
+            write_text(save_dir / f"{name}.json",
+                   json.dumps(source.run.to_json(), indent=1, ensure_ascii=False, default=str))
+    matrix = build(sources, command=_command_line("matrix", args))
+    write_text(md_path, render_markdown(matrix))
+    write_text(html_path, render_html(matrix))
+    for index, column in enumerate(matrix.columns):
+        counts = matrix.counts(index)
+        print(f"{column.label}: " + ", ".join(f"{n} {s.replace('_', ' ')}"
+                                              for s, n in counts.items() if n and s != "absent"))
+    for target in (md_path, html_path):
+        if target is not None:
+            print(f"wrote {target}")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="scenario files or directories (default: the shipped scenarios)")
+    parser.add_argument("--bridge", action=_AddSource, metavar="SPEC",
+                        help="a bridge to run: 'reference', a Node host spec (pi-extension:FILE, "
+                        "pi-mcp, pi-mcp:wrapped, pi-mcp-adapter) or a host command; repeatable")
+    parser.add_argument("--from", dest="from_", action=_AddSource, metavar="[LABEL=]FILE",
+                        help="a saved 'palace-conformance run --json' result instead of a run; "
+                        "repeatable")
+    parser.add_argument("--select", action="append", default=[], metavar="PATTERN",
+                        help="only scenario ids matching this glob; repeatable")
+    parser.add_argument("--transport", choices=("stdio", "http", "both"), default="both",
+                        help="which transports (default both)")
+    parser.add_argument("--jobs", type=int, default=2, metavar="N",
+                        help="runs in parallel per bridge (default 2)")
+    parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
+                        help=f"an op's deadline when its step sets none (default "
+                        f"{DEFAULT_OP_TIMEOUT_MS})")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    diff = sub.add_parser(
+        "diff", help="show where two bridges' normalised traces part",
+        description="Run two bridges on the same scenarios and print, for every (scenario, "
+        "transport) where their normalised outcomes differ, the first divergent step: its "
+        "index, op and label, the JSON pointer and both values. Not-applicable scenarios are "
+        "listed apart. Exit 1 on any drift, 0 when none, 2 on a usage problem.")
+    _common(diff)
+    diff.add_argument("--json", metavar="FILE", help="write the drift report as JSON")
+    diff.add_argument("--markdown", metavar="FILE", help="write the drift report as Markdown")
+    diff.set_defaults(handler=one_line("palace-conformance diff")(_diff_checked), sources=[])
+
+    matrix = sub.add_parser(
+        "matrix", help="bridges x scenarios report (Markdown and/or one HTML page)",
+        description="Run several bridges (or read their saved 'run --json' results) and write "
+        "a bridges x scenarios matrix: pass / fail / known failure / not applicable / not "
+        "testable per transport, grouped by area, with the behaviour IDs and a drill-down into "
+        "every red cell. Exit 0 once written (a report, not a gate), 2 on a usage problem.")
+    _common(matrix)
+    matrix.add_argument("--markdown", metavar="FILE", help="write the matrix as Markdown")
+    matrix.add_argument("--html", metavar="FILE", help="write the matrix as one HTML page")
+    matrix.add_argument("--baseline", action="append", default=[], metavar="[LABEL=]FILE",
+                        help="expected-failure baseline (docs/baselines.md) for the bridge "
+                        "labelled LABEL, or for every bridge; its failures show as known "
+                        "failures; repeatable")
+    matrix.add_argument("--save-runs", metavar="DIR",
+                        help="also keep each bridge's results as DIR/<label>.json (for --from)")
+    matrix.set_defaults(handler=one_line("palace-conformance matrix")(_matrix_checked), sources=[])
+

@@ -1,0 +1,149 @@
+"""``palace-conformance replay BUNDLE`` and ``palace-conformance baseline update``.
+
+The parsers are built on every invocation of the CLI (fakes included), so this module imports
+nothing heavy; each handler imports what it needs. Exit codes follow ``run``: 0 green, 1 a
+failure, 2 a usage problem reported in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+from datetime import date
+from pathlib import Path
+
+from palace_conformance.runner.commands.run import DEFAULT_OP_TIMEOUT_MS, host_argv
+from palace_conformance.runner.commands.usage import RunUsageError, at_least_one, one_line, writable
+
+REPLAY = "palace-conformance replay"
+BASELINE = "palace-conformance baseline"
+DEFAULT_BASELINE = "conformance-baseline.json"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _replay_checked(args: argparse.Namespace) -> int:
+    from palace_conformance.runner.execution.suite import HostProbeError
+    from palace_conformance.runner.reports.console import make_progress, render_summary
+    from palace_conformance.runner.reports.replay import ReplayError, load_bundle, replay, verdict
+
+    at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    json_path = writable("--json", args.json)
+    try:
+        bundle = load_bundle(args.bundle)
+    except ReplayError as exc:
+        raise RunUsageError(str(exc)) from None
+    bridge = args.bridge or bundle.bridge
+    argv = host_argv(bridge)
+    print(f"replaying {bundle.scenario.id} on {' and '.join(bundle.transports)} against "
+          f"{bridge}", flush=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        run = replay(bundle, argv, op_timeout_ms=args.op_timeout_ms,
+                     progress=make_progress())
+    except HostProbeError as exc:
+        raise RunUsageError(f"the bridge host failed: {exc}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    render_summary(run)
+    print(verdict(bundle, run), flush=True)
+    if json_path is not None:
+        try:
+            json_path.write_text(json.dumps(run.to_json(), indent=1, ensure_ascii=False,
+                                            default=str), encoding="utf-8")
+        except OSError as exc:
+            raise RunUsageError(f"cannot write {json_path}: {exc.strerror or exc}") from None
+    return run.exit_code
+
+
+def _expires(value: str | None) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise RunUsageError(f"--expires {value}: not a date (write YYYY-MM-DD)") from None
+
+
+def _baseline_update_checked(args: argparse.Namespace) -> int:
+    from palace_conformance.runner.compare.sources import load_result_file
+    from palace_conformance.runner.verdict.baseline import (
+        BaselineError,
+        load_baseline,
+        update_baseline,
+        write_baseline,
+    )
+
+    expires = _expires(args.expires)
+    if args.reason is not None and not args.reason.strip():
+        raise RunUsageError("--reason is empty (say in one line why the failures are accepted)")
+    out = writable("--out", args.out)
+    assert out is not None
+    run = load_result_file(args.report)
+    old_path = args.baseline or (args.out if out.exists() else None)
+    old = None
+    if old_path is not None:
+        try:
+            old = load_baseline(old_path, flag="--baseline" if args.baseline else "--out")
+        except BaselineError as exc:
+            raise RunUsageError(str(exc)) from None
+    reason = args.reason or (f"failing in {Path(args.report).name} on "
+                             f"{date.today().isoformat()} (say why it is accepted)")
+    update = update_baseline(run, old, reason=reason, issue=args.issue, expires=expires)
+    try:
+        write_baseline(update.baseline, out)
+    except OSError as exc:
+        raise RunUsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    print(f"wrote {out}: {len(update.baseline.entries)} entr"
+          f"{'y' if len(update.baseline.entries) == 1 else 'ies'} ({len(update.kept)} kept, "
+          f"{len(update.added)} added, {len(update.dropped)} dropped as passing)")
+    for entry in update.dropped:
+        print(f"  dropped {entry.key}: passes in {args.report}")
+    for entry in update.added:
+        print(f"  added {entry.key}")
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    replay = sub.add_parser(
+        "replay", help="re-run a repro bundle against a bridge",
+        description="Re-run the scenario of a repro bundle (written by 'run --report-dir DIR' "
+        "under DIR/bundles/) on its transport, against the bridge the bundle recorded or "
+        "--bridge. Reports and exits like 'run': 0 passed, 1 failed, 2 usage problem.")
+    replay.add_argument("bundle", metavar="BUNDLE", help="the bundle directory")
+    replay.add_argument("--bridge", metavar="reference|COMMAND",
+                        help="the bridge to run against (default: the one in the bundle)")
+    replay.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS,
+                        metavar="MS", help="an op's deadline when its step sets no timeout_ms "
+                        f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    replay.add_argument("--json", metavar="FILE", help="write the replay's result model as JSON")
+    replay.set_defaults(handler=one_line(REPLAY)(_replay_checked))
+
+    baseline = sub.add_parser(
+        "baseline", help="maintain an expected-failure baseline",
+        description="Expected-failure baselines (docs/baselines.md): known failures that keep "
+        "'run --baseline FILE' green until fixed.")
+    baseline_sub = baseline.add_subparsers(dest="baseline_command", metavar="SUBCOMMAND",
+                                           parser_class=type(baseline))
+    baseline_sub.required = True
+    update = baseline_sub.add_parser(
+        "update", help="write a baseline listing a report's current failures",
+        description="Write a baseline that lists every failing result of REPORT (a 'run --json' "
+        "or report-dir results.json file). Entries of the existing baseline (--out, or "
+        "--baseline) that still cover a failure keep their reason, issue and expiry; entries "
+        "whose results pass now are dropped; entries for scenarios the report lacks are kept.")
+    update.add_argument("--from", dest="report", required=True, metavar="REPORT.json",
+                        help="the run's JSON result")
+    update.add_argument("--out", default=DEFAULT_BASELINE, metavar="FILE",
+                        help=f"the baseline to write (default {DEFAULT_BASELINE}); its current "
+                        "entries are the starting point when it exists")
+    update.add_argument("--baseline", metavar="FILE",
+                        help="start from this baseline instead of --out")
+    update.add_argument("--reason", help="reason recorded on new entries")
+    update.add_argument("--issue", metavar="URL|ID", help="issue recorded on new entries")
+    update.add_argument("--expires", metavar="YYYY-MM-DD",
+                        help="expiry date recorded on new entries")
+    update.set_defaults(handler=one_line(f"{BASELINE} update")(_baseline_update_checked))

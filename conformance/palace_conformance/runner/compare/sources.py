@@ -1,0 +1,217 @@
+"""Where ``diff`` and ``matrix`` get their results: a bridge run now, or a saved ``run --json``.
+
+Both commands compare several bridges over the same scenarios, so the selection and transport
+filters are applied the same way to a fresh run and to a file, and every source gets a short,
+unique label (the column heading, the ``data-bridge`` attribute, the name in a drift report).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from palace_conformance.runner.commands.run import _interrupt, host_argv, select
+from palace_conformance.runner.commands.usage import RunUsageError
+from palace_conformance.runner.results import PARITY, RunResult
+
+if TYPE_CHECKING:
+    from palace_conformance.scenarios.model import Scenario
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One ``--bridge SPEC`` or ``--from [LABEL=]FILE``, in command-line order."""
+
+    kind: str  # "bridge" | "file"
+    value: str
+    label: str = ""
+
+
+@dataclass
+class Source:
+    """A bridge's results, ready to compare."""
+
+    label: str
+    run: RunResult
+    origin: str  # the --bridge spec or the file it was read from
+    capabilities: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to run or keep: scenario id globs and transports."""
+
+    patterns: tuple[str, ...] = ()
+    transports: tuple[str, ...] = ("stdio", "http")
+    jobs: int = 2
+    op_timeout_ms: int = 15000
+
+
+def bridge_label(spec: str) -> str:
+    """A short label: ``pi-extension:mirror.ts`` for a file spec, else the spec itself."""
+    if spec.startswith("pi-extension:"):
+        target = spec.split(":", 1)[1].split("?", 1)[0]
+        return f"pi-extension:{os.path.basename(target) or target}"
+    return spec
+
+
+def parse_from(value: str) -> SourceSpec:
+    """``FILE`` or ``LABEL=FILE`` (the label wins only when the whole value is not a file)."""
+    if "=" in value and not Path(value).exists():
+        label, path = value.split("=", 1)
+        return SourceSpec("file", path, label.strip())
+    return SourceSpec("file", value)
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """``a``, ``a``, ``b`` -> ``a``, ``a#2``, ``b``: columns must be told apart."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+    return out
+
+
+def load_result_file(path: str) -> RunResult:
+    """A saved ``palace-conformance run --json`` file; one-line errors."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunUsageError(f"--from {path}: no such file (write one with 'palace-conformance "
+                            "run --json FILE')") from None
+    except OSError as exc:
+        raise RunUsageError(f"--from {path}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunUsageError(f"--from {path}: not a JSON report ({exc}); give a 'run --json' "
+                            "file") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise RunUsageError(f"--from {path}: not a 'palace-conformance run --json' result (no "
+                            "'results' list)")
+    try:
+        return RunResult.from_json(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunUsageError(f"--from {path}: malformed result ({exc!r}); regenerate it with "
+                            "'palace-conformance run --json FILE'") from None
+
+
+def filter_run(run: RunResult, selection: Selection) -> RunResult:
+    """Only the selected scenarios and transports (parity kept when both transports are)."""
+    keep = set(selection.transports)
+    if {"stdio", "http"} <= keep:
+        keep.add(PARITY)
+    results = [r for r in run.results if r.transport in keep
+               and (not selection.patterns
+                    or any(fnmatch.fnmatchcase(r.scenario, p) for p in selection.patterns))]
+    return RunResult(host=run.host, results=results, started_at=run.started_at,
+                     duration_ms=run.duration_ms, stale_baseline=list(run.stale_baseline))
+
+
+def plan_runs(selection: Selection, paths: Sequence[str] = ()) -> tuple[Scenario, ...]:
+    """The selected scenarios; every problem is a one-line usage error."""
+    from palace_conformance.scenarios.loader import load_catalogue
+
+    catalogue = load_catalogue(list(paths) or None)
+    if catalogue.problems:
+        raise RunUsageError(f"{len(catalogue.problems)} problem(s) in the scenario files, first: "
+                            f"{catalogue.problems[0]} (palace-conformance fixtures validate)")
+    scenarios = select(catalogue.scenarios, list(selection.patterns))
+    if not any(t in s.transports for s in scenarios for t in selection.transports):
+        raise RunUsageError(f"none of the selected scenarios runs on "
+                            f"{' or '.join(selection.transports)}")
+    return tuple(scenarios)
+
+
+def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
+               selection: Selection, progress_stream: TextIO | None = None) -> RunResult:
+    """Run the planned scenarios against one bridge (the same machinery as ``run``)."""
+    from palace_conformance.runner.execution.execute import RunOptions
+    from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
+    from palace_conformance.runner.reports.console import make_progress
+
+    options = SuiteOptions(run=RunOptions(host_argv=tuple(argv),
+                                          op_timeout_ms=selection.op_timeout_ms),
+                           jobs=selection.jobs, transports=selection.transports)
+    stream = progress_stream or sys.stderr
+    print(f"running {bridge_label(spec)} ...", file=stream, flush=True)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # like run: a CI timeout cleans up
+    try:
+        return run_suite(scenarios, options, progress=make_progress(stream))
+    except HostProbeError as exc:
+        raise RunUsageError(f"--bridge {spec}: the bridge host failed: {exc}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[str] = (),
+            progress_stream: TextIO | None = None) -> list[Source]:
+    """Every source's results, in command-line order, labelled uniquely.
+
+    Files are read, bridge commands resolved and scenarios selected before any bridge runs, so
+    a typo in the last argument costs no minutes of running the first."""
+    files: dict[int, RunResult] = {}
+    argvs: dict[int, tuple[str, ...]] = {}
+    for index, spec in enumerate(specs):
+        if spec.kind == "file":
+            files[index] = filter_run(load_result_file(spec.value), selection)
+            if not files[index].results:
+                raise RunUsageError(f"--from {spec.value}: no result matches the selection "
+                                    "(check --select and --transport)")
+        else:
+            argvs[index] = host_argv(spec.value)
+    scenarios = plan_runs(selection, paths) if argvs else ()
+    found: list[tuple[str, RunResult, str]] = []
+    for index, spec in enumerate(specs):
+        if index in files:
+            run = files[index]
+            label = spec.label or run.host.bridge or Path(spec.value).stem
+        else:
+            run = run_bridge(spec.value, argvs[index], scenarios, selection, progress_stream)
+            label = spec.label or bridge_label(spec.value)
+        found.append((label, run, spec.value))
+    labels = unique_labels([label for label, _, _ in found])
+    return [Source(label, run, origin, tuple(run.host.capabilities))
+            for label, (_, run, origin) in zip(labels, found, strict=True)]
+
+
+def load_baselines(values: Sequence[str]) -> dict[str | None, Any]:
+    """``--baseline [LABEL=]FILE`` values: label (None: every bridge) -> loaded baseline."""
+    from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
+
+    found: dict[str | None, Any] = {}
+    for value in values:
+        label: str | None = None
+        path = value
+        if "=" in value and not Path(value).exists():
+            label, path = value.split("=", 1)
+        if label in found:
+            raise RunUsageError(f"--baseline {value}: a second baseline for "
+                                f"{label or 'every bridge'} (give one per bridge)")
+        try:
+            found[label] = load_baseline(path)
+        except BaselineError as exc:
+            raise RunUsageError(str(exc)) from None
+    return found
+
+
+def apply_baselines(sources: Sequence[Source], baselines: dict[str | None, Any]) -> None:
+    """Mark each source's known failures with its own baseline (or the one for every bridge);
+    a labelled baseline whose label names no column is a usage error."""
+    from palace_conformance.runner.verdict.baseline import apply_baseline
+
+    labels = {s.label for s in sources}
+    unknown = [label for label in baselines if label is not None and label not in labels]
+    if unknown:
+        raise RunUsageError(f"--baseline {unknown[0]}=...: no bridge is labelled {unknown[0]!r} "
+                            f"(labels: {', '.join(sorted(labels))})")
+    for source in sources:
+        chosen = baselines.get(source.label, baselines.get(None))
+        if chosen is not None:
+            apply_baseline(source.run, chosen)

@@ -1,0 +1,295 @@
+"""The runner's side of driver protocol v1 (DRIVER.md): spawn a host, one request at a time.
+
+The runner never trusts the host to keep time: every request has a runner-side deadline (the op's
+``timeout_ms`` plus a grace), and a host that misses it is killed and reported as a failure naming
+the op. A run therefore always ends, whatever the bridge under test does. Anything on the host's
+stdout that is not one JSON reply is a ``protocol_violation``; its stderr is kept for reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from palace_conformance.runner.execution import warm_client as warm_start
+
+PROTOCOL = 1
+DEFAULT_GRACE_MS = 3000  # runner-side slack past the host's own deadline
+STDERR_KEEP = 256 * 1024  # bytes of host stderr kept in memory
+
+HOST_EXITED = "host_exited"
+HOST_DEADLINE = "host_deadline"
+PROTOCOL_VIOLATION = "protocol_violation"
+PROTOCOL_VERSION = "protocol_version"
+HOST_START = "host_start"
+
+
+class DriverFailure(Exception):
+    """The host cannot be driven any further (it is dead or has been killed); one line."""
+
+    def __init__(self, kind: str, op: str, message: str) -> None:
+        self.kind = kind
+        self.op = op
+        super().__init__(message)
+
+
+@dataclass
+class Reply:
+    """One host reply. ``elapsed_ms`` is measured by the runner around the round trip."""
+
+    id: int
+    ok: bool
+    result: Any = None
+    error: dict[str, Any] | None = None
+    effects: list[dict[str, Any]] = field(default_factory=list)
+    host_ms: float | None = None
+    elapsed_ms: float = 0.0
+
+
+_EOF = object()
+
+
+class DriverClient:
+    """A running host process. Use as a context manager; :meth:`close` always cleans up."""
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None,
+                 stderr_path: str | os.PathLike[str] | None = None,
+                 grace_ms: int = DEFAULT_GRACE_MS, warm: bool = True) -> None:
+        self.argv = list(argv)
+        self.warm = warm  # the reference host may be forked warm (warm_client)
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.grace_ms = grace_ms
+        self.stderr_path = Path(stderr_path) if stderr_path else None
+        self.proc: subprocess.Popen[bytes] | warm_start.WarmProcess | None = None
+        self._lines: queue.Queue[Any] = queue.Queue()
+        self._stderr = bytearray()
+        self._stderr_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._next_id = 1
+        self.dead: DriverFailure | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> DriverClient:
+        try:
+            self.proc = warm_start.start(self.argv, warm=self.warm,
+                                         env=self.env if self.env is not None else os.environ,
+                                         cwd=self.cwd or os.getcwd(), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise DriverFailure(HOST_START, "start", f"cannot start host {self.argv[0]!r}: "
+                                f"{exc.strerror or exc}") from None
+        for target in (self._pump_stdout, self._pump_stderr):
+            thread = threading.Thread(target=target, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def __enter__(self) -> DriverClient:
+        return self if self.proc is not None else self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def _pump_stdout(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(_EOF)
+
+    def _pump_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        sink = open(self.stderr_path, "ab") if self.stderr_path else None  # noqa: SIM115
+        try:
+            for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+                with self._stderr_lock:
+                    self._stderr.extend(chunk)
+                    if len(self._stderr) > STDERR_KEEP:
+                        del self._stderr[: len(self._stderr) - STDERR_KEEP]
+                if sink is not None:
+                    sink.write(chunk)
+                    sink.flush()
+        finally:
+            if sink is not None:
+                sink.close()
+
+    def stderr_text(self) -> str:
+        with self._stderr_lock:
+            return self._stderr.decode("utf-8", "replace")
+
+    def stderr_tail(self, lines: int = 3) -> str:
+        tail = [line for line in self.stderr_text().splitlines() if line.strip()][-lines:]
+        return " | ".join(tail)
+
+    def close(self, grace_s: float = 2.0) -> int | None:
+        """Close stdin, wait briefly, then kill the host's whole process group."""
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.stdin is not None and not proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(grace_s)
+        self._kill_group()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+        for thread in self._threads:
+            thread.join(2)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        return proc.returncode
+
+    def _kill_group(self) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+
+    def _die(self, kind: str, op: str, message: str) -> DriverFailure:
+        """Kill the host and remember why; every later request fails with the same reason."""
+        if self.proc is not None:
+            self._kill_group()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+        self.dead = DriverFailure(kind, op, message)
+        return self.dead
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def request(self, op: str, fields: Mapping[str, Any] | None = None, *,
+                deadline_ms: float) -> Reply:
+        """Send one request and wait for its reply; :class:`DriverFailure` if none can come.
+
+        ``deadline_ms`` is the host's own budget for the op; the runner waits that plus its grace.
+        """
+        if self.dead is not None:
+            raise self.dead
+        assert self.proc is not None and self.proc.stdin is not None, "start() first"
+        stray = self._drain_stray()
+        if stray is not None:
+            raise self._die(PROTOCOL_VIOLATION, op, f"host wrote {stray!r} to stdout between "
+                            "replies (stdout carries only protocol)")
+        request_id = self._next_id
+        self._next_id += 1
+        payload = {"id": request_id, "op": op, **(fields or {})}
+        line = json.dumps(payload, ensure_ascii=False).encode() + b"\n"
+        started = time.monotonic()
+        try:
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._exited(op) from None
+        limit = started + (deadline_ms + self.grace_ms) / 1000.0
+        while True:
+            remaining = limit - time.monotonic()
+            try:
+                raw = self._lines.get(timeout=max(remaining, 0))
+            except queue.Empty:
+                raise self._die(HOST_DEADLINE, op, f"host did not answer {op!r} within "
+                                f"{deadline_ms + self.grace_ms:.0f} ms (its deadline "
+                                f"{deadline_ms:.0f} ms + {self.grace_ms} ms grace); killed "
+                                "it") from None
+            if raw is _EOF:
+                raise self._exited(op)
+            if not raw.strip():
+                continue
+            reply = self._parse(raw, op, request_id)
+            reply.elapsed_ms = (time.monotonic() - started) * 1000.0
+            return reply
+
+    def _drain_stray(self) -> str | None:
+        while True:
+            try:
+                raw = self._lines.get_nowait()
+            except queue.Empty:
+                return None
+            if raw is _EOF:
+                self._lines.put(_EOF)
+                return None
+            if raw.strip():
+                return raw.decode("utf-8", "replace").strip()[:120]
+
+    def _exited(self, op: str) -> DriverFailure:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            code = None
+        for thread in self._threads[1:]:
+            thread.join(1)
+        tail = self.stderr_tail()
+        status = f"exit code {code}" if code is not None else "stdout closed"
+        return self._die(HOST_EXITED, op, f"host exited during {op!r} ({status})"
+                         + (f": {tail}" if tail else ""))
+
+    def _parse(self, raw: bytes, op: str, request_id: int) -> Reply:
+        text = raw.decode("utf-8", "replace").strip()
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise self._die(PROTOCOL_VIOLATION, op, f"host wrote non-JSON to stdout during "
+                            f"{op!r}: {text[:120]!r}") from None
+        if not isinstance(data, dict):
+            raise self._die(PROTOCOL_VIOLATION, op, f"host reply to {op!r} is not a JSON "
+                            f"object: {text[:120]!r}")
+        if data.get("id") != request_id:
+            raise self._die(PROTOCOL_VIOLATION, op, f"host reply to {op!r} has id "
+                            f"{data.get('id')!r}, expected {request_id}")
+        ok = data.get("ok")
+        if not isinstance(ok, bool):
+            raise self._die(PROTOCOL_VIOLATION, op, f"host reply to {op!r} has no boolean 'ok'")
+        error = data.get("error")
+        if not ok and not isinstance(error, dict):
+            error = {"kind": "bad_request", "message": "host said ok: false without an error"}
+        effects = data.get("effects") or []
+        if not isinstance(effects, list) or not all(isinstance(e, dict) for e in effects):
+            raise self._die(PROTOCOL_VIOLATION, op, f"host reply to {op!r}: 'effects' must be "
+                            "a list of objects")
+        host_ms = data.get("ms")
+        return Reply(id=request_id, ok=ok, result=data.get("result"),
+                     error=error if not ok else None, effects=effects,
+                     host_ms=float(host_ms) if isinstance(host_ms, int | float) else None)
+
+    def hello(self, deadline_ms: float = 10000) -> dict[str, Any]:
+        """``hello``, checked: a host of another protocol major version is refused in one line."""
+        reply = self.request("hello", deadline_ms=deadline_ms)
+        if not reply.ok or not isinstance(reply.result, dict):
+            raise self._die(PROTOCOL_VIOLATION, "hello", "host refused hello: "
+                            f"{(reply.error or {}).get('message', 'no result')}")
+        version = reply.result.get("protocol")
+        if major(version) != PROTOCOL:
+            raise self._die(PROTOCOL_VERSION, "hello", f"host speaks driver protocol {version}; "
+                            f"this palace-conformance speaks {PROTOCOL}")
+        return reply.result
+
+
+def major(version: Any) -> int | None:
+    """The major number of a protocol version (``1``, ``"1"``, ``"1.2"``), or None."""
+    if isinstance(version, bool):
+        return None
+    if isinstance(version, int):
+        return version
+    try:
+        return int(str(version).split(".", 1)[0])
+    except ValueError:
+        return None

@@ -1,0 +1,391 @@
+"""Run one scenario on one transport: set up its world, drive every step, judge, clean up.
+
+The outcome is a :class:`~.results.ScenarioResult`: ``passed`` or ``failed`` with check records;
+``not_testable`` when a prerequisite could not be set up (the fake did not start, the host did not
+load the bridge) — a failure class, never a skip; ``not_applicable`` when the scenario needs a
+capability or transport the host does not declare — reported apart, not a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from palace_conformance import processes as procs
+from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
+from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
+from palace_conformance.runner.execution.world import SIGNALS, SetupError, World
+from palace_conformance.runner.results import (
+    FAIL,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    CheckRecord,
+    ScenarioResult,
+    StepRecord,
+    redact_env,
+    scenario_status,
+)
+from palace_conformance.runner.verdict import normalise
+from palace_conformance.runner.verdict.judge import Observation, judge
+from palace_conformance.scenarios.checks import process_facts
+from palace_conformance.scenarios.model import Scenario, Step
+
+DEFAULT_OP_TIMEOUT_MS = 15000
+HELLO_TIMEOUT_MS = 10000
+EXIT_TIMEOUT_MS = 3000
+LIST_TOOLS_TIMEOUT_MS = 5000
+CLOSE_STDIN_WAIT_MS = 5000  # how long a close_stdin step waits for the fake to exit
+TEARDOWN_KEY = "(teardown)"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: the host command and the runner's own budgets."""
+
+    host_argv: tuple[str, ...]
+    op_timeout_ms: int = DEFAULT_OP_TIMEOUT_MS  # an op's deadline when the step sets none
+    grace_ms: int = 3000  # runner-side slack past a host deadline before the host is killed
+    hello_timeout_ms: int = HELLO_TIMEOUT_MS  # a host has this long to start and say hello
+    work_root: Path | None = None  # where run directories are made (default: the system tmp)
+    artifacts: Path | None = None  # keep each run's files under <artifacts>/<id>/<transport>
+    warm_start: bool = True  # fork the reference host and the HTTP fake warm (warm_client)
+
+
+def not_applicable_reason(scenario: Scenario, transport: str,
+                          capabilities: Iterable[str]) -> str | None:
+    """Why the host cannot be asked to run this (missing capability or transport), or None."""
+    if scenario.subject == "fake":
+        return None
+    caps = set(capabilities)
+    missing = [c for c in scenario.requires if c not in caps]
+    if transport not in caps:
+        missing.insert(0, transport)
+    if missing:
+        return f"the host does not declare {', '.join(missing)}"
+    return None
+
+
+def host_deadline(step: Step, default_ms: int) -> int:
+    """The op's deadline: the step's ``timeout_ms``, else what the op itself may take."""
+    if step.timeout_ms is not None:
+        return step.timeout_ms
+    if step.op == "settle":
+        return int(step.params.get("max_ms", 5000)) + default_ms
+    if step.op == "shutdown":
+        return int(step.params.get("grace_ms", 5000)) + default_ms
+    return default_ms
+
+
+def _report_env(env: dict[str, str]) -> dict[str, str | None]:
+    shown = {k: v for k, v in env.items()
+             if k in ("HOME", "PATH") or k.startswith(("MEMPALACE_", "PALACE_"))}
+    return redact_env(shown)
+
+
+class _Execution:
+    def __init__(self, scenario: Scenario, transport: str, options: RunOptions) -> None:
+        self.original = scenario
+        self.transport = transport
+        self.options = options
+        self.world: World | None = None
+        self.driver: DriverClient | None = None
+        self.fake: FakeClient | None = None
+        self.steps: list[StepRecord] = []
+        self.step_tools: dict[int, list[dict[str, Any]] | None] = {}
+        self.result = ScenarioResult(scenario=scenario.id, transport=transport, status="passed",
+                                     title=scenario.title, covers=scenario.covers,
+                                     path=str(scenario.path))
+
+    # -- outcomes that end a run early ---------------------------------------------------------
+
+    def _not_testable(self, why: str) -> ScenarioResult:
+        self.result.status = NOT_TESTABLE
+        self.result.reason = f"Not testable: {why}"
+        self.result.steps = self.steps
+        self.result.checks.append(CheckRecord(
+            scenario=self.original.id, transport=self.transport, pointer="/setup", status=FAIL,
+            message=self.result.reason, covers=self.original.covers))
+        return self.result
+
+    def _not_applicable(self, why: str) -> ScenarioResult:
+        self.result.status = NOT_APPLICABLE
+        self.result.reason = f"Not applicable: {why}"
+        return self.result
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(self, capabilities: Iterable[str] | None) -> ScenarioResult:
+        if capabilities is not None:
+            why = not_applicable_reason(self.original, self.transport, capabilities)
+            if why:
+                return self._not_applicable(why)
+        try:
+            self.world = World(self.original, self.transport, work_root=self.options.work_root,
+                               warm_start=self.options.warm_start)
+            try:
+                self.world.open()
+            except SetupError as exc:
+                return self._not_testable(str(exc))
+            if self.original.subject == "fake":
+                return self._run_fake()
+            return self._run_bridge()
+        finally:
+            self._cleanup()
+
+    def _run_bridge(self) -> ScenarioResult:
+        world = self.world
+        assert world is not None
+        scenario = world.scenario
+        self.driver = DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
+                                   stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
+                                   warm=self.options.warm_start)
+        try:
+            self.driver.start()
+            hello = self.driver.hello(self.options.hello_timeout_ms)
+        except DriverFailure as exc:
+            return self._not_testable(f"host did not start: {exc}")
+        why = not_applicable_reason(scenario, self.transport, hello.get("capabilities") or ())
+        if why:
+            return self._not_applicable(why)
+        for step in scenario.steps_for(self.transport):
+            record = self._step(step)
+            self.steps.append(record)
+            if step.op == "load" and self._load_failed(step, record):
+                reason = record.failure or (record.error or {}).get("message", "load failed")
+                return self._not_testable(f"host failed to load the bridge: {reason}")
+        return self._finish(scenario)
+
+    def _load_failed(self, step: Step, record: StepRecord) -> bool:
+        explicit = step.expect is not None and (step.expect.ok is not None
+                                                or step.expect.error is not None)
+        return not explicit and (record.failure is not None or record.ok is False)
+
+    def _step(self, step: Step) -> StepRecord:
+        world, driver = self.world, self.driver
+        assert world is not None
+        record = StepRecord(index=step.index, key=step.key, op=step.op)
+        if driver is not None and driver.dead is not None:
+            record.failure = f"not run: {driver.dead}"
+            return record
+        record.journal_start = world.journal_mark()
+        record.ran = True
+        started = time.monotonic()
+        try:
+            if step.op == "sleep":
+                time.sleep(int(step.params.get("ms", 0)) / 1000)
+                record.ok = True
+            elif step.op == "server":
+                record.request = {"op": "server", **step.params}
+                record.ok, record.result, record.error = self._server(step)
+            elif step.op == "rpc":
+                assert self.fake is not None
+                record.request = {"op": "rpc", **step.params}
+                deadline = step.timeout_ms or self.options.op_timeout_ms
+                record.ok, record.result, record.error = self.fake.send(dict(step.params),
+                                                                        deadline)
+            elif step.op == "http":
+                assert self.fake is not None
+                record.request = {"op": "http", **step.params}
+                deadline = step.timeout_ms or self.options.op_timeout_ms
+                record.ok, record.result, record.error = self.fake.request(step.params, deadline)
+            else:
+                self._host_step(step, record)
+        except DriverFailure as exc:
+            record.failure = str(exc)
+        if record.elapsed_ms is None:
+            record.elapsed_ms = (time.monotonic() - started) * 1000.0
+        record.journal_end = world.journal_mark()
+        if step.expect is not None and step.expect.tools is not None:
+            self.step_tools[step.index] = self._tools_after(step, record)
+        return record
+
+    def _server(self, step: Step) -> Outcome:
+        """A ``server`` step: the runner's own stdio child (fake subject) or the world's."""
+        action = step.params.get("action")
+        if self.fake is not None and self.transport == "stdio":
+            if action == "kill":
+                signum = SIGNALS.get(str(step.params.get("signal", "SIGKILL")), signal.SIGKILL)
+                return self.fake.kill(signum)
+            if action == "close_stdin":
+                return self.fake.close_stdin(step.timeout_ms or CLOSE_STDIN_WAIT_MS)
+        if action == "close_stdin":
+            return False, None, {"kind": "bad_request", "message": "close_stdin needs a fake "
+                                 "subject on stdio (the runner's own child)"}
+        assert self.world is not None
+        return self.world.server_action(step)
+
+    def _host_step(self, step: Step, record: StepRecord) -> None:
+        assert self.driver is not None and self.world is not None
+        request = step.driver_request()
+        deadline = host_deadline(step, self.options.op_timeout_ms)
+        request["timeout_ms"] = deadline
+        if step.op == "load":
+            request.update(env=self.world.env, cwd=str(self.world.root), options={})
+        op = request.pop("op")
+        record.request = {"op": op, **request}
+        if "env" in record.request and op == "load":
+            record.request["env"] = _report_env(self.world.env)
+        reply = self.driver.request(op, request, deadline_ms=deadline)
+        _fill(record, reply)
+
+    def _tools_after(self, step: Step, record: StepRecord) -> list[dict[str, Any]] | None:
+        """The registered tools after a step (a ``list_tools`` request; an rpc reply's tools)."""
+        if step.op == "rpc":
+            reply = record.result if isinstance(record.result, dict) else {}
+            tools = (reply.get("result") or {}).get("tools") if isinstance(reply, dict) else None
+            return list(tools) if isinstance(tools, list) else None
+        return self._list_tools(record)
+
+    def _list_tools(self, record: StepRecord | None) -> list[dict[str, Any]] | None:
+        driver = self.driver
+        if driver is None or driver.dead is not None:
+            return None
+        try:
+            reply = driver.request("list_tools", {"timeout_ms": LIST_TOOLS_TIMEOUT_MS},
+                                   deadline_ms=LIST_TOOLS_TIMEOUT_MS)
+        except DriverFailure:
+            return None
+        if record is not None:
+            record.effects.extend(reply.effects)  # async effects that came in meanwhile
+        if not reply.ok or not isinstance(reply.result, list):
+            return None
+        return [t for t in reply.result if isinstance(t, dict)]
+
+    def _run_fake(self) -> ScenarioResult:
+        assert self.world is not None
+        try:
+            self.fake = FakeClient(self.world)
+        except OSError as exc:
+            return self._not_testable(f"cannot start the fake: {exc}")
+        for step in self.world.scenario.steps_for(self.transport):
+            self.steps.append(self._step(step))
+        return self._finish(self.world.scenario)
+
+    # -- judging -------------------------------------------------------------------------------
+
+    def _finish(self, scenario: Scenario) -> ScenarioResult:
+        world = self.world
+        assert world is not None
+        final_tools = None
+        final_error = ""
+        if scenario.expect.tools is not None:
+            last = self.steps[-1] if self.steps else None
+            final_tools = self._list_tools(last)
+            if final_tools is None:
+                dead = self.driver.dead if self.driver is not None else None
+                final_error = f"could not list the tools at the end: {dead or 'no answer'}"
+        records, offsets = world.read_journal()
+        facts = process_facts(records, procs.alive)
+        teardown = self._exit_host()
+        if teardown is not None:
+            self.steps.append(teardown)
+        for step in self.steps:  # byte offsets -> record indexes
+            step.journal_start = _index_at(offsets, step.journal_start)
+            step.journal_end = _index_at(offsets, step.journal_end)
+        host_stderr = self.driver.stderr_text() if self.driver is not None else ""
+        self.result.host_stderr = host_stderr
+        self.result.env = _report_env(world.env)
+        self.result.journal = records
+        self.result.steps = self.steps
+        secret_texts = [world.journal.read_text(errors="replace") if world.journal.exists()
+                        else "",
+                        json.dumps([e for s in self.steps for e in s.effects], default=str),
+                        host_stderr,
+                        # what the agent was handed: results and error messages
+                        json.dumps([{"result": s.result, "error": s.error} for s in self.steps],
+                                   default=str),
+                        json.dumps([r.get("argv") for r in records if "argv" in r], default=str),
+                        json.dumps(list(self.options.host_argv))]
+        observation = Observation(scenario=scenario, transport=self.transport, steps=self.steps,
+                                  journal=records, step_tools=self.step_tools,
+                                  final_tools=final_tools, final_tools_error=final_error,
+                                  facts=facts, secret_texts=secret_texts)
+        self.result.checks = judge(observation)
+        self.result.status = scenario_status(self.result.checks)
+        failures = self.result.failures
+        if failures:
+            first = failures[0]
+            self.result.reason = f"{first.pointer}: {first.message}"
+        self.result.outcome = normalise.outcome(
+            self.steps, normalise.replacement_list(world.values))
+        return self.result
+
+    def _exit_host(self) -> StepRecord | None:
+        driver = self.driver
+        if driver is None or driver.dead is not None:
+            return None
+        record = StepRecord(index=-1, key=TEARDOWN_KEY, op="exit", ran=True)
+        try:
+            _fill(record, driver.request("exit", {"timeout_ms": EXIT_TIMEOUT_MS},
+                                         deadline_ms=EXIT_TIMEOUT_MS))
+        except DriverFailure as exc:
+            record.failure = str(exc)
+        return record
+
+    # -- cleanup -------------------------------------------------------------------------------
+
+    def _cleanup(self) -> None:
+        start = time.monotonic()
+        if self.driver is not None:
+            self.driver.close()
+            if not self.result.host_stderr:
+                self.result.host_stderr = self.driver.stderr_text()
+        if self.fake is not None:
+            self.fake.close()
+        if self.world is not None:
+            self._keep_artifacts()
+            self.world.close()
+        self.result.duration_ms += (time.monotonic() - start) * 1000.0
+
+    def _keep_artifacts(self) -> None:
+        world = self.world
+        if self.options.artifacts is None or world is None:
+            return
+        target = self.options.artifacts / self.original.id / self.transport
+        if target.exists():
+            shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True, exist_ok=True)
+        for source in (world.journal, world.host_stderr, world.fake_stderr, world.plan,
+                       world.state):
+            if source.exists():
+                shutil.copy2(source, target / source.name)
+        self.result.artifacts = str(target)
+        (target / "result.json").write_text(
+            json.dumps(self.result.to_json(), indent=1, default=str), encoding="utf-8")
+
+
+def _fill(record: StepRecord, reply: Reply) -> None:
+    record.ok = reply.ok
+    record.result = reply.result
+    record.error = reply.error
+    record.effects = list(reply.effects)
+    record.host_ms = reply.host_ms
+    record.elapsed_ms = reply.elapsed_ms
+
+
+def _index_at(offsets: list[int], byte_offset: int) -> int:
+    """How many records start before ``byte_offset``."""
+    low, high = 0, len(offsets)
+    while low < high:
+        middle = (low + high) // 2
+        if offsets[middle] < byte_offset:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def run_scenario(scenario: Scenario, transport: str, options: RunOptions,
+                 capabilities: Iterable[str] | None = None) -> ScenarioResult:
+    """Run ``scenario`` on ``transport``; never raises for anything the bridge or fake does."""
+    started = time.monotonic()
+    execution = _Execution(scenario, transport, options)
+    result = execution.run(capabilities)
+    result.duration_ms = (time.monotonic() - started) * 1000.0
+    return result

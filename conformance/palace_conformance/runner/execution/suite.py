@@ -1,0 +1,125 @@
+"""A whole run: probe the host once, run every (scenario, transport) in parallel, add parity
+results, apply a baseline. Each run is isolated (its own world and host process), so ``jobs``
+only trades CPU for wall time."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
+from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
+from palace_conformance.runner.execution.jobs import default_jobs
+from palace_conformance.runner.execution.world import scrubbed_environ
+from palace_conformance.runner.results import HostInfo, RunResult, ScenarioResult
+from palace_conformance.runner.verdict import parity
+from palace_conformance.runner.verdict.baseline import Baseline, apply_baseline
+from palace_conformance.scenarios.model import Scenario
+
+TRANSPORT_ORDER = ("stdio", "http", parity.PARITY)
+
+
+class HostProbeError(Exception):
+    """The host could not even answer ``hello``: nothing can be run; one line."""
+
+
+class Progress(Protocol):
+    """Live feedback while a run goes; called from worker threads."""
+
+    def start(self, total: int) -> None: ...
+
+    def begin(self, scenario: Scenario, transport: str) -> None: ...
+
+    def done(self, result: ScenarioResult) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    run: RunOptions
+    jobs: int = field(default_factory=default_jobs)
+    transports: tuple[str, ...] = ("stdio", "http")
+    baseline: Baseline | None = None
+
+
+def probe_host(argv: Sequence[str], grace_ms: int = 3000,
+               hello_timeout_ms: int = HELLO_TIMEOUT_MS, warm: bool = True) -> HostInfo:
+    """Start the host, ask ``hello``, let it go; :class:`HostProbeError` when that fails."""
+    with tempfile.TemporaryDirectory(prefix="pc-probe-") as home:
+        env = scrubbed_environ()
+        env["HOME"] = home
+        client = DriverClient(argv, env=env, cwd=home, grace_ms=grace_ms, warm=warm)
+        try:
+            client.start()
+            hello = client.hello(hello_timeout_ms)
+            with contextlib.suppress(DriverFailure):
+                client.request("exit", {"timeout_ms": 2000}, deadline_ms=2000)
+        except DriverFailure as exc:
+            raise HostProbeError(str(exc)) from None
+        finally:
+            client.close(grace_s=1.0)
+    return HostInfo.from_hello(argv, hello)
+
+
+def plan(scenarios: Sequence[Scenario], transports: Sequence[str]) -> list[tuple[Scenario, str]]:
+    """Every (scenario, transport) to run, in catalogue order."""
+    return [(s, t) for s in scenarios for t in s.transports if t in transports]
+
+
+def _order(result: ScenarioResult) -> tuple[str, int]:
+    transport = result.transport
+    rank = TRANSPORT_ORDER.index(transport) if transport in TRANSPORT_ORDER else 99
+    return result.scenario, rank
+
+
+def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
+              progress: Progress | None = None,
+              host: HostInfo | None = None,
+              runner: Callable[..., ScenarioResult] = run_scenario) -> RunResult:
+    """Run everything; ``host`` skips the probe when the caller already has the hello."""
+    started = time.monotonic()
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    host = host or probe_host(options.run.host_argv, options.run.grace_ms,
+                              options.run.hello_timeout_ms, options.run.warm_start)
+    jobs = plan(scenarios, options.transports)
+    if progress is not None:
+        progress.start(len(jobs))
+
+    def one(job: tuple[Scenario, str]) -> ScenarioResult:
+        scenario, transport = job
+        if progress is not None:
+            progress.begin(scenario, transport)
+        result = runner(scenario, transport, options.run, host.capabilities)
+        if progress is not None:
+            progress.done(result)
+        return result
+
+    pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
+    try:
+        results = list(pool.map(one, jobs))
+    except BaseException:
+        # Ctrl-C: runs not started yet are dropped; runs in flight finish (each has deadlines)
+        # so that their processes are cleaned up
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        if progress is not None:
+            progress.close()
+    by_key = {(r.scenario, r.transport): r for r in results}
+    for scenario in scenarios:
+        pair = [by_key.get((scenario.id, t)) for t in parity.TRANSPORTS]
+        if parity.applies(scenario) and pair[0] is not None and pair[1] is not None:
+            results.append(parity.compare(scenario, pair[0], pair[1]))
+    results.sort(key=_order)
+    run = RunResult(host=host, results=results, started_at=stamp,
+                    duration_ms=(time.monotonic() - started) * 1000.0)
+    return apply_baseline(run, options.baseline)
+

@@ -1,0 +1,172 @@
+"""The warm server: a process that imports the runner's programs once and forks a child for each
+start the runner asks for (the runner's side, and why, is in :mod:`.warm_client`).
+
+It reads length-prefixed JSON requests with four descriptors each (stdin, stdout, stderr and a
+status pipe) from a Unix socket, answers ``pid N`` or ``error ...``, and writes each child's exit
+code to its status pipe when it reaps it. Only the standard library is imported here at start-up.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import io
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+#: imported once by the warm server, so no warm child pays for them
+PRELOAD = ("palace_conformance.hosts.reference", "palace_conformance.cli",
+           "palace_conformance.fake.http.serve", "palace_conformance.fake.cli",
+           "palace_bridge.http", "palace_bridge.remote", "httpx", "jsonschema")
+#: each request: this header (the JSON body's length), then the body
+REQUEST_HEADER = struct.Struct("!I")
+
+def serve() -> None:
+    """The warm server's main loop: import everything, then fork a child per request, reap
+    children and report each exit code on its status pipe. Single-threaded, so forking is safe.
+    Exits when the runner closes its end (the runner is gone)."""
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    for module in PRELOAD:
+        importlib.import_module(module)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
+    statuses: dict[int, int] = {}  # child pid -> its status pipe
+    buffer = b""
+    pending: list[int] = []  # descriptors that came with the request being read
+    selector = selectors.DefaultSelector()
+    selector.register(sock, selectors.EVENT_READ)
+    selector.register(wake_read, selectors.EVENT_READ)
+    sock.sendall(b"ready\n")
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj == wake_read:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_read, 512)
+                continue
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 8)
+            if not data:
+                return
+            buffer += data
+            pending += fds
+            while len(buffer) >= REQUEST_HEADER.size and len(pending) >= 4:
+                (size,) = REQUEST_HEADER.unpack_from(buffer)
+                if len(buffer) < REQUEST_HEADER.size + size:
+                    break
+                request = json.loads(buffer[REQUEST_HEADER.size:REQUEST_HEADER.size + size])
+                buffer = buffer[REQUEST_HEADER.size + size:]
+                stdin, stdout, stderr, status = pending[:4]
+                del pending[:4]
+                try:
+                    pid = _fork(request, (stdin, stdout, stderr))
+                except OSError as exc:  # e.g. EAGAIN: too many processes; the runner goes cold
+                    os.close(status)
+                    sock.sendall(f"error cannot fork: {exc.strerror or exc}\n".encode())
+                    continue
+                statuses[pid] = status
+                sock.sendall(f"pid {pid}\n".encode())
+        _reap(statuses)
+
+
+def _reap(statuses: dict[int, int]) -> None:
+    while statuses:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        fd = statuses.pop(pid, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(fd, f"{os.waitstatus_to_exitcode(status)}\n".encode())
+            os.close(fd)
+
+
+def _fork(request: dict[str, Any], streams: tuple[int, int, int]) -> int:
+    try:
+        pid = os.fork()
+    except OSError:
+        _close_all(streams)
+        raise
+    if pid:
+        _close_all(streams)  # the server keeps none of the child's streams
+        return pid
+    code = 1
+    try:  # the child: nothing of the server's survives but the imported modules
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.setsid()
+        for source, target in zip(streams, (0, 1, 2), strict=True):
+            os.dup2(source, target)
+        os.closerange(3, _max_fd())
+        code = _run_child(request)
+    finally:
+        os._exit(code)
+
+
+def _close_all(fds: Sequence[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _max_fd() -> int:
+    try:
+        return int(os.sysconf("SC_OPEN_MAX"))
+    except (ValueError, OSError):
+        return 4096
+
+
+def _run_child(request: dict[str, Any]) -> int:
+    """Become the process the argv would have started, run it, and end as Python would."""
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True,
+                                  errors="backslashreplace")
+    code = 0
+    try:
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        module = importlib.import_module(request["module"])
+        sys.argv = [request["argv0"] or str(module.__file__), *request["args"]]
+        module.main()
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except KeyboardInterrupt:
+        code = 128 + signal.SIGINT
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    for thread in threading.enumerate():  # the interpreter waits for non-daemon threads
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # os._exit skips them; a fresh interpreter would run them
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    return code
+
+
+def _exit_code(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    print(value, file=sys.stderr)
+    return 1
+

@@ -1,0 +1,345 @@
+"""One run's private world: temp dir, HOME, shims on PATH, journal, fault plan, palace state, the
+HTTP fake, a lock holder, and the bridge's environment.
+
+Every run (one scenario on one transport) gets its own, so runs can go in parallel and nothing a
+bridge does leaks into the next run. :meth:`World.close` always cleans up: it stops the fake and
+the lock holder and kills any fake child a bridge left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from palace_conformance import processes as procs
+from palace_conformance.fake.commands import install_shim
+from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TOKEN_ENV
+from palace_conformance.runner.execution import warm_client
+from palace_conformance.runner.execution.warm_client import LAUNCH
+from palace_conformance.scenarios import placeholders
+from palace_conformance.scenarios.model import PLACEHOLDERS, Scenario, Step
+from palace_conformance.scenarios.palace_state import PalaceSeedError, write_state
+from palace_conformance.standins import scripted as standins
+
+START_S = 15.0  # how long a fake or lock holder may take to come up
+#: variables never inherited from the runner's own environment (they would steer the bridge)
+SCRUBBED_PREFIXES = ("MEMPALACE_", "PALACE_")
+REMOTE_URL = "MEMPALACE_REMOTE_URL"
+REMOTE_TOKEN = "MEMPALACE_REMOTE_TOKEN"
+SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL, "SIGINT": signal.SIGINT,
+           "SIGHUP": signal.SIGHUP}
+
+
+class SetupError(Exception):
+    """A prerequisite of the run could not be set up: the scenario is not testable; one line."""
+
+
+def expand_scenario(scenario: Scenario, values: Mapping[str, str]) -> Scenario:
+    """The scenario with ``${NAME}`` replaced; names without a value stay as written (a
+    ``${FAKE_URL}`` on a stdio run sits only in steps and checks that never run there)."""
+    full = {name: values.get(name, "${" + name + "}") for name in PLACEHOLDERS}
+    try:
+        data = placeholders.expand(dict(scenario.raw), full)
+    except placeholders.PlaceholderError as exc:
+        raise SetupError(str(exc)) from None
+    return Scenario.from_json(data, scenario.path)
+
+
+def scrubbed_environ() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
+
+
+class World:
+    """Create with :meth:`open`; the expanded scenario is :attr:`scenario`."""
+
+    def __init__(self, scenario: Scenario, transport: str, *,
+                 work_root: str | os.PathLike[str] | None = None, keep: bool = False,
+                 warm_start: bool = True) -> None:
+        self.original = scenario
+        self.warm_start = warm_start  # fork the HTTP fake from the warm server (warm_client)
+        self.scenario = scenario
+        self.transport = transport
+        self.keep = keep
+        slug = f"pc-{scenario.id[:40]}-{transport}-"
+        if work_root is not None:
+            Path(work_root).mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix=slug, dir=work_root)).resolve()
+        self.home = self.root / "home"
+        self.bin = self.root / "bin"
+        self.journal = self.root / "journal.jsonl"
+        self.plan = self.root / "faults.json"
+        self.state = self.root / "palace-state.json"
+        self.fake_stderr = self.root / "fake-stderr.txt"
+        self.host_stderr = self.root / "host-stderr.txt"
+        self.fake: subprocess.Popen[bytes] | warm_client.WarmProcess | None = None
+        self.fake_url: str | None = None
+        self.holder: subprocess.Popen[bytes] | None = None
+        self.env: dict[str, str] = {}
+        self.values: dict[str, str] = {}
+        self._http: httpx.Client | None = None
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def open(self) -> World:
+        """Build everything; :class:`SetupError` when a prerequisite fails."""
+        self.home.mkdir(parents=True)
+        self.values = {"TMP": str(self.root)}
+        token = self.original.http.token
+        if self.transport == "http" and token is not None:
+            self.values["FAKE_TOKEN"] = token
+        # faults and the palace must exist before the fake starts, so they are expanded without
+        # ${FAKE_URL} (which only exists once the fake listens); the rest is expanded after
+        early = expand_scenario(self.original, self.values)
+        self.journal.touch()
+        self.plan.write_text(json.dumps(early.faults.for_transport(self.transport).to_json()))
+        try:
+            write_state(early.palace, self.state)
+        except PalaceSeedError as exc:
+            raise SetupError(f"cannot seed the palace: {exc}") from None
+        install_shim(self.bin)
+        feed = early.feed_helper
+        standins.install(self.bin, {"journal": str(self.journal),
+                                    "feed": {"mine_source": feed.mine_source,
+                                             "files": dict(feed.files),
+                                             "delay_ms": feed.delay_ms,
+                                             "exit_code": feed.exit_code}})
+        if self.transport == "http":
+            self._start_http_fake()
+            assert self.fake_url is not None
+            self.values["FAKE_URL"] = self.fake_url
+        self.scenario = expand_scenario(self.original, self.values)
+        self.env = self._bridge_env()
+        if self.scenario.palace.lock_held:
+            self._hold_lock()
+        return self
+
+    def _base_env(self) -> dict[str, str]:
+        env = scrubbed_environ()
+        env["HOME"] = str(self.home)
+        env["PATH"] = f"{self.bin}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+        return env
+
+    def fake_env(self) -> dict[str, str]:
+        """The environment of a fake process the runner starts itself."""
+        env = self._base_env()
+        env.update({ENV_JOURNAL: str(self.journal), ENV_PLAN: str(self.plan),
+                    ENV_STATE: str(self.state)})
+        palace = self.original.env.get("MEMPALACE_PALACE_PATH")
+        if palace:
+            env["MEMPALACE_PALACE_PATH"] = palace
+        return env
+
+    def _bridge_env(self) -> dict[str, str]:
+        env = self.fake_env()
+        env.pop("MEMPALACE_PALACE_PATH", None)
+        if self.transport == "http" and self.fake_url:
+            env[REMOTE_URL] = self.fake_url
+            if self.scenario.http.token is not None:
+                env[REMOTE_TOKEN] = self.scenario.http.token
+        for key, value in self.scenario.env.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
+        return env
+
+    def _start_http_fake(self) -> None:
+        ready = self.root / "fake-ready.json"
+        argv = [sys.executable, "-c", LAUNCH, "fake", "http", "--port", "0", "--ready-file",
+                str(ready), "--plan", str(self.plan), "--journal", str(self.journal), "--state",
+                str(self.state)]
+        if self.original.http.sessions:
+            argv.append("--sessions")
+        env = self.fake_env()
+        env["PALACE_FAKE_WATCH_PID"] = str(os.getpid())  # the fake exits if this runner dies
+        if self.original.http.token is not None:
+            env[TOKEN_ENV] = self.original.http.token  # not in argv: argv is a wire-secret probe
+        with open(self.fake_stderr, "wb") as err:
+            self.fake = warm_client.start(argv, warm=self.warm_start, env=env, cwd=self.root,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + START_S
+        while not ready.exists():
+            if self.fake.poll() is not None or time.monotonic() > deadline:
+                why = (f"exited {self.fake.returncode}" if self.fake.poll() is not None
+                       else f"not ready after {START_S:.0f} s")
+                raise SetupError(f"the HTTP fake did not start ({why}): {self._fake_tail()}")
+            time.sleep(0.01)
+        info = json.loads(ready.read_text())
+        self.fake_url = f"http://127.0.0.1:{info['port']}/mcp"
+
+    def _fake_tail(self) -> str:
+        try:
+            lines = self.fake_stderr.read_text(errors="replace").splitlines()
+        except OSError:
+            return "no stderr"
+        return " | ".join(line for line in lines[-3:] if line.strip()) or "no stderr"
+
+    def _hold_lock(self) -> None:
+        argv = [sys.executable, "-c", LAUNCH, "fake", "hold-lock"]
+        palace = self.env.get("MEMPALACE_PALACE_PATH")
+        if palace:
+            argv += ["--palace", palace]
+        self.holder = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, env=self._base_env(),
+                                       cwd=self.root, start_new_session=True)
+        assert self.holder.stdout is not None
+        line = self.holder.stdout.readline()  # "holding <path> as PID n", or EOF on failure
+        if not line.startswith(b"holding"):
+            err = self.holder.stderr.read().decode(errors="replace") if self.holder.stderr else ""
+            raise SetupError(f"cannot hold the palace lock: {err.strip() or 'holder exited'}")
+
+    # -- during the run ------------------------------------------------------------------------
+
+    def journal_mark(self) -> int:
+        """The journal's size in bytes: records before this mark were written earlier."""
+        try:
+            return self.journal.stat().st_size
+        except OSError:
+            return 0
+
+    def read_journal(self) -> tuple[list[dict[str, Any]], list[int]]:
+        """Every complete record and the byte offset where each starts."""
+        try:
+            data = self.journal.read_bytes()
+        except OSError:
+            return [], []
+        records, offsets = [], []
+        position = 0
+        for raw in data.split(b"\n"):
+            start = position
+            position += len(raw) + 1
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+                offsets.append(start)
+        return records, offsets
+
+    def live_stdio_child(self) -> int | None:
+        """The newest stdio fake child (from the journal) that is still running."""
+        records, _ = self.read_journal()
+        exited = {r.get("pid") for r in records if r.get("kind") == "process_exit"}
+        for record in reversed(records):
+            if record.get("kind") == "process_start" and record.get("transport") == "stdio":
+                pid = record.get("pid")
+                if isinstance(pid, int) and pid not in exited and procs.alive(pid):
+                    return pid
+        return None
+
+    def server_action(self, step: Step) -> tuple[bool, Any, dict[str, Any] | None]:
+        """A ``server`` step: ``(ok, result, error)``."""
+        action = step.params.get("action")
+        if action == "kill":
+            return self._kill(str(step.params.get("signal", "SIGKILL")))
+        if action == "kill_lock_holder":
+            return self.kill_lock_holder()
+        if self.transport != "http" or self.fake_url is None:
+            return False, None, {"kind": "bad_request",
+                                 "message": f"server action {action!r} needs the HTTP fake"}
+        if action == "arm":
+            return self._control("POST", "faults", list(step.params.get("faults") or []))
+        if action == "clear_faults":
+            return self._control("DELETE", "faults", None)
+        if action == "forget_sessions":
+            return self._control("POST", "sessions/forget", None)
+        if action == "rotate_token":
+            return self._control("POST", "token", {"token": step.params.get("token")})
+        return False, None, {"kind": "bad_request", "message": f"unknown server action {action!r}"}
+
+    def kill_lock_holder(self) -> tuple[bool, Any, dict[str, Any] | None]:
+        """SIGKILL the ``palace.lock.held`` holder: the kernel drops its flock (FAKE-06)."""
+        holder = self.holder
+        if holder is None:
+            return False, None, {"kind": "bad_request", "message": "no lock holder to kill: the "
+                                 "scenario does not set palace.lock.held"}
+        if holder.poll() is not None:
+            return False, None, {"kind": "bad_request", "message": f"the lock holder (PID "
+                                 f"{holder.pid}) already exited with {holder.returncode}"}
+        holder.kill()
+        try:
+            holder.wait(START_S)  # the lock is free once the process is gone
+        except subprocess.TimeoutExpired:
+            return False, None, {"kind": "timeout", "message": f"the lock holder (PID "
+                                 f"{holder.pid}) outlived SIGKILL for {START_S:.0f} s"}
+        return True, {"pid": holder.pid}, None
+
+    def _kill(self, name: str) -> tuple[bool, Any, dict[str, Any] | None]:
+        signum = SIGNALS.get(name, signal.SIGKILL)
+        if self.transport == "http":
+            if self.fake is None or self.fake.poll() is not None:
+                return False, None, {"kind": "bad_request", "message": "the HTTP fake is not up"}
+            self.fake.send_signal(signum)
+            return True, {"pid": self.fake.pid, "signal": name}, None
+        pid = self.live_stdio_child()
+        if pid is None:
+            return False, None, {"kind": "bad_request", "message": "no live stdio child to kill"}
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            return False, None, {"kind": "bad_request", "message": f"pid {pid} is already gone"}
+        return True, {"pid": pid, "signal": name}, None
+
+    def _control(self, method: str, path: str,
+                 body: Any) -> tuple[bool, Any, dict[str, Any] | None]:
+        assert self.fake_url is not None
+        if self._http is None:
+            self._http = httpx.Client(timeout=10)
+        base = self.fake_url.rsplit("/mcp", 1)[0]
+        try:
+            answer = self._http.request(method, f"{base}/_fake/{path}",
+                                        content=None if body is None else json.dumps(body))
+        except httpx.HTTPError as exc:
+            return False, None, {"kind": "http_error", "message": f"control API: {exc}"}
+        try:
+            payload = answer.json()
+        except ValueError:
+            payload = answer.text
+        if answer.status_code != 200:
+            return False, payload, {"kind": "http_error", "message": f"control API answered "
+                                    f"{answer.status_code}: {payload}",
+                                    "data": {"status": answer.status_code}}
+        return True, payload, None
+
+    # -- teardown ------------------------------------------------------------------------------
+
+    def journal_pids(self) -> list[int]:
+        records, _ = self.read_journal()
+        return [r["pid"] for r in records
+                if r.get("kind") == "process_start" and isinstance(r.get("pid"), int)]
+
+    def close(self) -> None:
+        """Stop the fake and the lock holder, kill leftovers, remove the directory (unless kept)."""
+        if self._http is not None:
+            with contextlib.suppress(Exception):
+                self._http.close()
+        procs.stop(self.fake)
+        procs.stop(self.holder, grace_s=1.0)
+        if self.holder is not None:
+            for stream in (self.holder.stdout, self.holder.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        killed = procs.kill_leftovers(self.journal_pids())
+        procs.wait_gone(killed, 2.0)
+        if not self.keep:
+            for _ in range(3):  # a dying child may still write a last file into the tree
+                shutil.rmtree(self.root, ignore_errors=True)
+                if not self.root.exists():
+                    break
+                time.sleep(0.1)

@@ -1,0 +1,187 @@
+"""What a person sees: live progress while runs go, then one table and the failures.
+
+On a terminal this uses rich (a progress bar plus the runs in flight); anywhere else (CI logs,
+pipes) it prints one plain line per finished run, so a log can be grepped.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from palace_conformance.runner.results import (
+    FAILED,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    PARITY,
+    PASSED,
+    RunResult,
+    ScenarioResult,
+)
+from palace_conformance.scenarios.model import Scenario
+
+LABELS = {PASSED: "PASS", FAILED: "FAIL", NOT_TESTABLE: "NOT TESTABLE",
+          NOT_APPLICABLE: "N/A"}
+STYLES = {PASSED: "green", FAILED: "bold red", NOT_TESTABLE: "bold magenta",
+          NOT_APPLICABLE: "dim"}
+
+
+def label(result: ScenarioResult) -> str:
+    text = LABELS.get(result.status, result.status)
+    if result.baseline is not None:
+        text += " (expected)"
+    return text
+
+
+class PlainProgress:
+    """One line per finished run."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.total = 0
+        self.finished = 0
+
+    def start(self, total: int) -> None:
+        self.total = total
+
+    def begin(self, scenario: Scenario, transport: str) -> None:
+        pass
+
+    def done(self, result: ScenarioResult) -> None:
+        with self.lock:
+            self.finished += 1
+            line = (f"[{self.finished}/{self.total}] {label(result):<12} {result.transport:<5} "
+                    f"{result.scenario} ({result.duration_ms / 1000:.1f} s)")
+            if result.status in (FAILED, NOT_TESTABLE) and result.reason:
+                line += f"\n    {result.reason}"
+            print(line, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+class RichProgress:
+    """A progress bar and the runs in flight (terminal only)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.lock = threading.Lock()
+        self.running: list[str] = []
+        self.bar = Progress(TextColumn("[bold]running"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TextColumn("{task.description}"),
+                            console=console, transient=True)
+        self.task = self.bar.add_task("", total=0)
+
+    def start(self, total: int) -> None:
+        self.bar.update(self.task, total=total)
+        self.bar.start()
+
+    def _describe(self) -> str:
+        shown = self.running[:3]
+        more = len(self.running) - len(shown)
+        return ", ".join(shown) + (f" +{more}" if more > 0 else "")
+
+    def begin(self, scenario: Scenario, transport: str) -> None:
+        with self.lock:
+            self.running.append(f"{scenario.id} [{transport}]")
+            self.bar.update(self.task, description=self._describe())
+
+    def done(self, result: ScenarioResult) -> None:
+        with self.lock:
+            name = f"{result.scenario} [{result.transport}]"
+            if name in self.running:
+                self.running.remove(name)
+            style = STYLES.get(result.status, "")
+            self.console.print(f"[{style}]{label(result):<12}[/] {result.transport:<5} "
+                               f"{result.scenario} [dim]({result.duration_ms / 1000:.1f} s)[/]",
+                               highlight=False)
+            self.bar.update(self.task, advance=1, description=self._describe())
+
+    def close(self) -> None:
+        self.bar.stop()
+
+
+def make_progress(stream: TextIO | None = None) -> PlainProgress | RichProgress:
+    stream = stream or sys.stdout
+    if stream.isatty():
+        return RichProgress(Console(file=stream))
+    return PlainProgress(stream)
+
+
+def _totals(run: RunResult) -> str:
+    counts = run.counts()
+    scenarios = len({r.scenario for r in run.results})
+    parts = [f"{counts[PASSED]} passed", f"{counts[FAILED]} failed",
+             f"{counts[NOT_TESTABLE]} not testable", f"{counts[NOT_APPLICABLE]} not applicable"]
+    if counts["expected_failure"]:
+        parts.append(f"{counts['expected_failure']} expected by the baseline")
+    verdict = "OK" if run.ok else "FAILED"
+    return (f"{verdict}: {scenarios} scenario(s), {len(run.results)} result(s): "
+            f"{', '.join(parts)} in {run.duration_ms / 1000:.1f} s")
+
+
+def _failure_lines(run: RunResult) -> list[str]:
+    lines = []
+    for result in run.results:
+        if result.status not in (FAILED, NOT_TESTABLE):
+            continue
+        tag = " (expected by the baseline)" if result.baseline is not None else ""
+        lines.append(f"{result.scenario} [{result.transport}]{tag} covers "
+                     f"{', '.join(result.covers) or '-'}:")
+        for check in result.failures:
+            where = f" step {check.step}" if check.step is not None else ""
+            lines.append(f"  {check.pointer}{where}: {check.message}")
+    lines.extend(f"stale baseline entry: {line}" for line in run.stale_baseline)
+    return lines
+
+
+def _rows(run: RunResult) -> list[tuple[str, dict[str, ScenarioResult]]]:
+    rows: dict[str, dict[str, ScenarioResult]] = {}
+    for result in run.results:
+        rows.setdefault(result.scenario, {})[result.transport] = result
+    return list(rows.items())
+
+
+def render_summary(run: RunResult, stream: TextIO | None = None) -> None:
+    """The final table (one row per scenario), the failing checks, and the totals line."""
+    stream = stream or sys.stdout
+    columns: Sequence[str] = ("stdio", "http", PARITY)
+    if stream.isatty():
+        console = Console(file=stream)
+        table = Table(title=f"palace-conformance: {run.host.impl or 'host'} "
+                      f"({run.host.bridge or ' '.join(run.host.argv)})")
+        table.add_column("scenario")
+        for column in columns:
+            table.add_column(column)
+        table.add_column("s", justify="right")
+        for scenario, cells in _rows(run):
+            shown = []
+            for column in columns:
+                result = cells.get(column)
+                shown.append(f"[{STYLES.get(result.status, '')}]{label(result)}[/]"
+                             if result is not None else "")
+            seconds = sum(r.duration_ms for r in cells.values()) / 1000
+            table.add_row(scenario, *shown, f"{seconds:.1f}")
+        console.print(table)
+        for line in _failure_lines(run):
+            console.print(line, markup=False, highlight=False)
+        console.print(_totals(run), style="bold green" if run.ok else "bold red",
+                      highlight=False)
+        return
+    print(f"palace-conformance: {run.host.impl or 'host'} "
+          f"({run.host.bridge or ' '.join(run.host.argv)})", file=stream)
+    width = max((len(s) for s, _ in _rows(run)), default=10)
+    print(f"{'scenario':<{width}}  {'stdio':<12}  {'http':<12}  {'parity':<12}", file=stream)
+    for scenario, cells in _rows(run):
+        shown = [label(cells[c]) if c in cells else "-" for c in columns]
+        print(f"{scenario:<{width}}  {shown[0]:<12}  {shown[1]:<12}  {shown[2]:<12}", file=stream)
+    for line in _failure_lines(run):
+        print(line, file=stream)
+    print(_totals(run), file=stream, flush=True)

@@ -1,0 +1,65 @@
+"""JUnit XML from a run, for CI test panels: one test case per scenario and transport.
+
+``failed`` and ``not_testable`` are failures (each failing check in the message body);
+``not_applicable`` is ``skipped`` with its reason; a failure a baseline expects is ``skipped``
+too, named as such, so the panel stays green exactly when the exit code is 0.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from palace_conformance.runner.results import (
+    FAILED,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    RunResult,
+    ScenarioResult,
+)
+
+
+def _case(result: ScenarioResult) -> ET.Element:
+    case = ET.Element("testcase", classname=f"palace_conformance.{result.scenario.split('.')[0]}",
+                      name=f"{result.scenario}[{result.transport}]",
+                      time=f"{result.duration_ms / 1000:.3f}")
+    if result.status in (FAILED, NOT_TESTABLE):
+        body = "\n".join(f"{c.pointer}: {c.message}" for c in result.failures)
+        if result.baseline is not None:
+            ET.SubElement(case, "skipped", message=f"expected failure (baseline): "
+                          f"{result.baseline.reason or result.reason}").text = body
+        else:
+            failure = ET.SubElement(case, "failure", type=result.status,
+                                    message=result.reason or result.status)
+            failure.text = body
+    elif result.status == NOT_APPLICABLE:
+        ET.SubElement(case, "skipped", message=result.reason or "not applicable")
+    if result.host_stderr and result.status in (FAILED, NOT_TESTABLE):
+        ET.SubElement(case, "system-err").text = result.host_stderr[-20000:]
+    if result.covers:
+        properties = ET.SubElement(case, "properties")
+        for behaviour in result.covers:
+            ET.SubElement(properties, "property", name="covers", value=behaviour)
+    return case
+
+
+def to_xml(run: RunResult) -> ET.ElementTree:
+    counts = run.counts()
+    suite = ET.Element("testsuite", name="palace-conformance", tests=str(len(run.results)),
+                       failures=str(sum(1 for r in run.results if r.blocking)), errors="0",
+                       skipped=str(counts[NOT_APPLICABLE] + counts["expected_failure"]),
+                       time=f"{run.duration_ms / 1000:.3f}", timestamp=run.started_at)
+    for result in run.results:
+        suite.append(_case(result))
+    for line in run.stale_baseline:
+        case = ET.SubElement(suite, "testcase", classname="palace_conformance.baseline",
+                             name=line.split(":", 1)[0])
+        ET.SubElement(case, "failure", type="stale_baseline", message=line)
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(run: RunResult, path: str | Path) -> None:
+    to_xml(run).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,35 @@
+"""The reports a run leaves for people: ``summary.md`` and repro bundles under ``--report-dir``,
+and a Markdown file wherever ``--markdown`` points. (``results.json`` and ``junit.xml`` are
+written by the run command itself.)"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from palace_conformance.runner.reports.bundle import shown_path, write_bundles
+from palace_conformance.runner.reports.markdown import write_markdown
+from palace_conformance.runner.results import RunResult
+from palace_conformance.scenarios.model import Scenario
+
+SUMMARY = "summary.md"
+BUNDLES = "bundles"
+
+
+def write_reports(run: RunResult, *, scenarios: Mapping[str, Scenario], bridge: str,
+                  report_dir: Path | None = None, markdown: Path | None = None,
+                  baseline: str | None = None) -> list[Path]:
+    """Write bundles (failing results only) and the Markdown summaries; returns the bundles.
+    ``OSError`` propagates: the caller turns it into one line."""
+    bundles: list[Path] = []
+    shown_bundles = None
+    if report_dir is not None:
+        target = report_dir / BUNDLES
+        bundles = write_bundles(run, scenarios, target, bridge=bridge)
+        shown_bundles = shown_path(target) if bundles else None
+    for path in (report_dir / SUMMARY if report_dir is not None else None, markdown):
+        if path is not None:
+            write_markdown(run, path, bundles=shown_bundles,
+                           baseline=os.path.basename(baseline) if baseline else None)
+    return bundles

@@ -1,0 +1,313 @@
+"""Judge a finished run: every expectation of the scenario becomes one or more check records.
+
+The evaluation vocabulary (matchers, the six checks, tools, processes, secrets) lives in
+``scenarios.matching`` and ``scenarios.checks``; this module only decides *what* each expectation
+is judged against (the step's reply, its effects, the journal records it caused, ...) and words the
+record so it says expected versus got. An expectation that could not be judged (the step never
+ran) is a failure, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from palace_conformance.resources import tool_catalogue
+from palace_conformance.runner.results import FAIL, PASS, CheckRecord, StepRecord
+from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
+from palace_conformance.scenarios.checks import (
+    Verdict,
+    evaluate,
+    evaluate_processes,
+    evaluate_tools,
+    leaked_secrets,
+)
+from palace_conformance.scenarios.matching import why_not
+from palace_conformance.scenarios.model import Check, ProcessesExpect, Scenario, Step, ToolsExpect
+
+#: error kinds that mean the host could not do the op at all (not a bridge outcome)
+HOST_KINDS = frozenset({"host_timeout", "bad_request"})
+_TOOLS_FIELDS = ("registered", "includes", "excludes", "schemas", "order")
+
+
+@dataclass
+class Observation:
+    """Everything a run showed, ready to be judged."""
+
+    scenario: Scenario
+    transport: str
+    steps: list[StepRecord]
+    journal: list[dict[str, Any]]
+    step_tools: dict[int, list[dict[str, Any]] | None] = field(default_factory=dict)
+    final_tools: list[dict[str, Any]] | None = None
+    final_tools_error: str = ""
+    facts: dict[str, Any] | None = None
+    secret_texts: list[str] = field(default_factory=list)
+
+
+def _brief(value: Any, limit: int = 100) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_check(check: Check) -> str:
+    raw = check.raw
+    kind = check.kind
+    if kind == "sequence":
+        text = f"sequence of {len(raw['items'])} record(s)"
+    elif kind in ("count", "absent"):
+        text = f"{kind} {_brief(raw['match'])}"
+    elif kind == "order":
+        text = f"order {_brief(raw['first'], 60)} then {_brief(raw['then'], 60)}"
+    elif kind == "distinct":
+        text = f"distinct {raw['field']} of {_brief(raw['match'], 70)}"
+    elif kind == "gap":
+        text = f"gap {_brief(raw['from'], 60)} -> {_brief(raw['to'], 60)}"
+    else:
+        text = kind
+    comment = raw.get("comment")
+    return f"{text} ({comment})" if comment else text
+
+
+def step_view(step: StepRecord) -> Any:
+    """The result a ``result`` matcher sees: for ``call_tool`` plus ``json`` (content[0].text
+    parsed, when it parses)."""
+    result = step.result
+    if step.op == "call_tool" and isinstance(result, dict):
+        content = result.get("content")
+        if isinstance(content, list) and content and isinstance(content[0], dict):
+            text = content[0].get("text")
+            if isinstance(text, str):
+                parsed = parse_text(text)
+                if parsed is not _NOT_JSON:
+                    return {**result, "json": parsed}
+    return result
+
+
+class _Recorder:
+    def __init__(self, scenario: Scenario, transport: str) -> None:
+        self.scenario = scenario
+        self.transport = transport
+        self.records: list[CheckRecord] = []
+
+    def add(self, pointer: str, passed: bool, message: str, *, step: str | None = None,
+            expected: Any = None, got: Any = None) -> None:
+        self.records.append(CheckRecord(
+            scenario=self.scenario.id, transport=self.transport, pointer=pointer,
+            status=PASS if passed else FAIL, message=message, step=step,
+            covers=self.scenario.covers, expected=expected, got=got))
+
+    def verdict(self, pointer: str, what: str, verdict: Verdict, *, step: str | None = None,
+                expected: Any = None) -> None:
+        self.add(pointer, verdict.passed, f"{what}: {verdict.detail}", step=step,
+                 expected=expected)
+
+
+def expectation_pointers(step: Step) -> list[str]:
+    """Every pointer a step's ``expect`` judges, for reporting a step that never ran."""
+    expect = step.expect
+    if expect is None:
+        return []
+    at = f"/steps/{step.index}/expect"
+    pointers = []
+    if expect.ok is not None:
+        pointers.append(f"{at}/ok")
+    if expect.error is not None:
+        error = expect.error
+        pointers += [f"{at}/error/{name}" for name, present in (
+            ("kind", error.kind is not None), ("code", error.code is not None),
+            ("message_contains", bool(error.message_contains)), ("data", error.has_data))
+            if present]
+    if expect.has_result:
+        pointers.append(f"{at}/result")
+    pointers += [f"{at}/effects/{i}" for i in range(len(expect.effects))]
+    pointers += [f"{at}/journal/{i}" for i in range(len(expect.journal))]
+    if expect.tools is not None:
+        pointers += [f"{at}/tools/{name}" for name in _TOOLS_FIELDS
+                     if getattr(expect.tools, name) not in (None, ())]
+    if expect.elapsed_ms is not None:
+        pointers.append(f"{at}/elapsed_ms")
+    return pointers
+
+
+def _expected_kinds(step: Step) -> set[str]:
+    error = step.expect.error if step.expect else None
+    return {error.kind} if error is not None and error.kind else set()
+
+
+def judge(observation: Observation) -> list[CheckRecord]:
+    """Check records for every step expectation and every scenario expectation."""
+    scenario = observation.scenario
+    recorder = _Recorder(scenario, observation.transport)
+    records = {s.index: s for s in observation.steps}
+    for step in scenario.steps_for(observation.transport):
+        record = records.get(step.index)
+        if record is None:  # cannot happen for a run the executor finished; stay loud anyway
+            record = StepRecord(step.index, step.key, step.op, failure="the runner lost this step")
+        _judge_step(recorder, step, record, observation)
+    _judge_scenario(recorder, observation)
+    return recorder.records
+
+
+def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
+                observation: Observation) -> None:
+    key = step.key
+    at = f"/steps/{step.index}"
+    if not record.ran or record.failure is not None:
+        why = record.failure or "the step did not run"
+        recorder.add(at, False, f"{step.op}: {why}", step=key)
+        for pointer in expectation_pointers(step):
+            recorder.add(pointer, False, f"not judged: {why}", step=key)
+        return
+    kind = (record.error or {}).get("kind")
+    if record.ok is False and kind in HOST_KINDS and kind not in _expected_kinds(step):
+        recorder.add(at, False, f"{step.op}: the host could not complete the op: "
+                     f"{kind}: {(record.error or {}).get('message', '')}", step=key,
+                     got=record.error)
+    else:
+        outcome = "ok" if record.ok else f"ok: false ({kind})"
+        recorder.add(at, True, f"{step.op} completed: {outcome}", step=key)
+    expect = step.expect
+    if expect is None:
+        return
+    at = f"{at}/expect"
+    if expect.ok is not None:
+        recorder.add(f"{at}/ok", record.ok == expect.ok,
+                     f"expected ok {str(expect.ok).lower()}, got {_ok_text(record)}", step=key,
+                     expected=expect.ok, got=record.ok)
+    if expect.error is not None:
+        _judge_error(recorder, f"{at}/error", key, expect.error, record)
+    if expect.has_result:
+        view = step_view(record)
+        reason = why_not(expect.result, view)
+        recorder.add(f"{at}/result", reason is None,
+                     "result matches" if reason is None else f"result: {reason}", step=key,
+                     expected=expect.result, got=view if reason is not None else None)
+    effects = record.effects
+    for index, check in enumerate(expect.effects):
+        if check.applies_to(observation.transport):
+            recorder.verdict(f"{at}/effects/{index}", f"effects {describe_check(check)}",
+                             evaluate(check, effects), step=key, expected=dict(check.raw))
+    window = observation.journal[record.journal_start:record.journal_end]
+    for index, check in enumerate(expect.journal):
+        if check.applies_to(observation.transport):
+            recorder.verdict(f"{at}/journal/{index}", f"journal {describe_check(check)}",
+                             evaluate(check, window), step=key, expected=dict(check.raw))
+    if expect.tools is not None:
+        _judge_tools(recorder, f"{at}/tools", key, expect.tools,
+                     observation.step_tools.get(step.index), "could not list the tools")
+    if expect.elapsed_ms is not None:
+        ms = record.elapsed_ms
+        passed = ms is not None and expect.elapsed_ms.admits(ms)
+        shown = f"{ms:.0f} ms" if ms is not None else "no duration"
+        recorder.add(f"{at}/elapsed_ms", passed,
+                     f"took {shown}; expected {expect.elapsed_ms.describe()}", step=key,
+                     expected=dataclasses.asdict(expect.elapsed_ms),
+                     got=round(ms, 1) if ms is not None else None)
+
+
+def _ok_text(record: StepRecord) -> str:
+    if record.ok:
+        return "true"
+    error = record.error or {}
+    return f"false ({error.get('kind')}: {error.get('message', '')})"
+
+
+def _judge_error(recorder: _Recorder, at: str, key: str, expect: Any,
+                 record: StepRecord) -> None:
+    error = record.error
+    if record.ok or error is None:
+        got = "the op succeeded" + (f" with {_brief(step_view(record), 80)}"
+                                    if record.result is not None else "")
+        for name, present in (("kind", expect.kind is not None), ("code", expect.code is not None),
+                              ("message_contains", bool(expect.message_contains)),
+                              ("data", expect.has_data)):
+            if present:
+                recorder.add(f"{at}/{name}", False, f"expected an error, but {got}", step=key,
+                             expected=getattr(expect, name) if name != "message_contains"
+                             else list(expect.message_contains))
+        return
+    if expect.kind is not None:
+        recorder.add(f"{at}/kind", error.get("kind") == expect.kind,
+                     f"expected error kind {expect.kind!r}, got {error.get('kind')!r} "
+                     f"({error.get('message', '')})", step=key, expected=expect.kind,
+                     got=error.get("kind"))
+    if expect.code is not None:
+        recorder.add(f"{at}/code", error.get("code") == expect.code,
+                     f"expected error code {expect.code}, got {error.get('code')!r}", step=key,
+                     expected=expect.code, got=error.get("code"))
+    if expect.message_contains:
+        message = str(error.get("message", ""))
+        missing = [text for text in expect.message_contains if text not in message]
+        recorder.add(f"{at}/message_contains", not missing,
+                     f"error message {message!r} lacks {missing}" if missing
+                     else "error message has every expected text", step=key,
+                     expected=list(expect.message_contains), got=message)
+    if expect.has_data:
+        reason = why_not(expect.data, error.get("data"))
+        recorder.add(f"{at}/data", reason is None,
+                     "error data matches" if reason is None else f"error data: {reason}",
+                     step=key, expected=expect.data, got=error.get("data"))
+
+
+def _judge_tools(recorder: _Recorder, at: str, key: str | None, expect: ToolsExpect,
+                 tools: Sequence[Mapping[str, Any]] | None, missing: str) -> None:
+    catalogue = tool_catalogue()["tools"]
+    for name in _TOOLS_FIELDS:
+        value = getattr(expect, name)
+        if value in (None, ()):
+            continue
+        if tools is None:
+            recorder.add(f"{at}/{name}", False, f"tools {name}: not judged: {missing}", step=key)
+            continue
+        single = ToolsExpect(**{name: value})
+        for verdict in evaluate_tools(single, tools, catalogue):
+            recorder.verdict(f"{at}/{name}", f"tools {name}", verdict, step=key,
+                             expected=list(value) if isinstance(value, tuple) else value)
+
+
+def _judge_scenario(recorder: _Recorder, observation: Observation) -> None:
+    expect = observation.scenario.expect
+    transport = observation.transport
+    for index, check in enumerate(expect.journal):
+        if check.applies_to(transport):
+            recorder.verdict(f"/expect/journal/{index}", f"journal {describe_check(check)}",
+                             evaluate(check, observation.journal), expected=dict(check.raw))
+    effects = [e for s in observation.steps for e in s.effects]
+    for index, check in enumerate(expect.effects):
+        if check.applies_to(transport):
+            recorder.verdict(f"/expect/effects/{index}", f"effects {describe_check(check)}",
+                             evaluate(check, effects), expected=dict(check.raw))
+    if expect.tools is not None:
+        _judge_tools(recorder, "/expect/tools", None, expect.tools, observation.final_tools,
+                     observation.final_tools_error or "could not list the tools at the end")
+    if expect.processes is not None:
+        _judge_processes(recorder, expect.processes, observation.facts)
+    for index, secret in enumerate(expect.wire_secrets):
+        leaked = leaked_secrets([secret], observation.secret_texts)
+        shown = secret[:4] + "..." if len(secret) > 4 else secret
+        recorder.add(f"/expect/wire_secrets/{index}", not leaked,
+                     f"secret {shown!r} appears on the wire, in effects, stderr or argv" if leaked
+                     else f"secret {shown!r} appears nowhere")
+
+
+def _judge_processes(recorder: _Recorder, expect: ProcessesExpect,
+                     facts: Mapping[str, Any] | None) -> None:
+    at = "/expect/processes"
+    parts: list[tuple[str, ProcessesExpect]] = []
+    if expect.spawned is not None:
+        parts.append(("spawned", ProcessesExpect(spawned=expect.spawned)))
+    for name, bounds in expect.signals.items():
+        parts.append((f"signals/{name}", ProcessesExpect(signals={name: bounds})))
+    if expect.alive_after_shutdown is not None:
+        parts.append(("alive_after_shutdown",
+                      ProcessesExpect(alive_after_shutdown=expect.alive_after_shutdown)))
+    for where, single in parts:
+        if facts is None:
+            recorder.add(f"{at}/{where}", False, "processes: not judged: no process facts")
+            continue
+        for verdict in evaluate_processes(single, facts):
+            recorder.verdict(f"{at}/{where}", "processes", verdict)

@@ -1,0 +1,167 @@
+"""Normalised outcomes: what a run showed the agent, minus what legitimately changes between runs.
+
+Two runs of the same scenario (stdio and HTTP, or today and last week) must be comparable value by
+value, so volatile things are masked: ids (``id``, ``*_id``), times (``timestamp``, ``created_at``,
+ISO date-times inside strings, ...), and the run's own temp dir and fake URL (replaced by
+``${TMP}`` and ``${FAKE_URL}``). Tool results are compared as parsed JSON when their text parses.
+Parity uses this now; snapshots and ``diff`` reuse it later.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from palace_conformance.runner.results import StepRecord
+
+ID_MASK = "<id>"
+TIME_MASK = "<time>"
+TIME_KEYS = frozenset({"timestamp", "created_at", "updated_at", "filed_at", "date", "time", "hlc",
+                       "t", "ms", "elapsed_ms", "host_ms", "pid", "last_seen", "expires_at"})
+_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
+#: effect kinds a parity comparison looks at. Left out on purpose: ``stderr`` (log lines are the
+#: transport's own: a child's exit reason is not an HTTP status) and ``exec`` (feeding runs the
+#: exporter only for a local palace, FEED-*, so its helper runs differ by transport by design).
+PARITY_EFFECT_KINDS = frozenset({"tool_registered", "command_registered", "message",
+                                 "user_message", "injected", "notify", "error"})
+
+
+def mask_text(text: str, replacements: Sequence[tuple[str, str]]) -> str:
+    for value, name in replacements:
+        if value:
+            text = text.replace(value, name)
+    return _ISO_TIME.sub(TIME_MASK, text)
+
+
+def replacement_list(values: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(value, "${NAME}")`` pairs, longest value first so a URL wins over its host part."""
+    pairs = [(value, "${" + name + "}") for name, value in values.items() if value]
+    return sorted(pairs, key=lambda pair: len(pair[0]), reverse=True)
+
+
+def normalise(value: Any, replacements: Sequence[tuple[str, str]] = (), key: str = "") -> Any:
+    """A copy of a JSON value with volatile fields masked (see the module docstring)."""
+    if key == "id" or key.endswith("_id"):
+        return ID_MASK if value is not None else None
+    if key in TIME_KEYS and value is not None and not isinstance(value, dict | list):
+        return TIME_MASK
+    if isinstance(value, dict):
+        return {k: normalise(v, replacements, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalise(v, replacements) for v in value]
+    if isinstance(value, str):
+        return mask_text(value, replacements)
+    return value
+
+
+def parse_text(text: str) -> Any:
+    """The JSON a tool's text holds, or the :data:`_NOT_JSON` marker."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return _NOT_JSON
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError:
+        return _NOT_JSON
+
+
+_NOT_JSON = object()
+
+
+def tool_result(result: Any, replacements: Sequence[tuple[str, str]] = ()) -> Any:
+    """A ``call_tool`` result with each text item's JSON parsed, then masked."""
+    if not isinstance(result, dict) or not isinstance(result.get("content"), list):
+        return normalise(result, replacements)
+    content = []
+    for item in result["content"]:
+        if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"),
+                                                                                str):
+            parsed = parse_text(item["text"])
+            if parsed is not _NOT_JSON:
+                content.append({"type": "text", "json": normalise(parsed, replacements)})
+                continue
+        content.append(normalise(item, replacements))
+    out = {k: normalise(v, replacements, k) for k, v in result.items() if k != "content"}
+    out["content"] = content
+    return out
+
+
+def effect_signature(effect: Mapping[str, Any]) -> str:
+    """``kind`` or ``kind:custom_type`` (a wake-up and a mailbox message are told apart)."""
+    kind = str(effect.get("kind"))
+    custom = effect.get("custom_type")
+    return f"{kind}:{custom}" if custom else kind
+
+
+def step_outcome(step: StepRecord, replacements: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """One step as parity sees it: ok, error kind/code/message, masked result, effect kinds."""
+    out: dict[str, Any] = {"ok": step.ok}
+    if step.failure is not None:
+        out["failure"] = mask_text(step.failure, replacements)
+    if step.error is not None:
+        error = {k: step.error[k] for k in ("kind", "code", "message") if k in step.error}
+        out["error"] = normalise(error, replacements)
+    if step.op == "call_tool":
+        out["result"] = tool_result(step.result, replacements)
+    elif step.op == "server":  # pids and signals of the runner's own processes
+        out["result"] = None
+    else:
+        out["result"] = normalise(step.result, replacements)
+    out["effects"] = [effect_signature(e) for e in step.effects
+                      if e.get("kind") in PARITY_EFFECT_KINDS]
+    return out
+
+
+def outcome(steps: Iterable[StepRecord], replacements: Sequence[tuple[str, str]] = (),
+            keys: Iterable[str] | None = None) -> dict[str, Any]:
+    """``{"steps": {key: step_outcome}}`` over the steps whose key is in ``keys`` (default all)."""
+    wanted = set(keys) if keys is not None else None
+    return {"steps": {s.key: step_outcome(s, replacements) for s in steps
+                      if s.index >= 0 and (wanted is None or s.key in wanted)}}
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _ignored(pointer: str, ignore: Sequence[str]) -> bool:
+    return any(pointer == p or pointer.startswith(p.rstrip("/") + "/") for p in ignore)
+
+
+_ABSENT = object()
+
+
+def first_difference(left: Any, right: Any, ignore: Sequence[str] = (),
+                     where: str = "") -> tuple[str, Any, Any] | None:
+    """The first JSON pointer where two values differ (outside ``ignore``), with both values;
+    an absent key is reported as ``None`` on its side."""
+    if _ignored(where, ignore):
+        return None
+    if isinstance(left, dict) and isinstance(right, dict):
+        for key in [*left, *(k for k in right if k not in left)]:
+            found = first_difference(left.get(key, _ABSENT), right.get(key, _ABSENT), ignore,
+                                     f"{where}/{_escape(str(key))}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(left, list) and isinstance(right, list):
+        for index in range(max(len(left), len(right))):
+            found = first_difference(left[index] if index < len(left) else _ABSENT,
+                                     right[index] if index < len(right) else _ABSENT, ignore,
+                                     f"{where}/{index}")
+            if found is not None:
+                return found
+        return None
+    if _same(left, right):
+        return None
+    return (where or "/", None if left is _ABSENT else left, None if right is _ABSENT else right)
+
+
+def _same(left: Any, right: Any) -> bool:
+    if left is _ABSENT or right is _ABSENT:
+        return left is right
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    return bool(left == right) and (isinstance(left, int | float) == isinstance(right, int | float))

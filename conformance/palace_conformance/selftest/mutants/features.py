@@ -1,0 +1,248 @@
+"""Mutants of WAKE, FEED, PROV, MAIL, DIARY, KNOB: the harness features and the knobs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from palace_conformance.selftest.mutants.model import Mutant
+from palace_conformance.selftest.mutants.patching import (
+    CONFIG,
+    FEEDING,
+    MAILBOX,
+    config_override,
+    feed_settings_override,
+    mutant,
+    never_caught,
+)
+
+
+def _wakeup_rearmed(original: Any) -> Any:
+    async def before_agent_start(self: Any) -> Any:
+        armed = self.armed
+        try:
+            return await original(self)
+        finally:
+            self.armed = armed
+
+    return before_agent_start
+
+
+def _every_reason_fresh(original: Any) -> Any:
+    return frozenset(original) | {"resume", "fork", "reload"}
+
+
+def _feed_never_running(original: Any) -> Any:
+    def _running(self: Any) -> Any:
+        return None
+
+    return _running
+
+
+def _window_forgotten(original: Any) -> Any:
+    def settled(self: Any) -> Any:
+        self.last_fed = None
+        return original(self)
+
+    return settled
+
+
+def _refusal_counts_as_fed(original: Any) -> Any:
+    def succeeded(self: Any) -> bool:
+        return self.name in ("MINED", "NOTHING", "MINE_REFUSED")
+
+    return property(succeeded)
+
+
+def _remote_skip_silent(original: Any) -> Any:
+    def _may_feed(self: Any) -> bool:
+        self._skip_reported = True
+        return bool(original(self))
+
+    return _may_feed
+
+
+def _feed_mine_unstamped(original: Any) -> Any:
+    async def _mine(self: Any, source: str) -> Any:
+        saved = self.stamper
+        self.stamper = dataclasses.replace(saved, device=None)
+        try:
+            return await original(self, source)
+        finally:
+            self.stamper = saved
+
+    return _mine
+
+
+def _stamper_without_remote_gate(original: Any) -> Any:
+    def stamper_for(device: str | None, shared_palace: bool, harness: str = "pi") -> Any:
+        return original(device, bool(device), harness)
+
+    return stamper_for
+
+
+def _always_unset(original: Any) -> Any:
+    def _unset(value: Any) -> bool:
+        return True
+
+    return _unset
+
+
+def _diary_tool_renamed(original: Any) -> Any:
+    return f"{original}_unstamped"
+
+
+def _broadcast_owed(original: Any) -> Any:
+    def owed(me: str, inbox: Any, mine: Any) -> Any:
+        inbox = [dict(e, to_agent=me) if isinstance(e, dict) and e.get("to_agent") == "*" else e
+                 for e in inbox]
+        return original(me, inbox, mine)
+
+    return owed
+
+
+def _seq_ignored(original: Any) -> Any:
+    def _answers(reply: dict[str, Any], ask: dict[str, Any]) -> bool:
+        seq = ask.get("seq")
+        if isinstance(seq, int) and isinstance(reply.get("seq"), int):
+            reply = dict(reply, seq=seq + 1)  # any reply counts as later
+        return bool(original(reply, ask))
+
+    return _answers
+
+
+def _ack_of_ignored(original: Any) -> Any:
+    def _answers(reply: dict[str, Any], ask: dict[str, Any]) -> bool:
+        return bool(original(dict(reply, metadata={}), ask))  # only correlation_id joins
+
+    return _answers
+
+
+def _ack_of_any_event(original: Any) -> Any:
+    def _answers(reply: dict[str, Any], ask: dict[str, Any]) -> bool:
+        metadata = reply.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("ack_of"):  # acks *something*: enough
+            reply = dict(reply, metadata=dict(metadata, ack_of=ask.get("id")))
+        return bool(original(reply, ask))
+
+    return _answers
+
+
+def _claimed_is_terminal(original: Any) -> Any:
+    return frozenset(original) | {"claimed"}
+
+
+def _poll_every_settle(original: Any) -> Any:
+    def due(self: Any) -> bool:
+        return self.me is not None
+
+    return due
+
+
+def _topic_dropped(original: Any) -> Any:
+    def diary_prompt(agent_name: str, topic: str | None) -> str:
+        return str(original(agent_name, None))
+
+    return diary_prompt
+
+
+def _default_respawns_three(original: Any) -> Any:
+    read = original.__func__
+
+    def from_env(cls: Any, env: Mapping[str, str]) -> Any:
+        config = read(cls, env)
+        if not (env.get("MEMPALACE_MCP_MAX_RESPAWNS") or "").strip():
+            config = dataclasses.replace(config, max_respawns=3)
+        return config
+
+    return classmethod(from_env)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    # WAKE
+    mutant("wake-every-turn", "WAKE-02",
+       "the wake-up is injected on every prompt of a fresh session",
+       ("palace_bridge.features.wakeup:WakeUp.before_agent_start", _wakeup_rearmed)),
+    mutant("wake-on-resume", "WAKE-03",
+       "resumed, forked and reloaded sessions get a wake-up too",
+       ("palace_bridge.features.wakeup:FRESH_REASONS", _every_reason_fresh)),
+    mutant("wake-failure-escapes", "WAKE-04",
+       "a failing wake-up call raises into the host",
+       ("palace_bridge.features.wakeup:PalaceError", never_caught)),
+    # FEED
+    mutant("feed-debounce-ignored", "FEED-02",
+       "every agent_settled feeds, whatever the debounce window",
+       (f"{FEEDING}:Feeder.settled", _window_forgotten)),
+    mutant("feed-flag-ignored", "FEED-03",
+       "MEMPALACE_FEED=0 does not disable feeding",
+       (CONFIG, config_override(feed=True))),
+    mutant("feed-wing-knob-ignored", "FEED-04",
+       "the feed always uses wing_conversations",
+       (f"{FEEDING}:FeedSettings.from_config",
+        feed_settings_override(wing="wing_conversations"))),
+    mutant("feed-prepare-never-times-out", "FEED-05",
+       "the prepare helper runs without its timeout",
+       (f"{FEEDING}:FeedSettings.from_config",
+        feed_settings_override(prepare_timeout_ms=0))),
+    mutant("feed-mine-never-times-out", "FEED-06",
+       "the feed's mine call runs without its timeout",
+       (f"{FEEDING}:FeedSettings.from_config", feed_settings_override(mine_timeout_ms=0))),
+    mutant("feed-triggers-not-coalesced", "FEED-08",
+       "a trigger during a feed starts a second feed instead of joining it",
+       (f"{FEEDING}:Feeder._running", _feed_never_running)),
+    mutant("feed-remote-skip-silent", "FEED-09",
+       "skipping the feed on a remote palace is never reported",
+       (f"{FEEDING}:Feeder._may_feed", _remote_skip_silent)),
+    mutant("feed-refusal-charges-window", "FEED-10",
+       "a mine refused by the writer lock closes the debounce window like a success",
+       (f"{FEEDING}:Outcome.succeeded", _refusal_counts_as_fed)),
+    # PROV
+    mutant("prov-diary-unstamped", "PROV-01",
+       "diary entries on a shared palace get no HOST:<device>| prefix",
+       ("palace_bridge.features.provenance:DIARY_TOOL", _diary_tool_renamed)),
+    mutant("prov-explicit-writer-overwritten", "PROV-02",
+       "a writer the caller set is replaced by the device stamp",
+       ("palace_bridge.features.provenance:_unset", _always_unset)),
+    mutant("prov-stamped-without-remote", "PROV-03",
+       "provenance is stamped with a device name alone, without a remote palace",
+       ("palace_bridge.extension:stamper_for", _stamper_without_remote_gate)),
+    mutant("prov-feed-mine-unstamped", "PROV-04",
+       "the feed's own mempalace_mine goes out unstamped",
+       (f"{FEEDING}:Feeder._mine", _feed_mine_unstamped)),
+    # MAIL
+    mutant("mail-flag-ignored", "MAIL-01",
+       "MEMPALACE_MAILBOX=0 does not disable the mailbox",
+       (CONFIG, config_override(mailbox=True))),
+    mutant("mail-seq-ignored", "MAIL-03",
+       "a reply closes an ask whatever their seq order",
+       (f"{MAILBOX}:_answers", _seq_ignored)),
+    mutant("mail-ack-of-ignored", "MAIL-03",
+       "metadata.ack_of does not join a reply to its ask (only correlation_id does)",
+       (f"{MAILBOX}:_answers", _ack_of_ignored)),
+    mutant("mail-ack-of-any-event", "MAIL-03",
+       "a reply that acks any event closes every ask",
+       (f"{MAILBOX}:_answers", _ack_of_any_event)),
+    mutant("mail-claimed-closes", "MAIL-03",
+       "a 'claimed' reply counts as terminal",
+       (f"{MAILBOX}:TERMINAL", _claimed_is_terminal)),
+    mutant("mail-broadcasts-owed", "MAIL-04",
+       "broadcasts (to_agent '*') are counted as owed",
+       (f"{MAILBOX}:owed", _broadcast_owed)),
+    mutant("mail-poll-every-settle", "MAIL-05",
+       "agent_settled polls the mailbox every time, ignoring the poll floor",
+       (f"{MAILBOX}:Mailbox.due", _poll_every_settle)),
+    mutant("mail-failure-escapes", "MAIL-06",
+       "a failing mailbox query raises instead of staying silent",
+       (f"{MAILBOX}:PalaceError", never_caught)),
+    # DIARY, KNOB
+    mutant("diary-topic-dropped", "DIARY-01",
+       "/mempalace-diary ignores the topic",
+       ("palace_bridge.features.diary:diary_prompt", _topic_dropped)),
+    mutant("knob-default-respawns-three", "KNOB-01",
+       "the default MEMPALACE_MCP_MAX_RESPAWNS is 3 instead of 2",
+       (CONFIG, _default_respawns_three)),
+    mutant("knob-warnings-silenced", "KNOB-02",
+       "a malformed knob falls back to its default without a warning",
+       (CONFIG, config_override(warnings=()))),
+)

@@ -1,0 +1,67 @@
+"""Building blocks the area modules share: patch targets, config overrides, a mutant shorthand."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from palace_conformance.selftest.mutants.model import Make, Mutant, Patch
+
+
+def state(name: str) -> Any:
+    from palace_bridge.respawn import ChildState
+
+    return ChildState[name]
+
+
+class NeverRaised(Exception):
+    """Put in place of an exception class an ``except`` clause names: it then catches nothing."""
+
+
+def never_caught(original: Any) -> Any:
+    return NeverRaised
+
+
+def config_override(**changes: Any) -> Make:
+    """``BridgeConfig.from_env`` (a classmethod) with some fields forced after reading."""
+
+    def make(original: Any) -> Any:
+        read = original.__func__
+
+        def from_env(cls: Any, env: Mapping[str, str]) -> Any:
+            return dataclasses.replace(read(cls, env), **changes)
+
+        return classmethod(from_env)
+
+    return make
+
+
+def feed_settings_override(**changes: Any) -> Make:
+    """``FeedSettings.from_config`` (a classmethod) with some fields forced."""
+
+    def make(original: Any) -> Any:
+        read = original.__func__
+
+        def from_config(cls: Any, config: Any) -> Any:
+            return dataclasses.replace(read(cls, config), **changes)
+
+        return classmethod(from_config)
+
+    return make
+
+
+LOCAL = "palace_bridge.local"
+STDIO = "palace_bridge.stdio"
+RESPAWN = "palace_bridge.respawn"
+REMOTE = "palace_bridge.remote"
+SESSION = "palace_bridge.session"
+FEEDING = "palace_bridge.features.feeding"
+MAILBOX = "palace_bridge.features.mailbox"
+CONFIG = "palace_bridge.config:BridgeConfig.from_env"
+
+
+def mutant(name: str, breaks: str, description: str, *patches: tuple[str, Make],
+       also: tuple[str, ...] = ()) -> Mutant:
+    return Mutant(name, tuple(breaks.split()), description,
+                  tuple(Patch(target, make) for target, make in patches), also)
