@@ -6,6 +6,7 @@ loaded on their own, so these stay quick; the whole catalogue is `palace-conform
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -138,7 +139,11 @@ def test_the_command_defaults_match_the_engine() -> None:
     from palace_conformance.selftest import engine as selftest
 
     assert selftest.SelftestOptions().jobs == default_jobs()
-    assert selftest_command.DEFAULT_OP_TIMEOUT_MS == execute.DEFAULT_OP_TIMEOUT_MS
+    parser = argparse.ArgumentParser()
+    selftest_command.add_commands(parser.add_subparsers())
+    args = parser.parse_args(["selftest"])
+    assert args.op_timeout_ms == execute.RunOptions(host_argv=()).op_timeout_ms
+    assert selftest.SelftestOptions().op_timeout_ms == execute.RunOptions(host_argv=()).op_timeout_ms
 
 
 def test_list_names_every_mutant_and_the_control(capsys: pytest.CaptureFixture[str]) -> None:

@@ -42,12 +42,10 @@ from palace_bridge.host import (
     RecordingHost,
     ToolDefinition,
 )
+from palace_conformance.contract import CAPABILITIES, DRIVER_PROTOCOL
 from palace_conformance.processes import alive, argv_of
 
-PROTOCOL = 1
 IMPL = "palace-conformance-python-host"
-CAPABILITIES = ("stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
-                "session_preamble", "keepalive")
 DEFAULT_TIMEOUT_MS = 30000
 DEFAULT_GRACE_MS = 5000
 MUTANT: str | None = None  # ``--mutant NAME``: palace_bridge with one rule broken (selftest)
@@ -172,7 +170,7 @@ class ReferenceHost:
     # -- ops ----------------------------------------------------------------------------------
 
     async def hello(self, request: dict[str, Any]) -> Any:
-        return {"protocol": PROTOCOL, "impl": IMPL,
+        return {"protocol": DRIVER_PROTOCOL, "impl": IMPL,
                 "bridge": f"palace_bridge {palace_bridge.__version__}"
                 + (f" [mutant {MUTANT}]" if MUTANT else ""),
                 "runtime": f"{platform.python_implementation()} {platform.python_version()}",

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from palace_conformance.contract import TRANSPORTS
+
 if TYPE_CHECKING:
     from palace_conformance.runner.results import HostInfo, ScenarioResult
     from palace_conformance.runner.verdict.baseline import BaselineFile
@@ -35,7 +37,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the palace-conformance scenarios against this bridge host "
                     "('reference', a Node host spec, or a driver host command); without it the "
                     "plugin does nothing")
-    group.addoption("--palace-transport", choices=("stdio", "http", "both"), default="both",
+    group.addoption("--palace-transport", choices=(*TRANSPORTS, "both"), default="both",
                     help="which transports to run (default both)")
     group.addoption("--palace-select", action="append", default=[], metavar="PATTERN",
                     help="only scenario ids matching this glob; repeatable")
@@ -113,7 +115,7 @@ class PalaceSuite:
         except RunUsageError as exc:
             raise pytest.UsageError(f"--palace-bridge: {exc}") from None
         transport = config.getoption("palace_transport")
-        self.transports = ("stdio", "http") if transport == "both" else (transport,)
+        self.transports = TRANSPORTS if transport == "both" else (transport,)
         self.patterns: list[str] = list(config.getoption("palace_select"))
         self.op_timeout_ms = int(config.getoption("palace_op_timeout_ms"))
         if self.op_timeout_ms < 1:

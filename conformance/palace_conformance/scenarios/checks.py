@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from palace_conformance import json_pointer
 from palace_conformance.scenarios.matching import MISSING, json_equal, matches, why_not
 from palace_conformance.scenarios.model import Check, ProcessesExpect, Timing, ToolsExpect
 
@@ -31,7 +32,7 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
         return document
     current = document
     for raw in pointer.split("/")[1:]:
-        token = raw.replace("~1", "/").replace("~0", "~")
+        token = json_pointer.unescape(raw)
         if isinstance(current, dict) and token in current:
             current = current[token]
         elif isinstance(current, list) and token.isdigit() and int(token) < len(current):

@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from palace_conformance import json_pointer
+
 OPERATORS: tuple[str, ...] = (
     "$eq", "$regex", "$contains", "$exists", "$in", "$gte", "$gt", "$lte", "$lt", "$not", "$all",
     "$any",
@@ -138,7 +140,7 @@ def why_not(matcher: Any, value: Any, where: str = "") -> str | None:
         if not isinstance(value, dict):
             return f"at {at}: expected an object, got {_short(value)}"
         for key, sub in matcher.items():
-            escaped = key.replace("~", "~0").replace("/", "~1")
+            escaped = json_pointer.escape(key)
             reason = why_not(sub, value.get(key, MISSING), f"{where}/{escaped}")
             if reason is not None:
                 return reason
@@ -165,7 +167,7 @@ def problems(matcher: Any, where: str = "") -> Iterator[tuple[str, str, str]]:
         return
     if not dollar:
         for key, sub in matcher.items():
-            yield from problems(sub, f"{where}/{key.replace('~', '~0').replace('/', '~1')}")
+            yield from problems(sub, f"{where}/{json_pointer.escape(key)}")
         return
     for op, arg in matcher.items():
         at = f"{where}/{op}"

@@ -15,7 +15,6 @@ from typing import Any
 from palace_conformance.fake.faults import FaultPlan, plan_from_json
 
 SCHEMA_VERSION = 1
-TRANSPORTS = ("stdio", "http")
 #: scenario areas: the lower-cased behaviour areas of BEHAVIOURS.md
 AREAS = ("life", "tool", "stdio", "http", "wake", "feed", "diary", "prov", "mail", "knob", "fake")
 PLACEHOLDERS = ("FAKE_URL", "FAKE_TOKEN", "TMP")

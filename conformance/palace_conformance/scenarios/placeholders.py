@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from palace_conformance import json_pointer
 from palace_conformance.scenarios.model import PLACEHOLDERS
 
 PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -35,7 +36,7 @@ def walk_strings(data: Any, where: str = "") -> Iterator[tuple[str, str]]:
         yield where, data
     elif isinstance(data, dict):
         for key, value in data.items():
-            yield from walk_strings(value, f"{where}/{key.replace('~', '~0').replace('/', '~1')}")
+            yield from walk_strings(value, f"{where}/{json_pointer.escape(key)}")
     elif isinstance(data, list):
         for index, value in enumerate(data):
             yield from walk_strings(value, f"{where}/{index}")

@@ -19,6 +19,7 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from palace_conformance import json_pointer
 from palace_conformance.resources import fixtures_dir
 
 SCENARIO_SCHEMA = "scenario.schema.json"
@@ -52,7 +53,7 @@ def validator(name: str = SCENARIO_SCHEMA) -> Draft202012Validator:
 
 
 def pointer(path: Any) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path) or "/"
+    return json_pointer.join(path) or "/"
 
 
 def _hint(schema: Any, key: str, keyword: str) -> str | None:

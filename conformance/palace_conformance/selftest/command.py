@@ -16,6 +16,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.runner.commands.usage import (
     RunUsageError,
     at_least_one,
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from palace_conformance.selftest.mutants import Mutant
 
 PROG = "palace-conformance selftest"
-DEFAULT_OP_TIMEOUT_MS = 15000  # keep equal to execute.DEFAULT_OP_TIMEOUT_MS
 
 
 def chosen(names: list[str]) -> list[Mutant]:

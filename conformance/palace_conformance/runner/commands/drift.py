@@ -13,6 +13,7 @@ import shlex
 import sys
 from typing import Any
 
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 from palace_conformance.runner.commands.usage import (
     RunUsageError,
     at_least_one,
@@ -21,8 +22,6 @@ from palace_conformance.runner.commands.usage import (
     writable,
     write_text,
 )
-
-DEFAULT_OP_TIMEOUT_MS = 15000
 
 
 class _AddSource(argparse.Action):
@@ -44,7 +43,7 @@ def _selection(args: argparse.Namespace) -> Any:
 
     at_least_one("--jobs", args.jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
-    transports = ("stdio", "http") if args.transport == "both" else (args.transport,)
+    transports = TRANSPORTS if args.transport == "both" else (args.transport,)
     return Selection(tuple(args.select), transports, args.jobs, args.op_timeout_ms)
 
 
@@ -135,7 +134,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         "repeatable")
     parser.add_argument("--select", action="append", default=[], metavar="PATTERN",
                         help="only scenario ids matching this glob; repeatable")
-    parser.add_argument("--transport", choices=("stdio", "http", "both"), default="both",
+    parser.add_argument("--transport", choices=(*TRANSPORTS, "both"), default="both",
                         help="which transports (default both)")
     parser.add_argument("--jobs", type=int, default=2, metavar="N",
                         help="runs in parallel per bridge (default 2)")

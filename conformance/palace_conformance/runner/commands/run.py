@@ -18,6 +18,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 from palace_conformance.hosts import REFERENCE_HOST
 from palace_conformance.runner.commands.usage import (
     RunUsageError,
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
     from palace_conformance.scenarios.model import Scenario
 
 PROG = "palace-conformance run"
-TRANSPORTS = ("stdio", "http")
-DEFAULT_OP_TIMEOUT_MS = 15000  # keep equal to execute.DEFAULT_OP_TIMEOUT_MS (not imported: the
-# CLI module is imported by every palace-conformance process, fakes included, so it stays light)
 
 
 def host_argv(bridge: str) -> tuple[str, ...]:
@@ -183,7 +181,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                      "spec (pi-extension:FILE, pi-mcp, pi-mcp:wrapped, pi-mcp-adapter; see "
                      "'palace-conformance hosts'), or the host command to start, e.g. "
                      "'node host.mjs'")
-    run.add_argument("--transport", choices=("stdio", "http", "both"), default="both",
+    run.add_argument("--transport", choices=(*TRANSPORTS, "both"), default="both",
                      help="which transports to run (default both)")
     run.add_argument("--select", action="append", default=[], metavar="PATTERN",
                      help="only scenario ids matching this glob (e.g. 'stdio.*'); repeatable")

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from palace_conformance import json_pointer
+from palace_conformance.contract import MAILBOX_TYPE, WAKEUP_TYPE
 from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.results import (
     NOT_APPLICABLE,
@@ -54,8 +56,6 @@ from palace_conformance.runner.verdict.normalise import (
 STARTUP_KEY = "(start-up)"
 STARTUP_OPS = frozenset({"load", "settle", "sleep"})
 STARTUP_EVENTS = frozenset({"session_start"})
-WAKEUP_TYPE = "mempalace-wakeup"
-MAILBOX_TYPE = "mempalace-mailbox"
 TRANSPORT_RANK = {"stdio": 0, "http": 1}
 DIFF_FORMAT = 1
 
@@ -235,7 +235,7 @@ class Divergence:
     def step_pointer(self) -> str:
         """The pointer inside the step (``/result/messages/0``), or the whole pointer."""
         if self.kind == "trace" and self.step is not None:
-            prefix = "/steps/" + _escape(self.step.key)
+            prefix = "/steps/" + json_pointer.escape(self.step.key)
             if self.pointer.startswith(prefix):
                 return self.pointer[len(prefix):] or "/"
         return self.pointer
@@ -292,20 +292,12 @@ class DiffReport:
             "incomparable": [a.to_json() for a in self.incomparable], "ok": self.exit_code == 0}
 
 
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def _unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
 def step_at(pointer: str, *results: ScenarioResult) -> StepInfo | None:
     """The step a trace pointer (``/steps/<key>/...``) falls in."""
     parts = pointer.split("/")
     if len(parts) < 3 or parts[1] != "steps":
         return None
-    key = _unescape(parts[2])
+    key = json_pointer.unescape(parts[2])
     if key == STARTUP_KEY:
         return StepInfo(key, None, "start-up", None)
     for result in results:

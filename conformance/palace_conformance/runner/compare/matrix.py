@@ -21,6 +21,7 @@ from html.parser import HTMLParser
 from importlib import resources
 from typing import Any
 
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.results import (
     FAILED,
@@ -41,7 +42,7 @@ LABELS = {PASSED: "pass", FAILED: "FAIL", KNOWN_FAILURE: "known failure",
           NOT_APPLICABLE: "n/a", NOT_TESTABLE: "not testable", ABSENT: "—"}
 #: a failing cell: its drill-down shows why
 RED = frozenset({FAILED, KNOWN_FAILURE, NOT_TESTABLE})
-TRANSPORTS = ("stdio", "http", PARITY)
+COLUMNS = (*TRANSPORTS, PARITY)
 STDERR_TAIL = 20
 
 
@@ -170,7 +171,7 @@ def build(sources: Sequence[Source], command: str = "",
     columns = [Column(s.label, s.origin, s.run.host.bridge, s.run.host.runtime,
                       tuple(s.capabilities), tuple(s.run.stale_baseline)) for s in sources]
     present = {r.transport for s in sources for r in s.run.results}
-    transports = tuple(t for t in TRANSPORTS if t in present)
+    transports = tuple(t for t in COLUMNS if t in present)
     rows: dict[str, Row] = {}
     for source in sources:
         for result in source.run.results:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.commands.run import _interrupt, host_argv, select
 from palace_conformance.runner.commands.usage import RunUsageError
 from palace_conformance.runner.results import PARITY, RunResult
@@ -49,7 +50,7 @@ class Selection:
     """What to run or keep: scenario id globs and transports."""
 
     patterns: tuple[str, ...] = ()
-    transports: tuple[str, ...] = ("stdio", "http")
+    transports: tuple[str, ...] = TRANSPORTS
     jobs: int = 2
     op_timeout_ms: int = 15000
 
@@ -105,7 +106,7 @@ def load_result_file(path: str) -> RunResult:
 def filter_run(run: RunResult, selection: Selection) -> RunResult:
     """Only the selected scenarios and transports (parity kept when both transports are)."""
     keep = set(selection.transports)
-    if {"stdio", "http"} <= keep:
+    if set(TRANSPORTS) <= keep:
         keep.add(PARITY)
     results = [r for r in run.results if r.transport in keep
                and (not selection.patterns

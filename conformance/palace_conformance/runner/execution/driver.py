@@ -21,17 +21,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.contract import (
+    DRIVER_PROTOCOL,
+    HOST_DEADLINE,
+    HOST_EXITED,
+    HOST_START,
+    PROTOCOL_VERSION,
+    PROTOCOL_VIOLATION,
+)
 from palace_conformance.runner.execution import warm_client as warm_start
 
-PROTOCOL = 1
 DEFAULT_GRACE_MS = 3000  # runner-side slack past the host's own deadline
 STDERR_KEEP = 256 * 1024  # bytes of host stderr kept in memory
 
-HOST_EXITED = "host_exited"
-HOST_DEADLINE = "host_deadline"
-PROTOCOL_VIOLATION = "protocol_violation"
-PROTOCOL_VERSION = "protocol_version"
-HOST_START = "host_start"
 
 
 class DriverFailure(Exception):
@@ -277,9 +279,9 @@ class DriverClient:
             raise self._die(PROTOCOL_VIOLATION, "hello", "host refused hello: "
                             f"{(reply.error or {}).get('message', 'no result')}")
         version = reply.result.get("protocol")
-        if major(version) != PROTOCOL:
+        if major(version) != DRIVER_PROTOCOL:
             raise self._die(PROTOCOL_VERSION, "hello", f"host speaks driver protocol {version}; "
-                            f"this palace-conformance speaks {PROTOCOL}")
+                            f"this palace-conformance speaks {DRIVER_PROTOCOL}")
         return reply.result
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance import processes as procs
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
 from palace_conformance.runner.execution.world import SIGNALS, SetupError, World
@@ -36,7 +37,6 @@ from palace_conformance.runner.verdict.judge import Observation, judge
 from palace_conformance.scenarios.checks import process_facts
 from palace_conformance.scenarios.model import Scenario, Step
 
-DEFAULT_OP_TIMEOUT_MS = 15000
 HELLO_TIMEOUT_MS = 10000
 EXIT_TIMEOUT_MS = 3000
 LIST_TOOLS_TIMEOUT_MS = 5000

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
 from palace_conformance.runner.execution.jobs import default_jobs
@@ -22,7 +23,7 @@ from palace_conformance.runner.verdict import parity
 from palace_conformance.runner.verdict.baseline import Baseline, apply_baseline
 from palace_conformance.scenarios.model import Scenario
 
-TRANSPORT_ORDER = ("stdio", "http", parity.PARITY)
+TRANSPORT_ORDER = (*TRANSPORTS, parity.PARITY)
 
 
 class HostProbeError(Exception):
@@ -45,7 +46,7 @@ class Progress(Protocol):
 class SuiteOptions:
     run: RunOptions
     jobs: int = field(default_factory=default_jobs)
-    transports: tuple[str, ...] = ("stdio", "http")
+    transports: tuple[str, ...] = TRANSPORTS
     baseline: Baseline | None = None
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance import __version__
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, expand_scenario
 from palace_conformance.runner.reports import trace as traces
 from palace_conformance.runner.reports.redact import Redactor, environment_secrets, scenario_secrets
@@ -234,7 +235,7 @@ def write_bundle(run: RunResult, result: ScenarioResult, scenario: Scenario, tar
         shutil.rmtree(root)
     root.mkdir(parents=True)
     writer = _Writer(root, redactor)
-    transports = (tuple(t for t in ("stdio", "http") if t in scenario.transports)
+    transports = (tuple(t for t in TRANSPORTS if t in scenario.transports)
                   if result.transport == PARITY else (result.transport,))
     try:
         writer.json(SCENARIO_FILE, dict(scenario.raw))

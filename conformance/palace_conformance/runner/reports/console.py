@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.results import (
     FAILED,
     NOT_APPLICABLE,
@@ -152,7 +153,7 @@ def _rows(run: RunResult) -> list[tuple[str, dict[str, ScenarioResult]]]:
 def render_summary(run: RunResult, stream: TextIO | None = None) -> None:
     """The final table (one row per scenario), the failing checks, and the totals line."""
     stream = stream or sys.stdout
-    columns: Sequence[str] = ("stdio", "http", PARITY)
+    columns: Sequence[str] = (*TRANSPORTS, PARITY)
     if stream.isatty():
         console = Console(file=stream)
         table = Table(title=f"palace-conformance: {run.host.impl or 'host'} "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.reports.bundle import MANIFEST, SCENARIO_FILE
 from palace_conformance.runner.reports.redact import restore_markers
 from palace_conformance.runner.results import RunResult
@@ -63,7 +64,7 @@ def load_bundle(path: str | Path) -> Bundle:
     manifest = _read_json(root / MANIFEST, "manifest")
     transports = manifest.get("transports") if isinstance(manifest, dict) else None
     if not isinstance(transports, list) or not transports or \
-            not set(transports) <= {"stdio", "http"}:
+            not set(transports) <= set(TRANSPORTS):
         raise ReplayError(f"{root / MANIFEST}: malformed manifest (no 'transports' list); "
                           "regenerate the bundle")
     data = restore_markers(_read_json(root / SCENARIO_FILE, "fixture"))

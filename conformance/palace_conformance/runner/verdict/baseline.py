@@ -19,6 +19,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.results import (
     FAILURE_STATUSES,
     PARITY,
@@ -30,7 +31,7 @@ from palace_conformance.runner.results import (
 BASELINE_FORMAT = 1
 BASELINE_SCHEMA = "baseline.schema.json"
 ANY_TRANSPORT = "*"
-ENTRY_TRANSPORTS = ("stdio", "http", PARITY, ANY_TRANSPORT)
+ENTRY_TRANSPORTS = (*TRANSPORTS, PARITY, ANY_TRANSPORT)
 #: how :meth:`BaselineFile.stale` words its lines, so reports can tell the kinds apart
 EXPIRED_WORDS = ": expired on "
 UNKNOWN_WORDS = ": unknown scenario id"

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from palace_conformance.contract import HOST_ERROR_KINDS
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.results import FAIL, PASS, CheckRecord, StepRecord
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
@@ -29,7 +30,6 @@ from palace_conformance.scenarios.matching import why_not
 from palace_conformance.scenarios.model import Check, ProcessesExpect, Scenario, Step, ToolsExpect
 
 #: error kinds that mean the host could not do the op at all (not a bridge outcome)
-HOST_KINDS = frozenset({"host_timeout", "bad_request"})
 _TOOLS_FIELDS = ("registered", "includes", "excludes", "schemas", "order")
 
 
@@ -163,7 +163,7 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
             recorder.add(pointer, False, f"not judged: {why}", step=key)
         return
     kind = (record.error or {}).get("kind")
-    if record.ok is False and kind in HOST_KINDS and kind not in _expected_kinds(step):
+    if record.ok is False and kind in HOST_ERROR_KINDS and kind not in _expected_kinds(step):
         recorder.add(at, False, f"{step.op}: the host could not complete the op: "
                      f"{kind}: {(record.error or {}).get('message', '')}", step=key,
                      got=record.error)

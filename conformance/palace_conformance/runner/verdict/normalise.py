@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from palace_conformance import json_pointer
 from palace_conformance.runner.results import StepRecord
 
 ID_MASK = "<id>"
@@ -122,10 +123,6 @@ def outcome(steps: Iterable[StepRecord], replacements: Sequence[tuple[str, str]]
                       if s.index >= 0 and (wanted is None or s.key in wanted)}}
 
 
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
 def _ignored(pointer: str, ignore: Sequence[str]) -> bool:
     return any(pointer == p or pointer.startswith(p.rstrip("/") + "/") for p in ignore)
 
@@ -142,7 +139,7 @@ def first_difference(left: Any, right: Any, ignore: Sequence[str] = (),
     if isinstance(left, dict) and isinstance(right, dict):
         for key in [*left, *(k for k in right if k not in left)]:
             found = first_difference(left.get(key, _ABSENT), right.get(key, _ABSENT), ignore,
-                                     f"{where}/{_escape(str(key))}")
+                                     f"{where}/{json_pointer.escape(str(key))}")
             if found is not None:
                 return found
         return None

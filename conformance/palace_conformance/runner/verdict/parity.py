@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.results import (
     FAIL,
     NOT_APPLICABLE,
@@ -22,8 +23,6 @@ from palace_conformance.runner.results import (
 )
 from palace_conformance.runner.verdict.normalise import first_difference
 from palace_conformance.scenarios.model import Scenario
-
-TRANSPORTS = ("stdio", "http")
 
 
 def applies(scenario: Scenario) -> bool:

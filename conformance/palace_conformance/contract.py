@@ -1,0 +1,46 @@
+"""The driver protocol's vocabulary (DRIVER.md), defined once for the runner, the hosts and the
+judge: the protocol version, transports, capabilities, error and effect kinds, the custom message
+types the seed's bridge uses, and the runner's default deadline for one op.
+
+Import-free on purpose: the command modules read it without loading any engine. A test keeps these
+in step with ``fixtures/schema/scenario.schema.json`` and DRIVER.md.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: ``hello.result.protocol``; a host with another major version is refused
+DRIVER_PROTOCOL: Final = 1
+
+#: the transports a scenario runs on, in report order
+TRANSPORTS: Final = ("stdio", "http")
+
+#: what ``hello`` may declare; a scenario requiring an undeclared one is *not applicable*
+CAPABILITIES: Final = ("stdio", "http", "wakeup", "feeding", "diary_command", "provenance",
+                       "mailbox", "session_preamble", "keepalive")
+
+#: the kinds a host maps its bridge's failures onto (DRIVER.md, "Error kinds")
+ERROR_KINDS: Final = ("timeout", "unavailable", "connection_closed", "tool_error", "auth",
+                      "session_lost", "http_error", "protocol", "no_such_tool", "no_such_command",
+                      "bad_request", "host_timeout", "exception")
+#: error kinds that speak of the host or the runner, never of the bridge
+HOST_ERROR_KINDS: Final = frozenset({"host_timeout", "bad_request"})
+
+# Why the runner could not drive a host any further (a step's error kind then, never a host's):
+PROTOCOL_VIOLATION: Final = "protocol_violation"  # a non-JSON stdout line, a reply without ok, ...
+PROTOCOL_VERSION: Final = "protocol_version"  # hello named another major protocol version
+HOST_EXITED: Final = "host_exited"
+HOST_DEADLINE: Final = "host_deadline"  # no reply even after the host's own deadline and slack
+HOST_START: Final = "host_start"  # the host command could not be started
+
+#: what a host records as a bridge's host-visible side effects (DRIVER.md, "Effects")
+EFFECT_KINDS: Final = ("tool_registered", "command_registered", "message", "user_message",
+                       "injected", "exec", "stderr", "notify", "error")
+
+#: the ``custom_type`` of the seed bridge's wake-up and owed-events messages
+WAKEUP_TYPE: Final = "mempalace-wakeup"
+MAILBOX_TYPE: Final = "mempalace-mailbox"
+
+#: the runner's deadline for one op when a step sets none (a host's own default is 30000)
+DEFAULT_OP_TIMEOUT_MS: Final = 15000

@@ -1,0 +1,70 @@
+"""The driver vocabulary is defined once (``palace_conformance.contract``); these keep the schema,
+DRIVER.md and every host saying the same thing, so a new kind cannot be added in one place only."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from palace_conformance import contract
+from palace_conformance.hosts import reference
+from palace_conformance.resources import fixtures_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTS = ROOT / "conformance" / "palace_conformance" / "hosts" / "pi"
+
+
+def _schema() -> dict:
+    return json.loads((fixtures_dir() / "schema" / "scenario.schema.json").read_text())
+
+
+def _driver_table(heading: str) -> list[str]:
+    """The first column of the table under ``heading`` in DRIVER.md (back-quoted names)."""
+    text = (ROOT / "DRIVER.md").read_text()
+    section = text.split(heading, 1)[1].split("\n#", 1)[0]
+    names: list[str] = []
+    for row in re.findall(r"^\| (`[^|]+`) \|", section, flags=re.M):
+        names += re.findall(r"`([^`]+)`", row)
+    return names
+
+
+def test_capabilities_agree_with_the_schema_the_docs_and_every_host() -> None:
+    assert tuple(_schema()["properties"]["requires"]["items"]["enum"]) == contract.CAPABILITIES
+    assert tuple(_driver_table("### Capabilities")) == contract.CAPABILITIES
+    hello = asyncio.run(reference.ReferenceHost().hello({}))
+    assert hello["capabilities"] == list(contract.CAPABILITIES)
+    assert hello["protocol"] == contract.DRIVER_PROTOCOL
+    node = (HOSTS / "extension-host.mjs").read_text()
+    listed = re.search(r"ALL_CAPABILITIES = \[([^\]]*)\]", node)
+    assert listed is not None
+    assert tuple(re.findall(r'"([^"]+)"', listed.group(1))) == contract.CAPABILITIES
+
+
+def test_error_kinds_agree_with_the_schema_and_the_docs() -> None:
+    kinds = _schema()["$defs"]["error_expect"]["properties"]["kind"]["enum"]
+    assert tuple(kinds) == contract.ERROR_KINDS
+    assert tuple(_driver_table("### Error kinds")) == contract.ERROR_KINDS
+    assert set(contract.ERROR_KINDS) >= contract.HOST_ERROR_KINDS
+
+
+def test_effect_kinds_agree_with_the_docs() -> None:
+    assert tuple(_driver_table("### Effects")) == contract.EFFECT_KINDS
+
+
+def test_transports_agree_with_the_schema() -> None:
+    schema = _schema()
+    assert tuple(schema["properties"]["transports"]["items"]["enum"]) == contract.TRANSPORTS
+
+
+@pytest.mark.parametrize("name", ["DRIVER_PROTOCOL", "DEFAULT_OP_TIMEOUT_MS"])
+def test_numbers_are_what_driver_md_says(name: str) -> None:
+    text = (ROOT / "DRIVER.md").read_text()
+    if name == "DRIVER_PROTOCOL":
+        assert f"# Driver protocol v{contract.DRIVER_PROTOCOL}" in text
+    else:  # the runner's default is below the host's own default deadline, so the host answers
+        host_default = int(re.search(r"default (\d+)\) that the host enforces", text).group(1))
+        assert contract.DEFAULT_OP_TIMEOUT_MS < host_default == reference.DEFAULT_TIMEOUT_MS
