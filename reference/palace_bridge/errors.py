@@ -98,7 +98,7 @@ class PalaceHTTPError(PalaceError):
 
     @property
     def code(self) -> int | None:
-        """The JSON-RPC error code when the body carried one (X12: it wins over the status)."""
+        """The JSON-RPC error code when the body carried one (it wins over the HTTP status)."""
         if self.rpc_error is None:
             return None
         code = self.rpc_error.get("code")

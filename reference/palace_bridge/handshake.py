@@ -35,7 +35,9 @@ def initialize_params() -> dict[str, Any]:
 
 
 def check_initialize(response: Response) -> Initialized:
-    """Validate the ``initialize`` answer; an unsupported version ends the connect (L9, X3)."""
+    """Validate the ``initialize`` answer; an unsupported version ends the connect.
+
+    MCP: a client that does not support the version the server chose disconnects."""
     if response.error is not None:
         raise PalaceToolError(response.error["code"], response.error["message"],
                               response.error.get("data"), "initialize")
@@ -55,7 +57,7 @@ def check_initialize(response: Response) -> Initialized:
 
 
 async def list_tools(send: Send, deadline: Deadline, log: Log) -> list[ToolSpec]:
-    """Every page of ``tools/list``; cursors are opaque and passed back unchanged (T3)."""
+    """Every page of ``tools/list``; cursors are opaque and passed back unchanged."""
     tools: list[ToolSpec] = []
     cursor: Any = None
     seen: set[str] = set()

@@ -91,7 +91,8 @@ class HttpTransport:
                 await response.aclose()
 
     async def post_message(self, message: dict[str, Any], headers: dict[str, str]) -> int:
-        """POST a notification or a response; any 2xx is fine (X10). Returns the status."""
+        """POST a notification or a response; any 2xx is fine (MCP says 202, some servers send
+        200 or 204). Returns the status."""
         request = self._client.build_request(
             "POST", self.url, content=jsonrpc.encode(message)[:-1], headers=self._headers(headers))
         name = message.get("method") or "response"
@@ -104,7 +105,8 @@ class HttpTransport:
             return response.status_code
 
     async def delete(self, headers: dict[str, str]) -> int | None:
-        """Best-effort session end (H23); 405/501 and failures are fine (LIFE-06)."""
+        """Best-effort session end (MCP: a DELETE with the session id); 405/501 and failures
+        are fine (LIFE-06)."""
         try:
             response = await asyncio.wait_for(
                 self._client.delete(self.url, headers=self._headers(headers, body=False)),
@@ -175,7 +177,7 @@ class HttpTransport:
                 raise PalaceProtocolError(f"SSE answer to {method} exceeded {MAX_BODY} bytes")
             for event in decoder.feed(chunk):
                 if event.event != "message" or not event.data.strip():
-                    continue  # other event types and empty keep-alives (X11)
+                    continue  # other event types and empty keep-alives: ignored
                 message = jsonrpc.parse(event.data)
                 if isinstance(message, Response):
                     if jsonrpc.id_key(message.id) == jsonrpc.id_key(request_id):
@@ -191,7 +193,7 @@ class HttpTransport:
         raise PalaceProtocolError(f"SSE stream ended without a response to {method}")
 
     def _answer_soon(self, message: ServerRequest, headers: dict[str, str]) -> None:
-        """Answer a server request seen on a stream: ``ping`` → ``{}``, others -32601 (F30/31)."""
+        """Answer a server request seen on a stream: ``ping`` → ``{}``, others -32601."""
         if message.method == "ping":
             answer = jsonrpc.result_response(message.id, {})
         else:
@@ -223,7 +225,7 @@ def _json_answer(body: bytes, method: str, request_id: Any) -> Response:
     if not isinstance(message, Response):
         raise PalaceProtocolError(f"answer to {method} is not a JSON-RPC response")
     if message.id is None and message.error is not None:
-        return message  # an error the server could not tie to an id: this POST's request (X9)
+        return message  # an error with a null id (e.g. -32700): this POST's request
     if jsonrpc.id_key(message.id) != jsonrpc.id_key(request_id):
         raise PalaceProtocolError(
             f"answer to {method} carries id {message.id!r}, not the request's {request_id!r}")

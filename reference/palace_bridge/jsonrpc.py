@@ -1,8 +1,9 @@
 """JSON-RPC 2.0 without I/O: id allocation, newline framing, message classification, correlation.
 
-Correlation is strict (X23): a response matches only the exact id we sent, of the same JSON type
+Correlation is strict: a response matches only the exact id we sent, of the same JSON type
 (``"1"`` is not ``1``). Responses for unknown or already answered ids are ignored, and so are error
-responses whose id is ``null`` or absent: they cannot be attributed to a request (X9, X22, F25).
+responses whose id is ``null`` or absent: they cannot be attributed to a request. (The spec leaves
+all three unspecified; ignoring them is the reading that never misroutes an answer.)
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ T = TypeVar("T")
 
 
 class IdAllocator:
-    """Integer ids, never reused within a client's life (J3), across respawns too."""
+    """Integer ids, never reused within a client's life, across respawns too (MCP forbids
+    reusing a request id)."""
 
     def __init__(self, start: int = 1) -> None:
         self._next = itertools.count(start)
@@ -52,7 +54,8 @@ def error_response(request_id: Any, code: int, message: str) -> dict[str, Any]:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as one line: ``json.dumps`` escapes newlines, so none is embedded (S2)."""
+    """One message as one line: ``json.dumps`` escapes newlines, so none is embedded (MCP's
+    stdio framing forbids embedded newlines)."""
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 

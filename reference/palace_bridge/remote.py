@@ -187,7 +187,7 @@ class RemoteEngine:
                 return await self.transport.post_request(request(request_id, method, params),
                                                          headers)
         except TimeoutError:
-            if method != "initialize":  # never cancel initialize (U5)
+            if method != "initialize":  # MCP: a client never cancels initialize
                 self._cancel_soon(request_id, headers)
             raise PalaceTimeout(method, deadline.timeout_ms) from None
 
@@ -211,7 +211,7 @@ class RemoteEngine:
             raise PalaceHTTPError(status, detail=f"{method} refused")
 
     def _cancel_soon(self, request_id: int, headers: dict[str, str]) -> None:
-        """Tell the server we stopped waiting (U12, HTTP-11); fire and forget."""
+        """Tell the server we stopped waiting (HTTP-11, MCP's timeout rule); fire and forget."""
         message = notification("notifications/cancelled",
                                {"requestId": request_id, "reason": "Request timed out"})
 

@@ -4,7 +4,7 @@
   the negotiated ``MCP-Protocol-Version``.
 * 404 on a request that carried an id: the server forgot the session. Drop the id, initialize afresh
   and retry that call exactly once; a second 404 fails the call, with no loop (HTTP-04, ADR-044). A
-  404 without an id is just an HTTP error (wrong URL), never a session loss (X7).
+  404 without an id is just an HTTP error (wrong URL), never a session loss.
 * 401 is an auth error: no re-initialize, no loop (HTTP-08).
 * 5xx or a broken connection fails that request and keeps the session; nothing is replayed, least of
   all a ``tools/call`` (HTTP-09).
@@ -63,7 +63,8 @@ class HttpSession:
         return Sent(method, sid, self.generation)
 
     def begin_initialize(self) -> None:
-        """A fresh ``initialize`` is about to go out: it must carry no old id (H22)."""
+        """A fresh ``initialize`` is about to go out: it must carry no old id (MCP: a
+        new session starts without one)."""
         self.session_id = None
         self.protocol_version = None
 

@@ -115,7 +115,7 @@ class StdioConnection:
                 return await future
         except TimeoutError:
             self._correlator.forget(request_id)
-            if method != "initialize":  # never cancel initialize (U5)
+            if method != "initialize":  # MCP: a client never cancels initialize
                 self._send_soon(jsonrpc.notification(
                     "notifications/cancelled",
                     {"requestId": request_id, "reason": "Request timed out"}))
@@ -262,7 +262,8 @@ class StdioConnection:
         await asyncio.shield(self._ending)
 
     async def close(self, grace_ms: int) -> None:
-        """Polite stop (L12): close stdin, wait ``grace_ms``, then SIGTERM, then SIGKILL."""
+        """Polite stop, as MCP's stdio shutdown says: close stdin, wait ``grace_ms``, then
+        SIGTERM, then SIGKILL."""
         if self._ending is None:
             self._ending = asyncio.create_task(self._close(grace_ms))
         await asyncio.shield(self._ending)

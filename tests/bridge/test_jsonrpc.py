@@ -53,11 +53,11 @@ def test_classify_every_kind():
 def test_correlation_is_type_strict_and_delivers_once():
     pending: Correlator[str] = Correlator()
     pending.register(1, "tools/call", "call-1")
-    assert pending.match(Response("1", result={})) is None, '"1" is not 1 (X23)'
+    assert pending.match(Response("1", result={})) is None, '"1" is not 1: ids match by JSON type'
     assert pending.match(Response(True, result={})) is None, "True is not 1"
     assert pending.match(Response(1, result={})) == ("tools/call", "call-1")
-    assert pending.match(Response(1, result={})) is None, "a duplicate is ignored (F25)"
-    assert pending.match(Response(99, result={})) is None, "unknown ids are ignored (X22)"
+    assert pending.match(Response(1, result={})) is None, "a duplicate is ignored"
+    assert pending.match(Response(99, result={})) is None, "unknown ids are ignored"
 
 
 def test_errors_with_null_or_absent_id_are_never_correlated():

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from palace_conformance.runner.execution import jobs
+from palace_conformance.runner import jobs
 
 
 @pytest.mark.parametrize(("cpus", "expected"), [(1, 2), (2, 4), (3, 6), (4, 8), (64, 8)])

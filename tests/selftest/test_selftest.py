@@ -134,7 +134,7 @@ def test_usage_mistakes_are_one_line_with_exit_2(capsys: pytest.CaptureFixture[s
 
 def test_the_command_defaults_match_the_engine() -> None:
     from palace_conformance.runner.execution import execute
-    from palace_conformance.runner.execution.jobs import default_jobs
+    from palace_conformance.runner.jobs import default_jobs
     from palace_conformance.selftest import command as selftest_command
     from palace_conformance.selftest import engine as selftest
 
@@ -142,8 +142,8 @@ def test_the_command_defaults_match_the_engine() -> None:
     parser = argparse.ArgumentParser()
     selftest_command.add_commands(parser.add_subparsers())
     args = parser.parse_args(["selftest"])
-    assert args.op_timeout_ms == execute.RunOptions(host_argv=()).op_timeout_ms
-    assert selftest.SelftestOptions().op_timeout_ms == execute.RunOptions(host_argv=()).op_timeout_ms
+    engine_default = execute.RunOptions(host_argv=()).op_timeout_ms
+    assert args.op_timeout_ms == engine_default == selftest.SelftestOptions().op_timeout_ms
 
 
 def test_list_names_every_mutant_and_the_control(capsys: pytest.CaptureFixture[str]) -> None:

@@ -105,8 +105,8 @@ class PalaceSuite:
     """The active plugin: configuration, collection, the runs, and the baseline's verdicts."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from palace_conformance.runner.commands.run import host_argv
-        from palace_conformance.runner.commands.usage import RunUsageError
+        from palace_conformance.runner.selection import host_argv
+        from palace_conformance.runner.usage import RunUsageError
 
         self.config = config
         bridge = config.getoption("palace_bridge")

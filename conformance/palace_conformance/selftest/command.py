@@ -17,14 +17,15 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
-from palace_conformance.runner.commands.usage import (
+from palace_conformance.runner.interrupts import interrupt
+from palace_conformance.runner.jobs import default_jobs
+from palace_conformance.runner.usage import (
     RunUsageError,
     at_least_one,
     one_line,
     writable,
     write_text,
 )
-from palace_conformance.runner.execution.jobs import default_jobs
 
 if TYPE_CHECKING:
     from palace_conformance.selftest.mutants import Mutant
@@ -61,11 +62,6 @@ def _list(stream: TextIO) -> int:
     return 0
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM (a CI timeout) ends the selftest like Ctrl-C: runs in flight still clean up."""
-    raise KeyboardInterrupt
-
-
 def _run_checked(args: argparse.Namespace) -> int:
     if args.list:
         return _list(sys.stdout)
@@ -100,7 +96,7 @@ def _run_checked(args: argparse.Namespace) -> int:
                     " (first kill only)" if args.first_kill else ""))
     print(f"{PROG}: {len(mutants)} mutant(s), up to {runs} mutant run(s) plus the unmutated "
           f"sanity run, {args.jobs} job(s){mode}", flush=True)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         result = run_selftest(mutants, loaded.scenarios, options,
                               report=Printer(len(mutants) + 1, sys.stdout))

@@ -30,8 +30,8 @@ from palace_conformance.runner.execution.execute import (
     RunOptions,
     run_scenario,
 )
-from palace_conformance.runner.execution.jobs import default_jobs
 from palace_conformance.runner.execution.suite import probe_host
+from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.results import FAILED, NOT_TESTABLE, PARITY, PASSED, ScenarioResult
 from palace_conformance.runner.verdict import parity
 from palace_conformance.selftest.mutants import Mutant

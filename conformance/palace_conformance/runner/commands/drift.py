@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
-from palace_conformance.runner.commands.usage import (
+from palace_conformance.runner.usage import (
     RunUsageError,
     at_least_one,
     directory,

@@ -13,16 +13,14 @@ import signal
 from datetime import date
 from pathlib import Path
 
-from palace_conformance.runner.commands.run import DEFAULT_OP_TIMEOUT_MS, host_argv
-from palace_conformance.runner.commands.usage import RunUsageError, at_least_one, one_line, writable
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.runner.interrupts import interrupt
+from palace_conformance.runner.selection import host_argv
+from palace_conformance.runner.usage import RunUsageError, at_least_one, one_line, writable
 
 REPLAY = "palace-conformance replay"
 BASELINE = "palace-conformance baseline"
 DEFAULT_BASELINE = "conformance-baseline.json"
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def _replay_checked(args: argparse.Namespace) -> int:
@@ -40,7 +38,7 @@ def _replay_checked(args: argparse.Namespace) -> int:
     argv = host_argv(bridge)
     print(f"replaying {bundle.scenario.id} on {' and '.join(bundle.transports)} against "
           f"{bridge}", flush=True)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         run = replay(bundle, argv, op_timeout_ms=args.op_timeout_ms,
                      progress=make_progress())

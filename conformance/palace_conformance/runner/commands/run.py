@@ -8,83 +8,28 @@ even answer ``hello``, broken scenario files) reported in one line.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
-import os
-import shlex
-import shutil
 import signal
 import sys
 import threading
 from typing import TYPE_CHECKING
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
-from palace_conformance.hosts import REFERENCE_HOST
-from palace_conformance.runner.commands.usage import (
+from palace_conformance.runner.interrupts import interrupt
+from palace_conformance.runner.jobs import default_jobs
+from palace_conformance.runner.selection import host_argv, select
+from palace_conformance.runner.usage import (
     RunUsageError,
     at_least_one,
     directory,
     one_line,
     writable,
 )
-from palace_conformance.runner.execution.jobs import default_jobs
 
 if TYPE_CHECKING:
-    from palace_conformance.scenarios.model import Scenario
+    pass
 
 PROG = "palace-conformance run"
-
-
-def host_argv(bridge: str) -> tuple[str, ...]:
-    """``reference`` or a host command line; the program must exist."""
-    if bridge == "reference":
-        return REFERENCE_HOST
-    node_argv = _node_host(bridge)
-    if node_argv is not None:
-        return node_argv
-    try:
-        argv = shlex.split(bridge)
-    except ValueError as exc:
-        raise RunUsageError(f"--bridge {bridge!r}: {exc} (quote the host command once)") from None
-    if not argv:
-        raise RunUsageError("--bridge is empty (give 'reference' or a host command)")
-    program = argv[0]
-    found = (program if os.sep in program and os.access(program, os.X_OK)
-             else shutil.which(program) if os.sep not in program else None)
-    if found is None:
-        raise RunUsageError(f"bridge command {program!r} not found or not executable (give a "
-                            "driver host command, e.g. --bridge 'node host.mjs', or --bridge "
-                            "reference)")
-    return tuple(argv)
-
-
-def _node_host(bridge: str) -> tuple[str, ...] | None:
-    """The Node hosts' specs (``pi-extension:FILE``, ``pi-mcp``, ...), when that module is here."""
-    try:
-        from palace_conformance.hosts import node
-    except ImportError:
-        return None
-    if not node.is_node_spec(bridge):
-        return None
-    try:
-        return tuple(node.host_command(bridge))
-    except (node.HostSpecError, node.NodeHostError) as exc:
-        raise RunUsageError(f"--bridge {bridge}: {exc}") from None
-
-
-def select(scenarios: list[Scenario], patterns: list[str]) -> list[Scenario]:
-    if not patterns:
-        return scenarios
-    chosen = [s for s in scenarios if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]
-    if not chosen:
-        raise RunUsageError(f"no scenario id matches --select {' '.join(patterns)} "
-                            "(see palace-conformance fixtures list)")
-    return chosen
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM (a CI timeout) ends the run like Ctrl-C: runs in flight still clean up."""
-    raise KeyboardInterrupt
 
 
 def _run_checked(args: argparse.Namespace) -> int:
@@ -131,7 +76,7 @@ def _run_checked(args: argparse.Namespace) -> int:
                        artifacts=report_dir / "runs" if report_dir else None,
                        warm_start=not args.cold_start),
         jobs=args.jobs, transports=transports, baseline=baseline)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         run = run_suite(scenarios, options, progress=make_progress())
     except HostProbeError as exc:

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from palace_conformance.contract import TRANSPORTS
-from palace_conformance.runner.commands.run import _interrupt, host_argv, select
-from palace_conformance.runner.commands.usage import RunUsageError
+from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.results import PARITY, RunResult
+from palace_conformance.runner.selection import host_argv, select
+from palace_conformance.runner.usage import RunUsageError
 
 if TYPE_CHECKING:
     from palace_conformance.scenarios.model import Scenario
@@ -142,7 +143,7 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
                            jobs=selection.jobs, transports=selection.transports)
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # like run: a CI timeout cleans up
+    previous = signal.signal(signal.SIGTERM, interrupt)  # like run: a CI timeout cleans up
     try:
         return run_suite(scenarios, options, progress=make_progress(stream))
     except HostProbeError as exc:

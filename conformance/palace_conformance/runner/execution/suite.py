@@ -16,8 +16,8 @@ from typing import Protocol
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
-from palace_conformance.runner.execution.jobs import default_jobs
 from palace_conformance.runner.execution.world import scrubbed_environ
+from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.results import HostInfo, RunResult, ScenarioResult
 from palace_conformance.runner.verdict import parity
 from palace_conformance.runner.verdict.baseline import Baseline, apply_baseline
