@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn, cast
 
 from palace_conformance import __version__
 from palace_conformance.fake import commands as fake_commands
@@ -19,7 +20,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, no usage dump
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
@@ -30,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         "MemPalace server, and a runner.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    # every command's parser is a _Parser; the commands only need an ArgumentParser of it
+    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+               parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
     sub.required = True
     fake_commands.add_commands(sub)
     fixture_commands.add_commands(sub)

@@ -26,4 +26,5 @@ def fixtures_dir() -> Path:
 def tool_catalogue() -> dict[str, Any]:
     """The captured ``tools/list`` of mempalace 3.11.0 plus the per-tool server policies."""
     path = fixtures_dir() / "catalogue" / "mempalace-3.11.0-tools.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    catalogue: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return catalogue

@@ -1,7 +1,9 @@
 """Typed failures of the palace client: a host can tell *why* a call failed and say so plainly.
 
-Every error carries a message a person understands on its own (no traceback needed). None of them
-ever holds the remote token: the HTTP transport redacts messages before raising.
+Every error carries a message a person understands on its own (no traceback needed), and the
+context behind it in one attribute, ``detail`` (``""`` when there is none); the fields a host maps
+to a driver error (``code``, ``status``, ``data``, ...) are attributes of the class that has them.
+None of them ever holds the remote token: the HTTP transport redacts messages before raising.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import Any
 class PalaceError(Exception):
     """Base of every error the palace client raises."""
 
+    detail: str = ""  # the context behind the message, e.g. what the server said; "" when none
+
 
 class PalaceTimeout(PalaceError):
     """A request got no answer within its deadline (STDIO-01, HTTP-11)."""
@@ -19,6 +23,7 @@ class PalaceTimeout(PalaceError):
     def __init__(self, method: str, timeout_ms: int, detail: str = "") -> None:
         self.method = method
         self.timeout_ms = timeout_ms
+        self.detail = detail
         text = f"mempalace request {method} timed out after {timeout_ms} ms"
         super().__init__(f"{text}; {detail}" if detail else text)
 
@@ -26,9 +31,9 @@ class PalaceTimeout(PalaceError):
 class PalaceUnavailable(PalaceError):
     """The palace cannot be reached at all: never started, budget spent, stopped, unreachable."""
 
-    def __init__(self, why: str) -> None:
-        self.why = why
-        super().__init__(f"mempalace unavailable: {why}")
+    def __init__(self, detail: str) -> None:
+        self.detail = detail  # why: "never started", "respawn budget spent", ...
+        super().__init__(f"mempalace unavailable: {detail}")
 
 
 class PalaceToolError(PalaceError):
@@ -53,6 +58,7 @@ class PalaceAuthError(PalaceError):
 
     def __init__(self, status: int, detail: str = "") -> None:
         self.status = status
+        self.detail = detail
         text = (f"mempalace refused the credentials (HTTP {status}); "
                 "check MEMPALACE_REMOTE_TOKEN")
         super().__init__(f"{text}: {detail}" if detail else text)
@@ -62,6 +68,7 @@ class PalaceSessionLost(PalaceError):
     """The remote palace forgot the session again right after it was replaced (HTTP-04)."""
 
     def __init__(self, detail: str = "") -> None:
+        self.detail = detail
         text = "mempalace session lost: the server answered 404 again after a fresh initialize"
         super().__init__(f"{text} ({detail})" if detail else text)
 
@@ -89,6 +96,7 @@ class PalaceHTTPError(PalaceError):
                  detail: str = "") -> None:
         self.status = status
         self.rpc_error = rpc_error
+        self.detail = detail
         text = f"mempalace HTTP {status}"
         if rpc_error is not None:
             text += f" (JSON-RPC {rpc_error.get('code')}: {rpc_error.get('message')})"

@@ -8,12 +8,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import __version__
 from .deadlines import Deadline
 from .errors import PalaceProtocolError, PalaceToolError
 from .jsonrpc import Response
 from .log import Log
 from .tools import ToolSpec
+from .version import __version__
 
 PROTOCOL_VERSION = "2025-11-25"
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")

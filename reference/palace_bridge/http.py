@@ -23,12 +23,13 @@ from typing import Any
 
 import httpx
 
-from . import __version__, jsonrpc
+from . import jsonrpc
 from .errors import PalaceConnectionClosed, PalaceProtocolError, PalaceUnavailable
 from .jsonrpc import Invalid, Notification, Response, ServerRequest
 from .log import Log
 from .session import SESSION_HEADER
 from .sse import SSEDecoder
+from .version import __version__
 
 ACCEPT = "application/json, text/event-stream"
 MAX_BODY = 64 * 1024 * 1024

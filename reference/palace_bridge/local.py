@@ -145,7 +145,7 @@ class LocalEngine:
             try:
                 self.conn = await self._spawn_ready()
             except Unspawnable as exc:
-                self.policy.on_unspawnable(exc.why)
+                self.policy.on_unspawnable(exc.detail)
                 raise
             except PalaceError as exc:
                 self.policy.on_start_failed(_why(exc))
@@ -210,5 +210,5 @@ class LocalEngine:
 
 def _why(exc: BaseException) -> str:
     if isinstance(exc, PalaceUnavailable):
-        return exc.why
+        return exc.detail
     return str(exc)

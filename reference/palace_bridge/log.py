@@ -52,11 +52,11 @@ class Log:
             del self.lines[:500]
         sink = self.stream
         try:
-            if hasattr(sink, "write"):
-                sink.write(text)
-                sink.flush()
-            else:
+            if callable(sink):  # a line sink (a host's notify, a test's list.append)
                 for line in text.splitlines():
                     sink(line)
+            else:
+                sink.write(text)
+                sink.flush()
         except (OSError, ValueError):
             pass

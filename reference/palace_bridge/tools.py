@@ -52,8 +52,9 @@ class ToolResult:
     def text(self) -> str:
         """The first text block's text ("" when there is none)."""
         for block in self.content:
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                return block["text"]
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str):
+                return text
         return ""
 
     @classmethod

@@ -225,7 +225,8 @@ class Brain:
         exchange = Exchange(message, "notification" if is_notification else "request", fired)
         exchange.compute = lambda: self._dispatch_safely(message, exchange)
         if tool == "mempalace_event_wait":
-            exchange.hold_seconds = _event_wait_seconds(params.get("arguments"))
+            arguments = params.get("arguments") if isinstance(params, dict) else None
+            exchange.hold_seconds = _event_wait_seconds(arguments)
         return exchange
 
     def _dispatch_safely(self, message: dict[str, Any],

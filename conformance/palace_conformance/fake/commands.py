@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from palace_conformance.fake.faults import COMPACT_HELP, FakeSetupError
 from palace_conformance.fake.journal import Journal
@@ -177,7 +178,7 @@ class _CliUsage(Exception):
 
 
 class _CliParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like any usage mistake here
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like any usage mistake here
         raise _CliUsage(message)
 
 
@@ -213,7 +214,7 @@ def _faults_help(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fake = sub.add_parser("fake", help="run the fake MemPalace server and its helpers",
                           description="The fake MemPalace server (behaves like mempalace 3.11.0 "
                           "until a fault plan says otherwise).")

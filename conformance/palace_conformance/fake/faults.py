@@ -96,7 +96,7 @@ class _Value:
         return tuple(getattr(self, name) for name in self.__slots__)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._values() == other._values()  # type: ignore[attr-defined]
+        return type(other) is type(self) and self._values() == other._values()
 
     def __hash__(self) -> int:
         return hash(self._values())

@@ -50,7 +50,7 @@ def _status(args: argparse.Namespace) -> int:
     return 0 if found else 1
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     hosts = sub.add_parser("hosts", help="install or inspect the Node hosts for TypeScript bridges",
                            description="The Node runtime and npm dependencies of the hosts that "
                            "drive TypeScript bridges (pi extensions, pi-mcp, pi-mcp-adapter).")

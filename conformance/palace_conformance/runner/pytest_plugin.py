@@ -8,8 +8,9 @@ a known failure is an xfail, a baseline entry whose result passes now fails as s
 entry no longer excuses its failure.
 
 Registered through the ``pytest11`` entry point, so this module is imported by every pytest run
-of every project that has palace-conformance installed: it imports nothing but pytest, and it
-adds no item, hook or cost unless ``--palace-bridge`` is given.
+of every project that has palace-conformance installed: it imports nothing but pytest and the
+driver vocabulary (``contract``, standard library only), and it adds no item, hook or cost unless
+``--palace-bridge`` is given.
 """
 
 from __future__ import annotations
@@ -165,6 +166,7 @@ class PalaceSuite:
     @pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so they apply to these items
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
+        from palace_conformance.runner.results import PARITY
         from palace_conformance.runner.verdict import parity
 
         added: list[pytest.Item] = []
@@ -172,7 +174,7 @@ class PalaceSuite:
         for scenario in self.scenarios:
             transports = [t for t in self.transports if t in scenario.transports]
             if len(transports) == 2 and parity.applies(scenario):
-                transports.append(parity.PARITY)
+                transports.append(PARITY)
             for transport in transports:
                 name = f"{scenario.id}[{transport}]"
                 item = PalaceItem.from_parent(session, name=name, nodeid=name,
@@ -187,7 +189,7 @@ class PalaceSuite:
         # counted like collected files' items ("collected N items"); a passed report is not
         # forwarded by xdist workers, so this only feeds the local terminal line
         config.hook.pytest_collectreport(report=pytest.CollectReport(
-            nodeid="palace-conformance", outcome="passed", longrepr=None, result=added))
+            nodeid="palace-conformance", outcome="passed", longrepr=None, result=[*added]))
 
     # -- running -------------------------------------------------------------------------------
 
@@ -206,13 +208,14 @@ class PalaceSuite:
     def result(self, scenario: Scenario, transport: str) -> ScenarioResult:
         """Run (once per process) and return the result; a parity item runs both sides."""
         from palace_conformance.runner.execution.execute import RunOptions, run_scenario
+        from palace_conformance.runner.results import PARITY
         from palace_conformance.runner.verdict import parity
 
         key = (scenario.id, transport)
         if key in self.cache:
             return self.cache[key]
-        if transport == parity.PARITY:
-            sides = [self.result(scenario, t) for t in parity.TRANSPORTS]
+        if transport == PARITY:
+            sides = [self.result(scenario, t) for t in TRANSPORTS]
             result = parity.compare(scenario, sides[0], sides[1])
         else:
             host = self._probe()
@@ -245,7 +248,7 @@ class PalaceSuite:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
             if name == RESULT_PROPERTY and report.when == "call":
-                self.seen.append(json.loads(value))
+                self.seen.append(json.loads(str(value)))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.baseline is None or hasattr(self.config, "workerinput"):

@@ -155,7 +155,7 @@ def _behaviour_id(text: str) -> str:
     return text
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     fixtures = sub.add_parser(
         "fixtures", help="validate and list scenario fixtures",
         description="The language-neutral scenario fixtures (fixtures/scenarios/<area>/<id>.json).")

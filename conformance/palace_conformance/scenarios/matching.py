@@ -60,7 +60,7 @@ def json_equal(left: Any, right: Any) -> bool:
     if isinstance(left, bool) or isinstance(right, bool):
         return isinstance(left, bool) and isinstance(right, bool) and left == right
     if _is_number(left) and _is_number(right):
-        return left == right
+        return bool(left == right)
     if isinstance(left, dict) and isinstance(right, dict):
         return left.keys() == right.keys() and all(json_equal(left[k], right[k]) for k in left)
     if isinstance(left, list) and isinstance(right, list):
@@ -119,8 +119,8 @@ def _operator(op: str, arg: Any, value: Any) -> bool:
     if op in ("$gte", "$gt", "$lte", "$lt"):
         if not _is_number(value):
             return False
-        return {"$gte": value >= arg, "$gt": value > arg, "$lte": value <= arg,
-                "$lt": value < arg}[op]
+        return bool({"$gte": value >= arg, "$gt": value > arg, "$lte": value <= arg,
+                     "$lt": value < arg}[op])
     raise MatcherError(f"unknown matcher operator {op!r}; use one of: {', '.join(OPERATORS)}")
 
 

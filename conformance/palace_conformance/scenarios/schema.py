@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -35,7 +35,8 @@ class SchemaProblem:
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
-    return json.loads((fixtures_dir() / "schema" / name).read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads((fixtures_dir() / "schema" / name).read_text("utf-8"))
+    return schema
 
 
 @cache
@@ -77,13 +78,14 @@ def _generic(error: ValidationError) -> tuple[str, str]:
         missing = error.message.split("'")[1] if "'" in error.message else "a field"
         return f"missing required field '{missing}'", "add it"
     if keyword == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        allowed = ", ".join(error.schema.get("properties", {})) or "none"
+        properties = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        extra = sorted(set(cast("dict[str, Any]", error.instance)) - set(properties))
+        allowed = ", ".join(properties) or "none"
         return (f"unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}",
                 f"remove it or check the spelling; allowed here: {allowed}")
     if keyword == "enum":
         return (f"{_short(error.instance)} is not allowed here",
-                "use one of: " + ", ".join(_short(v) for v in value))
+                "use one of: " + ", ".join(_short(v) for v in cast("list[Any]", value)))
     if keyword == "const":
         return f"{_short(error.instance)} is not allowed here", f"use {_short(value)}"
     if keyword == "type":

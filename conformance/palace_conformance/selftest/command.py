@@ -105,16 +105,16 @@ def _run_checked(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     render(result)
-    outputs = ((json_path, lambda: json.dumps(result.to_json(), indent=1, ensure_ascii=False)),
-               (markdown_path, lambda: to_markdown(result)))
     outcome = f"the selftest itself {'passed' if result.ok else 'failed'}"
-    for target, text in outputs:
-        if target is not None:
-            write_text(target, text(), outcome=outcome)
+    if json_path is not None:
+        write_text(json_path, json.dumps(result.to_json(), indent=1, ensure_ascii=False),
+                   outcome=outcome)
+    if markdown_path is not None:
+        write_text(markdown_path, to_markdown(result), outcome=outcome)
     return result.exit_code
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd = sub.add_parser(
         "selftest", help="prove the suite: every mutant of the reference bridge must be killed",
         description="Run mutants of the reference bridge (each the real palace_bridge with one "

@@ -24,12 +24,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 from palace_conformance.hosts import REFERENCE_HOST
-from palace_conformance.runner.execution.execute import (
-    DEFAULT_OP_TIMEOUT_MS,
-    RunOptions,
-    run_scenario,
-)
+from palace_conformance.runner.execution.execute import RunOptions, run_scenario
 from palace_conformance.runner.execution.suite import probe_host
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.results import FAILED, NOT_TESTABLE, PARITY, PASSED, ScenarioResult
@@ -62,7 +59,7 @@ def mutant_argv(mutant: Mutant, host_argv: Sequence[str] = REFERENCE_HOST) -> tu
 def selection(mutant: Mutant, scenarios: Iterable[Scenario], full: bool = False) -> list[Job]:
     """The (scenario, transport) runs that should kill ``mutant``: every bridge scenario covering
     one of its behaviours, plus its ``also`` list (``full``: every bridge scenario)."""
-    chosen = []
+    chosen: list[Job] = []
     for scenario in scenarios:
         if scenario.subject != "bridge":
             continue  # a mutant of the bridge cannot change what the fake does on its own
@@ -230,9 +227,9 @@ def _with_parity(pairs: Sequence[Job], results: list[ScenarioResult]) -> list[Sc
         if scenario.id in seen:
             continue
         seen.add(scenario.id)
-        ordered += [by_key[(scenario.id, t)] for t in parity.TRANSPORTS
+        ordered += [by_key[(scenario.id, t)] for t in TRANSPORTS
                     if (scenario.id, t) in by_key]
-        both = [by_key.get((scenario.id, t)) for t in parity.TRANSPORTS]
+        both = [by_key.get((scenario.id, t)) for t in TRANSPORTS]
         if parity.applies(scenario) and both[0] is not None and both[1] is not None:
             ordered.append(parity.compare(scenario, both[0], both[1]))
     return ordered
@@ -406,7 +403,7 @@ def run_selftest(mutants: Sequence[Mutant], scenarios: Sequence[Scenario],
     finished_sanity = _with_parity(sanity.pairs, sanity.results)
     if report is not None:
         report("sanity", None, finished_sanity)
-    statuses = {_key(r): r.status for r in finished_sanity}
+    statuses: dict[str, str] = {_key(r): r.status for r in finished_sanity}
     for outcome in outcomes:
         outcome.sanity = statuses
     return SelftestResult(outcomes=outcomes, sanity=finished_sanity, bridge=host.bridge,

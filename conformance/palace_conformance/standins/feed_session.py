@@ -21,7 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from palace_conformance.fake.journal import REDACTED, Journal, read_journal
 
@@ -55,7 +55,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(3600)
     if mode == "fail":
         print(f"{PROGRAM}: scripted failure (exit {step['exit']})", file=sys.stderr)
-        return step["exit"]
+        return int(step["exit"])
     if mode == "source":
         path = _stage(env, args.reason, args.wing, invocation)
         print(f"MINE_SOURCE={path}", flush=True)

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
-from http.server import DEFAULT_ERROR_MESSAGE
+from http.server import DEFAULT_ERROR_MESSAGE  # type: ignore[attr-defined]  # not in typeshed
+from typing import cast
 from urllib.parse import urlsplit
 
 import h11
@@ -74,11 +75,12 @@ class RequestHead:
 def error_page(status: int, message: str | None = None) -> bytes:
     """The stock ``BaseHTTPRequestHandler.send_error`` HTML page that mempalace sends."""
     phrase, explain = _phrases(status)
-    return (DEFAULT_ERROR_MESSAGE % {
+    page: str = DEFAULT_ERROR_MESSAGE % {
         "code": status,
         "message": html.escape(message or phrase, quote=False),
         "explain": html.escape(explain, quote=False),
-    }).encode("utf-8", "replace")
+    }
+    return page.encode("utf-8", "replace")
 
 
 def _phrases(status: int) -> tuple[str, str]:
@@ -136,7 +138,7 @@ class Wire:
             except h11.RemoteProtocolError as exc:
                 raise BadRequest(exc.error_status_hint, str(exc)) from None
             if event is not h11.NEED_DATA:
-                return event
+                return cast("h11.Event | type[h11.PAUSED]", event)
             try:
                 data = await self.reader.read(READ_CHUNK)
             except (ConnectionError, OSError):

@@ -143,7 +143,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_OP_TIMEOUT_MS})")
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diff = sub.add_parser(
         "diff", help="show where two bridges' normalised traces part",
         description="Run two bridges on the same scenarios and print, for every (scenario, "

@@ -105,7 +105,7 @@ def _baseline_update_checked(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     replay = sub.add_parser(
         "replay", help="re-run a repro bundle against a bridge",
         description="Re-run the scenario of a repro bundle (written by 'run --report-dir DIR' "

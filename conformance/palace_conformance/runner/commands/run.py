@@ -113,7 +113,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     return run.exit_code
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = sub.add_parser(
         "run", help="run scenarios against a bridge host",
         description="Run scenario fixtures against a bridge through its driver host (DRIVER.md) "

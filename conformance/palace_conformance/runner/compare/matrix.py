@@ -181,9 +181,9 @@ def build(sources: Sequence[Source], command: str = "",
     for row in rows.values():
         for index, source in enumerate(sources):
             for transport in transports:
-                result = source.run.by_id(row.scenario, transport)
+                found = source.run.by_id(row.scenario, transport)
                 row.cells[(index, transport)] = Cell(row.scenario, source.label, index,
-                                                     transport, cell_status(result), result)
+                                                     transport, cell_status(found), found)
     ordered = sorted(rows.values(), key=lambda r: r.scenario)
     return Matrix(columns, transports, ordered, dict(behaviours), dict(areas),
                   generated=datetime.now(UTC).isoformat(timespec="seconds"), command=command)

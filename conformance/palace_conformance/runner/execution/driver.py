@@ -9,6 +9,7 @@ stdout that is not one JSON reply is a ``protocol_violation``; its stderr is kep
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import queue
@@ -19,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from palace_conformance.contract import (
     DRIVER_PROTOCOL,
@@ -119,7 +120,8 @@ class DriverClient:
         assert self.proc is not None and self.proc.stderr is not None
         sink = open(self.stderr_path, "ab") if self.stderr_path else None  # noqa: SIM115
         try:
-            for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+            stream = cast(io.BufferedReader, self.proc.stderr)  # Popen's pipes are buffered
+            for chunk in iter(lambda: stream.read1(65536), b""):
                 with self._stderr_lock:
                     self._stderr.extend(chunk)
                     if len(self._stderr) > STDERR_KEEP:
@@ -229,7 +231,8 @@ class DriverClient:
                 self._lines.put(_EOF)
                 return None
             if raw.strip():
-                return raw.decode("utf-8", "replace").strip()[:120]
+                line: str = raw.decode("utf-8", "replace").strip()[:120]
+                return line
 
     def _exited(self, op: str) -> DriverFailure:
         assert self.proc is not None

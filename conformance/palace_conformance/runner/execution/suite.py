@@ -18,12 +18,12 @@ from palace_conformance.runner.execution.driver import DriverClient, DriverFailu
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
 from palace_conformance.runner.execution.world import scrubbed_environ
 from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.results import HostInfo, RunResult, ScenarioResult
+from palace_conformance.runner.results import PARITY, HostInfo, RunResult, ScenarioResult
 from palace_conformance.runner.verdict import parity
 from palace_conformance.runner.verdict.baseline import Baseline, apply_baseline
 from palace_conformance.scenarios.model import Scenario
 
-TRANSPORT_ORDER = (*TRANSPORTS, parity.PARITY)
+TRANSPORT_ORDER = (*TRANSPORTS, PARITY)
 
 
 class HostProbeError(Exception):
@@ -116,7 +116,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
             progress.close()
     by_key = {(r.scenario, r.transport): r for r in results}
     for scenario in scenarios:
-        pair = [by_key.get((scenario.id, t)) for t in parity.TRANSPORTS]
+        pair = [by_key.get((scenario.id, t)) for t in TRANSPORTS]
         if parity.applies(scenario) and pair[0] is not None and pair[1] is not None:
             results.append(parity.compare(scenario, pair[0], pair[1]))
     results.sort(key=_order)

@@ -125,7 +125,7 @@ def _cancel_never_sent(original: Any) -> Any:
 
 def _headers_logged(original: Any) -> Any:
     def _headers(self: Any, extra: dict[str, str], *, body: bool = True) -> dict[str, str]:
-        headers = original(self, extra, body=body)
+        headers: dict[str, str] = original(self, extra, body=body)
         if self.log.debug_enabled:  # a debug line that forgets the redaction
             self.log._write(f"mempalace[debug]: request headers {headers}\n")
         return headers
@@ -134,7 +134,7 @@ def _headers_logged(original: Any) -> Any:
 
 
 def _connect_not_retried(original: Any) -> Any:
-    class ConnectRetries(original):  # type: ignore[misc, valid-type]
+    class ConnectRetries(original):  # type: ignore[misc]
         def __init__(self, retries: int, backoff_ms: int) -> None:
             super().__init__(0, backoff_ms)
 

@@ -56,7 +56,7 @@ def _nulls_dropped(original: Any) -> Any:
 
 
 def _error_data_dropped(original: Any) -> Any:
-    class PalaceToolError(original):  # type: ignore[misc, valid-type]
+    class PalaceToolError(original):  # type: ignore[misc]
         def __init__(self, code: int, message: str, data: Any = None, method: str = "") -> None:
             super().__init__(code, message, None, method)
 
