@@ -123,7 +123,8 @@ def test_a_behaviours_file_with_an_unknown_level_is_refused_in_one_line(tmp_path
     from palace_conformance.scenarios.behaviours import BehavioursError, load_behaviours
 
     listing = tmp_path / "b.json"
-    listing.write_text(json.dumps({"behaviours": [{"id": "LIFE-01", "title": "t", "level": "gold"}]}))
+    entry = {"id": "LIFE-01", "title": "t", "level": "gold"}
+    listing.write_text(json.dumps({"behaviours": [entry]}))
     with pytest.raises(BehavioursError, match="'level' is one of core, seed, fake"):
         load_behaviours(listing)
     listing.write_text(json.dumps({"behaviours": [{"id": "LIFE-01", "title": "t"}]}))
