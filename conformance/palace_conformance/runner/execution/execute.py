@@ -33,7 +33,7 @@ from palace_conformance.runner.results import (
     scenario_status,
 )
 from palace_conformance.runner.verdict import normalise
-from palace_conformance.runner.verdict.judge import Observation, judge
+from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
 from palace_conformance.scenarios.checks import process_facts
 from palace_conformance.scenarios.model import Scenario, Step
 
@@ -293,15 +293,10 @@ class _Execution:
         self.result.env = _report_env(world.env)
         self.result.journal = records
         self.result.steps = self.steps
-        secret_texts = [world.journal.read_text(errors="replace") if world.journal.exists()
-                        else "",
-                        json.dumps([e for s in self.steps for e in s.effects], default=str),
-                        host_stderr,
-                        # what the agent was handed: results and error messages
-                        json.dumps([{"result": s.result, "error": s.error} for s in self.steps],
-                                   default=str),
-                        json.dumps([r.get("argv") for r in records if "argv" in r], default=str),
-                        json.dumps(list(self.options.host_argv))]
+        journal_text = (world.journal.read_text(errors="replace") if world.journal.exists()
+                        else "")
+        secret_texts = wire_texts(journal_text, records, self.steps, host_stderr,
+                                  self.options.host_argv)
         observation = Observation(scenario=scenario, transport=self.transport, steps=self.steps,
                                   journal=records, step_tools=self.step_tools,
                                   final_tools=final_tools, final_tools_error=final_error,
