@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from palace_conformance.contract import HOST_ERROR_KINDS as HOST_KINDS
 from palace_conformance.resources import fixtures_dir
 from palace_conformance.runner.results import PARITY, ScenarioResult, StepRecord
 from palace_conformance.runner.verdict import judge as judge_module
 from palace_conformance.runner.verdict import parity
-from palace_conformance.runner.verdict.judge import HOST_KINDS, Observation, judge, wire_texts
+from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
 from palace_conformance.runner.verdict.normalise import (
     PARITY_EFFECT_KINDS,
     TIME_KEYS,
