@@ -61,3 +61,9 @@ def select(scenarios: list[Scenario], patterns: list[str]) -> list[Scenario]:
         raise RunUsageError(f"no scenario id matches --select {' '.join(patterns)} "
                             "(see palace-conformance fixtures list)")
     return chosen
+
+
+def default_level(bridge: str) -> str:
+    """The level a run is judged at when ``--level`` is not given: the reference bridge is the
+    seed's copy and keeps its conventions; any other bridge owes only what every bridge must do."""
+    return "seed" if bridge == "reference" else "core"

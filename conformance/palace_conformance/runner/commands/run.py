@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.selection import host_argv, select
+from palace_conformance.runner.selection import default_level, host_argv, select
 from palace_conformance.runner.usage import (
     RunUsageError,
     at_least_one,
@@ -74,7 +74,8 @@ def _run_checked(args: argparse.Namespace) -> int:
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
                        artifacts=report_dir / "runs" if report_dir else None,
-                       warm_start=not args.cold_start),
+                       warm_start=not args.cold_start,
+                       level=args.level or default_level(args.bridge)),
         jobs=args.jobs, transports=transports, baseline=baseline)
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
@@ -140,6 +141,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                      help="an op's deadline when its step sets no timeout_ms "
                      f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    run.add_argument("--level", choices=("core", "seed"), default=None,
+                     help="judge what any MemPalace bridge must do (core), or that plus the "
+                     "seed bridge's conventions (seed); default: seed for the reference bridge, "
+                     "core for any other (docs/profiles.md)")
     run.add_argument("--baseline", metavar="FILE",
                      help="expected-failure baseline (docs/baselines.md): listed failures pass "
                      "as known; stale, unknown or expired entries fail the run")

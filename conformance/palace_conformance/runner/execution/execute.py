@@ -23,9 +23,11 @@ from palace_conformance.runner.execution.driver import DriverClient, DriverFailu
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
 from palace_conformance.runner.execution.world import SIGNALS, SetupError, World
 from palace_conformance.runner.results import (
+    CORE,
     FAIL,
     NOT_APPLICABLE,
     NOT_TESTABLE,
+    SEED,
     CheckRecord,
     ScenarioResult,
     StepRecord,
@@ -34,6 +36,7 @@ from palace_conformance.runner.results import (
 )
 from palace_conformance.runner.verdict import normalise
 from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
+from palace_conformance.runner.verdict.levels import scenario_level
 from palace_conformance.scenarios.checks import process_facts
 from palace_conformance.scenarios.model import Scenario, Step
 
@@ -55,6 +58,7 @@ class RunOptions:
     work_root: Path | None = None  # where run directories are made (default: the system tmp)
     artifacts: Path | None = None  # keep each run's files under <artifacts>/<id>/<transport>
     warm_start: bool = True  # fork the reference host and the HTTP fake warm (warm_client)
+    level: str = SEED  # judge at core (what any bridge must do) or seed (the seed's conventions)
 
 
 def not_applicable_reason(scenario: Scenario, transport: str,
@@ -100,7 +104,8 @@ class _Execution:
         self.step_tools: dict[int, list[dict[str, Any]] | None] = {}
         self.result = ScenarioResult(scenario=scenario.id, transport=transport, status="passed",
                                      title=scenario.title, covers=scenario.covers,
-                                     path=str(scenario.path))
+                                     path=str(scenario.path), level=options.level,
+                                     subject=scenario.subject)
 
     # -- outcomes that end a run early ---------------------------------------------------------
 
@@ -125,6 +130,9 @@ class _Execution:
             why = not_applicable_reason(self.original, self.transport, capabilities)
             if why:
                 return self._not_applicable(why)
+        if self.options.level == CORE and scenario_level(self.original) == SEED:
+            return self._not_applicable("it checks the seed's conventions only (judge them with "
+                                        "--level seed)")
         try:
             self.world = World(self.original, self.transport, work_root=self.options.work_root,
                                warm_start=self.options.warm_start)
@@ -302,7 +310,7 @@ class _Execution:
                                   final_tools=final_tools, final_tools_error=final_error,
                                   facts=facts, secret_texts=secret_texts)
         self.result.checks = judge(observation)
-        self.result.status = scenario_status(self.result.checks)
+        self.result.status = scenario_status(self.result.checks, self.options.level)
         failures = self.result.failures
         if failures:
             first = failures[0]

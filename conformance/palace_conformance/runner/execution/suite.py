@@ -118,9 +118,9 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     for scenario in scenarios:
         pair = [by_key.get((scenario.id, t)) for t in TRANSPORTS]
         if parity.applies(scenario) and pair[0] is not None and pair[1] is not None:
-            results.append(parity.compare(scenario, pair[0], pair[1]))
+            results.append(parity.compare(scenario, pair[0], pair[1], options.run.level))
     results.sort(key=_order)
     run = RunResult(host=host, results=results, started_at=stamp,
-                    duration_ms=(time.monotonic() - started) * 1000.0)
+                    duration_ms=(time.monotonic() - started) * 1000.0, level=options.run.level)
     return apply_baseline(run, options.baseline)
 

@@ -18,6 +18,7 @@ from typing import Any
 from palace_conformance.contract import HOST_ERROR_KINDS
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.results import FAIL, PASS, CheckRecord, StepRecord
+from palace_conformance.runner.verdict.levels import check_level
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
 from palace_conformance.scenarios.checks import (
     Verdict,
@@ -98,7 +99,8 @@ class _Recorder:
         self.records.append(CheckRecord(
             scenario=self.scenario.id, transport=self.transport, pointer=pointer,
             status=PASS if passed else FAIL, message=message, step=step,
-            covers=self.scenario.covers, expected=expected, got=got))
+            covers=self.scenario.covers, expected=expected, got=got,
+            level=check_level(self.scenario, pointer)))
 
     def verdict(self, pointer: str, what: str, verdict: Verdict, *, step: str | None = None,
                 expected: Any = None) -> None:
