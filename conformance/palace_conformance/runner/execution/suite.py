@@ -97,11 +97,14 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         scenario, transport = job
         if progress is not None:
             progress.begin(scenario, transport)
-        result = runner(scenario, transport, options.run, host.capabilities)
+        result = runner(scenario, transport, options.run, capabilities)
         if progress is not None:
             progress.done(result)
         return result
 
+    profile = options.run.profile
+    capabilities = (profile.capabilities if profile is not None
+                    and profile.capabilities is not None else host.capabilities)
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
         results = list(pool.map(one, jobs))
