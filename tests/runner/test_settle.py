@@ -129,7 +129,7 @@ def test_a_settle_ends_when_the_tools_it_waits_for_are_registered(tmp_path: Path
         "tools-after:300:mempalace_status,mempalace_search")
     assert result.status == "passed", failing(result)
     assert record.ended_by == ENDED_BY_EXPECTATIONS
-    assert record.elapsed_ms is not None and record.elapsed_ms >= 300  # not before they came
+    # not before they came: the registrations are this step's own effects
     assert [e["name"] for e in record.effects if e["kind"] == "tool_registered"] == [
         "mempalace_status", "mempalace_search"]
     settles = [r for r in requests if r["op"] == "settle"]
@@ -145,10 +145,10 @@ def test_a_settle_ends_when_the_journal_record_it_waits_for_is_written(tmp_path:
                                  "at_least": 1}]}},
         "journal-after:300:late_mark")
     assert result.status == "passed", failing(result)
-    assert record.ended_by == ENDED_BY_EXPECTATIONS and record.elapsed_ms >= 300  # type: ignore[operator]
+    assert record.ended_by == ENDED_BY_EXPECTATIONS
     marks = [r for r in result.journal[record.journal_start:record.journal_end]
              if r["kind"] == "late_mark"]
-    assert len(marks) == 1  # inside the settle's own window
+    assert len(marks) == 1  # not before it was written: inside the settle's own window
 
 
 def test_a_negative_settle_sends_one_request_and_runs_its_whole_quiet_window(
@@ -157,9 +157,8 @@ def test_a_negative_settle_sends_one_request_and_runs_its_whole_quiet_window(
         tmp_path, "life.settle.absent",
         {"op": "settle", "quiet_ms": 400, "max_ms": 5000,
          "expect": {"effects": [{"check": "absent", "match": {"kind": "message"}}]}},
-        "notify-after:100")
+        "notify-after:100", "quiet-from-call")
     assert result.status == "passed", failing(result)
-    # quiet is counted from the last effect, 100 ms after session_start: 400 ms from there
     assert record.ended_by == ENDED_BY_QUIET and record.elapsed_ms >= 400  # type: ignore[operator]
     assert [e["kind"] for e in record.effects] == ["notify"]
     settles = [r for r in requests if r["op"] == "settle"]
@@ -167,8 +166,11 @@ def test_a_negative_settle_sends_one_request_and_runs_its_whole_quiet_window(
 
 
 @pytest.mark.parametrize("host_options", [
-    ("notify-after:100",),  # the host's quiet: since the last effect (the reference host)
-    ("notify-after:100", "quiet-from-call"),  # since the request (the Node hosts): the runner's
+    # the host counts quiet from its last effect (as the reference host): the host's quiet ends it
+    ("notify-after:100",),
+    # the host counts from each request (as the Node hosts), so short looks never see a quiet
+    # period: the runner's own count ends it, no sooner than quiet_ms after the settle began
+    ("notify-after:100", "quiet-from-call"),
 ])
 def test_a_positive_expectation_that_never_holds_keeps_the_quiet_window(
         tmp_path: Path, host_options: tuple[str, ...]) -> None:
@@ -179,20 +181,22 @@ def test_a_positive_expectation_that_never_holds_keeps_the_quiet_window(
                                  "at_least": 1}]}},
         *host_options)
     assert failing(result) == ["/steps/2/expect/effects/0"]
-    assert record.ended_by == ENDED_BY_QUIET and record.elapsed_ms >= 400  # type: ignore[operator]
+    assert record.ended_by == ENDED_BY_QUIET
     assert [e["kind"] for e in record.effects] == ["notify"]
+    if "quiet-from-call" in host_options:
+        assert record.elapsed_ms is not None and record.elapsed_ms >= 400
 
 
 def test_effects_that_keep_coming_hold_a_waiting_settle_open_until_max_ms(
         tmp_path: Path) -> None:
     result, record, _ = run_settle(
         tmp_path, "life.settle.busy",
-        {"op": "settle", "quiet_ms": 300, "max_ms": 900,
+        {"op": "settle", "quiet_ms": 1000, "max_ms": 1500,
          "expect": {"effects": [{"check": "count", "match": {"kind": "message"},
                                  "at_least": 1}]}},
         "notify-every:50")
     assert failing(result) == ["/steps/2/expect/effects/0"]
-    assert record.ended_by == ENDED_BY_MAX and record.elapsed_ms >= 900  # type: ignore[operator]
+    assert record.ended_by == ENDED_BY_MAX and record.elapsed_ms >= 1500  # type: ignore[operator]
     assert sum(1 for e in record.effects if e["kind"] == "notify") >= 5
 
 
