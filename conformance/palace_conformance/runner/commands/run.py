@@ -98,15 +98,17 @@ def _run_checked(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     render_summary(run)
-    payload = json.dumps(run.to_json(), indent=1, ensure_ascii=False, default=str)
     targets = [(json_path, "json"), (junit_path, "junit")]
     if report_dir is not None:
         targets += [(report_dir / "results.json", "json"), (report_dir / "junit.xml", "junit")]
+    payload = None  # the whole result model as JSON: made only when a target wants it (~0.5 s)
     for target, kind in targets:
         if target is None:
             continue
         try:
             if kind == "json":
+                if payload is None:
+                    payload = json.dumps(run.to_json(), indent=1, ensure_ascii=False, default=str)
                 target.write_text(payload, encoding="utf-8")
             else:
                 write_junit(run, target)
