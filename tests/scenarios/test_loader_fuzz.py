@@ -9,9 +9,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
 
+from palace_conformance.scenarios import schema
 from palace_conformance.scenarios.loader import Context, load_file
 
+from .shipped import catalogue
 from .shipped import scenario as shipped
 
 CONTEXT = Context.default()
@@ -65,3 +69,38 @@ def test_mutated_scenarios_give_one_line_problems(tmp_path: Path, seed: str, dat
         line = str(problem)
         assert "\n" not in line and line.startswith(str(target)), line
         assert problem.message and problem.fix, line
+
+
+def _shape(error: ValidationError) -> tuple[Any, ...]:
+    """Everything of an error that problems are made from, its causes included."""
+    return (tuple(error.absolute_path), tuple(error.absolute_schema_path), error.validator,
+            error.message, tuple(_shape(cause) for cause in error.context))
+
+
+def _errors(validator: Any, data: Any) -> list[tuple[Any, ...]]:
+    return [_shape(error) for error in validator.iter_errors(data)]
+
+
+STOCK = Draft202012Validator(schema.load_schema(schema.SCENARIO_SCHEMA),
+                             registry=schema._registry())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(SEEDS), st.data(), junk)
+def test_the_dispatching_all_of_gives_the_stock_validators_errors(
+        seed: str, data: st.DataObject, value: Any) -> None:
+    raw = copy.deepcopy(dict(shipped(seed).raw))
+    path = data.draw(st.sampled_from(_paths(raw)))
+    mutated = _replace(raw, path, value)
+    assert _errors(schema.validator(), mutated) == _errors(STOCK, mutated)
+
+
+def test_the_dispatching_all_of_agrees_on_every_shipped_scenario_and_broken_steps() -> None:
+    broken_steps: list[Any] = [{"op": "bogus"}, {}, {"op": 3}, {"op": ["load"]}, "load", [],
+                               {"op": "call_tool"}, {"op": "load", "extra": 1}, None]
+    for scenario in catalogue().scenarios:
+        raw = dict(scenario.raw)
+        assert _errors(schema.validator(), raw) == _errors(STOCK, raw) == []
+        broken = {**raw, "steps": [*raw["steps"], *broken_steps]}
+        found = _errors(schema.validator(), broken)
+        assert found == _errors(STOCK, broken) and len(found) >= len(broken_steps)
