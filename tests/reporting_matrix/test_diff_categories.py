@@ -14,7 +14,7 @@ from palace_conformance.runner.compare import categories, drift_trace, volatile
 from palace_conformance.runner.compare.diff import compare, render_markdown, render_text
 from palace_conformance.runner.results import ScenarioResult, StepRecord
 
-from .support import eager_steps, failing, lazy_steps, result, source, step, wakeup
+from .support import ALL_CAPS, eager_steps, failing, lazy_steps, result, source, step, wakeup
 
 SID = "fake.lock.loser-is-read-only"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "drift.md"
@@ -119,7 +119,8 @@ def test_event_ids_sessions_ports_and_foreign_temp_dirs_inside_tool_text_are_not
 
 def test_the_run_date_is_masked_only_as_the_run_date() -> None:
     masker = volatile.Masker(days=volatile.run_dates("2026-12-01T16:00:00+00:00"))
-    assert masker.text("diary for 2026-12-01, file 20261202.md") == "diary for <date>, file <date>.md"
+    assert masker.text("diary for 2026-12-01, file 20261202.md") == (
+        "diary for <date>, file <date>.md")
     assert masker.text("entry of 2026-08-01") == "entry of 2026-08-01"
 
 
@@ -182,6 +183,27 @@ def test_a_notify_only_difference_is_drift_with_include_ui() -> None:
     # two toasts worded differently are drift too, once asked for
     [drift] = diff(run_of(toasting("a"), "/tmp/pc-run-a"), right, include_ui=True).drift
     assert drift.step_pointer == "/effects/0/message"
+
+
+def test_feeding_is_masked_only_when_one_side_declares_it() -> None:
+    def feeding(exit_code: int) -> ScenarioResult:
+        steps = eager_steps()
+        steps[6].effects = [{"kind": "exec", "argv": ["mempalace-pi-session", "--prepare"],
+                             "exit_code": exit_code, "timed_out": False}]
+        helper = {"kind": "helper_run", "name": "mempalace-pi-session", "argv": ["x"]}
+        return run_of(steps, "/tmp/pc-run-a", journalled(steps, {"6": [
+            helper, call("mempalace_mine", 9, source="/tmp/pc-run-a/export")]}))
+
+    plain = run_of(eager_steps(), "/tmp/pc-run-a")
+    no_feeding = tuple(c for c in ALL_CAPS if c != "feeding")
+    report = compare(source("ref", feeding(0)), source("other", plain, caps=no_feeding))
+    assert report.drift == [], render_text(report)
+    assert any("feeding is declared by one side only" in m for m in report.masked())
+    # both declare it: the helper's exit code and the mine call are compared
+    [drift] = diff(feeding(0), feeding(1)).drift
+    assert drift.categories == ["processes"] and drift.step_pointer == "/effects/0/exit_code"
+    [drift] = diff(feeding(0), plain).drift
+    assert drift.categories == ["wire", "processes"]
 
 
 # -- one divergence per category -----------------------------------------------------------------

@@ -42,11 +42,11 @@ CATEGORIES: tuple[Category, ...] = (
     Category(REGISTRATIONS, "registrations", "the tools and commands registered (pooled at "
              "start-up, then where they happen), `list_tools` results"),
     Category(WIRE, "wire", "what the palace saw: the tool and arguments of every `tools/call` "
-             "it received, step by step (from its journal), and its replies to the runner's own "
-             "`rpc` and `http` probes"),
-    Category(PROCESSES, "processes", "stdio children started, the signals they got and how "
-             "they exited, helpers run (journal, `exec` effects), and the results of "
-             "`shutdown`, `introspect` and `server` steps"),
+             "it received (from its journal), step by step, and its replies to the runner's "
+             "own `rpc` and `http` probes"),
+    Category(PROCESSES, "processes", "stdio children started, the signals they got, how they "
+             "exited and the helpers run, over the whole run (from the journal); `exec` "
+             "effects; the results of `shutdown`, `introspect` and `server` steps"),
     Category(OTHER, "other", "the result of any other op (`set_session`, `command`, `settle`, "
              "...), and checks on timing or setup"),
     Category(UI, "UI only", "effects whose only channel is the user's screen (`notify`: "

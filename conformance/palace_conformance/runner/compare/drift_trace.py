@@ -52,6 +52,8 @@ STARTUP_OPS = frozenset({"load", "settle", "sleep"})
 STARTUP_EVENTS = frozenset({"session_start"})
 #: ops that join the step before them (:func:`groups`)
 JOINING_OPS = frozenset({"settle", "sleep"})
+#: the palace tools only feeding calls (masked with its helper runs when feeding is one-sided)
+FEEDING_TOOLS = frozenset({"mempalace_mine"})
 _REGISTRATION_KINDS = frozenset({"tool_registered", "command_registered"})
 #: the fields of an effect compared, by kind (any other kind: all of them)
 _EFFECT_FIELDS: Mapping[str, tuple[str, ...]] = {
@@ -72,6 +74,7 @@ class Masks:
 
     commands: bool = False
     custom_types: frozenset[str] = frozenset()
+    feeding: bool = False  # the helper runs and mempalace_mine calls of feeding
     ui: bool = True  # UI-only effects (notify) left out; --include-ui compares them
 
     @classmethod
@@ -85,7 +88,7 @@ class Masks:
         types = {t for cap, t in (("wakeup", WAKEUP_TYPE), ("mailbox", MAILBOX_TYPE))
                  if one_sided(cap)}
         return cls(commands=one_sided("diary_command"), custom_types=frozenset(types),
-                   ui=not include_ui)
+                   feeding=one_sided("feeding"), ui=not include_ui)
 
     def describe(self) -> list[str]:
         """The capability masks (the UI mask is named by the report, with what it hid)."""
@@ -95,6 +98,10 @@ class Masks:
         for custom in sorted(self.custom_types):
             capability = "wakeup" if custom == WAKEUP_TYPE else "mailbox"
             out.append(f"{custom} messages ({capability} is declared by one side only)")
+        if self.feeding:
+            out.append("helper runs (exec effects, helper_run records) and "
+                       f"{', '.join(sorted(FEEDING_TOOLS))} calls (feeding is declared by one "
+                       "side only)")
         return out
 
     def hides(self, effect: Mapping[str, Any]) -> bool:
@@ -103,7 +110,16 @@ class Masks:
             return True
         if self.commands and kind == "command_registered":
             return True
+        if self.feeding and kind == "exec":
+            return True
         return effect.get("custom_type") in self.custom_types
+
+    def hides_record(self, record: Mapping[str, Any]) -> bool:
+        """A journal record left out: feeding's helper runs and mine calls, when one-sided."""
+        if not self.feeding:
+            return False
+        return record.get("kind") == "helper_run" or (
+            record.get("method") == "tools/call" and record.get("tool") in FEEDING_TOOLS)
 
 
 def run_replacements(result: ScenarioResult) -> list[tuple[str, str]]:
@@ -206,7 +222,9 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
         active += [rule for rule in ERROR_KIND_RULES
                    if rule not in active and rule.triggered_by(step.op, step.request)]
     if journal and has_journal(result):
-        windows = _journal_windows(steps, group_of, result.journal)
+        # a hidden record becomes {}: every step's window (record indexes) stays as it was
+        journal_kept = [{} if masks.hides_record(r) else r for r in result.journal]
+        windows = _journal_windows(steps, group_of, journal_kept)
         for key, records in windows.items():
             pools[key][WIRE]["calls"] = _calls(records, masker)
         views_run = {"journal": _process_records(
