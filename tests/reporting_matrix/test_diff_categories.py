@@ -3,6 +3,7 @@ drift, UI-only effects only on request, and every category reports its own first
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -180,6 +181,14 @@ def test_a_notify_only_difference_is_drift_with_include_ui() -> None:
     assert drift.right == {"kind": "notify", "level": "info", "message": "MemPalace: 19 tools"}
     assert report.masked() == []
     assert "UI only" in render_text(report)
+    # nor does a check on a toast count, unless asked for
+    toast_check = failing(SID, "stdio", "/expect/effects/0", "a notify effect: none seen")
+    toast_check = dataclasses.replace(toast_check, expected={"check": "count",
+                                                             "match": {"kind": "notify"}})
+    quiet = run_of(eager_steps(), "/tmp/pc-run-a", status="failed", checks=[toast_check])
+    assert diff(left, quiet).drift == []
+    [drift] = diff(left, quiet, include_ui=True).drift
+    assert drift.categories == ["ui"] and drift.kind == "verdict"
     # two toasts worded differently are drift too, once asked for
     [drift] = diff(run_of(toasting("a"), "/tmp/pc-run-a"), right, include_ui=True).drift
     assert drift.step_pointer == "/effects/0/message"

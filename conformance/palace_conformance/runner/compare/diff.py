@@ -29,6 +29,7 @@ from palace_conformance.runner.compare.categories import (
     CATEGORIES,
     ORDER,
     OTHER,
+    UI,
     UI_ONLY_EFFECTS,
     check_category,
 )
@@ -327,9 +328,11 @@ def compare_pair(left: ScenarioResult, right: ScenarioResult, masks: Masks, *,
             pointer, a, b = difference
             findings[name] = Finding(name, "trace", pointer, a, b,
                                      step=step_at(pointer, left, right))
-    for name, finding in _verdict_findings(left, right).items():
-        findings.setdefault(name, finding)
-    if not findings and left.status != right.status:
+    verdicts = _verdict_findings(left, right)
+    for name, finding in verdicts.items():
+        if not (masks.ui and name == UI):  # a check on a toast is no more drift than the toast
+            findings.setdefault(name, finding)
+    if not findings and not verdicts and left.status != right.status:
         findings[OTHER] = Finding(OTHER, "verdict", "/", None, None,
                                   checks=(left.reason, right.reason))
     if not findings:

@@ -3,13 +3,16 @@
 Built from the raw steps (and, for a live run, the fake's journal), not from the outcome saved with
 the result, so the masking rules of :mod:`.volatile` apply the same way to a run made now and to a
 ``run --json`` saved before a rule was added. A few rules only a comparison *between bridges*
-needs read the steps on the way (docs/drift.md, "What is compared"):
+needs read the steps on the way (docs/drift.md, "What else is compared, and how"):
 
-* **Start-up registration is pooled.** The steps before the first agent-facing step (``load``,
-  ``event session_start``, ``settle``, ``sleep``) register tools and commands; *which* of them
-  does it is each bridge's choice (the reference connects at load, pi's client at session_start)
-  and no agent sees the difference. Their registrations are compared once, in order, as the
-  pseudo-step ``(start-up)`` after them. A registration later than that stays where it happened.
+* **Start-up is pooled.** The steps before the first agent-facing step (``load``,
+  ``event session_start``, ``settle``, ``sleep``) register tools and commands, and may inject,
+  toast or call the palace; *which* of them does it is each bridge's choice (the reference
+  connects at load, pi's client at session_start) and no agent sees the difference. It is
+  compared once, tools and commands in order, as the pseudo-step ``(start-up)`` after them. A
+  registration later than that stays where it happened.
+* **A settle or sleep joins the step before it** for effects and wire calls (:func:`groups`);
+  process facts are compared over the whole run, as ``(whole run)``.
 * **Subscriptions are not behaviour.** ``load``'s ``events`` list is dropped.
 * **Errors are compared by kind and code**, and by message and data only when the palace wrote
   them (``tool_error``, TOOL-04); any other message is each bridge's own prose.
