@@ -38,7 +38,6 @@ from palace_conformance.runner.compare.drift_trace import (
     STARTUP_KEY,
     Masks,
     drift_trace,
-    has_journal,
     ui_effects,
 )
 from palace_conformance.runner.compare.sources import Source
@@ -219,7 +218,7 @@ class DiffReport:
     not_applicable: list[Apart] = field(default_factory=list)
     incomparable: list[Apart] = field(default_factory=list)
     ui_masked: tuple[int, int] = (0, 0)  # UI-only effects left out, per side
-    without_journal: int = 0  # pairs compared without journal facts (a side had none)
+    without_journal: tuple[str, ...] = ()  # the sources whose results hold no journal
 
     @property
     def exit_code(self) -> int:
@@ -235,9 +234,9 @@ class DiffReport:
                        f"{self.ui_masked[1]} from {self.right.label}; --include-ui compares "
                        "them)")
         if self.without_journal:
-            out.append(f"wire calls and process facts from the fake's journal, in "
-                       f"{self.without_journal} pair(s): a saved 'run --json' result keeps no "
-                       "journal (their checks still count)")
+            out.append("wire calls and process facts from the fake's journal (a saved 'run "
+                       f"--json' result keeps none: {', '.join(self.without_journal)}; their "
+                       "checks still count)")
         return out
 
     def counts(self) -> dict[str, int]:
@@ -315,10 +314,10 @@ def _message(check: CheckRecord | None) -> str:
 
 
 def compare_pair(left: ScenarioResult, right: ScenarioResult, masks: Masks, *,
-                 started_at: tuple[str, str] = ("", "")) -> Divergence | None:
+                 started_at: tuple[str, str] = ("", ""),
+                 journal: bool = True) -> Divergence | None:
     """The first divergence of each category of two runs of the same (scenario, transport),
-    or None when they agree everywhere."""
-    journal = has_journal(left) and has_journal(right)
+    or None when they agree everywhere. ``journal``: both hold the fake's journal."""
     traces = (drift_trace(left, masks, started_at=started_at[0], journal=journal),
               drift_trace(right, masks, started_at=started_at[1], journal=journal))
     findings: dict[str, Finding] = {}
@@ -353,6 +352,7 @@ def compare(left: Source, right: Source, *, include_ui: bool = False) -> DiffRep
     ``include_ui``: compare UI-only effects (``notify``) too."""
     masks = Masks.between(left.capabilities, right.capabilities, include_ui=include_ui)
     report = DiffReport(left, right, masks)
+    report.without_journal = tuple(s.label for s in (left, right) if not s.journals)
     ui_masked = [0, 0]
     for scenario, transport in _pairs(left, right):
         a = left.run.by_id(scenario, transport)
@@ -379,10 +379,9 @@ def compare(left: Source, right: Source, *, include_ui: bool = False) -> DiffRep
         if masks.ui:
             ui_masked[0] += ui_effects(a)
             ui_masked[1] += ui_effects(b)
-        if not (has_journal(a) and has_journal(b)):
-            report.without_journal += 1
         found = compare_pair(a, b, masks, started_at=(left.run.started_at,
-                                                      right.run.started_at))
+                                                      right.run.started_at),
+                             journal=left.journals and right.journals)
         if found is None:
             report.agreed.append(f"{scenario}[{transport}]")
         else:

@@ -157,11 +157,6 @@ def ui_effects(result: ScenarioResult) -> int:
                if effect.get("kind") in UI_ONLY_EFFECTS)
 
 
-def has_journal(result: ScenarioResult) -> bool:
-    """A live run keeps the fake's journal in memory; a saved ``run --json`` does not."""
-    return bool(result.journal)
-
-
 def groups(steps: Sequence[StepRecord]) -> dict[str, str]:
     """Step key -> the key its effects and wire calls are compared under.
 
@@ -187,7 +182,7 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
     """``{category: {"steps": {key: fragment}}}``: every step in every category, so both sides
     line up key by key (:func:`groups` says where effects and wire calls go).
 
-    ``journal=False`` leaves the journal facts out (the other side has none to compare with)."""
+    ``journal=False`` leaves the journal facts out (a side read from a saved result has none)."""
     masker = Masker(run_replacements(result), run_dates(started_at or None))
     steps = sorted((s for s in result.steps if s.index >= 0), key=lambda s: s.index)
     group_of = groups(steps)
@@ -224,7 +219,7 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
             pool[category]["effects"].append(_effect(effect, masker))
         active += [rule for rule in ERROR_KIND_RULES
                    if rule not in active and rule.triggered_by(step.op, step.request)]
-    if journal and has_journal(result):
+    if journal:
         # a hidden record becomes {}: every step's window (record indexes) stays as it was
         journal_kept = [{} if masks.hides_record(r) else r for r in result.journal]
         windows = _journal_windows(steps, group_of, journal_kept)
