@@ -399,7 +399,7 @@ def shown(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _values(finding: Finding, labels: Sequence[str], limit: int) -> tuple[str, str]:
+def _values(finding: Finding, limit: int) -> tuple[str, str]:
     if finding.kind == "verdict":
         return finding.checks
     return shown(finding.left, limit), shown(finding.right, limit)
@@ -423,7 +423,7 @@ def render_text(report: DiffReport, limit: int = 120) -> str:
         if d.covers:
             lines.append(f"  covers {', '.join(d.covers)}: {d.title}")
         for finding in d.findings:
-            left, right = _values(finding, (a, b), limit)
+            left, right = _values(finding, limit)
             lines.append(f"  {finding.title:<{width}}  {finding.where()}: "
                          f"{a} {left} | {b} {right}")
     if report.not_applicable:
@@ -486,7 +486,7 @@ def render_markdown(report: DiffReport, limit: int = 200) -> str:
                 out += [f"Covers {', '.join(d.covers)}: {d.title}", ""]
             out += [f"| category | where | {_md(a)} | {_md(b)} |", "|---|---|---|---|"]
             for finding in d.findings:
-                left, right = _values(finding, (a, b), limit)
+                left, right = _values(finding, limit)
                 out.append(f"| {finding.title} | {_md(finding.where())} | `{_md(left)}` "
                            f"| `{_md(right)}` |")
             out.append("")
