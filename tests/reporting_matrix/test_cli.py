@@ -137,6 +137,24 @@ def test_diff_from_saved_results(cli: Cli, tmp_path: Path) -> None:
     one_line_error(none, "no result matches the selection")
 
 
+def test_diff_include_ui_compares_what_is_otherwise_named_and_left_out(cli: Cli,
+                                                                     tmp_path: Path) -> None:
+    toasting = eager_steps()
+    toasting[1].effects = [{"kind": "notify", "level": "info", "message": "MemPalace ready"}]
+    quiet = save(tmp_path / "quiet.json", run(result(WAKE, "stdio", eager_steps())))
+    loud = save(tmp_path / "loud.json", run(result(WAKE, "stdio", toasting)))
+    default = cli("diff", "--from", f"ref={quiet}", "--from", f"pi={loud}")
+    assert default.returncode == 0, default.stdout + default.stderr
+    assert ("not compared: UI-only effects: notify (0 from ref, 1 from pi; --include-ui "
+            "compares them)") in default.stdout
+    shown = cli("diff", "--from", f"ref={quiet}", "--from", f"pi={loud}", "--include-ui",
+                "--json", str(tmp_path / "ui.json"))
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    [drift] = json.loads((tmp_path / "ui.json").read_text())["drift"]
+    assert drift["category"] == "ui" and drift["right"]["message"] == "MemPalace ready"
+    assert "UI only  (start-up)" in shown.stdout
+
+
 def test_matrix_from_saved_results_writes_markdown_html_and_counts(tmp_path: Path) -> None:
     """The smoke test of ``matrix``: the installed command, in a process of its own."""
     a = save(tmp_path / "a.json", run(result(WAKE, "stdio", eager_steps())))
@@ -155,18 +173,37 @@ def test_matrix_from_saved_results_writes_markdown_html_and_counts(tmp_path: Pat
     assert cells == {("ref", "stdio"): "passed", ("other", "stdio"): "failed"}
 
 
+#: a fixed part of the catalogue that carries each kind of per-run value, for the default suite
+#: (tox -e conformance diffs the reference against itself over the whole catalogue)
+SELF_DIFF_SUBSET = (
+    "tool.errors.rpc-errors-and-results-kept",
+    WAKE,
+    "stdio.respawn.after-crash",  # pids of a respawned child
+    "fake.lock.loser-is-read-only",  # "held by PID 12345" inside a palace error
+    "fake.lock.stdio-lease-on-first-write",  # evt_<clock>_<digest> inside an rpc reply's text
+    "mail.owed.ack-of-joins-by-event-id",  # event ids inside the injected wake-up
+    "mail.fail-silent.is-error-results",  # a poll that lands before or after a settle
+    "life.fail-closed.remote-faults-never-spawn",  # the error kind a kill races between
+    "feed.shutdown.prepare-then-mine",  # helper runs with temp paths in their argv
+    "http.session.forgotten-between-calls",  # HTTP session ids
+)
+
+
 def test_two_runs_of_the_same_bridge_never_drift(cli: Cli, tmp_path: Path) -> None:
-    # pids, ports, temp dirs, session and drawer ids, timestamps and durations all differ
-    # between these runs; none of it may count
+    # pids, ports, temp dirs, session, drawer and event ids, timestamps and durations all
+    # differ between these runs; none of it may count
     done = cli("diff", "--bridge", "reference", "--bridge", "reference",
-               "--select", "tool.errors.rpc-errors-and-results-kept",
-               "--select", WAKE, "--select", "stdio.respawn.after-crash",
+               *(arg for sid in SELF_DIFF_SUBSET for arg in ("--select", sid)),
                "--json", str(tmp_path / "d.json"), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads((tmp_path / "d.json").read_text())
     assert data["drift"] == [] and data["incomparable"] == []
-    assert len(data["agreed"]) == 5 and data["masked"] == []
+    assert data["not_applicable"] == [] and data["masked"] == []
+    ran = {a.rsplit("[", 1)[0] for a in data["agreed"]}
+    assert ran == set(SELF_DIFF_SUBSET) and len(data["agreed"]) >= len(SELF_DIFF_SUBSET)
     assert [b["label"] for b in data["bridges"]] == ["reference", "reference#2"]
+    assert done.stdout.splitlines()[-1].startswith(f"SAME: 0 drifting, {len(data['agreed'])} "
+                                                   "agreeing")
 
 
 def test_a_mutant_bridge_drifts_where_it_first_misreports(cli: Cli, tmp_path: Path) -> None:

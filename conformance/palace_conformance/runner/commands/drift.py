@@ -78,7 +78,7 @@ def _diff_checked(args: argparse.Namespace) -> int:
     json_path = writable("--json", args.json)
     md_path = writable("--markdown", args.markdown)
     left, right = collect(specs, selection, args.paths)
-    report = compare(left, right)
+    report = compare(left, right, include_ui=args.include_ui)
     sys.stdout.write(render_text(report))
     write_text(json_path, json.dumps(report.to_json(), indent=1, ensure_ascii=False, default=str))
     write_text(md_path, render_markdown(report))
@@ -147,12 +147,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     diff = sub.add_parser(
         "diff", help="show where two bridges' normalised traces part",
         description="Run two bridges on the same scenarios and print, for every (scenario, "
-        "transport) where their normalised outcomes differ, the first divergent step: its "
-        "index, op and label, the JSON pointer and both values. Not-applicable scenarios are "
-        "listed apart. Exit 1 on any drift, 0 when none, 2 on a usage problem.")
+        "transport) where they differ, one line per category that diverges (tool results, "
+        "error kinds, injected context, registrations, wire, processes, ...): its first "
+        "divergent step, the JSON pointer and both values. Per-run values (pids, ports, ids, "
+        "times, temp paths, sessions, tokens) never count; UI-only effects only with "
+        "--include-ui. Not-applicable scenarios are listed apart. Exit 1 on any drift, 0 when "
+        "none, 2 on a usage problem.")
     _common(diff)
     diff.add_argument("--json", metavar="FILE", help="write the drift report as JSON")
     diff.add_argument("--markdown", metavar="FILE", help="write the drift report as Markdown")
+    diff.add_argument("--include-ui", action="store_true",
+                      help="also compare UI-only effects (notify: toasts, start-up banners); "
+                      "left out by default, and the report names what was left out")
     diff.set_defaults(handler=one_line("palace-conformance diff")(_diff_checked), sources=[])
 
     matrix = sub.add_parser(

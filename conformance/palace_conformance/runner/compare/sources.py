@@ -44,6 +44,7 @@ class Source:
     run: RunResult
     origin: str  # the --bridge spec or the file it was read from
     capabilities: tuple[str, ...] = field(default_factory=tuple)
+    journals: bool = True  # each result holds the fake's journal (a live run; not a saved one)
 
 
 @dataclass(frozen=True)
@@ -179,8 +180,10 @@ def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[s
             label = spec.label or bridge_label(spec.value)
         found.append((label, run, spec.value))
     labels = unique_labels([label for label, _, _ in found])
-    return [Source(label, run, origin, tuple(run.host.capabilities))
-            for label, (_, run, origin) in zip(labels, found, strict=True)]
+    journals = [index not in files or any(r.journal for r in files[index].results)
+                for index in range(len(specs))]
+    return [Source(label, run, origin, tuple(run.host.capabilities), kept)
+            for label, (_, run, origin), kept in zip(labels, found, journals, strict=True)]
 
 
 def load_baselines(values: Sequence[str]) -> dict[str | None, Any]:
