@@ -2,8 +2,9 @@
 
 The outcome is a :class:`~.results.ScenarioResult`: ``passed`` or ``failed`` with check records;
 ``not_testable`` when a prerequisite could not be set up (the fake did not start, the host did not
-load the bridge) — a failure class, never a skip; ``not_applicable`` when the scenario needs a
-capability or transport the host does not declare — reported apart, not a failure.
+load the bridge, the bridge never reached the fake: ``verdict.reach``) — a failure class, never a
+skip; ``not_applicable`` when the scenario needs a capability or transport the host does not
+declare — reported apart, not a failure.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from palace_conformance.runner.results import (
 )
 from palace_conformance.runner.verdict import normalise
 from palace_conformance.runner.verdict.judge import Observation, judge
+from palace_conformance.runner.verdict.reach import unreached_reason
 from palace_conformance.scenarios.checks import process_facts
 from palace_conformance.scenarios.model import Scenario, Step
 
@@ -306,6 +308,10 @@ class _Execution:
                                   journal=records, step_tools=self.step_tools,
                                   final_tools=final_tools, final_tools_error=final_error,
                                   facts=facts, secret_texts=secret_texts)
+        unreached = unreached_reason(scenario, self.transport, self.steps, records,
+                                     self._drained_host_stderr)
+        if unreached is not None:  # one line instead of every expectation failing alike
+            return self._not_testable(unreached)
         self.result.checks = judge(observation)
         self.result.status = scenario_status(self.result.checks)
         failures = self.result.failures
@@ -315,6 +321,13 @@ class _Execution:
         self.result.outcome = normalise.outcome(
             self.steps, normalise.replacement_list(world.values))
         return self.result
+
+    def _drained_host_stderr(self) -> str:
+        """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""
+        if self.driver is not None:
+            self.driver.close()
+            self.result.host_stderr = self.driver.stderr_text()
+        return self.result.host_stderr
 
     def _exit_host(self) -> StepRecord | None:
         driver = self.driver
