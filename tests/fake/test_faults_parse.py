@@ -64,6 +64,7 @@ def test_compact_specs_parse(spec: str, on: dict[str, Any], times: int | None, a
     ("stall@ping,ms=soon", "'ms' must be an integer >= 0"),
     ("stall@ping,500", "expected key=value after ',', got '500'"),
     ("error@ping", "error needs an integer 'code'"),
+    ("error@ping,code=true", "error needs an integer 'code' (e.g. -32001), not true"),
     ("exit@ping,code=300", "'code' is a process exit status, 0 to 255"),
     ("exit@ping,when=later", "exit 'when' must be before_reply or after_reply"),
     ("stall@$startup", "action 'stall' cannot fire at $startup"),

@@ -237,7 +237,8 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_with(capsys: pytest.CaptureFixture[str], suite: Path, *args: str) -> tuple[int, str,
                                                                                      str]:
-    return cli(capsys, "run", str(suite), "--bridge", GOOD, "--transport", "stdio", *args)
+    return cli(capsys, "run", str(suite), "--bridge", GOOD, "--transport", "stdio",
+               "--level", "seed", *args)
 
 
 def baseline_file(tmp_path: Path, *entries: dict[str, Any]) -> str:

@@ -163,7 +163,7 @@ def test_a_parity_failure_bundles_both_transports(capsys: pytest.CaptureFixture[
     bridge = shlex.join([sys.executable, str(MUTANT_HOST), "http-details"])
     report = tmp_path / "report"
     code, _, _ = cli(capsys, "run", shipped_file(sid), "--bridge", bridge, "--report-dir",
-                     str(report))
+                     str(report), "--level", "seed")  # parity is judged at the seed level
     assert code == 1
     bundle = report / "bundles" / f"{sid}--parity"
     assert sorted(p.name for p in (bundle / "http").iterdir()) == [

@@ -152,7 +152,7 @@ def test_run_writes_summary_md_and_markdown_file(capsys: pytest.CaptureFixture[s
     write_scenario(tmp_path / "s", "life.md.fails", {"ok": False})
     code, _, err = cli(capsys, "run", str(tmp_path / "s"), "--bridge", GOOD, "--transport",
                        "stdio", "--report-dir", str(tmp_path / "report"), "--markdown",
-                       str(tmp_path / "pr.md"))
+                       str(tmp_path / "pr.md"), "--level", "seed")  # it covers LIFE-01, a seed ID
     assert code == 1, err
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert summary == (tmp_path / "pr.md").read_text()

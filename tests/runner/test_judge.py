@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.runner.results import StepRecord
-from palace_conformance.runner.verdict.judge import Observation, judge, step_view
+from palace_conformance.runner.verdict.judge import Observation, judge
 from palace_conformance.scenarios.model import Scenario
 
 
@@ -99,12 +99,3 @@ def test_scenario_tools_processes_and_secrets() -> None:
     assert found["/expect/wire_secrets/0"][0] == "fail"
     assert "tok-secret-123" not in found["/expect/wire_secrets/0"][1]  # never repeat a secret
     assert found["/expect/wire_secrets/1"][0] == "pass"
-
-
-def test_a_call_tool_result_exposes_its_text_as_json() -> None:
-    step = ran(1, "call_tool", result={"content": [{"type": "text", "text": "{\"a\": 1}"}],
-                                       "is_error": False})
-    assert step_view(step)["json"] == {"a": 1}
-    plain = ran(1, "call_tool", result={"content": [{"type": "text", "text": "hello"}],
-                                        "is_error": False})
-    assert "json" not in step_view(plain)

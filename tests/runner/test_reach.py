@@ -171,6 +171,10 @@ def test_diagnostics_are_one_truncated_line_preferring_the_bridges_effects() -> 
     assert text.startswith("first | xxx") and text.endswith("...") and len(text) == 300
     assert reach.diagnostics([StepRecord(0, "0", "load")], "a\n\n b \n") == "a | b"
     assert reach.diagnostics([], "") == "the bridge printed nothing"
+    profiled = StepRecord(0, "0", "load", ran=True, effects=[  # a profile's notify as stderr
+        {"kind": "notify", "level": "warning", "message": "no palace"},
+        {"kind": "stderr", "line": "no palace", "via": "notify"}])
+    assert reach.diagnostics([profiled], "") == "notify warning: no palace"
 
 
 def test_the_hosts_stderr_is_read_only_for_a_run_that_never_reached_the_fake() -> None:

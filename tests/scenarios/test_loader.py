@@ -154,6 +154,7 @@ def test_bad_regex(tmp_path: Path) -> None:
     ([{"action": "startup_fail", "on": {"method": "initialize"}}], "/faults/0/on/method"),
     ([{"id": "a", "action": "stall"}, {"id": "a", "action": "delay"}],
      "/faults: duplicate fault id(s) ['a']; give each fault its own id"),
+    ([{"action": "error", "code": True}], "/faults/0/code: expected integer, got true"),
     ([{"action": "stall", "on": {"tool": "mempalace_serch"}}],
      "unknown tool 'mempalace_serch': this fault would never fire (use a tool of the mempalace "
      "3.11.0 catalogue; did you mean mempalace_search?)"),
@@ -206,6 +207,8 @@ def test_unknown_tool_in_a_call(tmp_path: Path) -> None:
     (lambda d: d.update({"transports": ["stdio"], "http": {"sessions": True}}),
      "'http' options given but the scenario does not run on http"),
     (lambda d: d["expect"]["journal"][0].pop("equals"), "/expect/journal/0: no bound given"),
+    (lambda d: d["expect"].update({"wire_secrets": ["tok-\u00e9"]}),
+     '/expect/wire_secrets/0: secret "tok-\u00e9" is not printable ASCII'),
     (lambda d: d["expect"].update({"effects": [{"check": "gap", "from": {}, "to": {},
                                                 "ms": {"at_least": 1}}]}),
      "gap needs timestamped records"),

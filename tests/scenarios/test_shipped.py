@@ -101,3 +101,31 @@ def test_readme_documents_every_op_check_and_operator() -> None:
         assert f"`{check}`" in readme, check
     for operator in schema["$defs"]["matcher"]["then"]["properties"]:
         assert f"`{operator}`" in readme, operator
+
+
+def test_every_behaviour_has_a_level_and_fake_ids_are_the_fakes() -> None:
+    from palace_conformance.scenarios.behaviours import LEVELS, load_behaviours
+
+    behaviours = load_behaviours()
+    assert {b.level for b in behaviours} == set(LEVELS)
+    assert all((b.level == "fake") == (b.area == "FAKE") for b in behaviours)
+    core = {b.id for b in behaviours if b.level == "core"}
+    # the safety rules any bridge must keep: bounded waits, no hang on a dead child, fail-closed
+    # remote mode, intact arguments and errors, token safety
+    assert {"STDIO-01", "STDIO-02", "STDIO-12", "LIFE-02", "TOOL-02", "TOOL-04", "HTTP-01"} <= core
+
+
+def test_a_behaviours_file_with_an_unknown_level_is_refused_in_one_line(tmp_path) -> None:
+    import json
+
+    import pytest
+
+    from palace_conformance.scenarios.behaviours import BehavioursError, load_behaviours
+
+    listing = tmp_path / "b.json"
+    entry = {"id": "LIFE-01", "title": "t", "level": "gold"}
+    listing.write_text(json.dumps({"behaviours": [entry]}))
+    with pytest.raises(BehavioursError, match="'level' is one of core, seed, fake"):
+        load_behaviours(listing)
+    listing.write_text(json.dumps({"behaviours": [{"id": "LIFE-01", "title": "t"}]}))
+    assert load_behaviours(listing)[0].level == "seed"

@@ -253,8 +253,11 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         status = params.get("status")
         if not isinstance(status, int) or not 100 <= status <= 599:
             raise FaultPlanError(f"{where}: http_status needs 'status' between 100 and 599")
-    if action == "error" and not isinstance(params.get("code"), int):
-        raise FaultPlanError(f"{where}: error needs an integer 'code'")
+    code = params.get("code")
+    if action == "error" and (not isinstance(code, int) or isinstance(code, bool)):
+        # JSON Schema and every other language: a boolean is not an integer
+        raise FaultPlanError(f"{where}: error needs an integer 'code' (e.g. -32001), "
+                             f"not {json.dumps(code)}")
     if action in {"server_request", "notify"} and not isinstance(params.get("method"), str):
         raise FaultPlanError(f"{where}: {action} needs a 'method' string")
     if action == "exit" and params.get("when", "before_reply") not in (

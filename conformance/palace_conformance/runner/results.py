@@ -25,6 +25,9 @@ NOT_APPLICABLE: ScenarioStatus = "not_applicable"
 FAILURE_STATUSES: frozenset[str] = frozenset({FAILED, NOT_TESTABLE})
 #: the pseudo-transport of a scenario's cross-transport comparison
 PARITY = "parity"
+#: conformance levels (``verdict.levels``): a run is judged at core or seed; fake is the fake's own
+CORE, SEED, FAKE = "core", "seed", "fake"
+_LEVEL_RANK = {CORE: 0, SEED: 1}
 
 _REDACT_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
@@ -53,6 +56,7 @@ class CheckRecord:
     covers: tuple[str, ...] = ()
     expected: Any = None
     got: Any = None
+    level: str = SEED  # core, seed or fake: which runs count it (``counts_at``)
 
     @property
     def id(self) -> str:
@@ -67,7 +71,8 @@ class CheckRecord:
         data: dict[str, Any] = {"id": self.id, "scenario": self.scenario,
                                 "transport": self.transport, "pointer": self.pointer,
                                 "step": self.step, "status": self.status,
-                                "message": self.message, "covers": list(self.covers)}
+                                "message": self.message, "covers": list(self.covers),
+                                "level": self.level}
         if self.expected is not None:
             data["expected"] = self.expected
         if self.got is not None:
@@ -79,7 +84,8 @@ class CheckRecord:
         return cls(scenario=data["scenario"], transport=data["transport"],
                    pointer=data["pointer"], status=data["status"], message=data["message"],
                    step=data.get("step"), covers=tuple(data.get("covers", ())),
-                   expected=data.get("expected"), got=data.get("got"))
+                   expected=data.get("expected"), got=data.get("got"),
+                   level=data.get("level", SEED))
 
 
 @dataclass
@@ -154,11 +160,18 @@ class ScenarioResult:
     outcome: dict[str, Any] | None = None  # the normalised outcome (parity, snapshots)
     artifacts: str | None = None  # directory with journal, stderr, result (when kept)
     baseline: BaselineMark | None = None
+    level: str = SEED  # the level it was judged at: failures are the checks that count there
+    subject: str = "bridge"  # "fake": one of the fake's self-tests, never the bridge's result
     journal: list[dict[str, Any]] = field(default_factory=list, repr=False)  # not serialised
 
     @property
     def failures(self) -> list[CheckRecord]:
-        return [c for c in self.checks if not c.passed]
+        return [c for c in self.checks if not c.passed and counts_at(c.level, self.level)]
+
+    @property
+    def beyond_level(self) -> list[CheckRecord]:
+        """Failed checks that do not count at this level (seed conventions in a core run)."""
+        return [c for c in self.checks if not c.passed and not counts_at(c.level, self.level)]
 
     @property
     def blocking(self) -> bool:
@@ -178,6 +191,7 @@ class ScenarioResult:
             "steps": [s.to_json() for s in self.steps], "host_stderr": self.host_stderr,
             "env": self.env, "outcome": self.outcome, "artifacts": self.artifacts,
             "baseline": self.baseline.to_json() if self.baseline else None,
+            "level": self.level, "subject": self.subject,
         }
         if journal:
             data["journal"] = self.journal
@@ -195,6 +209,7 @@ class ScenarioResult:
                    host_stderr=data.get("host_stderr", ""), env=dict(data.get("env") or {}),
                    outcome=data.get("outcome"), artifacts=data.get("artifacts"),
                    baseline=BaselineMark(**mark) if mark else None,
+                   level=data.get("level", SEED), subject=data.get("subject", "bridge"),
                    journal=list(data.get("journal") or ()))
 
 
@@ -242,10 +257,14 @@ class RunResult:
     started_at: str = ""
     duration_ms: float = 0.0
     stale_baseline: list[str] = field(default_factory=list)  # entries that no longer fail
+    level: str = SEED  # judged at core (what any bridge must do) or seed (its conventions too)
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, subject: str = "bridge") -> dict[str, int]:
+        """Statuses of the bridge's results (``subject="fake"``: of the fake's self-tests)."""
         counts = {PASSED: 0, FAILED: 0, NOT_TESTABLE: 0, NOT_APPLICABLE: 0, "expected_failure": 0}
         for result in self.results:
+            if result.subject != subject:
+                continue
             counts[result.status] += 1
             if result.status in FAILURE_STATUSES and result.baseline is not None:
                 counts["expected_failure"] += 1
@@ -270,7 +289,8 @@ class RunResult:
     def to_json(self, *, journal: bool = False) -> dict[str, Any]:
         return {"format": RESULT_FORMAT, "host": self.host.to_json(),
                 "started_at": self.started_at, "duration_ms": round(self.duration_ms, 1),
-                "ok": self.ok, "counts": self.counts(), "stale_baseline": self.stale_baseline,
+                "level": self.level, "ok": self.ok, "counts": self.counts(),
+                "fake_counts": self.counts("fake"), "stale_baseline": self.stale_baseline,
                 "results": [r.to_json(journal=journal) for r in self.results]}
 
     @classmethod
@@ -279,8 +299,15 @@ class RunResult:
                    results=[ScenarioResult.from_json(r) for r in data.get("results", ())],
                    started_at=data.get("started_at", ""),
                    duration_ms=data.get("duration_ms", 0.0),
-                   stale_baseline=list(data.get("stale_baseline", ())))
+                   stale_baseline=list(data.get("stale_baseline", ())),
+                   level=data.get("level", SEED))
 
 
-def scenario_status(checks: Iterable[CheckRecord]) -> ScenarioStatus:
-    return FAILED if any(not c.passed for c in checks) else PASSED
+def counts_at(check_level: str, run_level: str) -> bool:
+    """Whether a check of ``check_level`` counts in a run judged at ``run_level``: core checks
+    always, seed checks only at seed, the fake's own checks always."""
+    return check_level == FAKE or _LEVEL_RANK.get(check_level, 1) <= _LEVEL_RANK[run_level]
+
+
+def scenario_status(checks: Iterable[CheckRecord], level: str = SEED) -> ScenarioStatus:
+    return FAILED if any(not c.passed and counts_at(c.level, level) for c in checks) else PASSED

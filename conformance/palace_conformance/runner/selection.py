@@ -13,6 +13,7 @@ from palace_conformance.hosts import REFERENCE_HOST
 from palace_conformance.runner.usage import RunUsageError
 
 if TYPE_CHECKING:
+    from palace_conformance.runner.profile import Profile
     from palace_conformance.scenarios.model import Scenario
 
 
@@ -61,3 +62,31 @@ def select(scenarios: list[Scenario], patterns: list[str]) -> list[Scenario]:
         raise RunUsageError(f"no scenario id matches --select {' '.join(patterns)} "
                             "(see palace-conformance fixtures list)")
     return chosen
+
+
+def load_profile_arg(path: str | None) -> Profile | None:
+    """The ``--profile`` given, loaded; a bad one is a one-line usage error."""
+    if path is None:
+        return None
+    from palace_conformance.runner.profile import ProfileError, load_profile
+
+    try:
+        return load_profile(path)
+    except ProfileError as exc:
+        raise RunUsageError(str(exc)) from None
+
+
+def bridge_of(bridge: str | None, profile: Profile | None) -> str:
+    """``--bridge`` when given, else the profile's entry, else the reference bridge."""
+    if bridge is not None:
+        return bridge
+    return profile.bridge if profile is not None else "reference"
+
+
+def default_level(bridge: str, profile: Profile | None = None) -> str:
+    """The level a run is judged at when ``--level`` is not given: the profile's claim; else the
+    reference bridge (the seed's copy) keeps the seed's conventions, and any other bridge owes
+    only what every bridge must do."""
+    if profile is not None:
+        return profile.level
+    return "seed" if bridge == "reference" else "core"

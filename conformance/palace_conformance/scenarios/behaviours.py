@@ -15,6 +15,9 @@ from pathlib import Path
 from palace_conformance.resources import fixtures_dir
 
 ID_PATTERN = re.compile(r"^[A-Z]+-[0-9]{2}$")
+#: conformance levels, strictest last: ``core`` is what any bridge must do, ``seed`` adds the seed
+#: bridge's conventions; ``fake`` marks the fake's own fidelity checks (never a bridge's)
+LEVELS = ("core", "seed", "fake")
 _MD_LINE = re.compile(r"^- ([A-Z]+-[0-9]{2}) (.+)$")
 
 
@@ -26,6 +29,7 @@ class BehavioursError(ValueError):
 class Behaviour:
     id: str
     title: str
+    level: str = "seed"  # a checklist without levels is read the strict way
 
     @property
     def area(self) -> str:
@@ -44,7 +48,8 @@ def load_behaviours(path: str | Path | None = None) -> list[Behaviour]:
     except OSError as exc:
         raise BehavioursError(f"cannot read behaviours file {source}: {exc.strerror}") from None
     if source.suffix.lower() in (".md", ".markdown", ".txt"):
-        found = [Behaviour(m.group(1), m.group(2).strip())
+        shipped = {b.id: b.level for b in load_behaviours()} if path is not None else {}
+        found = [Behaviour(m.group(1), m.group(2).strip(), shipped.get(m.group(1), "seed"))
                  for m in map(_MD_LINE.match, text.splitlines()) if m]
     else:
         found = _from_json(text, source)
@@ -67,12 +72,13 @@ def _from_json(text: str, source: Path) -> list[Behaviour]:
     items = data.get("behaviours") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise BehavioursError(f"{source}: expected an object with a 'behaviours' list of "
-                              "{id, title}")
+                              "{id, title, level?}")
     found = []
     for item in items:
         if not (isinstance(item, dict) and isinstance(item.get("id"), str)
-                and ID_PATTERN.match(item["id"]) and isinstance(item.get("title"), str)):
+                and ID_PATTERN.match(item["id"]) and isinstance(item.get("title"), str)
+                and item.get("level", "seed") in LEVELS):
             raise BehavioursError(f"{source}: bad entry {item!r} (each needs an 'id' like LIFE-01 "
-                                  "and a 'title')")
-        found.append(Behaviour(item["id"], item["title"]))
+                                  f"and a 'title', and its 'level' is one of {', '.join(LEVELS)})")
+        found.append(Behaviour(item["id"], item["title"], item.get("level", "seed")))
     return found

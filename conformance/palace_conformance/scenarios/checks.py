@@ -9,6 +9,7 @@ time the suite was meant to save.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +27,16 @@ class Verdict:
     detail: str
 
 
+#: an array index as RFC 6901 writes it: ``0`` or digits without a leading zero (``01`` is none)
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
 def resolve_pointer(document: Any, pointer: str) -> Any:
-    """The value at an RFC 6901 pointer, or :data:`~.matching.MISSING`."""
+    """The value at an RFC 6901 pointer, or :data:`~.matching.MISSING`.
+
+    Strict on array indexes (``/items/01``, ``/items/-`` and ``/items/+1`` resolve to nothing), so
+    every language resolves a pointer to the same value or to none.
+    """
     if pointer == "":
         return document
     current = document
@@ -35,7 +44,8 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
         token = json_pointer.unescape(raw)
         if isinstance(current, dict) and token in current:
             current = current[token]
-        elif isinstance(current, list) and token.isdigit() and int(token) < len(current):
+        elif (isinstance(current, list) and _ARRAY_INDEX.fullmatch(token)
+              and int(token) < len(current)):
             current = current[int(token)]
         else:
             return MISSING
@@ -71,11 +81,11 @@ def evaluate(check: Check, records: Sequence[Record]) -> Verdict:
     if kind == "order":
         return _order(raw, records)
     if kind == "distinct":
-        values = set()
+        values: list[Any] = []  # distinct as matchers see it: 1 and 1.0 are one value
         for index in _indices(records, raw["match"]):
             value = resolve_pointer(records[index], raw["field"])
-            if value is not MISSING:
-                values.add(json.dumps(value, sort_keys=True, default=str))
+            if value is not MISSING and not any(json_equal(value, seen) for seen in values):
+                values.append(value)
         bounds = check.bounds
         return Verdict(bounds.admits(len(values)),
                        f"{len(values)} distinct value(s) at {raw['field']}; "
@@ -116,6 +126,10 @@ def _order(raw: Mapping[str, Any], records: Sequence[Record]) -> Verdict:
     return Verdict(True, f"{len(thens)} 'then' record(s) after 'first' (#{anchor})")
 
 
+def _is_time(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _gap(raw: Mapping[str, Any], records: Sequence[Record]) -> Verdict:
     nth = raw.get("from_nth", 1)
     starts = _indices(records, raw["from"])
@@ -126,7 +140,7 @@ def _gap(raw: Mapping[str, Any], records: Sequence[Record]) -> Verdict:
     if end is None:
         return Verdict(False, f"no record matches 'to' after 'from' #{nth} (record #{start})")
     t0, t1 = records[start].get("t"), records[end].get("t")
-    if not isinstance(t0, int | float) or not isinstance(t1, int | float):
+    if not _is_time(t0) or not _is_time(t1):
         return Verdict(False, "records carry no 't' timestamp (gap works on the journal only)")
     timing = Timing.from_json(raw["ms"])
     elapsed = (t1 - t0) * 1000.0
@@ -183,7 +197,8 @@ def process_facts(journal: Sequence[Record],
 
     Only children count (``process_start`` of transport stdio): the HTTP fake is the runner's.
     A child that left no ``process_exit`` record and is gone was SIGKILLed: the fake journals
-    every other way it can end.
+    every other way it can end. The runner takes these facts right after the last step, before
+    the host's exit, so a child only that exit or the cleanup ends counts as alive.
     """
     pids = [r["pid"] for r in journal
             if r.get("kind") == "process_start" and r.get("transport") == "stdio"]

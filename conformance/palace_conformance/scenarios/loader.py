@@ -18,6 +18,8 @@ from palace_conformance.fake.faults import ACTIONS, FaultPlanError, plan_from_js
 from palace_conformance.resources import fixtures_dir, tool_catalogue
 from palace_conformance.scenarios import matching, placeholders
 from palace_conformance.scenarios.behaviours import Behaviour, load_behaviours
+from palace_conformance.scenarios.checks import resolve_pointer
+from palace_conformance.scenarios.matching import MISSING
 from palace_conformance.scenarios.model import AREAS, PLACEHOLDERS, SCHEMA_VERSION, Scenario
 from palace_conformance.scenarios.palace_state import LABEL, event_id_references
 from palace_conformance.scenarios.schema import schema_problems
@@ -201,7 +203,8 @@ def semantic_problems(data: dict[str, Any], path: Path,
                       context: Context) -> list[tuple[str, str, str]]:
     """Rules beyond the schema: names, references, transports and placeholders that fit."""
     return [*_identity(data, path, context), *_steps(data, context), *_faults(data, context),
-            *_expectations(data, context), *_palace_labels(data), *_placeholders(data)]
+            *_expectations(data, context), *_seed_only(data), *_palace_labels(data),
+            *_placeholders(data)]
 
 
 def _identity(data: dict[str, Any], path: Path, context: Context) -> Found:
@@ -395,6 +398,20 @@ def _expectations(data: dict[str, Any], context: Context) -> Found:
     yield from _check_list(expect.get("journal", []), "/expect/journal", "journal", context)
     yield from _check_list(expect.get("effects", []), "/expect/effects", "effects", context)
     yield from _tools_expect(expect.get("tools"), "/expect/tools", context)
+
+
+def _seed_only(data: dict[str, Any]) -> Found:
+    """Every ``seed_only`` pointer names a part of its expectation (a typo would quietly keep a
+    seed convention at the core level)."""
+    owners = [(f"/steps/{i}/expect", s.get("expect")) for i, s in enumerate(data["steps"])]
+    owners.append(("/expect", data.get("expect")))
+    for at, expect in owners:
+        if not isinstance(expect, dict):
+            continue
+        for index, pointer in enumerate(expect.get("seed_only", [])):
+            if pointer.startswith("/seed_only") or resolve_pointer(expect, pointer) is MISSING:
+                yield (f"{at}/seed_only/{index}", f"{pointer} names nothing in this expect",
+                       "point at one of its parts, e.g. /error/message_contains or /effects/0")
 
 
 def _transports_at(data: dict[str, Any], where: str) -> set[str]:

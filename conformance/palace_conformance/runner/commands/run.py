@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.selection import host_argv, select
+from palace_conformance.runner.selection import (
+    bridge_of,
+    default_level,
+    host_argv,
+    load_profile_arg,
+    select,
+)
 from palace_conformance.runner.usage import (
     RunUsageError,
     at_least_one,
@@ -46,6 +52,8 @@ def _run_checked(args: argparse.Namespace) -> int:
         args.jobs = default_jobs()
     at_least_one("--jobs", args.jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    profile = load_profile_arg(args.profile)
+    args.bridge = bridge_of(args.bridge, profile)
     argv = host_argv(args.bridge)
     json_path = writable("--json", args.json)
     junit_path = writable("--junit", args.junit)
@@ -74,7 +82,9 @@ def _run_checked(args: argparse.Namespace) -> int:
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
                        artifacts=report_dir / "runs" if report_dir else None,
-                       warm_start=not args.cold_start),
+                       warm_start=not args.cold_start,
+                       level=args.level or default_level(args.bridge, profile),
+                       profile=profile),
         jobs=args.jobs, transports=transports, baseline=baseline)
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
@@ -121,8 +131,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "not-applicable scenarios are reported but do not fail the run.")
     run.add_argument("paths", nargs="*", metavar="PATH",
                      help="scenario files or directories (default: the shipped scenarios)")
-    run.add_argument("--bridge", default="reference", metavar="reference|COMMAND",
-                     help="'reference' (the Python reference bridge, default), a Node host "
+    run.add_argument("--profile", metavar="FILE",
+                     help="a bridge profile (JSON or TOML, docs/profiles.md): how the bridge "
+                     "starts, its own knob and tool names, settings files, channels; its entry "
+                     "is the bridge unless --bridge is given")
+    run.add_argument("--bridge", default=None, metavar="reference|COMMAND",
+                     help="'reference' (the Python reference bridge, the default without a "
+                     "--profile), a Node host "
                      "spec (pi-extension:FILE, pi-mcp, pi-mcp:wrapped, pi-mcp-adapter; see "
                      "'palace-conformance hosts'), or the host command to start, e.g. "
                      "'node host.mjs'")
@@ -140,6 +155,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                      help="an op's deadline when its step sets no timeout_ms "
                      f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    run.add_argument("--level", choices=("core", "seed"), default=None,
+                     help="judge what any MemPalace bridge must do (core), or that plus the "
+                     "seed bridge's conventions (seed); default: seed for the reference bridge, "
+                     "core for any other (docs/profiles.md)")
     run.add_argument("--baseline", metavar="FILE",
                      help="expected-failure baseline (docs/baselines.md): listed failures pass "
                      "as known; stale, unknown or expired entries fail the run")

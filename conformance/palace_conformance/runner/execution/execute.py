@@ -20,13 +20,18 @@ from typing import Any
 
 from palace_conformance import processes as procs
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.runner.execution import profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
 from palace_conformance.runner.execution.world import SIGNALS, SetupError, World
+from palace_conformance.runner.profile import Profile
 from palace_conformance.runner.results import (
+    CORE,
     FAIL,
     NOT_APPLICABLE,
     NOT_TESTABLE,
+    PASS,
+    SEED,
     CheckRecord,
     ScenarioResult,
     StepRecord,
@@ -34,7 +39,8 @@ from palace_conformance.runner.results import (
     scenario_status,
 )
 from palace_conformance.runner.verdict import normalise
-from palace_conformance.runner.verdict.judge import Observation, judge
+from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
+from palace_conformance.runner.verdict.levels import scenario_level
 from palace_conformance.runner.verdict.reach import unreached_reason
 from palace_conformance.scenarios.checks import process_facts
 from palace_conformance.scenarios.model import Scenario, Step
@@ -57,6 +63,8 @@ class RunOptions:
     work_root: Path | None = None  # where run directories are made (default: the system tmp)
     artifacts: Path | None = None  # keep each run's files under <artifacts>/<id>/<transport>
     warm_start: bool = True  # fork the reference host and the HTTP fake warm (warm_client)
+    level: str = SEED  # judge at core (what any bridge must do) or seed (the seed's conventions)
+    profile: Profile | None = None  # how this bridge differs from the seed (runner/profile.py)
 
 
 def not_applicable_reason(scenario: Scenario, transport: str,
@@ -100,9 +108,11 @@ class _Execution:
         self.fake: FakeClient | None = None
         self.steps: list[StepRecord] = []
         self.step_tools: dict[int, list[dict[str, Any]] | None] = {}
+        self.extra_tools: set[str] = set()  # tools beyond the catalogue that the profile allows
         self.result = ScenarioResult(scenario=scenario.id, transport=transport, status="passed",
                                      title=scenario.title, covers=scenario.covers,
-                                     path=str(scenario.path))
+                                     path=str(scenario.path), level=options.level,
+                                     subject=scenario.subject)
 
     # -- outcomes that end a run early ---------------------------------------------------------
 
@@ -127,6 +137,14 @@ class _Execution:
             why = not_applicable_reason(self.original, self.transport, capabilities)
             if why:
                 return self._not_applicable(why)
+        if self.options.level == CORE and scenario_level(self.original) == SEED:
+            return self._not_applicable("it checks the seed's conventions only (judge them with "
+                                        "--level seed)")
+        profile = self.options.profile
+        if profile is not None and self.original.subject != "fake":
+            why = profile_edges.inapplicable(profile, self.original, self.transport)
+            if why:
+                return self._not_applicable(why)
         try:
             self.world = World(self.original, self.transport, work_root=self.options.work_root,
                                warm_start=self.options.warm_start)
@@ -136,6 +154,10 @@ class _Execution:
                 return self._not_testable(str(exc))
             if self.original.subject == "fake":
                 return self._run_fake()
+            if profile is not None:
+                why = profile_edges.prepare(profile, self.world)
+                if why:
+                    return self._not_applicable(why)
             return self._run_bridge()
         finally:
             self._cleanup()
@@ -152,7 +174,10 @@ class _Execution:
             hello = self.driver.hello(self.options.hello_timeout_ms)
         except DriverFailure as exc:
             return self._not_testable(f"host did not start: {exc}")
-        why = not_applicable_reason(scenario, self.transport, hello.get("capabilities") or ())
+        declared = hello.get("capabilities") or ()
+        if self.options.profile is not None and self.options.profile.capabilities is not None:
+            declared = self.options.profile.capabilities
+        why = not_applicable_reason(scenario, self.transport, declared)
         if why:
             return self._not_applicable(why)
         for step in scenario.steps_for(self.transport):
@@ -230,11 +255,20 @@ class _Execution:
         if step.op == "load":
             request.update(env=self.world.env, cwd=str(self.world.root), options={})
         op = request.pop("op")
+        profile = self.options.profile
+        if profile is not None and op == "call_tool" and isinstance(request.get("name"), str):
+            request["name"] = profile_edges.outgoing_tool(profile, request["name"])
         record.request = {"op": op, **request}
         if "env" in record.request and op == "load":
             record.request["env"] = _report_env(self.world.env)
         reply = self.driver.request(op, request, deadline_ms=deadline)
         _fill(record, reply)
+        if profile is not None:
+            record.effects = profile_edges.incoming_effects(
+                profile, record.effects, _system_prompt(step, record))
+            if op == "list_tools" and isinstance(record.result, list):
+                record.result, extras = profile_edges.incoming_tools(profile, record.result)
+                self.extra_tools.update(extras)
 
     def _tools_after(self, step: Step, record: StepRecord) -> list[dict[str, Any]] | None:
         """The registered tools after a step (a ``list_tools`` request; an rpc reply's tools)."""
@@ -253,11 +287,17 @@ class _Execution:
                                    deadline_ms=LIST_TOOLS_TIMEOUT_MS)
         except DriverFailure:
             return None
-        if record is not None:
-            record.effects.extend(reply.effects)  # async effects that came in meanwhile
+        profile = self.options.profile
+        if record is not None:  # async effects that came in meanwhile
+            record.effects.extend(reply.effects if profile is None
+                                  else profile_edges.incoming_effects(profile, reply.effects))
         if not reply.ok or not isinstance(reply.result, list):
             return None
-        return [t for t in reply.result if isinstance(t, dict)]
+        tools = [t for t in reply.result if isinstance(t, dict)]
+        if profile is not None:
+            tools, extras = profile_edges.incoming_tools(profile, tools)
+            self.extra_tools.update(extras)
+        return tools
 
     def _run_fake(self) -> ScenarioResult:
         assert self.world is not None
@@ -295,15 +335,10 @@ class _Execution:
         self.result.env = _report_env(world.env)
         self.result.journal = records
         self.result.steps = self.steps
-        secret_texts = [world.journal.read_text(errors="replace") if world.journal.exists()
-                        else "",
-                        json.dumps([e for s in self.steps for e in s.effects], default=str),
-                        host_stderr,
-                        # what the agent was handed: results and error messages
-                        json.dumps([{"result": s.result, "error": s.error} for s in self.steps],
-                                   default=str),
-                        json.dumps([r.get("argv") for r in records if "argv" in r], default=str),
-                        json.dumps(list(self.options.host_argv))]
+        journal_text = (world.journal.read_text(errors="replace") if world.journal.exists()
+                        else "")
+        secret_texts = wire_texts(journal_text, records, self.steps, host_stderr,
+                                  self.options.host_argv)
         observation = Observation(scenario=scenario, transport=self.transport, steps=self.steps,
                                   journal=records, step_tools=self.step_tools,
                                   final_tools=final_tools, final_tools_error=final_error,
@@ -313,7 +348,13 @@ class _Execution:
         if unreached is not None:  # one line instead of every expectation failing alike
             return self._not_testable(unreached)
         self.result.checks = judge(observation)
-        self.result.status = scenario_status(self.result.checks)
+        if self.extra_tools:
+            self.result.checks.append(CheckRecord(
+                scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
+                message="extra tools, allowed by the profile: "
+                        + ", ".join(sorted(self.extra_tools)),
+                covers=scenario.covers, level=CORE))
+        self.result.status = scenario_status(self.result.checks, self.options.level)
         failures = self.result.failures
         if failures:
             first = failures[0]
@@ -371,6 +412,18 @@ class _Execution:
         self.result.artifacts = str(target)
         (target / "result.json").write_text(
             json.dumps(self.result.to_json(), indent=1, default=str), encoding="utf-8")
+
+
+def _system_prompt(step: Step, record: StepRecord) -> tuple[str, str] | None:
+    """(the system prompt the event carried, the one the bridge returned) for before_agent_start."""
+    if step.op != "event" or step.params.get("name") != "before_agent_start":
+        return None
+    returned = record.result.get("system_prompt") if isinstance(record.result, dict) else None
+    if not isinstance(returned, str):
+        return None
+    payload = step.params.get("payload")
+    given = payload.get("systemPrompt") if isinstance(payload, dict) else None
+    return (given if isinstance(given, str) else ""), returned
 
 
 def _fill(record: StepRecord, reply: Reply) -> None:

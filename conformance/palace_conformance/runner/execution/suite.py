@@ -97,11 +97,14 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         scenario, transport = job
         if progress is not None:
             progress.begin(scenario, transport)
-        result = runner(scenario, transport, options.run, host.capabilities)
+        result = runner(scenario, transport, options.run, capabilities)
         if progress is not None:
             progress.done(result)
         return result
 
+    profile = options.run.profile
+    capabilities = (profile.capabilities if profile is not None
+                    and profile.capabilities is not None else host.capabilities)
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
         results = list(pool.map(one, jobs))
@@ -118,9 +121,9 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     for scenario in scenarios:
         pair = [by_key.get((scenario.id, t)) for t in TRANSPORTS]
         if parity.applies(scenario) and pair[0] is not None and pair[1] is not None:
-            results.append(parity.compare(scenario, pair[0], pair[1]))
+            results.append(parity.compare(scenario, pair[0], pair[1], options.run.level))
     results.sort(key=_order)
     run = RunResult(host=host, results=results, started_at=stamp,
-                    duration_ms=(time.monotonic() - started) * 1000.0)
+                    duration_ms=(time.monotonic() - started) * 1000.0, level=options.run.level)
     return apply_baseline(run, options.baseline)
 

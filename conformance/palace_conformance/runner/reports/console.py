@@ -118,14 +118,21 @@ def make_progress(stream: TextIO | None = None) -> PlainProgress | RichProgress:
 
 def _totals(run: RunResult) -> str:
     counts = run.counts()
-    scenarios = len({r.scenario for r in run.results})
+    bridge = [r for r in run.results if r.subject != "fake"]
+    scenarios = len({r.scenario for r in bridge})
     parts = [f"{counts[PASSED]} passed", f"{counts[FAILED]} failed",
              f"{counts[NOT_TESTABLE]} not testable", f"{counts[NOT_APPLICABLE]} not applicable"]
     if counts["expected_failure"]:
         parts.append(f"{counts['expected_failure']} expected by the baseline")
     verdict = "OK" if run.ok else "FAILED"
-    return (f"{verdict}: {scenarios} scenario(s), {len(run.results)} result(s): "
-            f"{', '.join(parts)} in {run.duration_ms / 1000:.1f} s")
+    text = (f"{verdict}: {scenarios} scenario(s), {len(bridge)} result(s): {', '.join(parts)} "
+            f"in {run.duration_ms / 1000:.1f} s, judged at the {run.level} level")
+    fake = run.counts("fake")
+    if any(fake.values()):
+        others = fake[FAILED] + fake[NOT_TESTABLE]
+        text += (f"; the fake's own self-tests, not counted as the bridge's: {fake[PASSED]} "
+                 f"passed{f', {others} failed' if others else ''}")
+    return text
 
 
 def _failure_lines(run: RunResult) -> list[str]:

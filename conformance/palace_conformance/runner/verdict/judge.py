@@ -18,6 +18,7 @@ from typing import Any
 from palace_conformance.contract import HOST_ERROR_KINDS
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.results import FAIL, PASS, CheckRecord, StepRecord
+from palace_conformance.runner.verdict.levels import check_level
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
 from palace_conformance.scenarios.checks import (
     Verdict,
@@ -26,7 +27,7 @@ from palace_conformance.scenarios.checks import (
     evaluate_tools,
     leaked_secrets,
 )
-from palace_conformance.scenarios.matching import why_not
+from palace_conformance.scenarios.matching import json_equal, why_not
 from palace_conformance.scenarios.model import Check, ProcessesExpect, Scenario, Step, ToolsExpect
 
 #: error kinds that mean the host could not do the op at all (not a bridge outcome)
@@ -98,7 +99,8 @@ class _Recorder:
         self.records.append(CheckRecord(
             scenario=self.scenario.id, transport=self.transport, pointer=pointer,
             status=PASS if passed else FAIL, message=message, step=step,
-            covers=self.scenario.covers, expected=expected, got=got))
+            covers=self.scenario.covers, expected=expected, got=got,
+            level=check_level(self.scenario, pointer)))
 
     def verdict(self, pointer: str, what: str, verdict: Verdict, *, step: str | None = None,
                 expected: Any = None) -> None:
@@ -235,12 +237,13 @@ def _judge_error(recorder: _Recorder, at: str, key: str, expect: Any,
                      f"expected error kind {expect.kind!r}, got {error.get('kind')!r} "
                      f"({error.get('message', '')})", step=key, expected=expect.kind,
                      got=error.get("kind"))
-    if expect.code is not None:
-        recorder.add(f"{at}/code", error.get("code") == expect.code,
+    if expect.code is not None:  # as JSON compares numbers: a boolean is never a code
+        recorder.add(f"{at}/code", json_equal(expect.code, error.get("code")),
                      f"expected error code {expect.code}, got {error.get('code')!r}", step=key,
                      expected=expect.code, got=error.get("code"))
     if expect.message_contains:
-        message = str(error.get("message", ""))
+        message = error.get("message")
+        message = message if isinstance(message, str) else ""  # no message holds no text
         missing = [text for text in expect.message_contains if text not in message]
         recorder.add(f"{at}/message_contains", not missing,
                      f"error message {message!r} lacks {missing}" if missing
@@ -292,6 +295,24 @@ def _judge_scenario(recorder: _Recorder, observation: Observation) -> None:
         recorder.add(f"/expect/wire_secrets/{index}", not leaked,
                      f"secret {shown!r} appears on the wire, in effects, stderr or argv" if leaked
                      else f"secret {shown!r} appears nowhere")
+
+
+def wire_texts(journal_text: str, journal: Sequence[Mapping[str, Any]],
+               steps: Sequence[StepRecord], host_stderr: str,
+               host_argv: Sequence[str]) -> list[str]:
+    """Everything ``wire_secrets`` are searched in (fixtures/README.md, Scenario expectations).
+
+    The journal file as the fake wrote it; every step's effects, and its result and error (what
+    the agent was handed), as JSON; the host's stderr; the argv of every journal record that has
+    one (the fake's children, the helper stand-ins) and the host's own argv, as JSON. Requests
+    the runner sent are not searched: a scenario hands the bridge its token on purpose.
+    """
+    return [journal_text,
+            json.dumps([e for s in steps for e in s.effects], default=str),
+            host_stderr,
+            json.dumps([{"result": s.result, "error": s.error} for s in steps], default=str),
+            json.dumps([r.get("argv") for r in journal if "argv" in r], default=str),
+            json.dumps(list(host_argv))]
 
 
 def _judge_processes(recorder: _Recorder, expect: ProcessesExpect,

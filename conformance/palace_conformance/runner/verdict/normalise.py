@@ -4,7 +4,8 @@ Two runs of the same scenario (stdio and HTTP, or today and last week) must be c
 value, so volatile things are masked: ids (``id``, ``*_id``), times (``timestamp``, ``created_at``,
 ISO date-times inside strings, ...), and the run's own temp dir and fake URL (replaced by
 ``${TMP}`` and ``${FAKE_URL}``). Tool results are compared as parsed JSON when their text parses.
-Parity uses this now; snapshots and ``diff`` reuse it later.
+Parity uses this now; snapshots and ``diff`` reuse it later. The exact rules, for other runners,
+are fixtures/README.md's "Parity: the normalised outcome" (cases: fixtures/runner-tests/).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ ID_MASK = "<id>"
 TIME_MASK = "<time>"
 TIME_KEYS = frozenset({"timestamp", "created_at", "updated_at", "filed_at", "date", "time", "hlc",
                        "t", "ms", "elapsed_ms", "host_ms", "pid", "last_seen", "expires_at"})
-_ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
+#: ASCII digits only (Python's ``\d`` takes any Unicode digit, ECMAScript's does not)
+_ISO_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+                       r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?")
 #: effect kinds a parity comparison looks at. Left out on purpose: ``stderr`` (log lines are the
 #: transport's own: a child's exit reason is not an HTTP status) and ``exec`` (feeding runs the
 #: exporter only for a local palace, FEED-*, so its helper runs differ by transport by design).
@@ -57,14 +60,22 @@ def normalise(value: Any, replacements: Sequence[tuple[str, str]] = (), key: str
     return value
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_text(text: str) -> Any:
-    """The JSON a tool's text holds, or the :data:`_NOT_JSON` marker."""
-    stripped = text.strip()
+    """The JSON object or array a tool's text holds, or the :data:`_NOT_JSON` marker.
+
+    Only an object or array counts (a bare ``42`` or ``"x"`` is prose that happens to parse), and
+    the parse is strict JSON (no ``NaN``/``Infinity``), so every language reads a text the same.
+    """
+    stripped = text.strip(" \t\n\r")  # JSON's whitespace only: the same in every language
     if not stripped or stripped[0] not in "[{":
         return _NOT_JSON
     try:
-        return json.loads(stripped)
-    except json.JSONDecodeError:
+        return json.loads(stripped, parse_constant=_no_constant)
+    except ValueError:  # JSONDecodeError is one
         return _NOT_JSON
 
 
@@ -93,7 +104,7 @@ def effect_signature(effect: Mapping[str, Any]) -> str:
     """``kind`` or ``kind:custom_type`` (a wake-up and a mailbox message are told apart)."""
     kind = str(effect.get("kind"))
     custom = effect.get("custom_type")
-    return f"{kind}:{custom}" if custom else kind
+    return f"{kind}:{custom}" if isinstance(custom, str) and custom else kind
 
 
 def step_outcome(step: StepRecord, replacements: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
@@ -124,7 +135,9 @@ def outcome(steps: Iterable[StepRecord], replacements: Sequence[tuple[str, str]]
 
 
 def _ignored(pointer: str, ignore: Sequence[str]) -> bool:
-    return any(pointer == p or pointer.startswith(p.rstrip("/") + "/") for p in ignore)
+    """Whether ``pointer`` is an ignored one or below it (a trailing ``/`` is no extra key)."""
+    bases = [p.rstrip("/") for p in ignore]
+    return any(pointer == base or pointer.startswith(base + "/") for base in bases)
 
 
 _ABSENT = object()

@@ -12,12 +12,15 @@ from typing import Any
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.results import (
+    CORE,
     FAIL,
+    FAILED,
     NOT_APPLICABLE,
     NOT_TESTABLE,
     PARITY,
     PASS,
     PASSED,
+    SEED,
     CheckRecord,
     ScenarioResult,
 )
@@ -39,15 +42,29 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def compare(scenario: Scenario, stdio: ScenarioResult, http: ScenarioResult) -> ScenarioResult:
-    """The parity result of one scenario, from its two transport results."""
+def compare(scenario: Scenario, stdio: ScenarioResult, http: ScenarioResult,
+            level: str = SEED) -> ScenarioResult:
+    """The parity result of one scenario, from its two transport results.
+
+    Parity is the seed's promise that its copies behave alike on both transports, so a core run
+    does not judge it; and two failed runs are not compared (their agreement proves nothing)."""
     result = ScenarioResult(scenario=scenario.id, transport=PARITY, status=PASSED,
-                            title=scenario.title, covers=scenario.covers, path=str(scenario.path))
+                            title=scenario.title, covers=scenario.covers, path=str(scenario.path),
+                            level=level, subject=scenario.subject)
     runs = {"stdio": stdio, "http": http}
     inapplicable = [t for t, r in runs.items() if r.status == NOT_APPLICABLE]
     if inapplicable:
         result.status = NOT_APPLICABLE
         result.reason = f"Not applicable: not run on {', '.join(inapplicable)}"
+        return result
+    if level == CORE and scenario.subject != "fake":
+        result.status = NOT_APPLICABLE
+        result.reason = ("Not applicable: parity is a seed convention (judge it with "
+                         "--level seed)")
+        return result
+    if all(r.status == FAILED for r in runs.values()):
+        result.status = NOT_APPLICABLE
+        result.reason = "Not compared: both transports failed, so their agreement proves nothing"
         return result
     untestable = [t for t, r in runs.items() if r.status == NOT_TESTABLE or r.outcome is None]
     if untestable:

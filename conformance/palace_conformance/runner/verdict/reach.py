@@ -62,8 +62,8 @@ def diagnostics(steps: Sequence[StepRecord], host_stderr: str) -> str:
     lines = []
     for step in steps:
         for effect in step.effects:
-            if effect.get("kind") == "stderr":
-                lines.append(str(effect.get("line", "")))
+            if effect.get("kind") == "stderr" and effect.get("via") != "notify":
+                lines.append(str(effect.get("line", "")))  # (a profile's copy of a notify: once)
             elif effect.get("kind") == "notify":
                 lines.append(f"notify {effect.get('level', 'info')}: {effect.get('message', '')}")
     lines = [line.strip() for line in lines if line.strip()]

@@ -1,0 +1,123 @@
+"""A bridge profile applied at the edges of a run, so the same scenarios judge every bridge.
+
+Going in: the scenario's knobs in the bridge's own names (or the reason the scenario cannot be
+given to this bridge), the settings files it reads, the extra program names it spawns, and the
+bridge's own name for each catalogue tool a step calls. Coming back: tool names turned back into
+catalogue names, extra tools the profile allows set aside (and reported), a wake-up put into the
+system prompt shown as the injected message the scenarios look for, and diagnostics sent through
+``notify`` shown as the stderr lines they look for. Nothing here judges: it only translates.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from typing import Any
+
+from palace_conformance.contract import WAKEUP_TYPE
+from palace_conformance.resources import tool_catalogue
+from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, World
+from palace_conformance.runner.profile import Profile
+from palace_conformance.scenarios.model import Scenario
+
+#: tool expectations that speak of the whole catalogue: meaningless for a curated tool set
+_WHOLE_SET = ("registered", "order", "schemas")
+#: notify levels that carry a diagnostic (info is a UI toast)
+_DIAGNOSTIC_LEVELS = ("warning", "error")
+
+
+def _catalogue_names() -> set[str]:
+    return {tool["name"] for tool in tool_catalogue()["tools"]}
+
+
+def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | None:
+    """Why this scenario cannot judge a bridge with this profile, before anything runs."""
+    if not profile.tool_map:
+        return None
+    offered = set(profile.tool_map.values())
+    for step in scenario.steps_for(transport):
+        name = step.params.get("name")
+        if step.op == "call_tool" and isinstance(name, str) and name not in offered \
+                and name in _catalogue_names():
+            return f"the bridge offers no tool for {name} (its profile maps a curated tool set)"
+    expectations = [s.expect.tools for s in scenario.steps if s.expect is not None]
+    expectations.append(scenario.expect.tools)
+    for tools in expectations:
+        if tools is not None and any(getattr(tools, f) not in (None, ()) for f in _WHOLE_SET):
+            return "it checks the whole catalogue, and the bridge's profile maps a curated tool set"
+    return None
+
+
+def prepare(profile: Profile, world: World) -> str | None:
+    """Knobs, files and programs for the bridge; the reason the scenario cannot run, or None."""
+    env, why = profile.translate_env(world.env)
+    if why is not None:
+        return why
+    world.env = env
+    values = {"FAKE_URL": env.get(REMOTE_URL, ""), "FAKE_TOKEN": env.get(REMOTE_TOKEN, "")}
+    for path, data, mode in profile.files_for(home=world.home, cwd=world.root, tmp=world.root,
+                                              remote=bool(env.get(REMOTE_URL)), values=values,
+                                              env=env):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.chmod(path, mode)
+    shim = world.bin / "mempalace-mcp"
+    if shim.exists():
+        for name in profile.path_programs:
+            target = world.bin / name
+            if not target.exists():
+                shutil.copy2(shim, target)
+    return None
+
+
+def outgoing_tool(profile: Profile, name: str) -> str:
+    """The bridge's name for a catalogue tool a step calls."""
+    for own, catalogue in profile.tool_map.items():
+        if catalogue == name:
+            return own
+    return name
+
+
+def incoming_tools(profile: Profile,
+                   tools: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Registered tools in catalogue names, and the extra tools the profile allows (set aside)."""
+    shown: list[dict[str, Any]] = []
+    extras: list[str] = []
+    known = _catalogue_names()
+    for tool in tools:
+        name = tool.get("name")
+        mapped = profile.tool_map.get(name, name) if isinstance(name, str) else name
+        if profile.extra_tools_allowed and isinstance(mapped, str) and mapped not in known:
+            extras.append(mapped)
+            continue
+        shown.append({**tool, "name": mapped})
+    return shown, extras
+
+
+def incoming_effects(profile: Profile, effects: list[dict[str, Any]],
+                     system_prompt: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+    """Effects as the scenarios name them: tool names mapped, extra tools set aside, a system
+    prompt wake-up as an injected message, notify diagnostics as stderr lines."""
+    out: list[dict[str, Any]] = []
+    known = _catalogue_names()
+    for effect in effects:
+        kind = effect.get("kind")
+        if kind == "tool_registered" and isinstance(effect.get("name"), str):
+            mapped = profile.tool_map.get(effect["name"], effect["name"])
+            if profile.extra_tools_allowed and mapped not in known:
+                continue
+            effect = {**effect, "name": mapped}
+        elif (kind == "notify" and profile.diagnostics_channel == "notify"
+              and effect.get("level") in _DIAGNOSTIC_LEVELS):
+            out.append(effect)
+            effect = {"kind": "stderr", "line": str(effect.get("message", "")),
+                      "via": "notify"}
+        out.append(effect)
+    if system_prompt is not None and profile.wakeup_channel == "system_prompt":
+        before, after = system_prompt
+        added = after[len(before):] if after.startswith(before) else after
+        if added.strip():
+            out.append({"kind": "injected", "custom_type": WAKEUP_TYPE, "content": added.strip(),
+                        "via": "system_prompt"})
+    return out

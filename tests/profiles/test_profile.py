@@ -1,0 +1,100 @@
+"""Bridge profiles: loading, one-line validation, knob translation, files kept inside the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from palace_conformance.runner.profile import ProfileError, load_profile
+
+
+def write(tmp_path: Path, data: dict, name: str = "bridge.profile.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def minimal(**extra: object) -> dict:
+    return {"schema_version": 1, "name": "mine", "entry": "pi-extension:ext.ts", **extra}
+
+
+def test_a_minimal_profile_defaults_to_core_and_the_seeds_channels(tmp_path: Path) -> None:
+    profile = load_profile(write(tmp_path, minimal()))
+    assert profile.level == "core" and not profile.seed_copy and profile.capabilities is None
+    assert (profile.wakeup_channel, profile.diagnostics_channel) == ("message", "stderr")
+    assert profile.bridge == f"pi-extension:{(tmp_path / 'ext.ts').resolve()}"
+
+
+def test_a_seed_copy_is_judged_at_seed_level_unless_it_says_otherwise(tmp_path: Path) -> None:
+    assert load_profile(write(tmp_path, minimal(claims={"seed_copy": True}))).level == "seed"
+    data = minimal(claims={"seed_copy": True, "level": "core"})
+    assert load_profile(write(tmp_path, data)).level == "core"
+
+
+def test_toml_reads_like_json(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    path.write_text('schema_version = 1\nname = "t"\nentry = "reference"\n'
+                    '[knobs.MEMPALACE_MCP_TIMEOUT_MS]\nenv = "T_S"\nunit = "s"\n')
+    profile = load_profile(path)
+    assert profile.translate_env({"MEMPALACE_MCP_TIMEOUT_MS": "1500"})[0]["T_S"] == "1.5"
+
+
+@pytest.mark.parametrize(("data", "words"), [
+    (minimal(entry=""), "at /entry"),
+    (minimal(claims={"capabilities": ["telepathy"]}), "is not allowed here"),
+    (minimal(knobs={"MEMPALACE_MCP_TIMEOUT_MS": {"env": "X", "fixed": 3}}), "/knobs"),
+    (minimal(files=[{"path": "/etc/passwd", "content": "x"}]), "must start with ${HOME}/"),
+    (minimal(files=[{"path": "${HOME}/../escape", "content": "x"}]), "no '..'"),
+    (minimal(surprise=1), "unknown field 'surprise'"),
+])
+def test_a_bad_profile_is_one_line_naming_the_place(tmp_path: Path, data: dict,
+                                                    words: str) -> None:
+    with pytest.raises(ProfileError) as caught:
+        load_profile(write(tmp_path, data))
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_unreadable_or_malformed_files_are_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match="cannot read profile"):
+        load_profile(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ProfileError, match="is not valid JSON"):
+        load_profile(tmp_path / "bad.json")
+
+
+def test_knobs_are_renamed_converted_or_make_the_scenario_inapplicable(tmp_path: Path) -> None:
+    profile = load_profile(write(tmp_path, minimal(knobs={
+        "MEMPALACE_MCP_TIMEOUT_MS": {"env": "MY_TIMEOUT_S", "unit": "s"},
+        "MEMPALACE_MCP_INIT_TIMEOUT_MS": {"fixed": 8000},
+        "MEMPALACE_MCP_MAX_RESPAWNS": {"absent": True},
+        "MEMPALACE_FEED_WING": {"env": "MY_WING"},
+    })))
+    env, why = profile.translate_env({"MEMPALACE_MCP_TIMEOUT_MS": "2000",
+                                      "MEMPALACE_FEED_WING": "w"})
+    assert why is None and env["MY_TIMEOUT_S"] == "2" and env["MY_WING"] == "w"
+    assert profile.translate_env({"MEMPALACE_MCP_INIT_TIMEOUT_MS": "8000"})[1] is None
+    why = profile.translate_env({"MEMPALACE_MCP_INIT_TIMEOUT_MS": "500"})[1]
+    assert why == ("the scenario needs MEMPALACE_MCP_INIT_TIMEOUT_MS=500; this bridge's is fixed "
+                   "at 8000")
+    assert "no equivalent" in str(profile.translate_env({"MEMPALACE_MCP_MAX_RESPAWNS": "0"})[1])
+
+
+def test_files_expand_placeholders_and_follow_the_transport(tmp_path: Path) -> None:
+    profile = load_profile(write(tmp_path, minimal(files=[
+        {"path": "${HOME}/.pi/agent/palace.json", "when": "remote",
+         "json": {"url": "${FAKE_URL}", "token": "${FAKE_TOKEN}", "n": 3}},
+        {"path": "${CWD}/notes.txt", "content": "wing=${ENV:MEMPALACE_FEED_WING}|tmp=${TMP}"},
+    ])))
+    home, cwd, tmp = tmp_path / "home", tmp_path / "cwd", tmp_path
+    values = {"FAKE_URL": "http://127.0.0.1:9/mcp", "FAKE_TOKEN": "t0k"}
+    remote = profile.files_for(home=home, cwd=cwd, tmp=tmp, remote=True, values=values,
+                               env={"MEMPALACE_FEED_WING": "w"})
+    assert [p for p, _, _ in remote] == [(home / ".pi/agent/palace.json").resolve(),
+                                         (cwd / "notes.txt").resolve()]
+    assert json.loads(remote[0][1]) == {"url": "http://127.0.0.1:9/mcp", "token": "t0k", "n": 3}
+    assert remote[1][1] == f"wing=w|tmp={tmp}".encode()
+    assert remote[0][2] == 0o600
+    local = profile.files_for(home=home, cwd=cwd, tmp=tmp, remote=False, values={}, env={})
+    assert [p.name for p, _, _ in local] == ["notes.txt"]
