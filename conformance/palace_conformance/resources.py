@@ -22,9 +22,15 @@ def fixtures_dir() -> Path:
     )
 
 
+#: catalogue name -> file in ``fixtures/catalogue``: the full server (``mempalace-mcp``, 47 tools)
+#: and the light one (``mempalace-light-mcp``, 3 consolidated tools)
+CATALOGUES = {"full": "mempalace-3.11.0-tools.json", "light": "mempalace-light-3.11.0-tools.json"}
+
+
 @cache
-def tool_catalogue() -> dict[str, Any]:
-    """The captured ``tools/list`` of mempalace 3.11.0 plus the per-tool server policies."""
-    path = fixtures_dir() / "catalogue" / "mempalace-3.11.0-tools.json"
+def tool_catalogue(name: str = "full") -> dict[str, Any]:
+    """The captured ``tools/list`` of mempalace 3.11.0 (``full``, or the ``light`` server's) plus
+    the per-tool server policies and the ``serverInfo`` it answers with."""
+    path = fixtures_dir() / "catalogue" / CATALOGUES[name]
     catalogue: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return catalogue

@@ -66,3 +66,20 @@ def test_the_installed_fake_answers_initialize(tmp_path: Path) -> None:
                           env={**os.environ, "HOME": str(tmp_path)}, cwd=tmp_path)
     answer = json.loads(done.stdout.splitlines()[0])
     assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "mempalace"
+
+
+def test_the_installed_fake_package_serves_through_python_m(tmp_path: Path) -> None:
+    from palace_conformance.fake.shims import PACKAGE_SOURCE, install_shim, python_path
+
+    assert PACKAGE_SOURCE.is_relative_to(SITE / "palace_conformance")
+    shims = tmp_path / "shims"
+    install_shim(shims)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18"}}
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(python_path(shims))}
+    for command in ([sys.executable, "-m", "mempalace.mcp_server"],
+                    [str(shims / "mempalace-light-mcp")]):
+        done = subprocess.run(command, input=json.dumps(request) + "\n", capture_output=True,
+                              text=True, timeout=60, check=False, env=env, cwd=tmp_path)
+        answer = json.loads(done.stdout.splitlines()[0])
+        assert answer["result"]["serverInfo"]["name"] in ("mempalace", "mempalace-light"), answer

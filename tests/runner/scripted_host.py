@@ -10,6 +10,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
 * ``crash:OP``: writes a line to stderr and exits 3 when OP arrives;
 * ``version:N``: ``hello`` says protocol N;
 * ``fail-load``: ``load`` answers ``ok: false`` (kind exception);
+* ``no-palace:WHERE``: like ``good`` (it never starts a palace), but ``load`` says why: WHERE is
+  ``effects`` (a ``stderr`` and a ``notify`` effect) or ``stderr`` (lines on the host's stderr);
 
 and CAPS is a comma-separated capability list for ``hello`` (default ``stdio,http``).
 """
@@ -20,10 +22,14 @@ import json
 import sys
 import time
 
+NO_PALACE = "spawn mempalace-mcp ENOENT"
+
 
 def reply(request_id: object, result: object = None, ok: bool = True,
-          error: dict[str, object] | None = None) -> None:
-    message: dict[str, object] = {"id": request_id, "ok": ok, "effects": [], "ms": 0.1}
+          error: dict[str, object] | None = None,
+          effects: list[dict[str, object]] | None = None) -> None:
+    message: dict[str, object] = {"id": request_id, "ok": ok, "effects": effects or [],
+                                  "ms": 0.1}
     if ok:
         message["result"] = result
     else:
@@ -58,6 +64,14 @@ def main() -> None:
                                "runtime": "python", "capabilities": caps})
         elif op == "load" and mode == "fail-load":
             reply(request_id, ok=False, error={"kind": "exception", "message": "cannot load"})
+        elif op == "load" and mode == "no-palace" and target == "effects":
+            reply(request_id, effects=[
+                {"kind": "stderr", "line": f"[mempalace] {NO_PALACE}"},
+                {"kind": "notify", "level": "warning", "message": "MemPalace unavailable"}])
+        elif op == "load" and mode == "no-palace":
+            sys.stderr.write(f"bridge: loading\nbridge: {NO_PALACE}\n")
+            sys.stderr.flush()
+            reply(request_id)
         elif op == "list_tools":
             reply(request_id, [])
         elif op == "exit":

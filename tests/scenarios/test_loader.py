@@ -331,3 +331,11 @@ def test_fake_only_actions_pass_where_they_fit(tmp_path: Path) -> None:
         {"op": "http", "transport": "http", "method": "HEAD", "path": "/healthz"},
         {"op": "server", "transport": "stdio", "action": "close_stdin"}])
     assert problems_for(tmp_path, both) == []
+
+
+def test_palace_installed_defaults_true_and_must_be_a_boolean(tmp_path: Path) -> None:
+    assert load_scenario(write(tmp_path, BASE)).palace.installed is True
+    absent = scenario(id="tool.sample.not-installed", palace={"installed": False})
+    assert load_scenario(write(tmp_path, absent)).palace.installed is False
+    lines = problems_for(tmp_path / "bad", scenario(palace={"installed": "no"}))
+    assert len(lines) == 1 and "/palace/installed" in lines[0], lines

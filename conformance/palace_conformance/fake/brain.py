@@ -14,7 +14,7 @@ from typing import Any
 from palace_conformance.fake.faults import STARTUP, Fault, FaultPlan
 from palace_conformance.fake.journal import Journal, JournalTail
 from palace_conformance.fake.lease import Contention, Lease
-from palace_conformance.fake.palace import VERSION, PalaceStore, run_tool
+from palace_conformance.fake.palace import PalaceStore, run_tool
 from palace_conformance.resources import tool_catalogue
 
 PEER_WRITER_MESSAGE = "Peer MCP writer active; this server is read-only for mutating tools"
@@ -124,12 +124,14 @@ class Brain:
     """mempalace 3.11.0's dispatcher over an in-memory palace, with faults fired on cue."""
 
     def __init__(self, *, transport: str, plan: FaultPlan, journal: Journal, store: PalaceStore,
-                 lease: Lease) -> None:
+                 lease: Lease, catalogue: str = "full") -> None:
         self.transport = transport
         self.journal = journal
         self.store = store
         self.lease = lease
-        self.catalogue = tool_catalogue()
+        # the full server's 47 tools, or the light server's 3 (same dispatch, own serverInfo)
+        self.catalogue = tool_catalogue(catalogue)
+        self.server_info: dict[str, str] = dict(self.catalogue["server"])
         self.tools = {t["name"]: t for t in self.catalogue["tools"]}
         policies = self.catalogue["policies"]
         self.lease_taking = frozenset(policies["lease_taking"])
@@ -268,7 +270,7 @@ class Brain:
         offered = params.get("protocolVersion", self.versions[-1])
         version = offered if offered in self.versions else self.versions[0]
         return {"protocolVersion": version, "capabilities": {"tools": {}},
-                "serverInfo": {"name": "mempalace", "version": VERSION}}
+                "serverInfo": dict(self.server_info)}
 
     def _tools_call(self, request_id: Any, params: dict[str, Any],
                     exchange: Exchange) -> dict[str, Any]:

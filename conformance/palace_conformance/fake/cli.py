@@ -33,9 +33,19 @@ def palace_from_argv(args: list[str]) -> str | None:
     return palace
 
 
-def fake_mcp_main() -> None:
-    """Entry point of ``palace-fake-mcp`` (and of shims named ``mempalace-mcp``)."""
+def fake_mcp_main(catalogue: str | None = None) -> None:
+    """Entry point of ``palace-fake-mcp`` (and of the ``mempalace-mcp`` shim and the fake
+    ``mempalace`` package's servers). ``catalogue`` (``light``) beats ``PALACE_FAKE_CATALOGUE``.
+
+    The journaled argv (and the lock holder's name) is ``sys.argv`` as the process got it: the
+    shim's path, or ``.../mempalace/mcp_server/__main__.py`` under ``python -m``, like the real
+    server's; ``PALACE_FAKE_ARGV0`` overrides ``argv[0]`` for a wrapper that knows better."""
     argv0 = os.environ.pop(ENV_ARGV0, "")
-    if argv0:  # a shim: name the holder of the writer lock as the shim's path, like the real one
+    if argv0:
         sys.argv[0] = argv0
-    sys.exit(run_stdio(FakeOptions(palace=palace_from_argv(sys.argv[1:]))))
+    sys.exit(run_stdio(FakeOptions(palace=palace_from_argv(sys.argv[1:]), catalogue=catalogue)))
+
+
+def fake_light_mcp_main() -> None:
+    """Entry point of the ``mempalace-light-mcp`` shim: the light server's 3-tool catalogue."""
+    fake_mcp_main(catalogue="light")

@@ -5,18 +5,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shlex
-import stat
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from palace_conformance.fake.faults import COMPACT_HELP, FakeSetupError
 from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.lease import Contention, Lease, default_palace_path, holder_message
 from palace_conformance.fake.options import ENV_ARGV0, ENV_JOURNAL, ENV_STATE, FakeOptions
+from palace_conformance.fake.shims import install_shim
+from palace_conformance.resources import CATALOGUES
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -30,11 +29,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         "of a scenario (env PALACE_FAKE_STATE); default: in memory")
     parser.add_argument("--palace", metavar="DIR", help="palace path used for the writer lock and "
                         "messages (default: $MEMPALACE_PALACE_PATH or ~/.mempalace/palace)")
+    parser.add_argument("--catalogue", choices=tuple(CATALOGUES), help="which server to be: "
+                        "full (mempalace-mcp, the default) or light (mempalace-light-mcp) "
+                        "(env PALACE_FAKE_CATALOGUE)")
 
 
 def _options(args: argparse.Namespace) -> FakeOptions:
     return FakeOptions(plan=args.plan, faults=list(args.fault), journal=args.journal,
-                       state=args.state, palace=args.palace)
+                       state=args.state, palace=args.palace, catalogue=args.catalogue)
 
 
 def _stdio(args: argparse.Namespace) -> int:
@@ -53,37 +55,6 @@ def _http(args: argparse.Namespace) -> int:
     except FakeSetupError as exc:
         print(f"palace-conformance fake http: {exc}", file=sys.stderr)
         return 2
-
-
-#: shim name -> (module, function) it runs with ``python -S`` (no site import: faster spawns)
-SHIMS = {
-    "mempalace-mcp": ("palace_conformance.fake.cli", "fake_mcp_main"),
-    "mempalace": ("palace_conformance.fake.commands", "mempalace_cli_main"),
-    # a scriptable stand-in for the transcript exporter a bridge runs before mempalace_mine
-    "mempalace-pi-session": ("palace_conformance.standins.feed_session", "shim_main"),
-}
-SHIM_NAMES = tuple(SHIMS)
-
-
-def install_shim(directory: str | os.PathLike[str], python: str | None = None) -> list[Path]:
-    """Write executables into ``directory`` that run the fake, so ``PATH=DIR:$PATH`` picks it up."""
-    target = Path(directory)
-    target.mkdir(parents=True, exist_ok=True)
-    python = python or sys.executable
-    written = []
-    package_root = str(Path(__file__).resolve().parent.parent.parent)  # holds palace_conformance
-    for name, (module, function) in SHIMS.items():
-        code = (f"import sys; sys.path[:0] = [{package_root!r}]; "
-                f"from {module} import {function}; {function}()")
-        path = target / name
-        path.write_text(
-            "#!/bin/sh\n"
-            f"# palace-conformance shim: the fake MemPalace posing as {name}\n"
-            f'{ENV_ARGV0}="$0" exec {shlex.quote(python)} -S -c {shlex.quote(code)} "$@"\n'
-        )
-        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        written.append(path)
-    return written
 
 
 def _install_shim(args: argparse.Namespace) -> int:
@@ -182,11 +153,12 @@ class _CliParser(argparse.ArgumentParser):
         raise _CliUsage(message)
 
 
-def mempalace_cli_main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of the ``mempalace`` shim: ``mine`` behaves like mempalace's under contention;
-    any other subcommand is journaled and refused, since only ``mine`` is modelled."""
+def mempalace_cli_main(argv: Sequence[str] | None = None, argv0: str | None = None) -> None:
+    """The fake ``mempalace`` CLI: ``mine`` behaves like mempalace's under contention; any other
+    subcommand is journaled and refused, since only ``mine`` is modelled. ``argv0`` is how it was
+    invoked, as journaled (``PALACE_FAKE_ARGV0`` wins, for a wrapper that knows better)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    argv0 = os.environ.pop(ENV_ARGV0, "") or "mempalace"
+    argv0 = os.environ.pop(ENV_ARGV0, "") or argv0 or "mempalace"
     parser = _CliParser(prog="mempalace", add_help=False)
     parser.add_argument("--palace")
     parser.add_argument("command", nargs="?")
@@ -245,8 +217,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     http.add_argument("--no-control", action="store_true", help="disable the /_fake control API")
     http.set_defaults(handler=_http)
 
-    shim = fake_sub.add_parser("install-shim", help="write DIR/mempalace-mcp and DIR/mempalace "
-                               "(the fake) and DIR/mempalace-pi-session (a scriptable stand-in)")
+    shim = fake_sub.add_parser("install-shim", help="write DIR/mempalace-mcp, "
+                               "DIR/mempalace-light-mcp and DIR/mempalace (the fake), "
+                               "DIR/mempalace-pi-session (a scriptable stand-in) and the fake "
+                               "mempalace Python package (PYTHONPATH=DIR/.palace/lib/python*/"
+                               "site-packages)")
     shim.add_argument("dir", metavar="DIR")
     shim.set_defaults(handler=_install_shim)
 

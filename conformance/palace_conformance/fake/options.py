@@ -4,7 +4,10 @@ every environment variable the fake reads, and the brain built from them.
 The bridge, not the runner, spawns a stdio child, so everything a scenario wants from the child
 travels in environment variables: ``PALACE_FAKE_PLAN`` (fault plan file), ``PALACE_FAKE_FAULT``
 (compact specs separated by ``;``), ``PALACE_FAKE_JOURNAL`` (journal file) and
-``PALACE_FAKE_STATE`` (palace contents shared by every process of a scenario).
+``PALACE_FAKE_STATE`` (palace contents shared by every process of a scenario), and
+``PALACE_FAKE_CATALOGUE`` (which server to be: ``full`` ``mempalace-mcp`` or ``light``
+``mempalace-light-mcp``; the light shim and ``python -m mempalace.mcp_light_server`` choose
+``light`` themselves).
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from palace_conformance.fake.faults import FakeSetupError, FaultPlan, load_plan,
 from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.lease import Lease, default_palace_path
 from palace_conformance.fake.palace import PalaceStore
+from palace_conformance.resources import CATALOGUES
 
 ENV_PLAN = "PALACE_FAKE_PLAN"
 ENV_FAULT = "PALACE_FAKE_FAULT"
 ENV_JOURNAL = "PALACE_FAKE_JOURNAL"
 ENV_STATE = "PALACE_FAKE_STATE"
+ENV_CATALOGUE = "PALACE_FAKE_CATALOGUE"  # full (default) or light: the tools and serverInfo
 ENV_ARGV0 = "PALACE_FAKE_ARGV0"  # set by shims so the lock holder reads like the real script
 WATCH_ENV = "PALACE_FAKE_WATCH_PID"  # an HTTP fake stops when this process is gone
 # read by the HTTP fake, with the real ``mempalace serve``'s names
@@ -28,39 +33,44 @@ TOKEN_ENV = "MEMPALACE_MCP_HTTP_TOKEN"
 WRITER_WAIT_ENV = "MEMPALACE_MCP_WRITER_WAIT_SECONDS"
 EXTRA_HOSTS_ENV = "MEMPALACE_MCP_EXTRA_ALLOWED_HOSTS"
 
-__all__ = ["ENV_ARGV0", "ENV_FAULT", "ENV_JOURNAL", "ENV_PLAN", "ENV_STATE", "EXTRA_HOSTS_ENV",
-           "TOKEN_ENV", "WATCH_ENV", "WRITER_WAIT_ENV", "FakeOptions", "FakeSetupError",
-           "build_brain", "load_fault_plan"]
+__all__ = ["ENV_ARGV0", "ENV_CATALOGUE", "ENV_FAULT", "ENV_JOURNAL", "ENV_PLAN", "ENV_STATE",
+           "EXTRA_HOSTS_ENV", "TOKEN_ENV", "WATCH_ENV", "WRITER_WAIT_ENV", "FakeOptions",
+           "FakeSetupError", "build_brain", "load_fault_plan"]
 
 
 class FakeOptions:
-    """Where the fake gets its plan, faults, journal, palace state and palace path."""
+    """Where the fake gets its plan, faults, journal, palace state and palace path, and which
+    catalogue it serves."""
 
     def __init__(self, plan: str | None = None, faults: list[str] | None = None,
                  journal: str | None = None, state: str | None = None,
-                 palace: str | None = None) -> None:
+                 palace: str | None = None, catalogue: str | None = None) -> None:
         self.plan = plan
         self.faults: list[str] = list(faults or [])
         self.journal = journal
         self.state = state
         self.palace = palace
+        self.catalogue = catalogue
 
     def __repr__(self) -> str:
         return (f"FakeOptions(plan={self.plan!r}, faults={self.faults!r}, "
-                f"journal={self.journal!r}, state={self.state!r}, palace={self.palace!r})")
+                f"journal={self.journal!r}, state={self.state!r}, palace={self.palace!r}, "
+                f"catalogue={self.catalogue!r})")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> FakeOptions:
         env = dict(os.environ if env is None else env)
         specs = [s for s in env.get(ENV_FAULT, "").split(";") if s.strip()]
         return cls(plan=env.get(ENV_PLAN) or None, faults=specs,
-                   journal=env.get(ENV_JOURNAL) or None, state=env.get(ENV_STATE) or None)
+                   journal=env.get(ENV_JOURNAL) or None, state=env.get(ENV_STATE) or None,
+                   catalogue=env.get(ENV_CATALOGUE) or None)
 
     def merged(self, other: FakeOptions) -> FakeOptions:
         """Command-line values win over the environment; fault specs add up."""
         return FakeOptions(plan=self.plan or other.plan, faults=[*other.faults, *self.faults],
                            journal=self.journal or other.journal, state=self.state or other.state,
-                           palace=self.palace or other.palace)
+                           palace=self.palace or other.palace,
+                           catalogue=self.catalogue or other.catalogue)
 
 
 def load_fault_plan(options: FakeOptions) -> FaultPlan:
@@ -72,6 +82,10 @@ def load_fault_plan(options: FakeOptions) -> FaultPlan:
 
 def build_brain(options: FakeOptions, transport: str) -> Brain:
     """A ready brain; :class:`FakeSetupError` (one printable line) for any unusable input."""
+    catalogue = options.catalogue or "full"
+    if catalogue not in CATALOGUES:
+        raise FakeSetupError(f"unknown catalogue {catalogue!r} (--catalogue or {ENV_CATALOGUE}); "
+                             f"use one of {', '.join(CATALOGUES)}")
     plan = load_fault_plan(options)
     palace = os.path.abspath(options.palace) if options.palace else default_palace_path()
     try:
@@ -86,4 +100,4 @@ def build_brain(options: FakeOptions, transport: str) -> Brain:
         raise FakeSetupError(f"cannot use palace state file {options.state}: {reason}; "
                              "fix or delete it") from None
     return Brain(transport=transport, plan=plan, journal=journal, store=store,
-                 lease=Lease(palace))
+                 lease=Lease(palace), catalogue=catalogue)

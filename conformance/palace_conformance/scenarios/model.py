@@ -245,13 +245,15 @@ class Palace:
     drawers: tuple[Mapping[str, Any], ...] = ()
     events: tuple[Mapping[str, Any], ...] = ()
     lock_held: bool = False
+    installed: bool = True  # false: no shims on PATH, no fake package on PYTHONPATH
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Palace:
         data = data or {}
         return cls(diary=tuple(data.get("diary", ())), drawers=tuple(data.get("drawers", ())),
                    events=tuple(data.get("events", ())),
-                   lock_held=bool(data.get("lock", {}).get("held", False)))
+                   lock_held=bool(data.get("lock", {}).get("held", False)),
+                   installed=bool(data.get("installed", True)))
 
     @property
     def empty(self) -> bool:

@@ -34,7 +34,7 @@ ENV_EXIT = "PALACE_FEED_EXIT"
 ENV_PLAN = "PALACE_FEED_PLAN"
 ENV_OUTDIR = "PALACE_FEED_OUTDIR"
 ENV_RECORD = "PALACE_FEED_RECORD"
-ENV_ARGV0 = "PALACE_FAKE_ARGV0"  # set by the install-shim wrapper to its own path
+ENV_ARGV0 = "PALACE_FAKE_ARGV0"  # a wrapper's own path, recorded instead of argv[0]
 ENV_JOURNAL = "PALACE_FAKE_JOURNAL"
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
@@ -134,9 +134,10 @@ def _stage(env: dict[str, str], reason: str, wing: str, invocation: int) -> Path
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, argv0: str | None = None) -> int:
+    """One run; ``argv0`` (how it was invoked, as recorded) yields to ``PALACE_FAKE_ARGV0``."""
     env = dict(os.environ)
-    argv0 = env.pop(ENV_ARGV0, "") or PROGRAM
+    argv0 = env.pop(ENV_ARGV0, "") or argv0 or PROGRAM
     args_in = list(sys.argv[1:] if argv is None else argv)
     recorded_argv = [argv0, *args_in]
     journal, invocation = _record(env, recorded_argv)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def shim_main() -> None:
     """Entry point of the ``mempalace-pi-session`` shim written by ``fake install-shim``."""
-    sys.exit(main())
+    sys.exit(main(argv0=sys.argv[0]))
 
 
 if __name__ == "__main__":

@@ -3,24 +3,25 @@
 fixtures/README.md promises that every run of ``mempalace-pi-session`` (the transcript exporter
 a feeding bridge runs) and of ``mempalace`` (the CLI a bridge must never run) is journaled as
 ``{"kind": "helper_run", "name", "argv"}``. The fake's own shims journal other kinds
-(``feed_prepare``, ``cli_run``), so the runner installs these wrappers over them:
+(``feed_prepare``, ``cli_run``), so the runner adds to its shim directory (made by
+``palace-conformance fake install-shim``):
 
-* ``mempalace-pi-session`` behaves as the scenario's ``helpers.feed`` says: waits ``delay_ms``,
-  exits ``exit_code`` when it is non-zero, else creates ``files`` under ``mine_source`` and prints
-  ``MINE_SOURCE=<mine_source>`` (nothing when ``mine_source`` is null);
-* ``mempalace`` journals the run, then behaves like the fake CLI (which adds a ``cli_run`` record).
+* a configuration file, ``.standins.json``: the journal path and ``helpers.feed``. Its presence
+  makes the fake ``mempalace`` CLI journal a ``helper_run`` first, however it is started (the
+  ``mempalace`` shim, ``python -m mempalace``), then behave as usual (adding a ``cli_run``);
+* ``mempalace-pi-session`` over the fake's: it behaves as the scenario's ``helpers.feed`` says:
+  waits ``delay_ms``, exits ``exit_code`` when it is non-zero, else creates ``files`` under
+  ``mine_source`` and prints ``MINE_SOURCE=<mine_source>`` (nothing when ``mine_source`` is null).
 
-The journal path and behaviour are baked into a per-run config file named in the script itself, so
-a bridge that scrubs its helpers' environment is still journaled. This module is started with
-``python -S`` on every helper run: standard library and the journal module only.
+The journal path and behaviour are in the configuration file, found from the scripts' own
+location, so a bridge that scrubs its helpers' environment is still journaled. This module is
+imported on every helper run: standard library and the journal module only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
-import stat
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -29,31 +30,41 @@ from typing import Any
 
 FEED_HELPER = "mempalace-pi-session"
 CLI_HELPER = "mempalace"
-HELPERS = (FEED_HELPER, CLI_HELPER)
 RECORD_KIND = "helper_run"
+CONFIG_NAME = ".standins.json"
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
 
-def install(directory: Path, config: Mapping[str, Any], python: str | None = None) -> list[Path]:
-    """Write the two stand-ins into ``directory`` (replacing the fake's shims of the same name)."""
+def install(directory: Path, config: Mapping[str, Any]) -> list[Path]:
+    """Write the configuration and both stand-ins into ``directory``, over the fake's shims of
+    the same name (after ``install_shim``, their shebang is the shim directory's Python).
+    Returns the files written."""
+    from palace_conformance.fake.shims import shim_python, write_script
+
     directory.mkdir(parents=True, exist_ok=True)
-    config_path = directory / ".standins.json"
+    config_path = directory / CONFIG_NAME
     config_path.write_text(json.dumps(dict(config)), encoding="utf-8")
-    package_root = str(Path(__file__).resolve().parent.parent.parent)
-    python = python or sys.executable
-    written = []
-    for name in HELPERS:
-        code = (f"import sys; sys.path[:0] = [{package_root!r}]; "
-                "from palace_conformance.standins.scripted import main; "
-                f"main({name!r}, {str(config_path)!r})")
+    kit_root = str(Path(__file__).resolve().parent.parent.parent)
+    python = shim_python(directory)
+    written = [config_path]
+    for name, call in ((FEED_HELPER, f"main({FEED_HELPER!r}, {str(config_path)!r})"),
+                       (CLI_HELPER, f"run_cli({str(config_path)!r})")):
         path = directory / name
-        path.write_text("#!/bin/sh\n"
-                        f"# palace-conformance runner stand-in for {name}: journals every run\n"
-                        f'exec {shlex.quote(python)} -S -c {shlex.quote(code)} "$0" "$@"\n',
-                        encoding="utf-8")
-        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        write_script(path, python,
+                     f"palace-conformance runner stand-in for {name}: journals every run",
+                     f"import sys\n\nsys.path[:0] = [{kit_root!r}]\n"
+                     f"from palace_conformance.standins.scripted import {call.split('(')[0]}\n\n"
+                     f"{call}\n")
         written.append(path)
     return written
+
+
+def config_in(shim_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The runner's stand-in configuration in ``shim_dir``, if the runner wrote one there."""
+    if not shim_dir:
+        return None
+    path = Path(shim_dir) / CONFIG_NAME
+    return path if path.is_file() else None
 
 
 def _env_subset(env: Mapping[str, str]) -> dict[str, str]:
@@ -98,9 +109,12 @@ def run_feed(feed: Mapping[str, Any]) -> int:
     return 0
 
 
-def main(name: str, config_path: str) -> None:
-    """Entry point of a stand-in script: ``argv[1]`` is how it was invoked, then its arguments."""
-    argv = sys.argv[1:] or [name]
+def main(name: str, config_path: str, argv: Sequence[str] | None = None) -> None:
+    """Journal one run of helper ``name`` (``argv[0]`` is how it was invoked; default
+    ``sys.argv``). The feed helper then does what ``helpers.feed`` says and exits; for the CLI
+    this returns, with the journal path put in the environment for the fake CLI to use
+    (:func:`run_cli` does both)."""
+    argv = list(sys.argv if argv is None else argv) or [name]
     try:
         config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -111,10 +125,17 @@ def main(name: str, config_path: str) -> None:
     _journal(journal, name, argv)
     if name == FEED_HELPER:
         sys.exit(run_feed(config.get("feed") or {}))
-    from palace_conformance.fake.commands import mempalace_cli_main
-    from palace_conformance.fake.options import ENV_ARGV0, ENV_JOURNAL
+    from palace_conformance.fake.options import ENV_JOURNAL
 
     if journal:
         os.environ[ENV_JOURNAL] = journal
-    os.environ[ENV_ARGV0] = argv[0]
-    mempalace_cli_main(argv[1:])
+
+
+def run_cli(config_path: str, argv: Sequence[str] | None = None) -> None:
+    """The ``mempalace`` stand-in (the script, and the fake package's ``mempalace.cli`` inside a
+    runner's world): journal the run as a ``helper_run``, then be the fake CLI."""
+    argv = list(sys.argv if argv is None else argv) or [CLI_HELPER]
+    main(CLI_HELPER, config_path, argv)
+    from palace_conformance.fake.commands import mempalace_cli_main
+
+    mempalace_cli_main(argv[1:], argv0=argv[0])

@@ -2,8 +2,9 @@
 
 The outcome is a :class:`~.results.ScenarioResult`: ``passed`` or ``failed`` with check records;
 ``not_testable`` when a prerequisite could not be set up (the fake did not start, the host did not
-load the bridge) — a failure class, never a skip; ``not_applicable`` when the scenario needs a
-capability or transport the host does not declare — reported apart, not a failure.
+load the bridge, the bridge never reached the fake: ``verdict.reach``) — a failure class, never a
+skip; ``not_applicable`` when the scenario needs a capability or transport the host does not
+declare — reported apart, not a failure.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from palace_conformance.runner.verdict import normalise
 from palace_conformance.runner.verdict.early_end import SettleCondition
 from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
 from palace_conformance.runner.verdict.levels import scenario_level
+from palace_conformance.runner.verdict.reach import unreached_reason
 from palace_conformance.scenarios.checks import process_facts
 from palace_conformance.scenarios.model import Scenario, Step
 
@@ -360,6 +362,10 @@ class _Execution:
                                   journal=records, step_tools=self.step_tools,
                                   final_tools=final_tools, final_tools_error=final_error,
                                   facts=facts, secret_texts=secret_texts)
+        unreached = unreached_reason(scenario, self.transport, self.steps, records,
+                                     self._drained_host_stderr)
+        if unreached is not None:  # one line instead of every expectation failing alike
+            return self._not_testable(unreached)
         self.result.checks = judge(observation)
         if self.extra_tools:
             self.result.checks.append(CheckRecord(
@@ -375,6 +381,13 @@ class _Execution:
         self.result.outcome = normalise.outcome(
             self.steps, normalise.replacement_list(world.values))
         return self.result
+
+    def _drained_host_stderr(self) -> str:
+        """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""
+        if self.driver is not None:
+            self.driver.close()
+            self.result.host_stderr = self.driver.stderr_text()
+        return self.result.host_stderr
 
     def _exit_host(self) -> StepRecord | None:
         driver = self.driver

@@ -1,5 +1,6 @@
-"""One run's private world: temp dir, HOME, shims on PATH, journal, fault plan, palace state, the
-HTTP fake, a lock holder, and the bridge's environment.
+"""One run's private world: temp dir, HOME, shims on PATH and the fake ``mempalace`` package on
+PYTHONPATH, journal, fault plan, palace state, the HTTP fake, a lock holder, and the bridge's
+environment.
 
 Every run (one scenario on one transport) gets its own, so runs can go in parallel and nothing a
 bridge does leaks into the next run. :meth:`World.close` always cleans up: it stops the fake and
@@ -24,8 +25,8 @@ from typing import Any
 import httpx
 
 from palace_conformance import processes as procs
-from palace_conformance.fake.commands import install_shim
 from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TOKEN_ENV
+from palace_conformance.fake.shims import install_shim, python_path
 from palace_conformance.runner.execution import warm_client
 from palace_conformance.runner.execution.warm_client import LAUNCH
 from palace_conformance.scenarios import placeholders
@@ -108,13 +109,14 @@ class World:
             write_state(early.palace, self.state)
         except PalaceSeedError as exc:
             raise SetupError(f"cannot seed the palace: {exc}") from None
-        install_shim(self.bin)
-        feed = early.feed_helper
-        standins.install(self.bin, {"journal": str(self.journal),
-                                    "feed": {"mine_source": feed.mine_source,
-                                             "files": dict(feed.files),
-                                             "delay_ms": feed.delay_ms,
-                                             "exit_code": feed.exit_code}})
+        if early.palace.installed:  # else nothing that starts a palace is put in reach
+            install_shim(self.bin)
+            feed = early.feed_helper
+            standins.install(self.bin, {"journal": str(self.journal),
+                                        "feed": {"mine_source": feed.mine_source,
+                                                 "files": dict(feed.files),
+                                                 "delay_ms": feed.delay_ms,
+                                                 "exit_code": feed.exit_code}})
         if self.transport == "http":
             self._start_http_fake()
             assert self.fake_url is not None
@@ -142,8 +144,17 @@ class World:
         return env
 
     def _bridge_env(self) -> dict[str, str]:
+        """The fake's environment, plus the fake ``mempalace`` package first on PYTHONPATH; for
+        ``palace.installed: false`` neither the shims nor the package (the runner's own PATH
+        and PYTHONPATH stay); then the scenario's ``env``."""
         env = self.fake_env()
         env.pop("MEMPALACE_PALACE_PATH", None)
+        if self.scenario.palace.installed:
+            inherited = os.environ.get("PYTHONPATH")
+            env["PYTHONPATH"] = os.pathsep.join([str(python_path(self.bin)),
+                                                 *([inherited] if inherited else [])])
+        else:
+            env["PATH"] = os.environ.get("PATH", os.defpath)
         if self.transport == "http" and self.fake_url:
             env[REMOTE_URL] = self.fake_url
             if self.scenario.http.token is not None:

@@ -1,0 +1,5 @@
+"""``python -m mempalace <command>``: the fake ``mempalace`` CLI (see :mod:`mempalace.cli`)."""
+
+from .cli import main
+
+main()

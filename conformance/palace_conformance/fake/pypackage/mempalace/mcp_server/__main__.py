@@ -1,0 +1,5 @@
+"""``python -m mempalace.mcp_server``."""
+
+from . import main
+
+main()

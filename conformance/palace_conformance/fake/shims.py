@@ -1,0 +1,125 @@
+"""The shim directory: everything a bridge may look for when it looks for an installed MemPalace.
+
+``install_shim(DIR)`` writes
+
+* ``DIR/mempalace-mcp``, ``DIR/mempalace-light-mcp``, ``DIR/mempalace`` (console scripts of the
+  fake ``mempalace`` package, like pip writes them) and ``DIR/mempalace-pi-session`` (a stand-in
+  for pi's transcript exporter): Python scripts whose shebang is ``DIR/.palace/bin/python``;
+* ``DIR/.palace``: a minimal virtual environment of this interpreter "with mempalace installed":
+  its site-packages holds the fake ``mempalace`` package (a link to ``fake/pypackage/mempalace``)
+  and ``palace-conformance-kit.json`` (where the kit and the shim directory are). A bridge that
+  reads a launcher's shebang to find mempalace's Python and runs ``<that python> -m
+  mempalace.mcp_server`` reaches the fake, and so does ``python3 -m mempalace...`` with
+  :func:`python_path` on ``PYTHONPATH`` (the runner sets it).
+
+Put ``DIR`` first on ``PATH`` and any bridge, in any language, talks to the fake. Standard
+library only, and few files: the runner installs a shim directory for every run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+#: shim name -> (module, function) its script runs
+SHIMS = {
+    "mempalace-mcp": ("mempalace.mcp_proxy", "main"),
+    "mempalace-light-mcp": ("mempalace.mcp_light_server", "main"),
+    "mempalace": ("mempalace.cli", "main"),
+    # a scriptable stand-in for the transcript exporter a bridge runs before mempalace_mine
+    "mempalace-pi-session": ("palace_conformance.standins.feed_session", "shim_main"),
+}
+SHIM_NAMES = tuple(SHIMS)
+VENV_DIR = ".palace"  # the virtual environment "with mempalace installed", inside DIR
+KIT_FILE = "palace-conformance-kit.json"  # beside the package: read by its entry points
+PACKAGE_SOURCE = Path(__file__).resolve().parent / "pypackage" / "mempalace"
+KIT_ROOT = Path(__file__).resolve().parent.parent.parent  # the directory holding palace_conformance
+
+
+def shebang_limit() -> int:
+    """The longest interpreter path this kernel reads from a ``#!`` line: 255 bytes of line on
+    Linux since 5.1 and 511 on macOS, else distlib's conservative 127 (minus ``#!`` and ``\n``).
+    A longer path (or one with spaces) gets pip's ``/bin/sh`` trampoline instead."""
+    if sys.platform == "darwin":
+        return 509
+    version = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    modern = (sys.platform.startswith("linux") and version is not None
+              and (int(version[1]), int(version[2])) >= (5, 1))
+    return 253 if modern else 125
+
+
+def shim_python(directory: str | os.PathLike[str]) -> str:
+    """The Python in the shims' shebangs: the shim directory's venv (or, without one, this
+    interpreter)."""
+    python = Path(directory).absolute() / VENV_DIR / "bin" / "python"
+    return str(python) if python.exists() else sys.executable
+
+
+def python_path(directory: str | os.PathLike[str]) -> Path:
+    """The venv's site-packages, holding the fake ``mempalace`` package: what goes on
+    ``PYTHONPATH``."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return Path(directory).absolute() / VENV_DIR / "lib" / version / "site-packages"
+
+
+def write_script(path: Path, python: str, comment: str, body: str) -> None:
+    """An executable Python script for ``python``: a plain shebang when the path fits in one,
+    else the ``/bin/sh`` trampoline pip uses for long paths or paths with spaces."""
+    if len(python.encode()) <= shebang_limit() and not any(c.isspace() for c in python):
+        head = f"#!{python}\n"
+    else:
+        head = f"#!/bin/sh\n'''exec' {shlex.quote(python)} \"$0\" \"$@\"\n' '''\n"
+    path.write_text(f"{head}# {comment}\n{body}", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _replace_link(link: Path, target: str | os.PathLike[str]) -> None:
+    if link.is_symlink() or link.is_file():
+        link.unlink()
+    elif link.is_dir():
+        shutil.rmtree(link)
+    link.symlink_to(target)
+
+
+def _install_package(directory: Path) -> Path:
+    """A minimal venv under ``directory`` (what ``venv --without-pip`` makes, less the extras:
+    a linked interpreter and pyvenv.cfg) with the fake package linked into its site-packages."""
+    base = Path(getattr(sys, "_base_executable", "") or sys.executable).absolute()
+    home = directory / VENV_DIR
+    (home / "bin").mkdir(parents=True, exist_ok=True)
+    (home / "pyvenv.cfg").write_text(
+        f"home = {base.parent}\ninclude-system-site-packages = false\n"
+        f"version = {'.'.join(map(str, sys.version_info[:3]))}\n", encoding="utf-8")
+    for name in ("python", "python3"):
+        _replace_link(home / "bin" / name, base)
+    site = python_path(directory)
+    site.mkdir(parents=True, exist_ok=True)
+    _replace_link(site / "mempalace", PACKAGE_SOURCE)
+    (site / KIT_FILE).write_text(json.dumps({"kit_root": str(KIT_ROOT),
+                                             "shim_dir": str(directory)}), encoding="utf-8")
+    return site
+def install_shim(directory: str | os.PathLike[str]) -> list[Path]:
+    """Write the shims and the fake package into ``directory``; returns the shims."""
+    target = Path(directory).absolute()
+    target.mkdir(parents=True, exist_ok=True)
+    _install_package(target)
+    python = shim_python(target)
+    written = []
+    for name, (module, function) in SHIMS.items():
+        path = target / name
+        if module.startswith("mempalace."):
+            body = (f"import sys\n\nfrom {module} import {function}\n\n"
+                    f"if __name__ == \"__main__\":\n    sys.exit({function}())\n")
+        else:
+            body = (f"import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
+                    f"from {module} import {function}\n\n{function}()\n")
+        write_script(path, python, f"palace-conformance shim: the fake MemPalace posing as {name}",
+                     body)
+        written.append(path)
+    return written

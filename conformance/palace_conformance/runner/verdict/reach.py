@@ -1,0 +1,92 @@
+"""A bridge that never reached the fake palace: one *not testable* line, not a pile of failures.
+
+A real bridge may start its palace in a way the runner does not put in its reach (a launcher it
+looks for elsewhere, a Python without the fake package, a remote URL it ignores). Its run then
+judges a bridge talking to nothing, and every expectation fails for the same reason, which is
+not the bridge's palace behaviour at all. So a run is classified *not testable* when:
+
+* the scenario drives a bridge (``subject: bridge``) and expects palace contact: the palace is
+  installed (``palace.installed`` is not false) and some step on this transport calls a tool
+  without expecting ``no_such_tool`` (a scenario that expects no palace tools, such as a missing
+  ``mempalace-mcp`` or an unreachable remote, expects no contact);
+* every step ran to completion at the host (a host that hung or crashed is reported as such);
+* and the journal shows no contact: no stdio fake started (``process_start`` on stdio), no HTTP
+  request reached the HTTP fake, no helper or fake CLI ran (``helper_run``, ``cli_run``,
+  ``feed_prepare``). The HTTP fake's own ``process_start`` is the runner's doing, not contact.
+
+The line quotes the bridge's own start-up diagnostics: the last ``stderr`` and ``notify``
+effects, else the tail of the host's stderr. fixtures/README.md states the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from palace_conformance.runner.results import StepRecord
+from palace_conformance.scenarios.model import Scenario
+
+#: journal kinds that only a bridge's own doing writes (helpers, the fake CLI, HTTP requests)
+CONTACT_KINDS = frozenset({"http_request", "helper_run", "cli_run", "feed_prepare"})
+DIAGNOSTIC_LINES = 3  # how many of the last diagnostic lines are quoted
+DIAGNOSTIC_CHARS = 300  # the quote's length limit
+
+
+def expects_contact(scenario: Scenario, transport: str) -> bool:
+    """Whether a run of ``scenario`` on ``transport`` must reach the palace to mean anything."""
+    if scenario.subject != "bridge" or not scenario.palace.installed:
+        return False
+    for step in scenario.steps_for(transport):
+        if step.op != "call_tool":
+            continue
+        error = step.expect.error if step.expect is not None else None
+        if error is None or error.kind != "no_such_tool":
+            return True
+    return False
+
+
+def contacted(journal: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether the journal shows the bridge reaching the fake in any way."""
+    for record in journal:
+        kind = record.get("kind")
+        if kind in CONTACT_KINDS:
+            return True
+        if kind == "process_start" and record.get("transport") == "stdio":
+            return True
+    return False
+
+
+def diagnostics(steps: Sequence[StepRecord], host_stderr: str) -> str:
+    """The bridge's last words on one line: its ``stderr``/``notify`` effects, else the tail of
+    the host's stderr; truncated."""
+    lines = []
+    for step in steps:
+        for effect in step.effects:
+            if effect.get("kind") == "stderr" and effect.get("via") != "notify":
+                lines.append(str(effect.get("line", "")))  # (a profile's copy of a notify: once)
+            elif effect.get("kind") == "notify":
+                lines.append(f"notify {effect.get('level', 'info')}: {effect.get('message', '')}")
+    lines = [line.strip() for line in lines if line.strip()]
+    if not lines:
+        lines = [line.strip() for line in host_stderr.splitlines() if line.strip()]
+    if not lines:
+        return "the bridge printed nothing"
+    text = " | ".join(lines[-DIAGNOSTIC_LINES:])
+    return text if len(text) <= DIAGNOSTIC_CHARS else text[: DIAGNOSTIC_CHARS - 3] + "..."
+
+
+def unreached_reason(scenario: Scenario, transport: str, steps: Sequence[StepRecord],
+                     journal: Sequence[Mapping[str, Any]],
+                     host_stderr: Callable[[], str]) -> str | None:
+    """Why the run is not testable because the bridge never reached the fake, or None.
+    ``host_stderr`` is asked for only then (the caller may have to wait for all of it)."""
+    if not expects_contact(scenario, transport):
+        return None
+    if any(not step.ran or step.failure is not None for step in steps):
+        return None
+    if contacted(journal):
+        return None
+    return ("the bridge never reached the fake palace (no stdio child, HTTP request or helper "
+            "run in the journal), so nothing could be judged; does it start the palace in a "
+            "way the runner does not provide? Its diagnostics: "
+            + diagnostics(steps, host_stderr()))

@@ -1,0 +1,196 @@
+"""Every way a bridge starts a palace reaches the fake, and a run that never reached it is one
+*not testable* line quoting the bridge's own diagnostics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palace_conformance.runner.execution.execute import run_scenario
+from palace_conformance.runner.execution.world import World
+from palace_conformance.runner.results import StepRecord
+from palace_conformance.runner.verdict import reach
+from palace_conformance.scenarios.model import Scenario
+
+from .support import HERE, options, scripted, shipped, write_scenario
+
+LAUNCHER = HERE / "launcher_bridge.py"
+WAYS = ("python-m", "shebang", "light", "probe")
+REACHES = "life.transport.default-stdio-child"  # calls a tool: a run must reach the palace
+NOT_ON_PATH = "stdio.start.not-on-path"
+
+
+def launch(world: World, *ways: str) -> dict[str, dict[str, Any]]:
+    """Run the launcher bridge with the world's bridge environment; its report per way."""
+    done = subprocess.run([sys.executable, str(LAUNCHER), *ways], env=world.env, cwd=world.root,
+                          capture_output=True, text=True, timeout=120, check=True)
+    return {line["way"]: line for line in map(json.loads, done.stdout.splitlines())}
+
+
+def test_every_way_of_starting_the_palace_reaches_the_fake(tmp_path: Path) -> None:
+    world = World(shipped(REACHES), "stdio", work_root=tmp_path).open()
+    try:
+        report = launch(world, *WAYS)
+        records, _ = world.read_journal()
+        shebang = (world.bin / "mempalace-mcp").read_text().splitlines()[0]
+    finally:
+        world.close()
+    assert shebang == f"#!{world.bin}/.palace/bin/python"  # a Python that has mempalace
+    assert all(report[way]["ok"] for way in WAYS), report
+    assert report["probe"]["version"] == "3.11.0"
+    for way in ("python-m", "shebang"):
+        assert report[way]["server_info"] == {"name": "mempalace", "version": "3.11.0"}
+        assert json.loads(report[way]["tool_text"])["total_drawers"] == 0
+    assert report["light"]["server_info"] == {"name": "mempalace-light", "version": "3.11.0"}
+    assert json.loads(report["light"]["tool_text"])["fake_unmodelled"] is True
+    starts = [r for r in records if r["kind"] == "process_start"]
+    assert len(starts) == 3 and {r["transport"] for r in starts} == {"stdio"}
+    python_m, shebang, light = (r["argv"] for r in starts)
+    # python -m shows the package's __main__ as argv[0], as the real server's would
+    for argv in (python_m, shebang):
+        assert argv[0].endswith("/mempalace/mcp_server/__main__.py") and argv[1:] == []
+        assert argv[0].startswith(str(world.root))  # the run's own copy of the fake package
+    assert light == [str(world.bin / "mempalace-light-mcp")]
+    calls = [r["tool"] for r in records if r["kind"] == "recv" and r["method"] == "tools/call"]
+    assert calls == ["mempalace_status", "mempalace_status", "palace_query"]
+
+
+def test_not_on_path_removes_every_way_and_the_world_installs_nothing(tmp_path: Path) -> None:
+    world = World(shipped(NOT_ON_PATH), "stdio", work_root=tmp_path).open()
+    try:
+        report = launch(world, *WAYS)
+        records, _ = world.read_journal()
+        installed = sorted(p.name for p in world.bin.iterdir()) if world.bin.exists() else []
+        env = dict(world.env)
+    finally:
+        world.close()
+    assert not any(report[way]["ok"] for way in WAYS), report
+    assert "No module named 'mempalace'" in report["probe"]["error"]
+    assert "mempalace-mcp is not on PATH" in report["shebang"]["error"]
+    assert records == [] and installed == []
+    assert str(world.bin) not in env["PATH"].split(os.pathsep)
+    assert not any(entry.startswith(str(tmp_path))
+                   for entry in env.get("PYTHONPATH", "").split(os.pathsep))
+
+
+def test_an_installed_world_puts_the_fake_package_first_on_pythonpath(tmp_path: Path) -> None:
+    world = World(shipped(REACHES), "stdio", work_root=tmp_path).open()
+    try:
+        first = world.env["PYTHONPATH"].split(os.pathsep)[0]
+        assert first.startswith(str(world.bin)) and (Path(first) / "mempalace").is_dir()
+        assert world.env["PATH"].split(os.pathsep)[0] == str(world.bin)
+        assert {"mempalace-mcp", "mempalace-light-mcp", "mempalace",
+                "mempalace-pi-session"} <= {p.name for p in world.bin.iterdir()}
+    finally:
+        world.close()
+
+
+# -- the not-reached classification ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("where", "quoted"), [
+    ("effects", "[mempalace] spawn mempalace-mcp ENOENT | notify warning: MemPalace unavailable"),
+    ("stderr", "bridge: loading | bridge: spawn mempalace-mcp ENOENT"),
+])
+def test_a_bridge_that_never_reaches_the_fake_is_one_not_testable_line(
+        tmp_path: Path, where: str, quoted: str) -> None:
+    result = run_scenario(shipped(REACHES), "stdio",
+                          options(scripted(f"no-palace:{where}"), work_root=tmp_path))
+    assert result.status == "not_testable" and result.blocking
+    [check] = result.checks
+    assert check.pointer == "/setup" and check.status == "fail"
+    assert result.reason.startswith("Not testable: the bridge never reached the fake palace")
+    assert result.reason.endswith(f"Its diagnostics: {quoted}")
+    assert "\n" not in result.reason
+    assert [s.op for s in result.steps] == ["load", "event", "settle", "call_tool", "shutdown",
+                                            "exit"]  # every step ran; the evidence is kept
+
+
+def test_scenarios_that_expect_no_palace_contact_keep_their_verdicts(tmp_path: Path) -> None:
+    host = options(scripted("no-palace:effects"), work_root=tmp_path)
+    for sid, transport in ((NOT_ON_PATH, "stdio"),
+                           ("life.fail-closed.unreachable-at-load", "http")):
+        result = run_scenario(shipped(sid), transport, host)
+        # the scripted host answers the missing-tool call with ok: judged, not "not reached"
+        assert result.status == "failed", (sid, result.reason)
+        assert "never reached" not in result.reason
+        assert "/steps/4/expect/error/kind" in {c.pointer for c in result.failures}
+
+
+def test_a_host_that_hangs_is_reported_as_such_not_as_unreached(tmp_path: Path) -> None:
+    result = run_scenario(shipped(REACHES), "stdio",
+                          options(scripted("silent:call_tool"), op_timeout_ms=300, grace_ms=200,
+                                  work_root=tmp_path))
+    assert result.status == "failed" and "never reached" not in result.reason
+
+
+def _scenario(tmp_path: Path, steps: list[dict[str, Any]], **extra: Any) -> Scenario:
+    return write_scenario(tmp_path, {"id": "life.reach.case", "transports": ["stdio", "http"],
+                                     "steps": [{"op": "load"}, *steps], **extra})
+
+
+def test_which_scenarios_expect_palace_contact(tmp_path: Path) -> None:
+    ok_call = {"op": "call_tool", "name": "mempalace_status", "args": {}}
+    missing = {**ok_call, "expect": {"error": {"kind": "no_such_tool"}}}
+    failing = {**ok_call, "expect": {"error": {"kind": "unavailable"}}}
+    assert reach.expects_contact(_scenario(tmp_path, [ok_call]), "stdio")
+    assert reach.expects_contact(_scenario(tmp_path, [failing]), "stdio")
+    assert not reach.expects_contact(_scenario(tmp_path, [missing]), "stdio")
+    assert not reach.expects_contact(_scenario(tmp_path, []), "stdio")
+    assert not reach.expects_contact(
+        _scenario(tmp_path, [ok_call], palace={"installed": False}), "stdio")
+    http_only = _scenario(tmp_path, [{**ok_call, "transport": "http"}])
+    assert reach.expects_contact(http_only, "http")
+    assert not reach.expects_contact(http_only, "stdio")
+    assert not reach.expects_contact(shipped("fake.lock.loser-is-read-only"), "stdio")
+
+
+@pytest.mark.parametrize(("records", "reached"), [
+    ([], False),
+    ([{"kind": "process_start", "transport": "http", "argv": ["fake", "http"]}], False),
+    ([{"kind": "process_start", "transport": "stdio", "argv": ["mempalace-mcp"]}], True),
+    ([{"kind": "http_request", "transport": "http", "method": "POST"}], True),
+    ([{"kind": "helper_run", "transport": "helper", "name": "mempalace-pi-session"}], True),
+    ([{"kind": "cli_run", "transport": "cli", "command": "mine"}], True),
+])
+def test_what_counts_as_reaching_the_fake(records: list[dict[str, Any]], reached: bool) -> None:
+    assert reach.contacted(records) is reached
+
+
+def test_diagnostics_are_one_truncated_line_preferring_the_bridges_effects() -> None:
+    step = StepRecord(0, "0", "load", ran=True, effects=[
+        {"kind": "tool_registered", "name": "x"},
+        {"kind": "stderr", "line": "first\n"}, {"kind": "stderr", "line": "x" * 500}])
+    text = reach.diagnostics([step], "host says\nsomething else")
+    assert text.startswith("first | xxx") and text.endswith("...") and len(text) == 300
+    assert reach.diagnostics([StepRecord(0, "0", "load")], "a\n\n b \n") == "a | b"
+    assert reach.diagnostics([], "") == "the bridge printed nothing"
+    profiled = StepRecord(0, "0", "load", ran=True, effects=[  # a profile's notify as stderr
+        {"kind": "notify", "level": "warning", "message": "no palace"},
+        {"kind": "stderr", "line": "no palace", "via": "notify"}])
+    assert reach.diagnostics([profiled], "") == "notify warning: no palace"
+
+
+def test_the_hosts_stderr_is_read_only_for_a_run_that_never_reached_the_fake() -> None:
+    asked: list[bool] = []
+
+    def stderr() -> str:
+        asked.append(True)
+        return "host: no palace"
+
+    ran = [StepRecord(0, "0", "load", ran=True), StepRecord(1, "1", "call_tool", ran=True)]
+    scenario = shipped(REACHES)
+    started = [{"kind": "process_start", "transport": "stdio"}]
+    assert reach.unreached_reason(scenario, "stdio", ran, started, stderr) is None
+    hung = [*ran[:1], StepRecord(1, "1", "call_tool", ran=True, failure="host did not answer")]
+    assert reach.unreached_reason(scenario, "stdio", hung, [], stderr) is None
+    assert asked == []
+    reason = reach.unreached_reason(scenario, "stdio", ran, [], stderr)
+    assert reason is not None and reason.endswith("Its diagnostics: host: no palace")
+    assert asked == [True]
