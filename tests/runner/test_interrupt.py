@@ -37,7 +37,7 @@ def _in_flight(pids: list[int]) -> bool:
         except OSError:
             return b""
 
-    return len(pids) >= 3 and any(b"fake_mcp_main" in command_line(pid) for pid in pids)
+    return len(pids) >= 3 and any(b"/mempalace-mcp" in command_line(pid) for pid in pids)
 
 
 def test_sigterm_stops_the_run_in_one_line_and_leaves_nothing(tmp_path: Path) -> None:
