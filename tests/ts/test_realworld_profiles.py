@@ -144,7 +144,8 @@ def test_profile_says_what_the_bridge_does(name: str) -> None:
         for part in Path(file["path"].removeprefix("${HOME}/")).parts:
             assert f'"{part}"' in code, f"{name}.ts never opens {file['path']}"
     for channel, where in found.get("channels", {}).items():
-        marker = {"system_prompt": "systemPrompt:", "notify": ".notify("}[where]
+        marker = {"system_prompt": "systemPrompt:", "notify": ".notify(",
+                  "is_error": "isError: true", "throw": "throw "}[where]
         assert marker in code, f"{name}.ts does not use {marker} for {channel}"
 
 
