@@ -1,7 +1,7 @@
 """The real-world test bridges' profiles: valid against the bridge profile schema, true to the
 bridge they describe, and the planted defects catchable by scenarios that apply under them.
 
-The runner does not read profiles yet, so this checks them as data: the schema (plain
+This checks them as data (the runs are in ``test_realworld_verdicts.py``): the schema (plain
 jsonschema), that every variable, tool name and entry file a profile names is in the bridge's
 source, and that every scenario ``realworld/README.md`` names as catching a planted defect exists
 and would run under the profile (transport and capabilities claimed, no ``fixed`` knob
