@@ -98,7 +98,7 @@ def _kind(error: Mapping[str, Any], message: str) -> tuple[str | None, str]:
     if isinstance(error.get("code"), int) and not isinstance(error.get("code"), bool):
         return "tool_error", "details"
     status = error.get("status")
-    if _is_number(status):
+    if isinstance(status, int | float) and not isinstance(status, bool):
         if 200 <= status < 300:
             return "protocol", "details"
         return ("auth" if status in (401, 403) else "http_error"), "details"
