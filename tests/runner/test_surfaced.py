@@ -128,3 +128,16 @@ def test_an_expected_is_error_result_is_still_a_result() -> None:
                     is_error("no such room"))
     assert found["/steps/1/expect/ok"] == ("pass", CORE)
     assert found["/steps/1/expect/result"] == ("pass", CORE)
+
+
+def test_the_wording_rules_are_the_node_hosts_own() -> None:
+    """A thrown error's message and an isError result's text are read by the same rules."""
+    import re
+
+    from palace_conformance.runner.verdict import surfaced
+
+    source = (Path(surfaced.__file__).resolve().parents[2] / "hosts" / "pi" / "lib"
+              / "errors.mjs").read_text()
+    table = source.split("const BY_MESSAGE = [", 1)[1].split("\n];", 1)[0]
+    node = re.findall(r'\[/(.+?)/i,\s*"([a-z_]+)"\]', table, re.DOTALL)
+    assert node and [(p.pattern, k) for p, k in surfaced.WORDING_RULES] == node

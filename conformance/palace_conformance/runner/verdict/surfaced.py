@@ -27,7 +27,7 @@ NO_DATA: Any = object()
 
 _RPC_CODE = re.compile(r"(?<![\w.-])(-32[0-9]{3})(?![0-9])")
 #: the wording rules of hosts/pi/lib/errors.mjs (BY_MESSAGE), first match wins; keep in step
-_BY_MESSAGE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+WORDING_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), kind) for pattern, kind in (
         (r"requires? sign-in|requires? authentication|unauthori[sz]ed|forbidden|\b40[13]\b",
          "auth"),
@@ -104,7 +104,7 @@ def _kind(error: Mapping[str, Any], message: str) -> tuple[str | None, str]:
         return ("auth" if status in (401, 403) else "http_error"), "details"
     if _RPC_CODE.search(message):
         return "tool_error", "text"
-    for pattern, kind in _BY_MESSAGE:
+    for pattern, kind in WORDING_RULES:
         if pattern.search(message):
             return kind, "text"
     return None, ""
