@@ -24,6 +24,7 @@ def test_a_minimal_profile_defaults_to_core_and_the_seeds_channels(tmp_path: Pat
     profile = load_profile(write(tmp_path, minimal()))
     assert profile.level == "core" and not profile.seed_copy and profile.capabilities is None
     assert (profile.wakeup_channel, profile.diagnostics_channel) == ("message", "stderr")
+    assert profile.errors_channel is None  # either way, at core
     assert profile.bridge == f"pi-extension:{(tmp_path / 'ext.ts').resolve()}"
 
 
@@ -31,6 +32,12 @@ def test_a_seed_copy_is_judged_at_seed_level_unless_it_says_otherwise(tmp_path: 
     assert load_profile(write(tmp_path, minimal(claims={"seed_copy": True}))).level == "seed"
     data = minimal(claims={"seed_copy": True, "level": "core"})
     assert load_profile(write(tmp_path, data)).level == "core"
+
+
+def test_the_errors_channel_is_read(tmp_path: Path) -> None:
+    for channel in ("throw", "is_error"):
+        data = minimal(channels={"errors": channel})
+        assert load_profile(write(tmp_path, data)).errors_channel == channel
 
 
 def test_toml_reads_like_json(tmp_path: Path) -> None:
@@ -48,6 +55,7 @@ def test_toml_reads_like_json(tmp_path: Path) -> None:
     (minimal(files=[{"path": "/etc/passwd", "content": "x"}]), "must start with ${HOME}/"),
     (minimal(files=[{"path": "${HOME}/../escape", "content": "x"}]), "no '..'"),
     (minimal(surprise=1), "unknown field 'surprise'"),
+    (minimal(channels={"errors": "toast"}), "/channels/errors"),
 ])
 def test_a_bad_profile_is_one_line_naming_the_place(tmp_path: Path, data: dict,
                                                     words: str) -> None:

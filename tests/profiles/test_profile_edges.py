@@ -46,13 +46,26 @@ def test_without_extra_allowed_an_extra_tool_stays_visible(tmp_path: Path) -> No
 
 def test_a_curated_bridge_is_not_asked_for_tools_it_does_not_offer(tmp_path: Path) -> None:
     p = profile(tmp_path, **CURATED)
-    why = profile_edges.inapplicable(p, shipped("diary.command.topic-on-both-transports"),
-                                     "stdio")
-    assert why is not None
+    assert "no tool for mempalace_list_wings" in str(profile_edges.inapplicable(
+        p, shipped("tool.errors.codes-and-data-kept"), "stdio"))
+    # a registered list naming a tool outside the map (mempalace_kg_add)
     assert "curated tool set" in str(profile_edges.inapplicable(
         p, shipped("tool.register.rich-schemas-kept"), "stdio"))
     assert profile_edges.inapplicable(profile(tmp_path), shipped(
         "tool.register.rich-schemas-kept"), "stdio") is None
+
+
+def test_for_a_curated_bridge_the_catalogue_is_the_set_it_offers(tmp_path: Path) -> None:
+    p = profile(tmp_path, **CURATED)
+    # "registered: catalogue" is judged against the mapped tools, so the scenario runs
+    assert profile_edges.inapplicable(
+        p, shipped("diary.command.topic-on-both-transports"), "stdio") is None
+    offered = profile_edges.offered_catalogue(p)
+    assert offered is not None
+    # in catalogue order
+    assert [t["name"] for t in offered] == ["mempalace_status", "mempalace_search"]
+    assert all("inputSchema" in t for t in offered)
+    assert profile_edges.offered_catalogue(profile(tmp_path)) is None
 
 
 def test_notify_diagnostics_and_a_system_prompt_wakeup_become_what_scenarios_look_for(

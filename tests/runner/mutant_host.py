@@ -5,11 +5,14 @@ Usage: ``python mutant_host.py MUTATION``:
 * ``no-kill-on-timeout``: the bridge forgets a stalled child instead of killing it (STDIO-02);
 * ``errors-as-exception``: the host reports every bridge error as kind ``exception``;
 * ``http-details``: over HTTP only, tool results carry an extra ``details`` field (a parity gap);
-* ``noisy-stdout``: something prints to stdout during an op (must not break the protocol).
+* ``noisy-stdout``: something prints to stdout during an op (must not break the protocol);
+* ``late-stop``: ``session_shutdown`` returns at once and the child is stopped (politely) about
+  0.8 s later, past the host's shutdown grace: gone soon after, but not when shutdown returns.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from typing import Any
@@ -54,8 +57,26 @@ def noisy_stdout() -> None:
     reference.ReferenceHost.hello = hello  # type: ignore[method-assign]
 
 
+def late_stop() -> None:
+    original = local.LocalEngine.stop
+    pending: set[asyncio.Task[None]] = set()
+
+    async def later(self: local.LocalEngine) -> None:
+        await asyncio.sleep(0.8)
+        await original(self)
+
+    async def stop(self: local.LocalEngine) -> None:
+        task = asyncio.get_running_loop().create_task(later(self))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    local.LocalEngine.stop = stop  # type: ignore[method-assign]
+    reference.DEFAULT_GRACE_MS = 100  # the host's shutdown does not wait for the late stop
+
+
 MUTATIONS = {"no-kill-on-timeout": no_kill_on_timeout, "errors-as-exception": errors_as_exception,
-             "http-details": http_details, "noisy-stdout": noisy_stdout}
+             "http-details": http_details, "noisy-stdout": noisy_stdout,
+             "late-stop": late_stop}
 
 if __name__ == "__main__":
     MUTATIONS[sys.argv[1]]()

@@ -22,7 +22,7 @@ from palace_conformance.runner.results import (
 from palace_conformance.runner.verdict.levels import check_level, scenario_level
 from palace_conformance.scenarios.loader import ScenarioError
 
-from .support import options, scripted, shipped, write_scenario
+from .support import failing, mutant, options, scripted, shipped, write_scenario
 
 
 def record(level: str, passed: bool) -> CheckRecord:
@@ -87,3 +87,19 @@ def test_a_scenario_of_seed_conventions_only_is_not_applicable_at_core(tmp_path:
     result = run_scenario(shipped("feed.wing.defaults"), "stdio",
                           options(scripted("good"), level=CORE))
     assert result.status == NOT_APPLICABLE and "--level seed" in result.reason
+
+
+def test_no_orphan_is_judged_after_a_grace_at_core_but_when_shutdown_returns_at_seed(
+        tmp_path: Path) -> None:
+    """A child stopped politely but late (past the host's shutdown grace): at seed the child
+    must be gone when shutdown returns; at core it is no orphan, and its exit is no SIGKILL."""
+    scenario = shipped("life.shutdown.stdio-polite-close")
+    seed = run_scenario(scenario, "stdio", options(mutant("late-stop"), level=SEED,
+                                                   work_root=tmp_path))
+    assert "/expect/processes/alive_after_shutdown" in failing(seed)
+    core = run_scenario(scenario, "stdio", options(mutant("late-stop"), level=CORE,
+                                                   work_root=tmp_path))
+    assert core.status == "passed", failing(core)
+    checks = {c.pointer: c for c in core.checks}
+    assert checks["/expect/processes/alive_after_shutdown"].passed
+    assert checks["/expect/processes/signals/SIGKILL"].passed  # it exited: stdin EOF

@@ -226,3 +226,65 @@ def test_the_journal_since_a_mark_skips_a_record_still_being_written(tmp_path: P
         assert world.journal_since(0) == [{"kind": "before"}, {"kind": "after"}]
     finally:
         world.close()
+
+
+# -- waiting for tools registered in the background ---------------------------------------------
+
+def test_a_settle_expecting_tools_waits_past_its_quiet_window_until_one_is_registered(
+        tmp_path: Path) -> None:
+    # the tools come 600 ms after session_start, with nothing in between: a quiet window of
+    # 100 ms alone would end the settle before them
+    result, record, _ = run_settle(
+        tmp_path, "life.settle.tools-background",
+        {"op": "settle", "quiet_ms": 100, "max_ms": 8000,
+         "expect": {"tools": {"registered": ["mempalace_status", "mempalace_search"]}}},
+        "tools-after:600:mempalace_status,mempalace_search", "quiet-from-call")
+    assert result.status == "passed", failing(result)
+    assert record.ended_by == ENDED_BY_EXPECTATIONS
+    assert record.elapsed_ms is not None and record.elapsed_ms >= 600
+
+
+def test_until_tools_waits_for_a_registration_then_for_the_quiet_window(tmp_path: Path) -> None:
+    result, record, requests = run_settle(
+        tmp_path, "life.settle.until-tools",
+        {"op": "settle", "quiet_ms": 100, "max_ms": 8000, "until": "tools"},
+        "tools-after:600:mempalace_status", "quiet-from-call")
+    assert result.status == "passed", failing(result)
+    assert record.ended_by == ENDED_BY_QUIET  # no expectation to end on: the quiet after them
+    assert [e["name"] for e in record.effects if e["kind"] == "tool_registered"] == [
+        "mempalace_status"]
+    assert record.elapsed_ms is not None and record.elapsed_ms >= 700
+    assert all("until" not in r for r in requests)  # the runner's own field, not the host's
+
+
+def test_until_tools_is_bounded_by_max_ms(tmp_path: Path) -> None:
+    result, record, _ = run_settle(
+        tmp_path, "life.settle.until-never",
+        {"op": "settle", "quiet_ms": 100, "max_ms": 700, "until": "tools"}, "quiet-from-call")
+    assert result.status == "passed", failing(result)  # waiting is not an expectation
+    assert record.ended_by == ENDED_BY_MAX
+    assert record.elapsed_ms is not None and record.elapsed_ms >= 700
+
+
+def test_a_tools_expectation_that_never_holds_still_ends_on_quiet_once_tools_are_there(
+        tmp_path: Path) -> None:
+    result, record, _ = run_settle(
+        tmp_path, "life.settle.wrong-tools",
+        {"op": "settle", "quiet_ms": 300, "max_ms": 8000,
+         "expect": {"tools": {"includes": ["mempalace_search"]}}},
+        "tools-after:200:mempalace_status", "quiet-from-call")
+    assert failing(result) == ["/steps/2/expect/tools/includes"]
+    assert record.ended_by == ENDED_BY_QUIET  # not max_ms: a tool came, the wrong one
+
+
+def test_until_tools_without_checks_never_ends_on_them() -> None:
+    condition = SettleCondition.for_step(
+        Step.from_json(2, {"op": "settle", "until": "tools"}), "stdio")
+    assert condition is not None and condition.until_tools and not condition.has_checks
+    assert not condition.met([], [], [{"name": "a"}])
+    assert not condition.may_end_quiet([]) and condition.may_end_quiet([{"name": "a"}])
+    # a negative settle that waits for tools keeps its window after them, judged at the end
+    negative = SettleCondition.for_step(Step.from_json(2, {
+        "op": "settle", "until": "tools",
+        "expect": {"effects": [{"check": "absent", "match": {"kind": "message"}}]}}), "stdio")
+    assert negative is not None and not negative.has_checks and negative.until_tools

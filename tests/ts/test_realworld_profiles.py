@@ -1,7 +1,7 @@
 """The real-world test bridges' profiles: valid against the bridge profile schema, true to the
 bridge they describe, and the planted defects catchable by scenarios that apply under them.
 
-The runner does not read profiles yet, so this checks them as data: the schema (plain
+This checks them as data (the runs are in ``test_realworld_verdicts.py``): the schema (plain
 jsonschema), that every variable, tool name and entry file a profile names is in the bridge's
 source, and that every scenario ``realworld/README.md`` names as catching a planted defect exists
 and would run under the profile (transport and capabilities claimed, no ``fixed`` knob
@@ -144,7 +144,8 @@ def test_profile_says_what_the_bridge_does(name: str) -> None:
         for part in Path(file["path"].removeprefix("${HOME}/")).parts:
             assert f'"{part}"' in code, f"{name}.ts never opens {file['path']}"
     for channel, where in found.get("channels", {}).items():
-        marker = {"system_prompt": "systemPrompt:", "notify": ".notify("}[where]
+        marker = {"system_prompt": "systemPrompt:", "notify": ".notify(",
+                  "is_error": "isError: true", "throw": "throw "}[where]
         assert marker in code, f"{name}.ts does not use {marker} for {channel}"
 
 

@@ -4,8 +4,9 @@ A profile (``fixtures/schema/bridge-profile.schema.json``, JSON or TOML) says ho
 bridge, what it claims (capabilities, level, whether it is a copy of the seed), and where it
 differs from the seed without being wrong: its own knob names or fixed constants, settings files
 instead of environment variables, its own tool names, and the agent-visible channel it uses for the
-wake-up and for diagnostics. The runner applies it at the edges (the environment a scenario sets,
-the files in the run's HOME, tool names in expectations) so the same scenarios judge every bridge.
+wake-up, for diagnostics and for errors. The runner applies it at the edges (the environment a
+scenario sets, the files in the run's HOME, tool names in expectations) so the same scenarios
+judge every bridge.
 
 Profiles are untrusted input: nothing in one is executed except its ``entry``, which the user named
 by passing the profile, and files are written only under the run's HOME or working directory.
@@ -65,6 +66,7 @@ class Profile:
     extra_tools_allowed: bool = False
     wakeup_channel: str = "message"
     diagnostics_channel: str = "stderr"
+    errors_channel: str | None = None  # "throw" | "is_error"; None: either, at the core level
 
     @property
     def bridge(self) -> str:
@@ -163,6 +165,7 @@ def load_profile(path: str | Path) -> Profile:
         extra_tools_allowed=bool(tools.get("extra_allowed", False)),
         wakeup_channel=channels.get("wakeup", "message"),
         diagnostics_channel=channels.get("diagnostics", "stderr"),
+        errors_channel=channels.get("errors"),
     )
 
 

@@ -52,6 +52,9 @@ EXIT_TIMEOUT_MS = 3000
 LIST_TOOLS_TIMEOUT_MS = 5000
 CLOSE_STDIN_WAIT_MS = 5000  # how long a close_stdin step waits for the fake to exit
 TEARDOWN_KEY = "(teardown)"
+#: at the core level, how much longer children alive after the last step may take to go
+CORE_PROCESS_GRACE_MS = 3000
+PROCESS_POLL_MS = 50
 
 
 @dataclass(frozen=True)
@@ -279,15 +282,32 @@ class _Execution:
         """One host settle, or an event-driven one when the step's expectations allow it
         (``verdict.early_end``: the rule; ``execution.settle``: how it waits)."""
         assert self.driver is not None and self.world is not None
-        condition = SettleCondition.for_step(step, self.transport)
+        request.pop("until", None)  # the runner's own: how long to wait, not the host's business
+        profile = self.options.profile
+        catalogue = profile_edges.offered_catalogue(profile) if profile is not None else None
+        condition = SettleCondition.for_step(step, self.transport, catalogue)
         if condition is None:
             reply = self.driver.request("settle", request, deadline_ms=request["timeout_ms"])
             _fill(record, reply)
+            if profile is not None:
+                record.effects = profile_edges.incoming_effects(profile, record.effects)
             record.ended_by = window_end(reply, float(request["max_ms"]))
             return
         world, start = self.world, record.journal_start
-        EventSettle(self.driver, request, condition,
-                    journal=lambda: world.journal_since(start)).run(record)
+        if profile is None:
+            EventSettle(self.driver, request, condition,
+                        journal=lambda: world.journal_since(start)).run(record)
+            return
+        EventSettle(self.driver, request, condition, journal=lambda: world.journal_since(start),
+                    effects_view=lambda effects: profile_edges.incoming_effects(profile, effects),
+                    tools_view=self._tools_in_catalogue_names).run(record)
+
+    def _tools_in_catalogue_names(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Registered tools as the scenarios name them (the profile's map), extras set aside."""
+        assert self.options.profile is not None
+        shown, extras = profile_edges.incoming_tools(self.options.profile, tools)
+        self.extra_tools.update(extras)
+        return shown
 
     def _tools_after(self, step: Step, record: StepRecord) -> list[dict[str, Any]] | None:
         """The registered tools after a step (a ``list_tools`` request; an rpc reply's tools)."""
@@ -313,10 +333,7 @@ class _Execution:
         if not reply.ok or not isinstance(reply.result, list):
             return None
         tools = [t for t in reply.result if isinstance(t, dict)]
-        if profile is not None:
-            tools, extras = profile_edges.incoming_tools(profile, tools)
-            self.extra_tools.update(extras)
-        return tools
+        return self._tools_in_catalogue_names(tools) if profile is not None else tools
 
     def _run_fake(self) -> ScenarioResult:
         assert self.world is not None
@@ -341,8 +358,11 @@ class _Execution:
             if final_tools is None:
                 dead = self.driver.dead if self.driver is not None else None
                 final_error = f"could not list the tools at the end: {dead or 'no answer'}"
+        profile = self.options.profile if scenario.subject != "fake" else None
         records, offsets = world.read_journal()
         facts = process_facts(records, procs.alive)
+        if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
+            facts = self._facts_after_grace()
         teardown = self._exit_host()
         if teardown is not None:
             self.steps.append(teardown)
@@ -361,7 +381,11 @@ class _Execution:
         observation = Observation(scenario=scenario, transport=self.transport, steps=self.steps,
                                   journal=records, step_tools=self.step_tools,
                                   final_tools=final_tools, final_tools_error=final_error,
-                                  facts=facts, secret_texts=secret_texts)
+                                  facts=facts, secret_texts=secret_texts,
+                                  catalogue=(profile_edges.offered_catalogue(profile)
+                                             if profile is not None else None),
+                                  errors_channel=(profile.errors_channel
+                                                  if profile is not None else None))
         unreached = unreached_reason(scenario, self.transport, self.steps, records,
                                      self._drained_host_stderr)
         if unreached is not None:  # one line instead of every expectation failing alike
@@ -381,6 +405,25 @@ class _Execution:
         self.result.outcome = normalise.outcome(
             self.steps, normalise.replacement_list(world.values))
         return self.result
+
+    def _facts_after_grace(self) -> dict[str, Any]:
+        """Process facts once the children still alive after the last step have had
+        ``CORE_PROCESS_GRACE_MS`` more to go (the core level: no orphan, whatever the order).
+
+        Taken before the host's exit all the same: a host kills what is left when it exits, so
+        after it every child is gone and an orphan could not be told from a clean stop. The
+        journal is read again so that a child that exited meanwhile counts as exited, not as
+        SIGKILLed; the journal checks still judge the records up to the end of the last step.
+        """
+        world = self.world
+        assert world is not None
+        deadline = time.monotonic() + CORE_PROCESS_GRACE_MS / 1000.0
+        while True:
+            records, _ = world.read_journal()
+            facts = process_facts(records, procs.alive)
+            if not facts["alive"] or time.monotonic() >= deadline:
+                return facts
+            time.sleep(PROCESS_POLL_MS / 1000.0)
 
     def _drained_host_stderr(self) -> str:
         """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""

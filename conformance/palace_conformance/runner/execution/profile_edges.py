@@ -19,10 +19,8 @@ from palace_conformance.contract import WAKEUP_TYPE
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, World
 from palace_conformance.runner.profile import Profile
-from palace_conformance.scenarios.model import Scenario
+from palace_conformance.scenarios.model import Check, Scenario
 
-#: tool expectations that speak of the whole catalogue: meaningless for a curated tool set
-_WHOLE_SET = ("registered", "order", "schemas")
 #: notify levels that carry a diagnostic (info is a UI toast)
 _DIAGNOSTIC_LEVELS = ("warning", "error")
 
@@ -31,22 +29,55 @@ def _catalogue_names() -> set[str]:
     return {tool["name"] for tool in tool_catalogue()["tools"]}
 
 
+def offered_catalogue(profile: Profile) -> list[dict[str, Any]] | None:
+    """What ``"catalogue"`` in a tools expectation stands for with this bridge: the catalogue
+    tools its profile maps (in catalogue order), or None (the whole catalogue) without a map.
+
+    A curated bridge offers a chosen set; "every palace tool, with its schema" then means every
+    tool of that set, each with the catalogue's schema."""
+    if not profile.tool_map:
+        return None
+    offered = set(profile.tool_map.values())
+    return [tool for tool in tool_catalogue()["tools"] if tool["name"] in offered]
+
+
 def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | None:
     """Why this scenario cannot judge a bridge with this profile, before anything runs."""
     if not profile.tool_map:
         return None
     offered = set(profile.tool_map.values())
+    catalogue = _catalogue_names()
     for step in scenario.steps_for(transport):
         name = step.params.get("name")
         if step.op == "call_tool" and isinstance(name, str) and name not in offered \
-                and name in _catalogue_names():
+                and name in catalogue:
             return f"the bridge offers no tool for {name} (its profile maps a curated tool set)"
-    expectations = [s.expect.tools for s in scenario.steps if s.expect is not None]
+    expectations = [s.expect.tools for s in scenario.steps_for(transport) if s.expect is not None]
     expectations.append(scenario.expect.tools)
     for tools in expectations:
-        if tools is not None and any(getattr(tools, f) not in (None, ()) for f in _WHOLE_SET):
-            return "it checks the whole catalogue, and the bridge's profile maps a curated tool set"
+        if tools is None:
+            continue
+        named = list(tools.includes)
+        if isinstance(tools.registered, tuple):
+            named += tools.registered
+        missing = sorted({n for n in named if n in catalogue and n not in offered})
+        if missing:
+            return (f"it expects {', '.join(missing)} registered, which the bridge does not "
+                    "offer (its profile maps a curated tool set)")
+    checks = [c for s in scenario.steps_for(transport) if s.expect is not None
+              for c in s.expect.effects]
+    checks += scenario.expect.effects
+    if any(_counts_every_registration(c) for c in checks if c.applies_to(transport)):
+        return ("it counts the registrations of the whole catalogue, and the bridge's profile "
+                "maps a curated tool set")
     return None
+
+
+def _counts_every_registration(check: Check) -> bool:
+    """An upper-bounded count of every ``tool_registered`` effect: the catalogue's size."""
+    if check.kind != "count" or check.raw.get("match") != {"kind": "tool_registered"}:
+        return False
+    return check.bounds.equals is not None or check.bounds.at_most is not None
 
 
 def prepare(profile: Profile, world: World) -> str | None:

@@ -15,7 +15,12 @@ step whose expectations are all positive and monotone is run as:
    it all.
 
 So a settle never ends before its old quiet window unless its expectations already hold, and the
-window it keeps is measured by events (effects, replies), not by a fixed sleep.
+window it keeps is measured by events (effects, replies), not by a fixed sleep. A settle that waits
+for tools (``SettleCondition.until_tools``) lists them at every look and does not end on quiet
+before one is registered; ``max_ms`` bounds that wait too.
+
+Effects and tools are read through the bridge profile (``Views``), so a settle judges what the
+scenarios name: catalogue tool names, a notify diagnostic as a stderr line.
 """
 
 from __future__ import annotations
@@ -38,6 +43,12 @@ ENDED_BY_MAX = "max_ms"  # the upper bound
 ENDED_BY_ERROR = "error"  # the host answered ok: false
 
 Records = Sequence[Mapping[str, Any]]
+EffectsView = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+ToolsView = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+
+
+def _as_is(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return items
 
 
 def window_end(reply: Reply, max_ms: float) -> str:
@@ -53,8 +64,11 @@ class EventSettle:
 
     def __init__(self, driver: DriverClient, request: Mapping[str, Any],
                  condition: SettleCondition, journal: Callable[[], Records], *,
-                 poll_ms: float = POLL_MS) -> None:
+                 poll_ms: float = POLL_MS, effects_view: EffectsView = _as_is,
+                 tools_view: ToolsView = _as_is) -> None:
         self.driver = driver
+        self.effects_view = effects_view  # a reply's effects as the scenarios name them
+        self.tools_view = tools_view  # the registered tools as the scenarios name them
         self.request = dict(request)
         self.condition = condition
         self.journal = journal  # the journal records written since the step began
@@ -71,25 +85,29 @@ class EventSettle:
         self.started = self.last_effect = time.monotonic()
         window_end_at = self.started + self.max_ms / 1000.0
         reply = self._settle(record, 0.0, self.max_ms)  # background work, no quiet period
+        condition = self.condition
+        tools: list[dict[str, Any]] | None = None
         while True:
             if not reply.ok:
                 ended = ENDED_BY_ERROR
                 break
-            tools = self._tools(record) if self.condition.needs_tools else None
-            journal = self.journal() if self.condition.needs_journal else ()
-            if self.condition.met(record.effects, journal, tools):
+            if condition.tools is not None or (condition.needs_tools and not tools):
+                tools = self._tools(record)
+            journal = self.journal() if condition.needs_journal else ()
+            if condition.met(record.effects, journal, tools):
                 ended = ENDED_BY_EXPECTATIONS
                 break
             now = time.monotonic()
             if now >= window_end_at:
                 ended = ENDED_BY_MAX
                 break
-            if (now - self.last_effect) * 1000.0 >= self.quiet_ms:
+            quiet_allowed = condition.may_end_quiet(tools)
+            if quiet_allowed and (now - self.last_effect) * 1000.0 >= self.quiet_ms:
                 ended = ENDED_BY_QUIET
                 break
             slice_ms = min(self.poll_ms, (window_end_at - now) * 1000.0)
             reply = self._settle(record, self.quiet_ms, slice_ms)
-            if reply.ok and window_end(reply, slice_ms) == ENDED_BY_QUIET:
+            if quiet_allowed and reply.ok and window_end(reply, slice_ms) == ENDED_BY_QUIET:
                 ended = ENDED_BY_QUIET  # the host's own quiet period is over
                 break
         record.ended_by = ended
@@ -105,7 +123,7 @@ class EventSettle:
 
     def _note(self, record: StepRecord, reply: Reply) -> None:
         if reply.effects:
-            record.effects.extend(reply.effects)
+            record.effects.extend(self.effects_view(list(reply.effects)))
             self.last_effect = time.monotonic()
 
     def _settle(self, record: StepRecord, quiet_ms: float, max_ms: float) -> Reply:
@@ -125,4 +143,4 @@ class EventSettle:
         self._note(record, reply)
         if not reply.ok or not isinstance(reply.result, list):
             return None
-        return [t for t in reply.result if isinstance(t, dict)]
+        return self.tools_view([t for t in reply.result if isinstance(t, dict)])

@@ -20,6 +20,13 @@ Monotone, per expectation:
 
 Never monotone: ``absent``, ``order``, ``gap``, upper-bounded counts, tools ``excludes`` or
 ``registered: "none"``, ``elapsed_ms``.
+
+Waiting for tools: a bridge may register its tools from background work after ``session_start``
+has returned (a connect the host does not track), with no effect in between. A settle that waits
+for tools (one whose positive ``tools`` expectation names tools, or one marked
+``"until": "tools"``) therefore does not end on its quiet window while no tool is registered;
+``max_ms`` still bounds it. Once a tool is there the usual ends apply, so a bridge that registers
+the wrong set still ends on the quiet window, not on ``max_ms``.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from palace_conformance.scenarios.checks import evaluate, evaluate_tools
 from palace_conformance.scenarios.model import Check, Step, ToolsExpect
 
 _BOUNDED_KINDS = ("count", "distinct")
+#: a settle step's ``until`` value: do not end on quiet before a tool is registered
+UNTIL_TOOLS = "tools"
 
 
 def monotone(check: Check) -> bool:
@@ -62,26 +71,42 @@ class SettleCondition:
     effects: tuple[Check, ...]
     journal: tuple[Check, ...]
     tools: ToolsExpect | None
+    until_tools: bool = False  # quiet does not end it while no tool is registered
+    catalogue: tuple[Mapping[str, Any], ...] | None = None  # the tools "catalogue" stands for
 
     @classmethod
-    def for_step(cls, step: Step, transport: str) -> SettleCondition | None:
-        """The condition to end ``step`` on, or None when it must run its whole window."""
-        expect = step.expect
-        if step.op != "settle" or expect is None or expect.elapsed_ms is not None:
+    def for_step(cls, step: Step, transport: str,
+                 catalogue: Sequence[Mapping[str, Any]] | None = None) -> SettleCondition | None:
+        """The condition to end ``step`` on, or None when it must run its whole window (one
+        host request). ``catalogue``: what ``"catalogue"`` means for this bridge (default: the
+        whole catalogue)."""
+        if step.op != "settle":
             return None
+        shown = tuple(catalogue) if catalogue is not None else None
+        waiting = cls((), (), None, True, shown) if step.params.get("until") == UNTIL_TOOLS \
+            else None  # waits for a tool, then for the quiet window; never ends on checks
+        expect = step.expect
+        if expect is None or expect.elapsed_ms is not None:
+            return waiting
         effects = tuple(c for c in expect.effects if c.applies_to(transport))
         journal = tuple(c for c in expect.journal if c.applies_to(transport))
         if not all(monotone(c) for c in (*effects, *journal)):
-            return None
+            return waiting
         if expect.tools is not None and not monotone_tools(expect.tools):
-            return None
+            return waiting
         if not effects and not journal and expect.tools is None:
-            return None  # ok / result only: nothing the window waits for
-        return cls(effects, journal, expect.tools)
+            return waiting  # ok / result only: nothing the window waits for
+        return cls(effects, journal, expect.tools,
+                   waiting is not None or expect.tools is not None, shown)
+
+    @property
+    def has_checks(self) -> bool:
+        """Whether the step has expectations the settle may end on (else it waits only)."""
+        return bool(self.effects or self.journal or self.tools is not None)
 
     @property
     def needs_tools(self) -> bool:
-        return self.tools is not None
+        return self.tools is not None or self.until_tools
 
     @property
     def needs_journal(self) -> bool:
@@ -89,12 +114,17 @@ class SettleCondition:
 
     @cached_property
     def _catalogue(self) -> list[Mapping[str, Any]]:
+        if self.catalogue is not None:
+            return list(self.catalogue)
         return list(tool_catalogue()["tools"])
 
     def met(self, effects: Sequence[Mapping[str, Any]], journal: Sequence[Mapping[str, Any]],
             tools: Sequence[Mapping[str, Any]] | None) -> bool:
         """Whether every expectation holds on what the step has seen so far (``tools`` None:
-        the registry could not be listed, so a tools expectation does not hold)."""
+        the registry could not be listed, so a tools expectation does not hold). A settle
+        without expectations never ends on them."""
+        if not self.has_checks:
+            return False
         if not all(evaluate(c, effects).passed for c in self.effects):
             return False
         if not all(evaluate(c, journal).passed for c in self.journal):
@@ -104,3 +134,8 @@ class SettleCondition:
         if tools is None:
             return False
         return all(v.passed for v in evaluate_tools(self.tools, tools, self._catalogue))
+
+    def may_end_quiet(self, tools: Sequence[Mapping[str, Any]] | None) -> bool:
+        """Whether the quiet window may end the settle: not while it waits for tools and none
+        is registered yet."""
+        return not self.until_tools or bool(tools)

@@ -17,9 +17,10 @@ from typing import Any
 
 from palace_conformance.contract import HOST_ERROR_KINDS
 from palace_conformance.resources import tool_catalogue
-from palace_conformance.runner.results import FAIL, PASS, CheckRecord, StepRecord
+from palace_conformance.runner.results import CORE, FAIL, PASS, SEED, CheckRecord, StepRecord
 from palace_conformance.runner.verdict.levels import check_level
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
+from palace_conformance.runner.verdict.surfaced import NO_DATA, SurfacedError, surfaced_error
 from palace_conformance.scenarios.checks import (
     Verdict,
     evaluate,
@@ -30,7 +31,8 @@ from palace_conformance.scenarios.checks import (
 from palace_conformance.scenarios.matching import json_equal, why_not
 from palace_conformance.scenarios.model import Check, ProcessesExpect, Scenario, Step, ToolsExpect
 
-#: error kinds that mean the host could not do the op at all (not a bridge outcome)
+#: profile ``channels.errors`` value that holds a bridge to thrown errors
+THROW = "throw"
 _TOOLS_FIELDS = ("registered", "includes", "excludes", "schemas", "order")
 
 
@@ -47,6 +49,11 @@ class Observation:
     final_tools_error: str = ""
     facts: dict[str, Any] | None = None
     secret_texts: list[str] = field(default_factory=list)
+    #: what "catalogue" means in a tools expectation (a curated bridge's set); None: the whole
+    catalogue: list[dict[str, Any]] | None = None
+    #: how the bridge reports a failed call (profile ``channels.errors``): "throw" holds it to
+    #: thrown errors; otherwise an isError result is read as the error it reports (surfaced.py)
+    errors_channel: str | None = None
 
 
 def _brief(value: Any, limit: int = 100) -> str:
@@ -95,12 +102,14 @@ class _Recorder:
         self.records: list[CheckRecord] = []
 
     def add(self, pointer: str, passed: bool, message: str, *, step: str | None = None,
-            expected: Any = None, got: Any = None) -> None:
+            expected: Any = None, got: Any = None, seed: bool = False) -> None:
+        """One record; ``seed``: a seed convention whatever the pointer's own level."""
+        level = check_level(self.scenario, pointer)
         self.records.append(CheckRecord(
             scenario=self.scenario.id, transport=self.transport, pointer=pointer,
             status=PASS if passed else FAIL, message=message, step=step,
             covers=self.scenario.covers, expected=expected, got=got,
-            level=check_level(self.scenario, pointer)))
+            level=SEED if seed and level == CORE else level))
 
     def verdict(self, pointer: str, what: str, verdict: Verdict, *, step: str | None = None,
                 expected: Any = None) -> None:
@@ -188,11 +197,21 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
     if expect is None:
         return
     at = f"{at}/expect"
-    if expect.ok is not None:
+    surfaced = None
+    if expect.ok is False and record.ok and observation.errors_channel != THROW:
+        surfaced = surfaced_error(record.result) if step.op == "call_tool" else None
+    if surfaced is not None:  # the error came back as an isError result: judged as that error
+        recorder.add(f"{at}/ok", False,
+                     "expected ok false, got an isError tool result (an error surfaced to the "
+                     f"agent, which core accepts; the seed throws): {surfaced.message!r}",
+                     step=key, expected=False, got=surfaced.as_error(), seed=True)
+        if expect.error is not None:
+            _judge_surfaced(recorder, f"{at}/error", key, expect.error, surfaced)
+    elif expect.ok is not None:
         recorder.add(f"{at}/ok", record.ok == expect.ok,
                      f"expected ok {str(expect.ok).lower()}, got {_ok_text(record)}", step=key,
                      expected=expect.ok, got=record.ok)
-    if expect.error is not None:
+    if expect.error is not None and surfaced is None:
         _judge_error(recorder, f"{at}/error", key, expect.error, record)
     if expect.has_result:
         view = step_view(record)
@@ -214,7 +233,8 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
                              evaluate(check, window), step=key, expected=dict(check.raw))
     if expect.tools is not None:
         _judge_tools(recorder, f"{at}/tools", key, expect.tools,
-                     observation.step_tools.get(step.index), "could not list the tools")
+                     observation.step_tools.get(step.index), "could not list the tools",
+                     observation.catalogue)
     if expect.elapsed_ms is not None:
         ms = record.elapsed_ms
         passed = ms is not None and expect.elapsed_ms.admits(ms)
@@ -270,9 +290,46 @@ def _judge_error(recorder: _Recorder, at: str, key: str, expect: Any,
                      step=key, expected=expect.data, got=error.get("data"))
 
 
+def _judge_surfaced(recorder: _Recorder, at: str, key: str, expect: Any,
+                    error: SurfacedError) -> None:
+    """An expected error judged on the isError result that reported it (surfaced.py): what the
+    result tells is judged at the check's level; a kind it cannot tell is a seed-level note."""
+    got = error.as_error()
+    if expect.kind is not None:
+        if error.kind is None:
+            recorder.add(f"{at}/kind", False,
+                         f"expected error kind {expect.kind!r}; an isError result whose text does "
+                         f"not tell the kind ({error.message!r}): judged at seed level only",
+                         step=key, expected=expect.kind, got=got, seed=True)
+        else:
+            recorder.add(f"{at}/kind", error.kind == expect.kind,
+                         f"expected error kind {expect.kind!r}, got {error.kind!r} (an isError "
+                         f"result, kind told by its {error.told_by}: {error.message})", step=key,
+                         expected=expect.kind, got=error.kind)
+    if expect.code is not None:
+        recorder.add(f"{at}/code", json_equal(expect.code, error.code),
+                     f"expected error code {expect.code}, got {error.code!r} (an isError result: "
+                     "details.error.code, else a code in its text)", step=key,
+                     expected=expect.code, got=error.code)
+    if expect.message_contains:
+        missing = [text for text in expect.message_contains if text not in error.message]
+        recorder.add(f"{at}/message_contains", not missing,
+                     f"isError result text {error.message!r} lacks {missing}" if missing
+                     else "the isError result has every expected text", step=key,
+                     expected=list(expect.message_contains), got=error.message)
+    if expect.has_data:
+        data = None if error.data is NO_DATA else error.data
+        reason = why_not(expect.data, data)
+        recorder.add(f"{at}/data", reason is None,
+                     "error data matches (an isError result)" if reason is None
+                     else f"error data (an isError result: details.error.data, else JSON in its "
+                          f"text): {reason}", step=key, expected=expect.data, got=data)
+
+
 def _judge_tools(recorder: _Recorder, at: str, key: str | None, expect: ToolsExpect,
-                 tools: Sequence[Mapping[str, Any]] | None, missing: str) -> None:
-    catalogue = tool_catalogue()["tools"]
+                 tools: Sequence[Mapping[str, Any]] | None, missing: str,
+                 offered: Sequence[Mapping[str, Any]] | None = None) -> None:
+    catalogue = offered if offered is not None else tool_catalogue()["tools"]
     for name in _TOOLS_FIELDS:
         value = getattr(expect, name)
         if value in (None, ()):
@@ -300,7 +357,8 @@ def _judge_scenario(recorder: _Recorder, observation: Observation) -> None:
                              evaluate(check, effects), expected=dict(check.raw))
     if expect.tools is not None:
         _judge_tools(recorder, "/expect/tools", None, expect.tools, observation.final_tools,
-                     observation.final_tools_error or "could not list the tools at the end")
+                     observation.final_tools_error or "could not list the tools at the end",
+                     observation.catalogue)
     if expect.processes is not None:
         _judge_processes(recorder, expect.processes, observation.facts)
     for index, secret in enumerate(expect.wire_secrets):

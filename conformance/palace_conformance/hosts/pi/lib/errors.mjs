@@ -3,7 +3,8 @@
 // A pi extension may use any MCP client, so the error's class is not known in advance. The
 // mapping looks at the error's name first (pi-mcp's typed errors), then at its shape (a numeric
 // JSON-RPC `code`, an HTTP `status`), and only then at its message. docs/typescript-hosts.md
-// lists the rules; keep the two in step.
+// lists the rules; keep the two in step. The runner reads the text of an isError result by the
+// same BY_MESSAGE table (runner/verdict/surfaced.py; tests/runner/test_surfaced.py checks).
 
 /** An op that failed for a reason the host knows the kind of. */
 export class OpError extends Error {
