@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     from palace_conformance.runner.commands import drift as drift_commands  # light, like selftest
 
     drift_commands.add_commands(sub)
+    from palace_conformance.runner.commands import profile as profile_commands  # light, too
+
+    profile_commands.add_commands(sub)
     return parser
 
 

@@ -10,12 +10,16 @@ import asyncio
 import io
 import json
 import os
+import sys
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
+
+from palace_bridge.cli import main as bridge_main
 from palace_bridge.client import PalaceClient, create_client
 from palace_conformance.fake.commands import install_shim
 from palace_conformance.fake.journal import read_journal
@@ -36,6 +40,32 @@ SLACK_S = 1.5
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a finished ``palace-bridge`` command left: its exit status and its two streams."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def bridge_in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                      env: dict[str, str], *args: str, stdin: str = "") -> Done:
+    """``palace-bridge ARGS`` run by its ``main`` in this process, with exactly ``env`` as the
+    environment and ``stdin`` as standard input: what a subprocess would see, minus the
+    interpreter start-up."""
+    capsys.readouterr()
+    with monkeypatch.context() as patched:
+        for name in list(os.environ):
+            patched.delenv(name)
+        for name, value in env.items():
+            patched.setenv(name, value)
+        patched.setattr(sys, "stdin", io.StringIO(stdin))
+        code = bridge_main(list(args))
+    out, err = capsys.readouterr()
+    return Done(code, out, err)
 
 
 def clean_base_env() -> dict[str, str]:

@@ -1,4 +1,8 @@
-"""``palace-bridge`` against the fake: a stall is a timeout, a crash a respawn, a 404 a renewal."""
+"""``palace-bridge`` against the fake: a stall is a timeout, a crash a respawn, a 404 a renewal.
+
+Each command (``tools``, ``call``, ``run``) has one test that runs the real command in a
+subprocess; the others run its ``main`` in this process with the same environment.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import time
 
 import pytest
 
-from .support import SLACK_S, HttpFake, Scenario, remote_env
+from .support import SLACK_S, Done, HttpFake, Scenario, bridge_in_process, remote_env
 
 CLI = [sys.executable, "-m", "palace_bridge.cli"]
 
@@ -25,7 +29,16 @@ def scenario(tmp_path):
     return Scenario(tmp_path)
 
 
+@pytest.fixture
+def in_process(monkeypatch, capsys):
+    def command(env: dict[str, str], *args: str, stdin: str = "") -> Done:
+        return bridge_in_process(monkeypatch, capsys, env, *args, stdin=stdin)
+
+    return command
+
+
 def test_tools_prints_every_tool_with_its_schema(scenario):
+    """The smoke test of ``tools``."""
     proc = bridge(scenario.env, "tools")
     assert proc.returncode == 0, proc.stderr
     tools = json.loads(proc.stdout)
@@ -36,6 +49,7 @@ def test_tools_prints_every_tool_with_its_schema(scenario):
 
 
 def test_call_prints_the_result_as_json(scenario):
+    """The smoke test of ``call``."""
     proc = bridge(scenario.env, "call", "mempalace_status", "{}")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -43,12 +57,12 @@ def test_call_prints_the_result_as_json(scenario):
     assert proc.stderr == ""
 
 
-def test_stall_is_a_timeout_within_timeout_plus_slack(scenario):
+def test_stall_is_a_timeout_within_timeout_plus_slack(scenario, in_process):
     scenario.faults = ["stall@mempalace_status"]
     env = scenario.env
     env["MEMPALACE_MCP_TIMEOUT_MS"] = "400"
     began = time.monotonic()
-    proc = bridge(env, "call", "mempalace_status")
+    proc = in_process(env, "call", "mempalace_status")
     elapsed = time.monotonic() - began
     assert proc.returncode == 4
     assert proc.stderr.strip().splitlines() == [
@@ -61,6 +75,7 @@ def test_stall_is_a_timeout_within_timeout_plus_slack(scenario):
 
 
 def test_crash_is_a_respawn_with_a_new_pid(scenario):
+    """The smoke test of ``run``: calls read from a real stdin pipe."""
     scenario.faults = ["exit@mempalace_status#1,code=75"]
     lines = "\n".join(json.dumps({"tool": "mempalace_status"}) for _ in range(2)) + "\n"
     proc = bridge(scenario.env, "run", stdin=lines)
@@ -74,17 +89,17 @@ def test_crash_is_a_respawn_with_a_new_pid(scenario):
     assert exits[0]["pid"] == pids[0] and exits[0]["code"] == 75
 
 
-def test_crash_at_startup_is_respawned_inside_one_call(scenario):
+def test_crash_at_startup_is_respawned_inside_one_call(scenario, in_process):
     scenario.faults = ["startup_fail@$startup,code=1,stderr=palace is held by PID 4242"]
-    proc = bridge(scenario.env, "call", "mempalace_status")
+    proc = in_process(scenario.env, "call", "mempalace_status")
     assert proc.returncode == 0, proc.stderr
     assert len(scenario.pids()) == 2
 
 
-def test_404_is_one_reinitialize_and_one_retry(tmp_path):
+def test_404_is_one_reinitialize_and_one_retry(tmp_path, in_process):
     fake = HttpFake(tmp_path, sessions=True, faults=["forget_session@mempalace_status"])
     try:
-        proc = bridge(remote_env(fake.url), "call", "mempalace_status")
+        proc = in_process(remote_env(fake.url), "call", "mempalace_status")
         methods = [r.get("method") for r in fake.received()]
         statuses = [r["status"] for r in fake.records("http_response")]
     finally:
@@ -101,28 +116,29 @@ def test_404_is_one_reinitialize_and_one_retry(tmp_path):
     (["call", "mempalace_status", "[1]"], 2, "JSON-ARGS must be a JSON object"),
     (["call", "mempalace_status", "{oops"], 2, "JSON-ARGS is not JSON"),
 ])
-def test_failures_are_one_line_and_a_distinct_exit_code(scenario, args, code, needle):
-    proc = bridge(scenario.env, *args)
+def test_failures_are_one_line_and_a_distinct_exit_code(scenario, in_process, args, code,
+                                                         needle):
+    proc = in_process(scenario.env, *args)
     assert proc.returncode == code
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0]
     assert "Traceback" not in proc.stderr
 
 
-def test_unavailable_local_palace_exits_3_with_one_line(tmp_path):
+def test_unavailable_local_palace_exits_3_with_one_line(tmp_path, in_process):
     scenario = Scenario(tmp_path)
     env = scenario.env
     env["PATH"] = str(tmp_path / "nothing-here")
-    proc = bridge(env, "call", "mempalace_status")
+    proc = in_process(env, "call", "mempalace_status")
     assert proc.returncode == 3
     assert proc.stderr.strip().splitlines() == [
         "mempalace-mcp unavailable (mempalace-mcp not found on PATH); "
         "continuing without palace tools"]
 
 
-def test_unreachable_remote_exits_3_with_the_seed_line(tmp_path):
+def test_unreachable_remote_exits_3_with_the_seed_line(in_process):
     env = remote_env("http://127.0.0.1:9/mcp", MEMPALACE_REMOTE_CONNECT_RETRIES="1")
-    proc = bridge(env, "tools")
+    proc = in_process(env, "tools")
     assert proc.returncode == 3
     assert proc.stderr == ("mempalace-mcp unavailable after retries; "
                            "continuing without palace tools\n")

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from palace_bridge.config import BridgeConfig
 
-from .support import clean_base_env
+from .support import bridge_in_process, clean_base_env
 
 SEED_DEFAULTS = {
     # Stall protection
@@ -88,10 +85,9 @@ def test_malformed_preamble_is_ignored_with_a_warning():
     assert good.preamble == ("mempalace_status", {"a": 1})
 
 
-def test_cli_prints_the_warning_exactly_once(tmp_path):
+def test_cli_prints_the_warning_exactly_once(tmp_path, monkeypatch, capsys):
     env = clean_base_env()
     env.update(HOME=str(tmp_path), PATH="/nonexistent", MEMPALACE_MCP_TIMEOUT_MS="soon")
-    proc = subprocess.run([sys.executable, "-m", "palace_bridge.cli", "tools"], env=env,
-                          capture_output=True, text=True, timeout=30)
+    proc = bridge_in_process(monkeypatch, capsys, env, "tools")
     assert proc.stderr.count("MEMPALACE_MCP_TIMEOUT_MS") == 1, proc.stderr
     assert proc.returncode == 3

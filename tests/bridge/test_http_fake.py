@@ -28,7 +28,7 @@ from palace_bridge.errors import (
 )
 from palace_conformance.resources import tool_catalogue
 
-from .support import SLACK_S, HttpFake, Scenario, remote_env, run
+from .support import SLACK_S, HttpFake, Scenario, eventually, remote_env, run
 
 TOKEN = "fake-token-Zq81"
 LINE = "mempalace-mcp unavailable after retries; continuing without palace tools"
@@ -352,9 +352,12 @@ def test_http06_keepalive_holds_the_session_and_a_404_replaces_it(make_remote):
     async def main():
         client = remote.client(MEMPALACE_MCP_KEEPALIVE_MS="150")
         await client.start()
-        await asyncio.sleep(0.4)
+        assert await eventually(lambda: remote.fake.received("ping"))  # on the first session
         remote.fake.control("POST", "sessions/forget")
-        await asyncio.sleep(0.4)
+        # the next ping gets the 404, the session is replaced before any call, and the pings
+        # go on in the new one
+        assert await eventually(lambda: len(remote.sessions_opened()) == 2
+                                and len(remote.fake.received("ping")) >= 2)
         result = await status(client)
         await client.stop()
         return result

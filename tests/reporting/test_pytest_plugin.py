@@ -89,6 +89,21 @@ def test_without_palace_bridge_the_plugin_adds_nothing(tmp_path: Path) -> None:
     assert "1 passed" in done.stdout and "[stdio]" not in done.stdout
 
 
+def test_a_profile_names_the_bridge_and_the_level(tmp_path: Path) -> None:
+    profile = tmp_path / "ref.profile.json"
+    profile.write_text(json.dumps({"schema_version": 1, "name": "ref at core",
+                                   "entry": "reference", "claims": {"level": "core"}}))
+    done = pytest_in(tmp_path, f"--palace-profile={profile}", "--palace-select",
+                     "life.handshake.initialize-first", "--palace-select", "feed.wing.defaults",
+                     "--palace-transport", "stdio", "-v", "-rs")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "life.handshake.initialize-first[stdio] PASSED" in done.stdout
+    assert "feed.wing.defaults[stdio] SKIPPED" in done.stdout
+    assert "judge them with --level seed" in done.stdout
+    done = pytest_in(tmp_path, "--palace-profile", str(tmp_path / "missing.json"))
+    assert done.returncode == 4 and "--palace-profile: cannot read profile" in done.stderr
+
+
 def test_usage_problems_stop_before_collection(tmp_path: Path) -> None:
     done = pytest_in(tmp_path, "--palace-bridge=/nonexistent/host")
     assert done.returncode == 4

@@ -120,8 +120,11 @@ def run(*results: ScenarioResult, bridge: str = "bridge", caps: tuple[str, ...] 
                      results=list(results), started_at="2026-01-01T00:00:00+00:00")
 
 
-def source(label: str, *results: ScenarioResult, caps: tuple[str, ...] = ALL_CAPS) -> Source:
-    return Source(label, run(*results, bridge=label, caps=caps), f"{label}-origin", caps)
+def source(label: str, *results: ScenarioResult, caps: tuple[str, ...] = ALL_CAPS,
+           journals: bool = True) -> Source:
+    """A bridge's results as ``diff`` gets them: from a live run (``journals``), or a file."""
+    return Source(label, run(*results, bridge=label, caps=caps), f"{label}-origin", caps,
+                  journals)
 
 
 def save(path: Path, value: RunResult) -> Path:

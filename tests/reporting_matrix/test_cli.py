@@ -3,6 +3,9 @@
 The real runs use the Python reference host and its deliberately broken mutant (no Node needed):
 two runs of the same bridge must agree (every volatile value masked), and a bridge that reports
 palace errors as plain exceptions must drift exactly where it first does so.
+
+The commands run in this process (``main`` prints and exits like the installed command); one test
+per command runs the real command in a subprocess, as a user or CI does.
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from palace_conformance.cli import main
 from palace_conformance.runner.compare.matrix import read_html_cells
 
 from .support import eager_steps, failing, result, run, save, wakeup
@@ -24,13 +30,51 @@ MUTANT = (sys.executable, str(Path(__file__).resolve().parents[1] / "runner" / "
 WAKE = "wake.fresh-session.inject-once"
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMPALACE_", "PALACE_"))}
-    return subprocess.run([sys.executable, "-c", LAUNCH, *args], capture_output=True, text=True,
-                          timeout=110, check=False, cwd=cwd, env=env)
+@dataclass(frozen=True)
+class Done:
+    """What a finished command left: its exit status and its two streams."""
+
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+def bridge_free_environment() -> dict[str, str]:
+    """The environment without bridge or fake settings, so the user's never leak into a run."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("MEMPALACE_", "PALACE_"))}
+
+
+def subprocess_cli(*args: str, cwd: Path | None = None) -> Done:
+    """The real command in a subprocess."""
+    done = subprocess.run([sys.executable, "-c", LAUNCH, *args], capture_output=True, text=True,
+                          timeout=110, check=False, cwd=cwd, env=bridge_free_environment())
+    return Done(done.returncode, done.stdout, done.stderr)
+
+
+Cli = Callable[..., Done]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """The command in this process, in the same environment ``subprocess_cli`` gives it."""
+    for name in set(os.environ) - set(bridge_free_environment()):
+        monkeypatch.delenv(name)
+
+    def command(*args: str, cwd: Path | None = None) -> Done:
+        capsys.readouterr()
+        with monkeypatch.context() as moved:
+            if cwd is not None:
+                moved.chdir(cwd)
+            with pytest.raises(SystemExit) as exited:
+                main(list(args))
+        out, err = capsys.readouterr()
+        code = exited.value.code
+        return Done(code if isinstance(code, int) else 0 if code is None else 1, out, err)
+
+    return command
+
+
+def one_line_error(done: Done, *needles: str) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     for needle in needles:
@@ -49,12 +93,12 @@ def one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> Non
     (("diff", "--bridge", "reference", "--bridge", "reference", "--select", "nope.*"),
      ("no scenario id matches --select nope.*",)),
 ])
-def test_usage_problems_are_one_line_exit_2(args: tuple[str, ...], needles: tuple[str, ...],
-                                            tmp_path: Path) -> None:
+def test_usage_problems_are_one_line_exit_2(cli: Cli, args: tuple[str, ...],
+                                            needles: tuple[str, ...], tmp_path: Path) -> None:
     one_line_error(cli(*args, cwd=tmp_path), *needles)
 
 
-def test_a_file_that_is_not_a_result_is_one_line(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_result_is_one_line(cli: Cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{\"not\": \"a result\"}")
     one_line_error(cli("diff", "--from", str(bad), "--from", str(bad)),
@@ -64,12 +108,14 @@ def test_a_file_that_is_not_a_result_is_one_line(tmp_path: Path) -> None:
                    "not a JSON report")
 
 
-def test_diff_from_saved_results(tmp_path: Path) -> None:
+def test_diff_from_saved_results(cli: Cli, tmp_path: Path) -> None:
+    """Also the smoke test of ``diff``: its first run is the installed command, in a process of
+    its own."""
     same_a = save(tmp_path / "a.json", run(result(WAKE, "stdio", eager_steps())))
     same_b = save(tmp_path / "b.json",
                   run(result(WAKE, "stdio", eager_steps("/tmp/pc-run-z", pid=7),
                              tmp="/tmp/pc-run-z")))
-    agree = cli("diff", "--from", f"one={same_a}", "--from", f"two={same_b}")
+    agree = subprocess_cli("diff", "--from", f"one={same_a}", "--from", f"two={same_b}")
     assert agree.returncode == 0, agree.stdout + agree.stderr
     assert agree.stdout.splitlines()[-1].startswith("SAME: 0 drifting, 1 agreeing")
 
@@ -91,14 +137,33 @@ def test_diff_from_saved_results(tmp_path: Path) -> None:
     one_line_error(none, "no result matches the selection")
 
 
+def test_diff_include_ui_compares_what_is_otherwise_named_and_left_out(cli: Cli,
+                                                                     tmp_path: Path) -> None:
+    toasting = eager_steps()
+    toasting[1].effects = [{"kind": "notify", "level": "info", "message": "MemPalace ready"}]
+    quiet = save(tmp_path / "quiet.json", run(result(WAKE, "stdio", eager_steps())))
+    loud = save(tmp_path / "loud.json", run(result(WAKE, "stdio", toasting)))
+    default = cli("diff", "--from", f"ref={quiet}", "--from", f"pi={loud}")
+    assert default.returncode == 0, default.stdout + default.stderr
+    assert ("not compared: UI-only effects: notify (0 from ref, 1 from pi; --include-ui "
+            "compares them)") in default.stdout
+    shown = cli("diff", "--from", f"ref={quiet}", "--from", f"pi={loud}", "--include-ui",
+                "--json", str(tmp_path / "ui.json"))
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    [drift] = json.loads((tmp_path / "ui.json").read_text())["drift"]
+    assert drift["category"] == "ui" and drift["right"]["message"] == "MemPalace ready"
+    assert "UI only  (start-up)" in shown.stdout
+
+
 def test_matrix_from_saved_results_writes_markdown_html_and_counts(tmp_path: Path) -> None:
+    """The smoke test of ``matrix``: the installed command, in a process of its own."""
     a = save(tmp_path / "a.json", run(result(WAKE, "stdio", eager_steps())))
     b = save(tmp_path / "b.json", run(result(
         WAKE, "stdio", eager_steps(), status="failed",
         checks=[failing(WAKE, "stdio", "/steps/4/expect/effects/0", "should not be there")])))
     md, page = tmp_path / "m.md", tmp_path / "m.html"
-    done = cli("matrix", "--from", f"ref={a}", "--from", f"other={b}", "--markdown", str(md),
-               "--html", str(page))
+    done = subprocess_cli("matrix", "--from", f"ref={a}", "--from", f"other={b}", "--markdown",
+                          str(md), "--html", str(page))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[:2] == ["ref: 1 passed", "other: 1 failed"]
     assert f"| `{WAKE}` | WAKE-01 | pass | **FAIL** |" in md.read_text()
@@ -108,21 +173,40 @@ def test_matrix_from_saved_results_writes_markdown_html_and_counts(tmp_path: Pat
     assert cells == {("ref", "stdio"): "passed", ("other", "stdio"): "failed"}
 
 
-def test_two_runs_of_the_same_bridge_never_drift(tmp_path: Path) -> None:
-    # pids, ports, temp dirs, session and drawer ids, timestamps and durations all differ
-    # between these runs; none of it may count
+#: a fixed part of the catalogue that carries each kind of per-run value, for the default suite
+#: (tox -e conformance diffs the reference against itself over the whole catalogue)
+SELF_DIFF_SUBSET = (
+    "tool.errors.rpc-errors-and-results-kept",
+    WAKE,
+    "stdio.respawn.after-crash",  # pids of a respawned child
+    "fake.lock.loser-is-read-only",  # "held by PID 12345" inside a palace error
+    "fake.lock.stdio-lease-on-first-write",  # evt_<clock>_<digest> inside an rpc reply's text
+    "mail.owed.ack-of-joins-by-event-id",  # event ids inside the injected wake-up
+    "mail.fail-silent.is-error-results",  # a poll that lands before or after a settle
+    "life.fail-closed.remote-faults-never-spawn",  # the error kind a kill races between
+    "feed.shutdown.prepare-then-mine",  # helper runs with temp paths in their argv
+    "http.session.forgotten-between-calls",  # HTTP session ids
+)
+
+
+def test_two_runs_of_the_same_bridge_never_drift(cli: Cli, tmp_path: Path) -> None:
+    # pids, ports, temp dirs, session, drawer and event ids, timestamps and durations all
+    # differ between these runs; none of it may count
     done = cli("diff", "--bridge", "reference", "--bridge", "reference",
-               "--select", "tool.errors.rpc-errors-and-results-kept",
-               "--select", WAKE, "--select", "stdio.respawn.after-crash",
+               *(arg for sid in SELF_DIFF_SUBSET for arg in ("--select", sid)),
                "--json", str(tmp_path / "d.json"), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads((tmp_path / "d.json").read_text())
     assert data["drift"] == [] and data["incomparable"] == []
-    assert len(data["agreed"]) == 5 and data["masked"] == []
+    assert data["not_applicable"] == [] and data["masked"] == []
+    ran = {a.rsplit("[", 1)[0] for a in data["agreed"]}
+    assert ran == set(SELF_DIFF_SUBSET) and len(data["agreed"]) >= len(SELF_DIFF_SUBSET)
     assert [b["label"] for b in data["bridges"]] == ["reference", "reference#2"]
+    assert done.stdout.splitlines()[-1].startswith(f"SAME: 0 drifting, {len(data['agreed'])} "
+                                                   "agreeing")
 
 
-def test_a_mutant_bridge_drifts_where_it_first_misreports(tmp_path: Path) -> None:
+def test_a_mutant_bridge_drifts_where_it_first_misreports(cli: Cli, tmp_path: Path) -> None:
     mutant = " ".join([*MUTANT, "errors-as-exception"])
     done = cli("diff", "--bridge", "reference", "--bridge", mutant, "--transport", "stdio",
                "--select", "tool.errors.codes-and-data-kept", "--json", str(tmp_path / "d.json"),
@@ -138,7 +222,7 @@ def test_a_mutant_bridge_drifts_where_it_first_misreports(tmp_path: Path) -> Non
     assert 'step #3 call_tool "internal", at /error/kind' in done.stdout
 
 
-def test_matrix_applies_a_baseline_to_the_bridge_it_names(tmp_path: Path) -> None:
+def test_matrix_applies_a_baseline_to_the_bridge_it_names(cli: Cli, tmp_path: Path) -> None:
     failed = run(result(WAKE, "stdio", eager_steps(), status="failed",
                         checks=[failing(WAKE, "stdio", "/steps/4/expect/effects/0", "no")]),
                  result("tool.register.schemas-passed-through", "stdio", eager_steps(),

@@ -27,8 +27,18 @@ from .support import (
 SID = "wake.fresh-session.inject-once"
 
 
-def pair(left_steps, right_steps, *, left_tmp="/tmp/pc-run-a", right_tmp="/tmp/pc-run-b",
+def tmp_of(steps) -> str:
+    """The run dir the steps were made with (each side's paths are under its own run dir)."""
+    text = json.dumps([s.to_json() for s in steps])
+    if "/tmp/" not in text:
+        return "/tmp/pc-run-a"
+    return "/tmp/" + text[text.index("/tmp/") + 5:].split("/", 1)[0]
+
+
+def pair(left_steps, right_steps, *, left_tmp=None, right_tmp=None,
          left_caps=ALL_CAPS, right_caps=ALL_CAPS, **kwargs):
+    left_tmp = left_tmp or tmp_of(left_steps)
+    right_tmp = right_tmp or tmp_of(right_steps)
     left = source("ref", result(SID, "stdio", left_steps, tmp=left_tmp, **kwargs),
                   caps=left_caps)
     right = source("other", result(SID, "stdio", right_steps, tmp=right_tmp, **kwargs),

@@ -99,3 +99,23 @@ def test_scenario_tools_processes_and_secrets() -> None:
     assert found["/expect/wire_secrets/0"][0] == "fail"
     assert "tok-secret-123" not in found["/expect/wire_secrets/0"][1]  # never repeat a secret
     assert found["/expect/wire_secrets/1"][0] == "pass"
+
+
+def test_a_settle_window_includes_the_work_of_the_step_it_settles() -> None:
+    """A poll an ``agent_settled`` starts may land in that event's window or the settle's, as
+    the machine's load decides; the settle after it sees it either way (and only then)."""
+    poll = {"check": "count", "match": {"kind": "recv", "tool": "poll"}, "at_least": 1}
+    steer = {"check": "count", "match": {"kind": "message"}, "equals": 1}
+    case = scenario([{"op": "load"}, {"op": "event", "name": "agent_settled", "payload": {}},
+                     {"op": "settle", "expect": {"journal": [poll], "effects": [steer]}},
+                     {"op": "sleep", "ms": 1},
+                     {"op": "settle", "expect": {"journal": [poll]}}])
+    journal = [{"kind": "recv", "tool": "init"}, {"kind": "recv", "tool": "poll"}]
+    event = ran(1, "event", journal_start=1, journal_end=2, effects=[{"kind": "message"}])
+    steps = [ran(0, "load", journal_end=1), event, ran(2, "settle", journal_start=2,
+             journal_end=2), ran(3, "sleep", journal_start=2, journal_end=2),
+             ran(4, "settle", journal_start=2, journal_end=2)]
+    found = verdicts(Observation(case, "stdio", steps, journal))
+    assert found["/steps/2/expect/journal/0"][0] == "pass"  # the event's poll counts
+    assert found["/steps/2/expect/effects/0"][0] == "pass"  # and so does its message
+    assert found["/steps/4/expect/journal/0"][0] == "fail"  # a settle after a sleep: its own only

@@ -142,3 +142,34 @@ def test_the_host_reads_requests_from_a_file_or_dev_null(tmp_path: Path) -> None
     empty = subprocess.run(REFERENCE_HOST, stdin=subprocess.DEVNULL, capture_output=True,
                            timeout=30)
     assert (empty.returncode, empty.stdout) == (0, b"")
+
+
+def test_noting_env_reads_records_the_names_from_env_looks_up_then_restores_it() -> None:
+    from palace_bridge.config import BridgeConfig
+    from palace_conformance.hosts.reference import _noting_env_reads
+
+    original = BridgeConfig.__dict__["from_env"]
+    names: set[str] = set()
+    with _noting_env_reads(names):
+        config = BridgeConfig.from_env({"MEMPALACE_MCP_TIMEOUT_MS": "1234", "UNRELATED": "x"})
+    assert config.timeout_ms == 1234  # the bridge still gets its values
+    assert "MEMPALACE_MCP_TIMEOUT_MS" in names and "MEMPALACE_FEED" in names
+    assert "UNRELATED" not in names
+    assert BridgeConfig.__dict__["from_env"] is original
+
+
+def test_introspect_reports_the_names_the_bridge_read_never_the_values(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"],
+           "MEMPALACE_REMOTE_URL": "http://127.0.0.1:9/mcp",  # nothing listens: fails fast
+           "MEMPALACE_REMOTE_TOKEN": "token-value-never-reported",
+           "MEMPALACE_REMOTE_CONNECT_RETRIES": "0"}
+    with DriverClient(REFERENCE_HOST).start() as host:
+        host.hello()
+        assert host.request("load", {"env": env, "cwd": str(tmp_path)}, deadline_ms=20000).ok
+        found = host.request("introspect", deadline_ms=2000).result
+    observed = found["observed"]
+    assert {"MEMPALACE_REMOTE_URL", "MEMPALACE_REMOTE_TOKEN",
+            "MEMPALACE_MCP_TIMEOUT_MS"} <= set(observed["env_reads"])
+    assert observed["env_reads"] == sorted(observed["env_reads"])
+    assert observed["files"] == [] and observed["spawned"] == []  # remote: no child
+    assert "token-value-never-reported" not in json.dumps(found)

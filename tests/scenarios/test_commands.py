@@ -1,4 +1,8 @@
-"""``palace-conformance fixtures validate|list|coverage``: output and exit codes."""
+"""``palace-conformance fixtures validate|list|coverage``: output and exit codes.
+
+The commands run in this process (``main`` prints and exits like the installed command); one test
+runs the real command in a subprocess, as a user or CI does.
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,10 @@ from .shipped import catalogue, scenario
 LAUNCH = "from palace_conformance.cli import main; main()"
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The real command in a subprocess, as a user or CI runs it."""
     return subprocess.run([sys.executable, "-c", LAUNCH, "fixtures", *args], capture_output=True,
-                          text=True, timeout=60, cwd=cwd)
+                          text=True, timeout=60)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -31,13 +35,16 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def test_validate_shipped_in_a_subprocess() -> None:
+    """The smoke test of ``fixtures``: the installed command, in a process of its own."""
     done = cli("validate")
     count = len(catalogue().scenarios)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == f"{count} scenario(s) valid\n"
 
 
-def test_validate_reports_one_line_per_problem_and_exits_1(tmp_path: Path) -> None:
+def test_validate_reports_one_line_per_problem_and_exits_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     good = scenario("tool.register.schemas-passed-through")
     (tmp_path / "tool").mkdir()
     data = json.loads(good.path.read_text())
@@ -46,16 +53,17 @@ def test_validate_reports_one_line_per_problem_and_exits_1(tmp_path: Path) -> No
     copy = tmp_path / "tool" / "tool.register.copy.json"
     copy.write_text(json.dumps({**data, "id": "tool.register.copy"}))
     (tmp_path / "tool" / "tool.broken.json").write_text("{\n  \"id\": ,\n}")
-    done = cli("validate", str(tmp_path), cwd=tmp_path)
-    assert done.returncode == 1
-    lines = done.stdout.splitlines()
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "validate", str(tmp_path))
+    assert code == 1
+    lines = out.splitlines()
     assert lines == [
         "tool/tool.broken.json: malformed JSON at line 2, column 9: Expecting value "
         "(fix the JSON syntax)",
         "tool/tool.register.copy.json: /covers/0: unknown behaviour ID 'TOOL-77' "
         "(use an ID from fixtures/behaviours.json)",
     ]
-    assert done.stderr == "2 problem(s) in 2 of 3 path(s)\n"
+    assert err == "2 problem(s) in 2 of 3 path(s)\n"
 
 
 def test_validate_single_good_file(capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,10 +90,10 @@ def test_list_table_and_filters(capsys: pytest.CaptureFixture[str]) -> None:
         s.id for s in scenarios if "HTTP-04" in s.covers}
 
 
-def test_list_json_in_a_subprocess() -> None:
-    done = cli("list", "--json", "--covers", "STDIO-05")
-    assert done.returncode == 0, done.stderr
-    listed = json.loads(done.stdout)
+def test_list_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "list", "--json", "--covers", "STDIO-05")
+    assert code == 0, err
+    listed = json.loads(out)
     expected = sorted(s.id for s in catalogue().scenarios if "STDIO-05" in s.covers)
     assert sorted(e["id"] for e in listed) == expected and "stdio.respawn.after-crash" in expected
     entry = next(e for e in listed if e["id"] == "stdio.respawn.after-crash")
@@ -104,18 +112,18 @@ def test_list_usage_errors(capsys: pytest.CaptureFixture[str], args: tuple[str, 
     assert code == 2 and out == "" and fragment in err and len(err.splitlines()) == 1
 
 
-def test_coverage_of_the_shipped_catalogue_in_a_subprocess() -> None:
-    done = cli("coverage")
+def test_coverage_of_the_shipped_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "coverage")
     behaviours = load_behaviours()
-    lines = done.stdout.splitlines()
+    lines = out.splitlines()
     assert len(lines) == len(behaviours) + 1
     assert lines[0].split()[0] == "LIFE-01"
     assert "life.transport.default-stdio-child" in lines[0]
     missing = [line.split()[0] for line in lines[:-1] if line.endswith("MISSING (no scenario)")]
     assert missing == [], f"behaviours without a scenario: {missing}"
-    assert done.returncode == 0
+    assert code == 0
     assert f"{len(behaviours)} of {len(behaviours)} behaviour(s) covered" in lines[-1]
-    assert done.stderr == ""  # every cited ID is in the shipped behaviours.json
+    assert err == ""  # every cited ID is in the shipped behaviours.json
 
 
 def test_coverage_passes_when_every_listed_id_has_a_scenario(

@@ -42,7 +42,7 @@ function sameJson(a, b) {
 
 // --- matchers ------------------------------------------------------------------------------
 
-const OPERATORS = new Set(["$eq", "$regex", "$contains", "$exists", "$in", "$gte", "$gt", "$lte",
+const OPERATORS = new Set(["$eq", "$regex", "$contains", "$exists", "$in", "$keys", "$gte", "$gt", "$lte",
   "$lt", "$not", "$all", "$any"]);
 
 function isOperatorObject(m) {
@@ -79,6 +79,7 @@ function holds(op, arg, value) {
   switch (op) {
     case "$eq": return sameJson(arg, value);
     case "$in": return arg.some((candidate) => sameJson(candidate, value));
+    case "$keys": return isObject(value) && Object.keys(value).every((key) => arg.includes(key));
     case "$regex": return typeof value === "string" && new RegExp(arg).test(value);
     case "$contains":
       if (typeof value === "string") return typeof arg === "string" && value.includes(arg);

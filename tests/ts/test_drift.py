@@ -109,7 +109,13 @@ def test_diff_names_exactly_the_mirrors_planted_departure(tmp_path: Path) -> Non
     assert len(report["agreed"]) == 7  # four scenarios on both transports, one on stdio only
     assert report["masked"] == [
         "registered commands (diary_command is declared by one side only)",
-        "mempalace-mailbox messages (mailbox is declared by one side only)"]
+        "mempalace-mailbox messages (mailbox is declared by one side only)",
+        "helper runs (exec effects, helper_run records) and mempalace_mine calls (feeding is "
+        "declared by one side only)"]
+    for drift in report["drift"]:  # the departure is agent-facing first, then on the wire
+        assert [c["category"] for c in drift["categories"]] == ["injected", "wire"]
+        wire = drift["categories"][1]
+        assert wire["step"]["label"] == "second-prompt" and wire["left"] is None
     assert f'DRIFT {DEPARTURE}[stdio]  reference: passed  {MIRROR_LABEL}: failed' in done.stdout
     assert 'step #4 event before_agent_start "second-prompt", at /result/messages/0' in (
         done.stdout)

@@ -13,6 +13,15 @@ Error kinds (the mapping DRIVER.md leaves to each host): ``PalaceTimeout`` -> ``
 ``PalaceProtocolError`` -> ``protocol``, a built-in ``TimeoutError`` -> ``timeout``, anything
 else -> ``exception``.
 
+``introspect.observed`` (what ``profile init`` drafts a profile from): ``env_reads`` are the names
+the bridge looked up in the environment it was loaded with. Every knob of the reference bridge is
+read in one place, ``BridgeConfig.from_env``, so while ``load`` runs that method is given a
+mapping that notes the names looked up (never the values); reads of ``os.environ`` elsewhere are
+not recorded (the bridge makes none for its configuration). ``spawned`` lists the argv of the
+children it started; failed starts are not seen (the bridge looks its program up on PATH first
+and reports a missing one without trying). ``files`` is always empty: the reference bridge reads
+no settings file, and recording Python's file opens would need a process-wide audit hook.
+
 ``call_tool`` validates the arguments against the registered schema first (``validate``, default
 true), as pi does; a mismatch is a tool result with ``is_error: true`` and the bridge is not called
 (pi's type coercion of ``"7"`` to ``7`` is not modelled).
@@ -28,12 +37,13 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import palace_bridge
 from palace_bridge import errors
+from palace_bridge.config import BridgeConfig
 from palace_bridge.extension import Bridge, activate
 from palace_bridge.host import (
     SESSION_SHUTDOWN,
@@ -135,6 +145,46 @@ class DriverHost(RecordingHost):
             super().stderr(part)
 
 
+class _NotedEnv(Mapping[str, str]):
+    """The bridge's environment, noting which names are looked up (enumerating is no look-up)."""
+
+    def __init__(self, env: Mapping[str, str], names: set[str]) -> None:
+        self._env = env
+        self._names = names
+
+    def __getitem__(self, key: str) -> str:
+        self._names.add(key)
+        return self._env[key]
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self._names.add(key)
+        return key in self._env
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._env)
+
+    def __len__(self) -> int:
+        return len(self._env)
+
+
+@contextlib.contextmanager
+def _noting_env_reads(names: set[str]) -> Iterator[None]:
+    """While active, ``BridgeConfig.from_env`` (whatever it is now: a mutant may have replaced
+    it) reads its mapping through :class:`_NotedEnv`; restored afterwards."""
+    current = BridgeConfig.__dict__["from_env"]
+
+    def from_env(cls: type[BridgeConfig], env: Mapping[str, str]) -> BridgeConfig:
+        config: BridgeConfig = current.__func__(cls, _NotedEnv(env, names))
+        return config
+
+    BridgeConfig.from_env = classmethod(from_env)  # type: ignore[method-assign, assignment]
+    try:
+        yield
+    finally:
+        BridgeConfig.from_env = current  # type: ignore[method-assign]
+
+
 def _validation_problems(schema: Any, args: Any) -> list[str]:
     """pi validates tool arguments against the registered schema before ``execute``."""
     import jsonschema
@@ -160,6 +210,8 @@ class ReferenceHost:
         self.bridge: Bridge | None = None
         self.session: list[Any] = []
         self.known_pids: list[int] = []
+        self.known_argv: dict[int, list[str]] = {}
+        self.env_reads: set[str] = set()
         self.ops: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "hello": self.hello, "load": self.load, "set_session": self.set_session,
             "set_env": self.set_env, "event": self.event, "list_tools": self.list_tools,
@@ -187,7 +239,8 @@ class ReferenceHost:
         os.environ.update(env)
         if request.get("cwd"):
             os.chdir(str(request["cwd"]))
-        self.bridge = await activate(self.host, env)
+        with _noting_env_reads(self.env_reads):
+            self.bridge = await activate(self.host, env)
         return {"tools": list(self.host.tools), "commands": list(self.host.commands),
                 "events": list(self.host.handlers)}
 
@@ -271,12 +324,17 @@ class ReferenceHost:
             for pid in [*getattr(engine, "spawned_pids", []), *getattr(client, "child_pids", [])]:
                 if pid not in self.known_pids:
                     self.known_pids.append(pid)
+                    self.known_argv[pid] = argv_of(pid)  # kept for observed.spawned
         return list(self.known_pids)
 
     async def introspect(self, request: dict[str, Any]) -> Any:
+        pids = self._children()
+        spawned = [{"argv": self.known_argv[pid]} for pid in pids if self.known_argv.get(pid)]
         return {"children": [{"pid": pid, "argv": argv_of(pid), "alive": alive(pid)}
-                             for pid in self._children()],
-                "api_touched": sorted(self.host.api_touched)}
+                             for pid in pids],
+                "api_touched": sorted(self.host.api_touched),
+                "observed": {"env_reads": sorted(self.env_reads), "files": [],
+                             "spawned": spawned}}
 
     async def shutdown(self, request: dict[str, Any]) -> Any:
         grace_ms = float(request.get("grace_ms", DEFAULT_GRACE_MS))

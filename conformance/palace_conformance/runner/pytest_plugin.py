@@ -10,7 +10,7 @@ entry no longer excuses its failure.
 Registered through the ``pytest11`` entry point, so this module is imported by every pytest run
 of every project that has palace-conformance installed: it imports nothing but pytest and the
 driver vocabulary (``contract``, standard library only), and it adds no item, hook or cost unless
-``--palace-bridge`` is given.
+``--palace-bridge`` or ``--palace-profile`` is given.
 """
 
 from __future__ import annotations
@@ -48,10 +48,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="scenario files or directories (default: the shipped scenarios)")
     group.addoption("--palace-op-timeout-ms", type=int, default=15000, metavar="MS",
                     help="an op's deadline when its step sets no timeout_ms (default 15000)")
+    group.addoption("--palace-profile", metavar="FILE", default=None,
+                    help="a bridge profile (docs/profiles.md); its entry is the bridge unless "
+                    "--palace-bridge names one")
+    group.addoption("--palace-level", choices=("core", "seed"), default=None,
+                    help="judge at core or seed (default: seed for the reference bridge or a "
+                    "profile that is a copy of the seed, else core)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not config.getoption("palace_bridge"):
+    if not (config.getoption("palace_bridge") or config.getoption("palace_profile")):
         return
     config.pluginmanager.register(PalaceSuite(config), "palace-conformance-suite")
 
@@ -106,15 +112,25 @@ class PalaceSuite:
     """The active plugin: configuration, collection, the runs, and the baseline's verdicts."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from palace_conformance.runner.selection import host_argv
+        from palace_conformance.runner.selection import (
+            bridge_of,
+            default_level,
+            host_argv,
+            load_profile_arg,
+        )
         from palace_conformance.runner.usage import RunUsageError
 
         self.config = config
-        bridge = config.getoption("palace_bridge")
+        try:
+            self.profile = load_profile_arg(config.getoption("palace_profile"))
+        except RunUsageError as exc:
+            raise pytest.UsageError(f"--palace-profile: {exc}") from None
+        bridge = bridge_of(config.getoption("palace_bridge"), self.profile)
         try:
             self.argv = host_argv(bridge)
         except RunUsageError as exc:
             raise pytest.UsageError(f"--palace-bridge: {exc}") from None
+        self.level = config.getoption("palace_level") or default_level(bridge, self.profile)
         transport = config.getoption("palace_transport")
         self.transports = TRANSPORTS if transport == "both" else (transport,)
         self.patterns: list[str] = list(config.getoption("palace_select"))
@@ -216,10 +232,11 @@ class PalaceSuite:
             return self.cache[key]
         if transport == PARITY:
             sides = [self.result(scenario, t) for t in TRANSPORTS]
-            result = parity.compare(scenario, sides[0], sides[1])
+            result = parity.compare(scenario, sides[0], sides[1], self.level)
         else:
             host = self._probe()
-            options = RunOptions(host_argv=self.argv, op_timeout_ms=self.op_timeout_ms)
+            options = RunOptions(host_argv=self.argv, op_timeout_ms=self.op_timeout_ms,
+                                 level=self.level, profile=self.profile)
             result = run_scenario(scenario, transport, options, host.capabilities)
         self.cache[key] = result
         return result

@@ -110,13 +110,14 @@ class StepRecord:
     journal_start: int = 0  # index of the first journal record written while the step ran
     journal_end: int = 0  # index past the last one
     failure: str | None = None
+    ended_by: str | None = None  # a settle: expectations | quiet | max_ms | error
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "key": self.key, "op": self.op, "ran": self.ran,
                 "request": self.request, "ok": self.ok, "result": self.result,
                 "error": self.error, "effects": self.effects, "elapsed_ms": self.elapsed_ms,
                 "host_ms": self.host_ms, "journal": [self.journal_start, self.journal_end],
-                "failure": self.failure}
+                "failure": self.failure, "ended_by": self.ended_by}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StepRecord:
@@ -126,7 +127,7 @@ class StepRecord:
                    result=data.get("result"), error=data.get("error"),
                    effects=list(data.get("effects") or ()), elapsed_ms=data.get("elapsed_ms"),
                    host_ms=data.get("host_ms"), journal_start=journal[0], journal_end=journal[1],
-                   failure=data.get("failure"))
+                   failure=data.get("failure"), ended_by=data.get("ended_by"))
 
 
 @dataclass(frozen=True)

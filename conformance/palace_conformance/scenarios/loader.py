@@ -7,10 +7,12 @@ without reading a traceback, and a CI log shows every broken file at once.
 from __future__ import annotations
 
 import difflib
+import io
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from palace_conformance.fake.faults import ACTIONS, FaultPlanError, plan_from_js
 from palace_conformance.resources import fixtures_dir, tool_catalogue
 from palace_conformance.scenarios import matching, placeholders
 from palace_conformance.scenarios.behaviours import Behaviour, load_behaviours
+from palace_conformance.scenarios.cache import ValidationCache, cache_dir, fingerprint
 from palace_conformance.scenarios.checks import resolve_pointer
 from palace_conformance.scenarios.matching import MISSING
 from palace_conformance.scenarios.model import AREAS, PLACEHOLDERS, SCHEMA_VERSION, Scenario
@@ -103,18 +106,27 @@ def discover(paths: Iterable[str | Path] | None = None) -> tuple[list[Path], lis
 
 
 def read_json(path: Path) -> tuple[Any, list[Problem]]:
-    shown = display(path)
+    data, _, problems = _read(path)
+    return data, problems
+
+
+def _read(path: Path) -> tuple[Any, bytes, list[Problem]]:
+    """The parsed file and its bytes (what the validation cache is keyed on)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        content = path.read_bytes()
     except OSError as exc:
-        return None, [Problem(shown, f"cannot read: {exc.strerror}", "check the path")]
+        return None, b"", [Problem(display(path), f"cannot read: {exc.strerror}",
+                                   "check the path")]
+    try:  # decoded exactly as path.read_text does: UTF-8 with universal newlines
+        text = io.TextIOWrapper(io.BytesIO(content), encoding="utf-8").read()
     except UnicodeDecodeError:
-        return None, [Problem(shown, "not UTF-8 text", "save the file as UTF-8")]
+        return None, content, [Problem(display(path), "not UTF-8 text", "save the file as UTF-8")]
     try:
-        return json.loads(text), []
+        return json.loads(text), content, []
     except json.JSONDecodeError as exc:
-        return None, [Problem(shown, f"malformed JSON at line {exc.lineno}, column {exc.colno}: "
-                                     f"{exc.msg}", "fix the JSON syntax")]
+        return None, content, [Problem(
+            display(path), f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+            "fix the JSON syntax")]
 
 
 def version_problem(data: Any, path: Path) -> Problem | None:
@@ -137,11 +149,44 @@ def version_problem(data: Any, path: Path) -> Problem | None:
     return None
 
 
-def load_file(path: Path, context: Context) -> tuple[Scenario | None, list[Problem]]:
-    """One file: its scenario when it is usable, and every problem found."""
-    data, problems = read_json(path)
+#: the modules whose rules decide whether a file is valid: a change to any of them (or to the
+#: schemas, the behaviours or the tools) makes every remembered verdict void
+RULES = (__name__, "palace_conformance.scenarios.schema", "palace_conformance.scenarios.model",
+         "palace_conformance.scenarios.matching", "palace_conformance.scenarios.placeholders",
+         "palace_conformance.scenarios.palace_state", "palace_conformance.scenarios.behaviours",
+         "palace_conformance.scenarios.checks", "palace_conformance.fake.faults")
+
+
+def validation_cache(context: Context) -> ValidationCache:
+    """The verdicts remembered for this context (a no-op when caching is off)."""
+    directory = cache_dir()
+    if directory is None:
+        return ValidationCache(None, None)
+    return ValidationCache(directory, fingerprint(
+        [import_module(name) for name in RULES], fixtures_dir() / "schema", context.behaviours,
+        context.tools))
+
+
+def load_file(path: Path, context: Context,
+              cache: ValidationCache | None = None) -> tuple[Scenario | None, list[Problem]]:
+    """One file: its scenario when it is usable, and every problem found.
+
+    With a ``cache``, a file whose exact bytes were found valid before skips the checks, and a
+    file found valid now is remembered (``cache.save()`` writes it).
+    """
+    data, content, problems = _read(path)
     if problems:
         return None, problems
+    if cache is not None and cache.known_valid(path, content):
+        return Scenario.from_json(data, path), []
+    scenario, problems = _checked(path, data, context)
+    if scenario is not None and cache is not None:
+        cache.remember(path, content)
+    return scenario, problems
+
+
+def _checked(path: Path, data: Any, context: Context) -> tuple[Scenario | None, list[Problem]]:
+    """Every check, in order: format version, schema, then the semantic rules."""
     problem = version_problem(data, path)
     if problem is not None:
         return None, [problem]
@@ -162,9 +207,10 @@ def load_catalogue(paths: Iterable[str | Path] | None = None,
     context = context or Context.default()
     files, problems = discover(paths)
     catalogue = Catalogue(files=files, problems=problems)
+    cache = validation_cache(context)
     seen: dict[str, Path] = {}
     for path in files:
-        scenario, found = load_file(path, context)
+        scenario, found = load_file(path, context, cache)
         catalogue.problems.extend(found)
         if scenario is None:
             continue
@@ -176,12 +222,16 @@ def load_catalogue(paths: Iterable[str | Path] | None = None,
             continue
         seen[scenario.id] = path
         catalogue.scenarios.append(scenario)
+    cache.save()
     return catalogue
 
 
 def load_scenario(path: str | Path, context: Context | None = None) -> Scenario:
     """One scenario, or :class:`ScenarioError` with its first problem (one line)."""
-    scenario, problems = load_file(Path(path), context or Context.default())
+    context = context or Context.default()
+    cache = validation_cache(context)
+    scenario, problems = load_file(Path(path), context, cache)
+    cache.save()
     if scenario is None:
         more = f" (+{len(problems) - 1} more: palace-conformance fixtures validate {path})" \
             if len(problems) > 1 else ""
@@ -466,5 +516,5 @@ def _placeholders(data: dict[str, Any]) -> Found:
 
 __all__ = [
     "Catalogue", "Context", "Problem", "ScenarioError", "discover", "load_catalogue", "load_file",
-    "load_scenario", "read_json", "semantic_problems", "version_problem",
+    "load_scenario", "read_json", "semantic_problems", "validation_cache", "version_problem",
 ]

@@ -26,7 +26,8 @@ from typing import Any
 from palace_conformance import json_pointer
 
 OPERATORS: tuple[str, ...] = (
-    "$eq", "$regex", "$contains", "$exists", "$in", "$gte", "$gt", "$lte", "$lt", "$not", "$all",
+    "$eq", "$regex", "$contains", "$exists", "$in", "$keys", "$gte", "$gt", "$lte", "$lt", "$not",
+    "$all",
     "$any",
 )
 
@@ -116,6 +117,8 @@ def _operator(op: str, arg: Any, value: Any) -> bool:
         return False
     if op == "$in":
         return any(json_equal(candidate, value) for candidate in arg)
+    if op == "$keys":
+        return isinstance(value, dict) and all(key in arg for key in value)
     if op in ("$gte", "$gt", "$lte", "$lt"):
         if not _is_number(value):
             return False
@@ -185,6 +188,9 @@ def problems(matcher: Any, where: str = "") -> Iterator[tuple[str, str, str]]:
             yield at, "$exists needs true or false", "write true or false"
         elif op == "$in" and not isinstance(arg, list):
             yield at, "$in needs an array of values", "write the values as an array"
+        elif op == "$keys" and not (isinstance(arg, list)
+                                    and all(isinstance(k, str) for k in arg)):
+            yield at, "$keys needs an array of key names", "write the allowed keys as strings"
         elif op in ("$gte", "$gt", "$lte", "$lt") and not _is_number(arg):
             yield at, f"{op} needs a number", "write a number"
         elif op in ("$all", "$any"):

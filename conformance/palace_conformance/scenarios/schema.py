@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -48,9 +49,53 @@ def _registry() -> Registry:
     return Registry().with_resources(resources)
 
 
+def _discriminant(subschema: Any) -> tuple[str, str] | None:
+    """``(key, value)`` when ``subschema`` is exactly ``{"if": {"required": [key], "properties":
+    {key: {"const": value}}}, "then": ...}`` with a string value: the "one branch per op" form."""
+    if not isinstance(subschema, dict) or subschema.keys() != {"if", "then"}:
+        return None
+    condition = subschema["if"]
+    if not isinstance(condition, dict) or condition.keys() != {"required", "properties"}:
+        return None
+    required, properties = condition["required"], condition["properties"]
+    if not (isinstance(required, list) and len(required) == 1 and isinstance(properties, dict)
+            and list(properties) == required):
+        return None
+    test = properties[required[0]]
+    if not (isinstance(test, dict) and test.keys() == {"const"} and isinstance(test["const"], str)):
+        return None
+    return required[0], test["const"]
+
+
+def _all_of(validator: Any, all_of: list[Any], instance: Any,
+            schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """``allOf`` that skips, for an object, the discriminated branches whose ``if`` cannot hold.
+
+    A step or a check is an ``allOf`` of one ``if``/``then`` per op (per check kind), so the
+    stock keyword evaluates every ``if`` of every step; most of a catalogue's validation time
+    went there. For an object, such an ``if`` holds exactly when the key is present and equals
+    the string (JSON Schema ``const`` compares strings by ``==``), and a failed ``if`` without
+    ``else`` yields nothing, so skipping it changes no error, path or order.
+    """
+    is_object = isinstance(instance, dict)
+    for index, subschema in enumerate(all_of):
+        if is_object:
+            branch = _discriminant(subschema)
+            if branch is not None and instance.get(branch[0]) != branch[1]:
+                continue
+        yield from validator.descend(instance, subschema, schema_path=index)
+
+
+#: Draft 2020-12 with the faster ``allOf`` above; every other keyword is the stock one
+FormatValidator: Any = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator, validators={"allOf": _all_of})
+
+
 @cache
-def validator(name: str = SCENARIO_SCHEMA) -> Draft202012Validator:
-    return Draft202012Validator(load_schema(name), registry=_registry())
+def validator(name: str = SCENARIO_SCHEMA) -> Validator:
+    """The compiled validator of one schema, built once per process."""
+    built: Validator = FormatValidator(load_schema(name), registry=_registry())
+    return built
 
 
 def pointer(path: Any) -> str:

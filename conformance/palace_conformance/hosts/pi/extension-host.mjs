@@ -21,9 +21,10 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
-import { children, killChildren, waitForChildren } from "./lib/children.mjs";
+import { children, killChildren, spawnAttempts, waitForChildren } from "./lib/children.mjs";
 import { entryFile, importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { contentText, FakePi } from "./lib/fake-pi.mjs";
+import { observedReads, startObserving } from "./lib/observe.mjs";
 import { hostLog } from "./lib/output.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
 
@@ -153,6 +154,9 @@ function makeOps(recorder) {
     if (!file) throw new OpError("bad_request", "no extension file: start the host with --extension FILE");
     if (!fs.existsSync(file)) throw new OpError("bad_request", `extension file not found: ${file}`);
     replaceEnvironment(env);
+    // from here on, what the bridge's own code reads is recorded (introspect.observed)
+    startObserving({ host: [import.meta.dirname, nodeModules],
+      bridge: [preset === "pi-mcp-adapter" ? packageDir("pi-mcp-adapter", nodeModules) : path.dirname(file)] });
     if (request.cwd) process.chdir(String(request.cwd));
     const flags = { ...(request.options?.flags ?? {}) };
     if (preset === "pi-mcp-adapter") {
@@ -320,6 +324,7 @@ function makeOps(recorder) {
   const introspect = async () => ({
     children: children(),
     api_touched: fake ? [...fake.touched].sort() : [],
+    observed: { ...observedReads(), spawned: spawnAttempts() },
   });
 
   const shutdown = async (request) => {

@@ -32,8 +32,12 @@ class _AddSource(argparse.Action):
         from palace_conformance.runner.compare.sources import SourceSpec, parse_from
 
         found = list(getattr(namespace, "sources", None) or [])
-        spec = SourceSpec("bridge", str(values)) if self.dest == "bridge" else parse_from(
-            str(values))
+        if self.dest == "bridge":
+            spec = SourceSpec("bridge", str(values))
+        elif self.dest == "profile":
+            spec = SourceSpec("profile", str(values))
+        else:
+            spec = parse_from(str(values))
         found.append(spec)
         namespace.sources = found
 
@@ -44,21 +48,23 @@ def _selection(args: argparse.Namespace) -> Any:
     at_least_one("--jobs", args.jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
-    return Selection(tuple(args.select), transports, args.jobs, args.op_timeout_ms)
+    return Selection(tuple(args.select), transports, args.jobs, args.op_timeout_ms, args.level)
 
 
 def _command_line(prog: str, args: argparse.Namespace) -> str:
     """The command, rebuilt from what it was given (recorded in the report)."""
     words = ["palace-conformance", prog]
     for spec in getattr(args, "sources", None) or ():
-        if spec.kind == "bridge":
-            words += ["--bridge", spec.value]
+        if spec.kind in ("bridge", "profile"):
+            words += [f"--{spec.kind}", spec.value]
         else:
             words += ["--from", f"{spec.label}={spec.value}" if spec.label else spec.value]
     for pattern in args.select:
         words += ["--select", pattern]
     if args.transport != "both":
         words += ["--transport", args.transport]
+    if args.level is not None:
+        words += ["--level", args.level]
     words += list(args.paths)
     return " ".join(shlex.quote(w) for w in words)
 
@@ -78,7 +84,7 @@ def _diff_checked(args: argparse.Namespace) -> int:
     json_path = writable("--json", args.json)
     md_path = writable("--markdown", args.markdown)
     left, right = collect(specs, selection, args.paths)
-    report = compare(left, right)
+    report = compare(left, right, include_ui=args.include_ui)
     sys.stdout.write(render_text(report))
     write_text(json_path, json.dumps(report.to_json(), indent=1, ensure_ascii=False, default=str))
     write_text(md_path, render_markdown(report))
@@ -129,6 +135,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bridge", action=_AddSource, metavar="SPEC",
                         help="a bridge to run: 'reference', a Node host spec (pi-extension:FILE, "
                         "pi-mcp, pi-mcp:wrapped, pi-mcp-adapter) or a host command; repeatable")
+    parser.add_argument("--profile", action=_AddSource, metavar="FILE",
+                        help="run the bridge a profile describes, as the profile says "
+                        "(docs/profiles.md); repeatable, in order with --bridge and --from")
+    parser.add_argument("--level", choices=("core", "seed"), default=None,
+                        help="the level every bridge run is judged at (default: seed when "
+                        "every bridge is the reference, else core)")
     parser.add_argument("--from", dest="from_", action=_AddSource, metavar="[LABEL=]FILE",
                         help="a saved 'palace-conformance run --json' result instead of a run; "
                         "repeatable")
@@ -147,12 +159,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     diff = sub.add_parser(
         "diff", help="show where two bridges' normalised traces part",
         description="Run two bridges on the same scenarios and print, for every (scenario, "
-        "transport) where their normalised outcomes differ, the first divergent step: its "
-        "index, op and label, the JSON pointer and both values. Not-applicable scenarios are "
-        "listed apart. Exit 1 on any drift, 0 when none, 2 on a usage problem.")
+        "transport) where they differ, one line per category that diverges (tool results, "
+        "error kinds, injected context, registrations, wire, processes, ...): its first "
+        "divergent step, the JSON pointer and both values. Per-run values (pids, ports, ids, "
+        "times, temp paths, sessions, tokens) never count; UI-only effects only with "
+        "--include-ui. Not-applicable scenarios are listed apart. Exit 1 on any drift, 0 when "
+        "none, 2 on a usage problem.")
     _common(diff)
     diff.add_argument("--json", metavar="FILE", help="write the drift report as JSON")
     diff.add_argument("--markdown", metavar="FILE", help="write the drift report as Markdown")
+    diff.add_argument("--include-ui", action="store_true",
+                      help="also compare UI-only effects (notify: toasts, start-up banners); "
+                      "left out by default, and the report names what was left out")
     diff.set_defaults(handler=one_line("palace-conformance diff")(_diff_checked), sources=[])
 
     matrix = sub.add_parser(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.runner.interrupts import interrupt
-from palace_conformance.runner.selection import host_argv
+from palace_conformance.runner.selection import default_level, host_argv, load_profile_arg
 from palace_conformance.runner.usage import RunUsageError, at_least_one, one_line, writable
 
 REPLAY = "palace-conformance replay"
@@ -34,14 +34,16 @@ def _replay_checked(args: argparse.Namespace) -> int:
         bundle = load_bundle(args.bundle)
     except ReplayError as exc:
         raise RunUsageError(str(exc)) from None
-    bridge = args.bridge or bundle.bridge
+    profile = load_profile_arg(args.profile)
+    bridge = args.bridge or (profile.bridge if profile is not None else bundle.bridge)
     argv = host_argv(bridge)
+    level = args.level or bundle.level or default_level(bridge, profile)
     print(f"replaying {bundle.scenario.id} on {' and '.join(bundle.transports)} against "
           f"{bridge}", flush=True)
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         run = replay(bundle, argv, op_timeout_ms=args.op_timeout_ms,
-                     progress=make_progress())
+                     progress=make_progress(), level=level, profile=profile)
     except HostProbeError as exc:
         raise RunUsageError(f"the bridge host failed: {exc}") from None
     finally:
@@ -114,6 +116,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     replay.add_argument("bundle", metavar="BUNDLE", help="the bundle directory")
     replay.add_argument("--bridge", metavar="reference|COMMAND",
                         help="the bridge to run against (default: the one in the bundle)")
+    replay.add_argument("--profile", metavar="FILE",
+                        help="the bridge's profile (docs/profiles.md), as the run had it")
+    replay.add_argument("--level", choices=("core", "seed"), default=None,
+                        help="judge at core or seed (default: the level the bundle records)")
     replay.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS,
                         metavar="MS", help="an op's deadline when its step sets no timeout_ms "
                         f"(default {DEFAULT_OP_TIMEOUT_MS})")

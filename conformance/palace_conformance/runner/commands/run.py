@@ -43,6 +43,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
     from palace_conformance.runner.reports.console import make_progress, render_summary
+    from palace_conformance.runner.reports.hints import capability_hints
     from palace_conformance.runner.reports.junit import write_junit
     from palace_conformance.runner.reports.report_dir import write_reports
     from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
@@ -98,15 +99,19 @@ def _run_checked(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     render_summary(run)
-    payload = json.dumps(run.to_json(), indent=1, ensure_ascii=False, default=str)
+    for hint in capability_hints(run, scenarios):
+        print(hint, flush=True)
     targets = [(json_path, "json"), (junit_path, "junit")]
     if report_dir is not None:
         targets += [(report_dir / "results.json", "json"), (report_dir / "junit.xml", "junit")]
+    payload = None  # the whole result model as JSON: made only when a target wants it (~0.5 s)
     for target, kind in targets:
         if target is None:
             continue
         try:
             if kind == "json":
+                if payload is None:
+                    payload = json.dumps(run.to_json(), indent=1, ensure_ascii=False, default=str)
                 target.write_text(payload, encoding="utf-8")
             else:
                 write_junit(run, target)

@@ -1,188 +1,60 @@
-"""Drift between two bridges: where, step by step, their normalised traces part.
+"""Drift between two bridges: where, category by category, their traces part.
 
 Pass/fail per bridge says *that* two bridges differ; a drift report says *where*: for every
-(scenario, transport) both ran, the first step whose normalised outcome differs, the JSON pointer
-inside it and both values. The traces are the runner's normalised outcomes (:mod:`.normalise`:
-ids, times, pids, temp dirs and URLs masked; tool texts parsed), read through a few rules that
-only a comparison *between bridges* needs. Each rule removes a difference no agent can observe,
-or one that belongs to a capability only one side declares; none hides a different answer,
-error kind, injection or registration:
+(scenario, transport) both ran, the first divergence of each category (:mod:`.categories`: tool
+results, error kinds, injected context, registrations, the wire, the processes, ...), each with
+its step, the JSON pointer inside it and both values. One cosmetic difference cannot hide another
+that matters: each category has its own first divergence. The traces (:mod:`.drift_trace`) are
+built from each run's raw steps and journal with every per-run value masked (:mod:`.volatile`),
+so two runs of one bridge never drift.
 
-* **Start-up registration is pooled.** The steps before the first agent-facing step (``load``,
-  ``event session_start``, ``settle``, ``sleep``) register tools and commands; *which* of them
-  does it is each bridge's choice (the reference connects at load, pi's client at session_start)
-  and no agent sees the difference. Their registrations are compared once, in order, as the
-  pseudo-step ``(start-up)`` after them. A registration later than that stays where it happened.
-* **Subscriptions are not behaviour.** ``load``'s ``events`` list (which pi events a bridge
-  listens to) is dropped; what the handlers do shows in the steps.
-* **Errors are compared by kind and code**, and by message and data only when the palace wrote
-  them (``tool_error``, TOOL-04); any other message is each bridge's own prose.
-* **Capabilities only one side declares are masked**: the diary command when either lacks
-  ``diary_command``, ``mempalace-wakeup`` messages when either lacks ``wakeup``,
-  ``mempalace-mailbox`` messages when either lacks ``mailbox``. The report names every mask.
-
-When the traces agree but the verdicts do not (a difference below the agent: the wire, the
-journal, the processes), the first check one bridge passes and the other fails is the evidence.
-A scenario one bridge cannot run (not applicable) is listed apart, never as drift; one that could
-not be set up on a side (not testable) cannot be compared and is listed apart too, and, like
-drift, makes the comparison red: nobody can say the bridges agree there.
+When a category's traces agree but a check in it has different verdicts (a difference the trace
+does not carry: the wire journal count, the processes alive at the end), the first check one
+bridge passes and the other fails is that category's evidence. A scenario one bridge cannot run
+(not applicable) is listed apart, never as drift; one that could not be set up on a side (not
+testable) cannot be compared and is listed apart too, and, like drift, makes the comparison red:
+nobody can say the bridges agree there.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 from palace_conformance import json_pointer
-from palace_conformance.contract import MAILBOX_TYPE, WAKEUP_TYPE
+from palace_conformance.runner.compare.categories import (
+    BY_NAME,
+    CATEGORIES,
+    ORDER,
+    OTHER,
+    UI,
+    UI_ONLY_EFFECTS,
+    check_category,
+)
+from palace_conformance.runner.compare.drift_trace import (
+    RUN_KEY,
+    STARTUP_KEY,
+    Masks,
+    drift_trace,
+    ui_effects,
+)
 from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.results import (
     NOT_APPLICABLE,
     NOT_TESTABLE,
     PARITY,
+    CheckRecord,
     ScenarioResult,
-    StepRecord,
 )
-from palace_conformance.runner.verdict.normalise import (
-    first_difference,
-    normalise,
-    replacement_list,
-)
+from palace_conformance.runner.verdict.normalise import first_difference
 
-STARTUP_KEY = "(start-up)"
-STARTUP_OPS = frozenset({"load", "settle", "sleep"})
-STARTUP_EVENTS = frozenset({"session_start"})
+__all__ = ["STARTUP_KEY", "DiffReport", "Divergence", "Finding", "Masks", "compare",
+           "compare_pair", "drift_trace", "render_markdown", "render_text"]
+
 TRANSPORT_RANK = {"stdio": 0, "http": 1}
-DIFF_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class Masks:
-    """What is left out of both traces because one side does not declare it."""
-
-    commands: bool = False
-    custom_types: frozenset[str] = frozenset()
-
-    @classmethod
-    def between(cls, left: Iterable[str], right: Iterable[str]) -> Masks:
-        a, b = set(left), set(right)
-
-        def one_sided(capability: str) -> bool:
-            return (capability in a) != (capability in b)
-
-        types = {t for cap, t in (("wakeup", WAKEUP_TYPE), ("mailbox", MAILBOX_TYPE))
-                 if one_sided(cap)}
-        return cls(commands=one_sided("diary_command"), custom_types=frozenset(types))
-
-    def describe(self) -> list[str]:
-        out = []
-        if self.commands:
-            out.append("registered commands (diary_command is declared by one side only)")
-        for custom in sorted(self.custom_types):
-            capability = "wakeup" if custom == WAKEUP_TYPE else "mailbox"
-            out.append(f"{custom} messages ({capability} is declared by one side only)")
-        return out
-
-
-def _startup_keys(steps: Sequence[StepRecord]) -> list[str]:
-    keys = []
-    for step in steps:
-        if step.index < 0:
-            continue
-        name = step.request.get("name") if step.op == "event" else None
-        if step.op in STARTUP_OPS or (step.op == "event" and name in STARTUP_EVENTS):
-            keys.append(step.key)
-        else:
-            break
-    return keys
-
-
-def _masked_effect(signature: str, masks: Masks) -> bool:
-    kind, _, custom = signature.partition(":")
-    if masks.commands and kind == "command_registered":
-        return True
-    return bool(custom) and custom in masks.custom_types
-
-
-def run_replacements(result: ScenarioResult) -> list[tuple[str, str]]:
-    """The run's own temp dir and fake URL, read back from its reported environment.
-
-    The outcome was masked when the run ended; the raw error ``data`` a drift trace adds must be
-    masked the same way, and a saved result keeps only the environment (``HOME`` = ``${TMP}/home``,
-    the URL the bridge was given)."""
-    values: dict[str, str] = {}
-    home = result.env.get("HOME")
-    if home and PurePosixPath(home).name == "home":
-        values["TMP"] = str(PurePosixPath(home).parent)
-    url = result.env.get("MEMPALACE_REMOTE_URL")
-    if url:
-        values["FAKE_URL"] = url
-    return replacement_list(values)
-
-
-def _error(step: StepRecord | None, error: Mapping[str, Any],
-           replacements: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    kept = {k: error[k] for k in ("kind", "code") if k in error}
-    if error.get("kind") == "tool_error":
-        if "message" in error:
-            kept["message"] = error["message"]
-        raw = (step.error or {}) if step is not None else {}
-        if raw.get("data") is not None:
-            kept["data"] = normalise(raw["data"], replacements)
-    return kept
-
-
-def drift_trace(result: ScenarioResult, masks: Masks = Masks()) -> dict[str, Any]:
-    """The normalised outcome of one run as a bridge-to-bridge comparison sees it."""
-    outcome_steps: Mapping[str, Any] = (result.outcome or {}).get("steps", {})
-    records = {s.key: s for s in result.steps if s.index >= 0}
-    startup = _startup_keys(result.steps)
-    replacements = run_replacements(result)
-    tools: list[str] = []
-    commands: list[str] = []
-    steps: dict[str, Any] = {}
-    for key, original in outcome_steps.items():
-        out = copy.deepcopy(original)
-        record = records.get(key)
-        pooled = key in startup
-        loaded = out.get("result")
-        if record is not None and record.op == "load" and isinstance(loaded, dict):
-            loaded.pop("events", None)
-            if pooled:
-                tools += [str(t) for t in loaded.pop("tools", None) or ()]
-                commands += [str(c) for c in loaded.pop("commands", None) or ()]
-        effects = list(out.get("effects") or ())
-        if pooled and record is not None:
-            for effect in record.effects:
-                if effect.get("kind") == "tool_registered":
-                    tools.append(str(effect.get("name")))
-                elif effect.get("kind") == "command_registered":
-                    commands.append(str(effect.get("name")))
-            effects = [e for e in effects if e not in ("tool_registered", "command_registered")]
-        out["effects"] = [e for e in effects if not _masked_effect(str(e), masks)]
-        if isinstance(out.get("error"), dict):
-            out["error"] = _error(record, out["error"], replacements)
-        if (record is not None and record.op == "event" and isinstance(out.get("result"), dict)
-                and isinstance(out["result"].get("messages"), list)):
-            out["result"]["messages"] = [
-                m for m in out["result"]["messages"]
-                if not (isinstance(m, dict) and m.get("custom_type") in masks.custom_types)]
-        steps[key] = out
-        if startup and key == startup[-1]:
-            pooled_out: dict[str, Any] = {"tools": _unique(tools)}
-            if not masks.commands:
-                pooled_out["commands"] = _unique(commands)
-            steps[STARTUP_KEY] = pooled_out
-    return {"steps": steps}
-
-
-def _unique(names: Iterable[str]) -> list[str]:
-    """Registration order, each name once (a re-registration is not a second tool)."""
-    return list(dict.fromkeys(names))
+DIFF_FORMAT = 2
 
 
 # -- the comparison ----------------------------------------------------------------------------
@@ -199,7 +71,9 @@ class StepInfo:
 
     def describe(self) -> str:
         if self.key == STARTUP_KEY:
-            return "(start-up): tools and commands registered before the first agent-facing step"
+            return "(start-up): the steps before the first agent-facing one, pooled"
+        if self.key == RUN_KEY:
+            return "(whole run): process facts from the fake's journal"
         where = f"step #{self.index} {self.op}" if self.index is not None else f"step {self.key}"
         return where + (f' "{self.label}"' if self.label else "")
 
@@ -208,28 +82,24 @@ class StepInfo:
 
 
 @dataclass
-class Divergence:
-    """One (scenario, transport) where the two bridges part.
+class Finding:
+    """The first divergence of one category.
 
-    ``kind`` is ``trace`` (the normalised traces differ at ``pointer``) or ``verdict`` (the traces
-    agree; ``pointer`` is the first check one passes and the other fails).
+    ``kind`` is ``trace`` (the category's traces differ at ``pointer``) or ``verdict`` (they
+    agree; ``pointer`` is the first check of the category one side passes and the other fails).
     """
 
-    scenario: str
-    transport: str
+    category: str
     kind: str
-    statuses: tuple[str, str]
     pointer: str
     left: Any
     right: Any
     step: StepInfo | None = None
-    title: str = ""
-    covers: tuple[str, ...] = ()
-    checks: tuple[str, str] = ("", "")  # the check messages, for a verdict divergence
+    checks: tuple[str, str] = ("", "")  # the check messages, for a verdict finding
 
     @property
-    def id(self) -> str:
-        return f"{self.scenario}[{self.transport}]"
+    def title(self) -> str:
+        return BY_NAME[self.category].title if self.category in BY_NAME else self.category
 
     @property
     def step_pointer(self) -> str:
@@ -240,13 +110,84 @@ class Divergence:
                 return self.pointer[len(prefix):] or "/"
         return self.pointer
 
+    def where(self) -> str:
+        if self.kind == "trace":
+            step = self.step.describe() if self.step else "the trace"
+            return f"{step}, at {self.step_pointer}"
+        return f"traces agree; first check that differs: {self.pointer}"
+
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "scenario": self.scenario, "transport": self.transport,
-                "kind": self.kind, "title": self.title, "covers": list(self.covers),
-                "statuses": list(self.statuses), "pointer": self.pointer,
-                "step": self.step.to_json() if self.step else None,
+        return {"category": self.category, "title": self.title, "kind": self.kind,
+                "pointer": self.pointer, "step": self.step.to_json() if self.step else None,
                 "step_pointer": self.step_pointer, "left": self.left, "right": self.right,
                 "checks": list(self.checks)}
+
+
+@dataclass
+class Divergence:
+    """One (scenario, transport) where the two bridges part: the first divergence of every
+    category that has one, most agent-relevant first. The first of them is the headline (its
+    fields are repeated at the top of the JSON, as before categories existed)."""
+
+    scenario: str
+    transport: str
+    statuses: tuple[str, str]
+    findings: list[Finding]
+    title: str = ""
+    covers: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.scenario}[{self.transport}]"
+
+    @property
+    def headline(self) -> Finding:
+        return self.findings[0]
+
+    @property
+    def kind(self) -> str:
+        return self.headline.kind
+
+    @property
+    def pointer(self) -> str:
+        return self.headline.pointer
+
+    @property
+    def left(self) -> Any:
+        return self.headline.left
+
+    @property
+    def right(self) -> Any:
+        return self.headline.right
+
+    @property
+    def step(self) -> StepInfo | None:
+        return self.headline.step
+
+    @property
+    def step_pointer(self) -> str:
+        return self.headline.step_pointer
+
+    @property
+    def checks(self) -> tuple[str, str]:
+        return self.headline.checks
+
+    @property
+    def categories(self) -> list[str]:
+        return [f.category for f in self.findings]
+
+    def finding(self, category: str) -> Finding | None:
+        return next((f for f in self.findings if f.category == category), None)
+
+    def to_json(self) -> dict[str, Any]:
+        headline = self.headline.to_json()
+        return {"id": self.id, "scenario": self.scenario, "transport": self.transport,
+                "title": self.title, "covers": list(self.covers),
+                "statuses": list(self.statuses), "kind": headline["kind"],
+                "category": headline["category"], "pointer": headline["pointer"],
+                "step": headline["step"], "step_pointer": headline["step_pointer"],
+                "left": headline["left"], "right": headline["right"],
+                "checks": headline["checks"], "categories": [f.to_json() for f in self.findings]}
 
 
 @dataclass
@@ -276,18 +217,44 @@ class DiffReport:
     agreed: list[str] = field(default_factory=list)
     not_applicable: list[Apart] = field(default_factory=list)
     incomparable: list[Apart] = field(default_factory=list)
+    ui_masked: tuple[int, int] = (0, 0)  # UI-only effects left out, per side
+    without_journal: tuple[str, ...] = ()  # the sources whose results hold no journal
 
     @property
     def exit_code(self) -> int:
         """1 on any drift, or when a pair could not be compared; 0 otherwise."""
         return 1 if self.drift or self.incomparable else 0
 
+    def masked(self) -> list[str]:
+        """Everything left out of the comparison, in words (only what applied to this run)."""
+        out = self.masks.describe()
+        if self.masks.ui and any(self.ui_masked):
+            kinds = ", ".join(sorted(UI_ONLY_EFFECTS))
+            out.append(f"UI-only effects: {kinds} ({self.ui_masked[0]} from {self.left.label}, "
+                       f"{self.ui_masked[1]} from {self.right.label}; --include-ui compares "
+                       "them)")
+        if self.without_journal:
+            out.append("wire calls and process facts from the fake's journal (a saved 'run "
+                       f"--json' result keeps none: {', '.join(self.without_journal)}; their "
+                       "checks still count)")
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """Drifting pairs per category, in category order."""
+        counts = {c.name: 0 for c in CATEGORIES}
+        for d in self.drift:
+            for category in d.categories:
+                counts[category] = counts.get(category, 0) + 1
+        return {name: n for name, n in counts.items() if n}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": DIFF_FORMAT,
             "bridges": [{"label": s.label, "origin": s.origin, "host": s.run.host.to_json()}
                         for s in (self.left, self.right)],
-            "masked": self.masks.describe(), "drift": [d.to_json() for d in self.drift],
+            "masked": self.masked(), "include_ui": not self.masks.ui,
+            "categories": [{"name": c.name, "title": c.title} for c in CATEGORIES],
+            "drift_by_category": self.counts(), "drift": [d.to_json() for d in self.drift],
             "agreed": self.agreed, "not_applicable": [a.to_json() for a in self.not_applicable],
             "incomparable": [a.to_json() for a in self.incomparable], "ok": self.exit_code == 0}
 
@@ -300,6 +267,8 @@ def step_at(pointer: str, *results: ScenarioResult) -> StepInfo | None:
     key = json_pointer.unescape(parts[2])
     if key == STARTUP_KEY:
         return StepInfo(key, None, "start-up", None)
+    if key == RUN_KEY:
+        return StepInfo(key, None, "whole run", None)
     for result in results:
         for step in result.steps:
             if step.key == key and step.index >= 0:
@@ -311,46 +280,65 @@ def step_at(pointer: str, *results: ScenarioResult) -> StepInfo | None:
     return StepInfo(key, None, "?", None)
 
 
-def _checks_by_pointer(result: ScenarioResult) -> dict[str, Any]:
-    return {c.pointer: c for c in result.checks}
+def _ops(*results: ScenarioResult) -> dict[int, str]:
+    return {s.index: s.op for r in results for s in r.steps if s.index >= 0}
 
 
-def _verdict_divergence(left: ScenarioResult,
-                        right: ScenarioResult) -> tuple[str, str, str] | None:
-    """The first check one side fails and the other does not (passes it, or has no such
-    check): (pointer, left message, right message)."""
-    a, b = _checks_by_pointer(left), _checks_by_pointer(right)
+def _verdict_findings(left: ScenarioResult, right: ScenarioResult) -> dict[str, Finding]:
+    """Per category, the first check one side fails and the other does not (passes it, or
+    has no such check)."""
+    a = {c.pointer: c for c in left.checks}
+    b = {c.pointer: c for c in right.checks}
+    ops = _ops(left, right)
+    found: dict[str, Finding] = {}
     for pointer in [*a, *(p for p in b if p not in a)]:
         first, second = a.get(pointer), b.get(pointer)
-        if (first is not None and not first.passed) != (second is not None
-                                                        and not second.passed):
-            return (pointer, f"{first.status}: {first.message}" if first else "(no such check)",
-                    f"{second.status}: {second.message}" if second else "(no such check)")
-    return None
+        if (first is not None and not first.passed) == (second is not None
+                                                         and not second.passed):
+            continue
+        either = first or second
+        assert either is not None
+        category = check_category(pointer, either.expected, ops)
+        if category not in found:
+            found[category] = Finding(category, "verdict", pointer, _got(first), _got(second),
+                                      checks=(_message(first), _message(second)))
+    return found
 
 
-def compare_pair(left: ScenarioResult, right: ScenarioResult,
-                 masks: Masks) -> Divergence | None:
-    """The first divergence of two runs of the same (scenario, transport), or None."""
-    statuses = (left.status, right.status)
-    difference = first_difference(drift_trace(left, masks), drift_trace(right, masks))
-    if difference is not None:
-        pointer, a, b = difference
-        return Divergence(left.scenario, left.transport, "trace", statuses, pointer, a, b,
-                          step=step_at(pointer, left, right), title=left.title,
-                          covers=left.covers)
-    verdict = _verdict_divergence(left, right)
-    if verdict is None and left.status == right.status:
+def _got(check: CheckRecord | None) -> Any:
+    return check.got if check is not None else None
+
+
+def _message(check: CheckRecord | None) -> str:
+    return f"{check.status}: {check.message}" if check is not None else "(no such check)"
+
+
+def compare_pair(left: ScenarioResult, right: ScenarioResult, masks: Masks, *,
+                 started_at: tuple[str, str] = ("", ""),
+                 journal: bool = True) -> Divergence | None:
+    """The first divergence of each category of two runs of the same (scenario, transport),
+    or None when they agree everywhere. ``journal``: both hold the fake's journal."""
+    traces = (drift_trace(left, masks, started_at=started_at[0], journal=journal),
+              drift_trace(right, masks, started_at=started_at[1], journal=journal))
+    findings: dict[str, Finding] = {}
+    for name in (c.name for c in CATEGORIES):
+        difference = first_difference(traces[0].get(name), traces[1].get(name))
+        if difference is not None:
+            pointer, a, b = difference
+            findings[name] = Finding(name, "trace", pointer, a, b,
+                                     step=step_at(pointer, left, right))
+    verdicts = _verdict_findings(left, right)
+    for name, finding in verdicts.items():
+        if not (masks.ui and name == UI):  # a check on a toast is no more drift than the toast
+            findings.setdefault(name, finding)
+    if not findings and not verdicts and left.status != right.status:
+        findings[OTHER] = Finding(OTHER, "verdict", "/", None, None,
+                                  checks=(left.reason, right.reason))
+    if not findings:
         return None
-    pointer, a_msg, b_msg = verdict or ("/", left.reason, right.reason)
-    return Divergence(left.scenario, left.transport, "verdict", statuses, pointer,
-                      _check_value(left, pointer), _check_value(right, pointer),
-                      title=left.title, covers=left.covers, checks=(a_msg, b_msg))
-
-
-def _check_value(result: ScenarioResult, pointer: str) -> Any:
-    found = _checks_by_pointer(result).get(pointer)
-    return found.got if found is not None else None
+    ordered = sorted(findings.values(), key=lambda f: ORDER.get(f.category, len(ORDER)))
+    return Divergence(left.scenario, left.transport, (left.status, right.status), ordered,
+                      title=left.title, covers=left.covers)
 
 
 def _pairs(left: Source, right: Source) -> list[tuple[str, str]]:
@@ -359,10 +347,13 @@ def _pairs(left: Source, right: Source) -> list[tuple[str, str]]:
     return sorted(keys, key=lambda k: (k[0], TRANSPORT_RANK.get(k[1], 9), k[1]))
 
 
-def compare(left: Source, right: Source) -> DiffReport:
-    """Every (scenario, transport) of both sources: drift, agreement, or why not compared."""
-    masks = Masks.between(left.capabilities, right.capabilities)
+def compare(left: Source, right: Source, *, include_ui: bool = False) -> DiffReport:
+    """Every (scenario, transport) of both sources: drift, agreement, or why not compared.
+    ``include_ui``: compare UI-only effects (``notify``) too."""
+    masks = Masks.between(left.capabilities, right.capabilities, include_ui=include_ui)
     report = DiffReport(left, right, masks)
+    report.without_journal = tuple(s.label for s in (left, right) if not s.journals)
+    ui_masked = [0, 0]
     for scenario, transport in _pairs(left, right):
         a = left.run.by_id(scenario, transport)
         b = right.run.by_id(scenario, transport)
@@ -385,11 +376,17 @@ def compare(left: Source, right: Source) -> DiffReport:
             why = "; ".join(f"{label}: {reason or 'no outcome'}" for label, reason in untestable)
             report.incomparable.append(Apart(scenario, transport, why, statuses))
             continue
-        found = compare_pair(a, b, masks)
+        if masks.ui:
+            ui_masked[0] += ui_effects(a)
+            ui_masked[1] += ui_effects(b)
+        found = compare_pair(a, b, masks, started_at=(left.run.started_at,
+                                                      right.run.started_at),
+                             journal=left.journals and right.journals)
         if found is None:
             report.agreed.append(f"{scenario}[{transport}]")
         else:
             report.drift.append(found)
+    report.ui_masked = (ui_masked[0], ui_masked[1])
     return report
 
 
@@ -402,32 +399,33 @@ def shown(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _where(d: Divergence) -> str:
-    if d.kind == "trace":
-        step = d.step.describe() if d.step else "the trace"
-        return f"first divergent step: {step}, at {d.step_pointer}"
-    return f"traces agree; first check that differs: {d.pointer}"
+def _values(finding: Finding, limit: int) -> tuple[str, str]:
+    if finding.kind == "verdict":
+        return finding.checks
+    return shown(finding.left, limit), shown(finding.right, limit)
 
 
-def render_text(report: DiffReport, limit: int = 200) -> str:
-    """What ``diff`` prints: every drift, then what was not compared, then one totals line."""
+def _title_width(findings: Sequence[Finding]) -> int:
+    return max((len(f.title) for f in findings), default=0)
+
+
+def render_text(report: DiffReport, limit: int = 120) -> str:
+    """What ``diff`` prints: per drifting pair one line per diverging category (its first
+    divergence, both values cut at ``limit``), then what was not compared, then the totals."""
     a, b = report.left.label, report.right.label
-    width = max(len(a), len(b)) + 1
     lines = [f"diff {a} vs {b}"]
-    for mask in report.masks.describe():
+    for mask in report.masked():
         lines.append(f"  not compared: {mask}")
+    width = _title_width([f for d in report.drift for f in d.findings])
     for d in report.drift:
         lines.append("")
         lines.append(f"DRIFT {d.id}  {a}: {d.statuses[0]}  {b}: {d.statuses[1]}")
         if d.covers:
             lines.append(f"  covers {', '.join(d.covers)}: {d.title}")
-        lines.append(f"  {_where(d)}")
-        if d.kind == "verdict":
-            lines.append(f"    {a + ':':<{width}} {d.checks[0]}")
-            lines.append(f"    {b + ':':<{width}} {d.checks[1]}")
-        else:
-            lines.append(f"    {a + ':':<{width}} {shown(d.left, limit)}")
-            lines.append(f"    {b + ':':<{width}} {shown(d.right, limit)}")
+        for finding in d.findings:
+            left, right = _values(finding, limit)
+            lines.append(f"  {finding.title:<{width}}  {finding.where()}: "
+                         f"{a} {left} | {b} {right}")
     if report.not_applicable:
         lines.append("")
         lines.append("not applicable (not drift):")
@@ -437,8 +435,20 @@ def render_text(report: DiffReport, limit: int = 200) -> str:
         lines.append("not compared (cannot say whether they agree):")
         lines += [f"  {x.id}: {x.why}" for x in report.incomparable]
     lines.append("")
+    counts = category_line(report)
+    if counts:
+        lines.append(counts)
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
+
+
+def category_line(report: DiffReport) -> str:
+    """``drift by category: tool results 3, wire 1`` (empty when nothing drifts)."""
+    counts = report.counts()
+    if not counts:
+        return ""
+    return "drift by category: " + ", ".join(f"{BY_NAME[name].title} {n}"
+                                             for name, n in counts.items())
 
 
 def summary_line(report: DiffReport) -> str:
@@ -452,29 +462,34 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(report: DiffReport, limit: int = 400) -> str:
-    """The same report as Markdown (a PR comment, a CI summary)."""
+def render_markdown(report: DiffReport, limit: int = 200) -> str:
+    """The same report as Markdown (a PR comment, a CI summary): one table row per drifting
+    pair naming its categories, then per pair one row per diverging category."""
     a, b = report.left.label, report.right.label
     out = [f"# Drift: `{a}` vs `{b}`", "", summary_line(report), ""]
-    if report.masks.describe():
-        out += ["Not compared: " + "; ".join(report.masks.describe()) + ".", ""]
+    counts = category_line(report)
+    if counts:
+        out += [counts, ""]
+    if report.masked():
+        out += ["Not compared: " + "; ".join(report.masked()) + ".", ""]
     if report.drift:
-        out += ["| scenario | transport | " + _md(a) + " | " + _md(b) + " | where |",
+        out += ["| scenario | transport | " + _md(a) + " | " + _md(b) + " | diverges in |",
                 "|---|---|---|---|---|"]
         for d in report.drift:
+            titles = ", ".join(f.title for f in d.findings)
             out.append(f"| `{d.scenario}` | {d.transport} | {d.statuses[0]} | {d.statuses[1]} "
-                       f"| {_md(_where(d))} |")
+                       f"| {_md(titles)} |")
         out.append("")
         for d in report.drift:
             out += [f"## `{d.id}`", ""]
             if d.covers:
                 out += [f"Covers {', '.join(d.covers)}: {d.title}", ""]
-            out += [_where(d) + ":", ""]
-            if d.kind == "verdict":
-                out += [f"- **{a}**: {_md(d.checks[0])}", f"- **{b}**: {_md(d.checks[1])}", ""]
-            else:
-                out += ["```", f"{a}: {shown(d.left, limit)}", f"{b}: {shown(d.right, limit)}",
-                        "```", ""]
+            out += [f"| category | where | {_md(a)} | {_md(b)} |", "|---|---|---|---|"]
+            for finding in d.findings:
+                left, right = _values(finding, limit)
+                out.append(f"| {finding.title} | {_md(finding.where())} | `{_md(left)}` "
+                           f"| `{_md(right)}` |")
+            out.append("")
     for title, items in (("Not applicable (not drift)", report.not_applicable),
                          ("Not compared", report.incomparable)):
         if items:

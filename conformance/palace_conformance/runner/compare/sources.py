@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.results import PARITY, RunResult
-from palace_conformance.runner.selection import host_argv, select
+from palace_conformance.runner.selection import host_argv, load_profile_arg, select
 from palace_conformance.runner.usage import RunUsageError
 
 if TYPE_CHECKING:
+    from palace_conformance.runner.profile import Profile
     from palace_conformance.scenarios.model import Scenario
 
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 class SourceSpec:
     """One ``--bridge SPEC`` or ``--from [LABEL=]FILE``, in command-line order."""
 
-    kind: str  # "bridge" | "file"
+    kind: str  # "bridge" | "file" | "profile"
     value: str
     label: str = ""
 
@@ -44,6 +45,7 @@ class Source:
     run: RunResult
     origin: str  # the --bridge spec or the file it was read from
     capabilities: tuple[str, ...] = field(default_factory=tuple)
+    journals: bool = True  # each result holds the fake's journal (a live run; not a saved one)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Selection:
     transports: tuple[str, ...] = TRANSPORTS
     jobs: int = 2
     op_timeout_ms: int = 15000
+    level: str | None = None  # None: core when any source is not the reference, else seed
 
 
 def bridge_label(spec: str) -> str:
@@ -132,14 +135,16 @@ def plan_runs(selection: Selection, paths: Sequence[str] = ()) -> tuple[Scenario
 
 
 def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
-               selection: Selection, progress_stream: TextIO | None = None) -> RunResult:
+               selection: Selection, progress_stream: TextIO | None = None,
+               profile: Profile | None = None, level: str = "seed") -> RunResult:
     """Run the planned scenarios against one bridge (the same machinery as ``run``)."""
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
     from palace_conformance.runner.reports.console import make_progress
 
     options = SuiteOptions(run=RunOptions(host_argv=tuple(argv),
-                                          op_timeout_ms=selection.op_timeout_ms),
+                                          op_timeout_ms=selection.op_timeout_ms,
+                                          level=level, profile=profile),
                            jobs=selection.jobs, transports=selection.transports)
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)
@@ -160,27 +165,43 @@ def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[s
     a typo in the last argument costs no minutes of running the first."""
     files: dict[int, RunResult] = {}
     argvs: dict[int, tuple[str, ...]] = {}
+    profiles: dict[int, Profile] = {}
     for index, spec in enumerate(specs):
         if spec.kind == "file":
             files[index] = filter_run(load_result_file(spec.value), selection)
             if not files[index].results:
                 raise RunUsageError(f"--from {spec.value}: no result matches the selection "
                                     "(check --select and --transport)")
+        elif spec.kind == "profile":
+            profile = load_profile_arg(spec.value)
+            assert profile is not None
+            profiles[index] = profile
+            argvs[index] = host_argv(profile.bridge)
         else:
             argvs[index] = host_argv(spec.value)
+    level = selection.level or ("seed" if all(
+        s.kind == "bridge" and s.value == "reference" for s in specs if s.kind != "file")
+        else "core")
     scenarios = plan_runs(selection, paths) if argvs else ()
     found: list[tuple[str, RunResult, str]] = []
     for index, spec in enumerate(specs):
         if index in files:
             run = files[index]
             label = spec.label or run.host.bridge or Path(spec.value).stem
+        elif index in profiles:
+            run = run_bridge(profiles[index].bridge, argvs[index], scenarios, selection,
+                             progress_stream, profiles[index], level)
+            label = spec.label or profiles[index].name
         else:
-            run = run_bridge(spec.value, argvs[index], scenarios, selection, progress_stream)
+            run = run_bridge(spec.value, argvs[index], scenarios, selection, progress_stream,
+                             level=level)
             label = spec.label or bridge_label(spec.value)
         found.append((label, run, spec.value))
     labels = unique_labels([label for label, _, _ in found])
-    return [Source(label, run, origin, tuple(run.host.capabilities))
-            for label, (_, run, origin) in zip(labels, found, strict=True)]
+    journals = [index not in files or any(r.journal for r in files[index].results)
+                for index in range(len(specs))]
+    return [Source(label, run, origin, tuple(run.host.capabilities), kept)
+            for label, (_, run, origin), kept in zip(labels, found, journals, strict=True)]
 
 
 def load_baselines(values: Sequence[str]) -> dict[str | None, Any]:

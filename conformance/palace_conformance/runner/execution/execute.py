@@ -23,6 +23,7 @@ from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.runner.execution import profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
+from palace_conformance.runner.execution.settle import EventSettle, window_end
 from palace_conformance.runner.execution.world import SIGNALS, SetupError, World
 from palace_conformance.runner.profile import Profile
 from palace_conformance.runner.results import (
@@ -39,6 +40,7 @@ from palace_conformance.runner.results import (
     scenario_status,
 )
 from palace_conformance.runner.verdict import normalise
+from palace_conformance.runner.verdict.early_end import SettleCondition
 from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
 from palace_conformance.runner.verdict.levels import scenario_level
 from palace_conformance.runner.verdict.reach import unreached_reason
@@ -261,6 +263,9 @@ class _Execution:
         record.request = {"op": op, **request}
         if "env" in record.request and op == "load":
             record.request["env"] = _report_env(self.world.env)
+        if op == "settle":
+            self._settle(step, request, record)
+            return
         reply = self.driver.request(op, request, deadline_ms=deadline)
         _fill(record, reply)
         if profile is not None:
@@ -269,6 +274,20 @@ class _Execution:
             if op == "list_tools" and isinstance(record.result, list):
                 record.result, extras = profile_edges.incoming_tools(profile, record.result)
                 self.extra_tools.update(extras)
+
+    def _settle(self, step: Step, request: dict[str, Any], record: StepRecord) -> None:
+        """One host settle, or an event-driven one when the step's expectations allow it
+        (``verdict.early_end``: the rule; ``execution.settle``: how it waits)."""
+        assert self.driver is not None and self.world is not None
+        condition = SettleCondition.for_step(step, self.transport)
+        if condition is None:
+            reply = self.driver.request("settle", request, deadline_ms=request["timeout_ms"])
+            _fill(record, reply)
+            record.ended_by = window_end(reply, float(request["max_ms"]))
+            return
+        world, start = self.world, record.journal_start
+        EventSettle(self.driver, request, condition,
+                    journal=lambda: world.journal_since(start)).run(record)
 
     def _tools_after(self, step: Step, record: StepRecord) -> list[dict[str, Any]] | None:
         """The registered tools after a step (a ``list_tools`` request; an rpc reply's tools)."""

@@ -103,8 +103,9 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         return result
 
     profile = options.run.profile
-    capabilities = (profile.capabilities if profile is not None
-                    and profile.capabilities is not None else host.capabilities)
+    if profile is not None and profile.capabilities is not None:
+        host.capabilities = profile.capabilities  # what the profile claims is what is judged
+    capabilities = host.capabilities
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
         results = list(pool.map(one, jobs))

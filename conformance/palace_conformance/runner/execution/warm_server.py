@@ -24,10 +24,16 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-#: imported once by the warm server, so no warm child pays for them
+#: imported once by the warm server, so no warm child pays for them. Besides the entry points,
+#: what their children would otherwise import on first use: httpx's transport (httpcore, anyio's
+#: asyncio backend, certifi) when the bridge opens its HTTP client, the stdio engine at ``load``,
+#: and the subcommands the CLI registers (about 0.1 s of CPU per HTTP run)
 PRELOAD = ("palace_conformance.hosts.reference", "palace_conformance.cli",
            "palace_conformance.fake.http.serve", "palace_conformance.fake.cli",
-           "palace_bridge.http", "palace_bridge.remote", "httpx", "jsonschema")
+           "palace_conformance.runner.commands.drift", "palace_conformance.selftest.command",
+           "palace_bridge.client", "palace_bridge.http", "palace_bridge.remote",
+           "palace_bridge.local", "palace_bridge.stdio", "httpx", "httpcore",
+           "anyio._backends._asyncio", "certifi", "concurrent.futures.thread", "jsonschema")
 #: each request: this header (the JSON body's length), then the body
 REQUEST_HEADER = struct.Struct("!I")
 

@@ -248,7 +248,7 @@ def write_bundle(run: RunResult, result: ScenarioResult, scenario: Scenario, tar
             _transport_files(writer, "", scenario, result, result.transport, secrets)
         manifest = {"format": BUNDLE_FORMAT, "scenario": result.scenario,
                     "transport": result.transport, "transports": list(transports),
-                    "status": result.status, "reason": result.reason,
+                    "status": result.status, "reason": result.reason, "level": result.level,
                     "covers": list(result.covers), "bridge": bridge,
                     "host": run.host.to_json(), "started_at": run.started_at,
                     "palace_conformance": __version__,

@@ -14,7 +14,7 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.reports.bundle import MANIFEST, SCENARIO_FILE
@@ -25,6 +25,9 @@ from palace_conformance.scenarios.model import Scenario
 
 class ReplayError(Exception):
     """A bundle that cannot be replayed; one line naming the problem and the fix."""
+
+if TYPE_CHECKING:
+    from palace_conformance.runner.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,12 @@ class Bundle:
     @property
     def bridge(self) -> str:
         return str(self.manifest.get("bridge") or "reference")
+
+    @property
+    def level(self) -> str | None:
+        """The level the failure was judged at (bundles from before levels have none)."""
+        level = self.manifest.get("level")
+        return str(level) if level in ("core", "seed") else None
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -82,13 +91,15 @@ def load_bundle(path: str | Path) -> Bundle:
 
 
 def replay(bundle: Bundle, host_argv: tuple[str, ...], *, op_timeout_ms: int,
-           jobs: int = 2, progress: Any = None) -> RunResult:
+           jobs: int = 2, progress: Any = None, level: str = "seed",
+           profile: Profile | None = None) -> RunResult:
     """Run the bundle's scenario on its transport(s); a parity bundle also gets its comparison
     (``suite.HostProbeError`` when the host cannot even say hello)."""
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
 
-    options = SuiteOptions(run=RunOptions(host_argv=host_argv, op_timeout_ms=op_timeout_ms),
+    options = SuiteOptions(run=RunOptions(host_argv=host_argv, op_timeout_ms=op_timeout_ms,
+                                          level=level, profile=profile),
                            jobs=jobs, transports=bundle.transports)
     return run_suite([bundle.scenario], options, progress=progress)
 

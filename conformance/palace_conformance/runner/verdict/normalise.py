@@ -4,8 +4,10 @@ Two runs of the same scenario (stdio and HTTP, or today and last week) must be c
 value, so volatile things are masked: ids (``id``, ``*_id``), times (``timestamp``, ``created_at``,
 ISO date-times inside strings, ...), and the run's own temp dir and fake URL (replaced by
 ``${TMP}`` and ``${FAKE_URL}``). Tool results are compared as parsed JSON when their text parses.
-Parity uses this now; snapshots and ``diff`` reuse it later. The exact rules, for other runners,
-are fixtures/README.md's "Parity: the normalised outcome" (cases: fixtures/runner-tests/).
+Parity compares these outcomes; the exact rules, for other runners, are fixtures/README.md's
+"Parity: the normalised outcome" (cases: fixtures/runner-tests/). ``diff`` masks more, by the data
+rules of ``runner/compare/volatile.py``, since two bridges (or two runs days apart) differ in more
+per-run values than two transports of one run.
 """
 
 from __future__ import annotations

@@ -63,6 +63,16 @@ def _error_data_dropped(original: Any) -> Any:
     return PalaceToolError
 
 
+def _private_key_on_the_wire(original: Any) -> Any:
+    async def request(self: Any, method: str, params: dict[str, Any] | None,
+                      timeout_ms: int | None = None) -> Any:
+        if method == "tools/call" and params is not None:
+            params = {**params, "callId": "pi-call-1"}  # the bridge's own bookkeeping leaks
+        return await original(self, method, params, timeout_ms)
+
+    return request
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # TOOL
     mutant("tool-schemas-loosened", "TOOL-01",
@@ -71,6 +81,10 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("tool-null-arguments-dropped", "TOOL-02",
        "top-level null arguments are removed before tools/call",
        ("palace_bridge.client:PalaceClient.call_tool", _nulls_dropped)),
+    mutant("tool-call-params-leak-a-private-key", "TOOL-02",
+       "the bridge's own call id rides along in tools/call params",
+       ("palace_bridge.local:LocalEngine.request", _private_key_on_the_wire),
+       ("palace_bridge.remote:RemoteEngine.request", _private_key_on_the_wire)),
     mutant("tool-is-error-raised", "TOOL-03",
        "an isError result is turned into an exception",
        ("palace_bridge.client:PalaceClient.call_tool", _is_error_raised)),

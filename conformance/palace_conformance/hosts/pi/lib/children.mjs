@@ -1,27 +1,98 @@
-// Which processes the bridge started (DRIVER.md `introspect.children`, `shutdown.children_alive`).
+// Which processes the bridge started (DRIVER.md `introspect.children`, `shutdown.children_alive`)
+// and which programs it tried to start (`introspect.observed.spawned`, failures included).
 //
 // Every asynchronous spawn in Node (spawn, exec, execFile, fork, and cross-spawn on top of
-// them) goes through `ChildProcess.prototype.spawn`, so one hook sees them all. Subprocesses the
-// host runs on the bridge's behalf through `pi.exec` are not the bridge's children in this sense
-// (they are reported as `exec` effects instead) and are excluded. A /proc scan adds any direct
-// child the hook missed (for example one started by a native addon).
+// them) goes through `ChildProcess.prototype.spawn`, so one hook sees them all; the synchronous
+// ones (spawnSync, execFileSync, execSync) are wrapped where the module exports them. Subprocesses
+// the host runs on the bridge's behalf through `pi.exec` are not the bridge's children in this
+// sense (they are reported as `exec` effects instead) and are excluded. A /proc scan adds any
+// direct child the hook missed (for example one started by a native addon).
 
 import childProcess from "node:child_process";
 import fs from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
+import util from "node:util";
 
 const tracked = new Map(); // pid -> argv
 const internal = new Set();
+const attempts = []; // {argv, error?} for every start the bridge tried, in order
 let suppress = 0;
+
+function errorName(code) {
+  if (typeof code === "string") return code;
+  if (typeof code === "number" && code < 0) {
+    try {
+      return util.getSystemErrorName(code);
+    } catch {
+      return String(code);
+    }
+  }
+  return "failed";
+}
+
+function attempted(argv, error) {
+  if (suppress > 0) return;
+  attempts.push(error === undefined ? { argv } : { argv, error });
+}
 
 const originalSpawn = childProcess.ChildProcess.prototype.spawn;
 childProcess.ChildProcess.prototype.spawn = function trackedSpawn(options) {
-  const result = originalSpawn.call(this, options);
+  const argv = Array.isArray(options?.args) ? [...options.args] : [String(options?.file)];
+  let result;
+  try {
+    result = originalSpawn.call(this, options);
+  } catch (error) {
+    attempted(argv, errorName(error?.code));
+    throw error;
+  }
   if (typeof this.pid === "number") {
     if (suppress > 0) internal.add(this.pid);
-    else tracked.set(this.pid, Array.isArray(options?.args) ? [...options.args] : [String(options?.file)]);
+    else tracked.set(this.pid, argv);
   }
+  attempted(argv, typeof this.pid === "number" ? undefined : errorName(result));
   return result;
 };
+
+function syncArgv(file, args) {
+  return [String(file), ...(Array.isArray(args) ? args.map(String) : [])];
+}
+
+const originalSpawnSync = childProcess.spawnSync;
+childProcess.spawnSync = function observedSpawnSync(file, args, ...rest) {
+  const result = originalSpawnSync.call(this, file, args, ...rest);
+  attempted(syncArgv(file, args), result?.error ? errorName(result.error.code) : undefined);
+  return result;
+};
+
+const originalExecFileSync = childProcess.execFileSync;
+childProcess.execFileSync = function observedExecFileSync(file, args, ...rest) {
+  try {
+    const output = originalExecFileSync.call(this, file, args, ...rest);
+    attempted(syncArgv(file, args));
+    return output;
+  } catch (error) {
+    attempted(syncArgv(file, args), typeof error?.code === "string" ? error.code : undefined);
+    throw error;
+  }
+};
+
+const originalExecSync = childProcess.execSync;
+childProcess.execSync = function observedExecSync(command, ...rest) {
+  try {
+    const output = originalExecSync.call(this, command, ...rest);
+    attempted(["/bin/sh", "-c", String(command)]);
+    return output;
+  } catch (error) {
+    attempted(["/bin/sh", "-c", String(command)], typeof error?.code === "string" ? error.code : undefined);
+    throw error;
+  }
+};
+syncBuiltinESMExports();
+
+/** Every start the bridge tried, in order: `{argv}`, plus `error` (`ENOENT`, ...) when it failed. */
+export function spawnAttempts() {
+  return attempts.map((attempt) => ({ ...attempt, argv: [...attempt.argv] }));
+}
 
 /** Run `start` (which spawns synchronously) without counting what it spawns as a bridge child. */
 export function spawnInternal(start) {

@@ -1,0 +1,334 @@
+"""A run as a comparison between bridges sees it: by category, step by step, per-run values masked.
+
+Built from the raw steps (and, for a live run, the fake's journal), not from the outcome saved with
+the result, so the masking rules of :mod:`.volatile` apply the same way to a run made now and to a
+``run --json`` saved before a rule was added. A few rules only a comparison *between bridges*
+needs read the steps on the way (docs/drift.md, "What else is compared, and how"):
+
+* **Start-up is pooled.** The steps before the first agent-facing step (``load``,
+  ``event session_start``, ``settle``, ``sleep``) register tools and commands, and may inject,
+  toast or call the palace; *which* of them does it is each bridge's choice (the reference
+  connects at load, pi's client at session_start) and no agent sees the difference. It is
+  compared once, tools and commands in order, as the pseudo-step ``(start-up)`` after them. A
+  registration later than that stays where it happened.
+* **A settle or sleep joins the step before it** for effects and wire calls (:func:`groups`);
+  process facts are compared over the whole run, as ``(whole run)``.
+* **Subscriptions are not behaviour.** ``load``'s ``events`` list is dropped.
+* **Errors are compared by kind and code**, and by message and data only when the palace wrote
+  them (``tool_error``, TOOL-04); any other message is each bridge's own prose.
+* **Capabilities only one side declares are masked** (:class:`Masks`), and so are UI-only effects
+  unless asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from palace_conformance.contract import MAILBOX_TYPE, WAKEUP_TYPE
+from palace_conformance.runner.compare.categories import (
+    CATEGORIES,
+    ERRORS,
+    PROCESSES,
+    REGISTRATIONS,
+    UI,
+    UI_ONLY_EFFECTS,
+    WIRE,
+    effect_category,
+    result_category,
+)
+from palace_conformance.runner.compare.volatile import (
+    ERROR_KIND_RULES,
+    ErrorKindRule,
+    Masker,
+    run_dates,
+)
+from palace_conformance.runner.results import ScenarioResult, StepRecord
+from palace_conformance.runner.verdict.normalise import replacement_list
+
+STARTUP_KEY = "(start-up)"
+RUN_KEY = "(whole run)"
+STARTUP_OPS = frozenset({"load", "settle", "sleep"})
+STARTUP_EVENTS = frozenset({"session_start"})
+#: ops that join the step before them (:func:`groups`)
+JOINING_OPS = frozenset({"settle", "sleep"})
+#: the palace tools only feeding calls (masked with its helper runs when feeding is one-sided)
+FEEDING_TOOLS = frozenset({"mempalace_mine"})
+_REGISTRATION_KINDS = frozenset({"tool_registered", "command_registered"})
+#: the fields of an effect compared, by kind (any other kind: all of them)
+_EFFECT_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "tool_registered": ("name",), "command_registered": ("name",),
+    "message": ("custom_type", "content", "deliver_as", "trigger_turn"),
+    "user_message": ("content", "deliver_as"), "injected": ("custom_type",),
+    "error": ("where",), "exec": ("argv", "exit_code", "timed_out"),
+    "notify": ("level", "message")}
+#: the fields compared of each journal record that is a process fact (categories.PROCESS_RECORDS)
+PROCESS_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "process_start": ("transport",), "process_exit": ("transport", "code", "reason"),
+    "signal": ("transport", "signal", "action"), "helper_run": ("name", "argv")}
+
+
+@dataclass(frozen=True)
+class Masks:
+    """What is left out of both traces: what only one side declares, and UI-only effects."""
+
+    commands: bool = False
+    custom_types: frozenset[str] = frozenset()
+    feeding: bool = False  # the helper runs and mempalace_mine calls of feeding
+    ui: bool = True  # UI-only effects (notify) left out; --include-ui compares them
+
+    @classmethod
+    def between(cls, left: Iterable[str], right: Iterable[str], *,
+                include_ui: bool = False) -> Masks:
+        a, b = set(left), set(right)
+
+        def one_sided(capability: str) -> bool:
+            return (capability in a) != (capability in b)
+
+        types = {t for cap, t in (("wakeup", WAKEUP_TYPE), ("mailbox", MAILBOX_TYPE))
+                 if one_sided(cap)}
+        return cls(commands=one_sided("diary_command"), custom_types=frozenset(types),
+                   feeding=one_sided("feeding"), ui=not include_ui)
+
+    def describe(self) -> list[str]:
+        """The capability masks (the UI mask is named by the report, with what it hid)."""
+        out = []
+        if self.commands:
+            out.append("registered commands (diary_command is declared by one side only)")
+        for custom in sorted(self.custom_types):
+            capability = "wakeup" if custom == WAKEUP_TYPE else "mailbox"
+            out.append(f"{custom} messages ({capability} is declared by one side only)")
+        if self.feeding:
+            out.append("helper runs (exec effects, helper_run records) and "
+                       f"{', '.join(sorted(FEEDING_TOOLS))} calls (feeding is declared by one "
+                       "side only)")
+        return out
+
+    def hides(self, effect: Mapping[str, Any]) -> bool:
+        kind = str(effect.get("kind"))
+        if self.ui and kind in UI_ONLY_EFFECTS:
+            return True
+        if self.commands and kind == "command_registered":
+            return True
+        if self.feeding and kind == "exec":
+            return True
+        return effect.get("custom_type") in self.custom_types
+
+    def hides_record(self, record: Mapping[str, Any]) -> bool:
+        """A journal record left out: feeding's helper runs and mine calls, when one-sided."""
+        if not self.feeding:
+            return False
+        return record.get("kind") == "helper_run" or (
+            record.get("method") == "tools/call" and record.get("tool") in FEEDING_TOOLS)
+
+
+def run_replacements(result: ScenarioResult) -> list[tuple[str, str]]:
+    """The run's own temp dir and fake URL, read back from its reported environment (a saved
+    result keeps only that: ``HOME`` = ``${TMP}/home``, the URL the bridge was given)."""
+    values: dict[str, str] = {}
+    home = result.env.get("HOME")
+    if home and PurePosixPath(home).name == "home":
+        values["TMP"] = str(PurePosixPath(home).parent)
+    url = result.env.get("MEMPALACE_REMOTE_URL")
+    if url:
+        values["FAKE_URL"] = url
+    return replacement_list(values)
+
+
+def startup_keys(steps: Sequence[StepRecord]) -> list[str]:
+    keys = []
+    for step in steps:
+        if step.index < 0:
+            continue
+        name = step.request.get("name") if step.op == "event" else None
+        if step.op in STARTUP_OPS or (step.op == "event" and name in STARTUP_EVENTS):
+            keys.append(step.key)
+        else:
+            break
+    return keys
+
+
+def ui_effects(result: ScenarioResult) -> int:
+    """How many UI-only effects a run had (what the UI mask hides, for the report)."""
+    return sum(1 for step in result.steps if step.index >= 0 for effect in step.effects
+               if effect.get("kind") in UI_ONLY_EFFECTS)
+
+
+def groups(steps: Sequence[StepRecord]) -> dict[str, str]:
+    """Step key -> the key its effects and wire calls are compared under.
+
+    The start-up steps pool under ``(start-up)``; a ``settle`` or ``sleep`` joins the step before
+    it, since what it collects (asynchronous effects, a poll a handler started) is that step's
+    doing, and whether it lands before or after the step returned is timing, not behaviour."""
+    startup = set(startup_keys(steps))
+    found: dict[str, str] = {}
+    head: str | None = None
+    for step in steps:
+        if step.key in startup:
+            found[step.key] = STARTUP_KEY
+        elif step.op in JOINING_OPS and head is not None:
+            found[step.key] = head
+        else:
+            head = step.key
+            found[step.key] = head
+    return found
+
+
+def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: str = "",
+                journal: bool = True) -> dict[str, Any]:
+    """``{category: {"steps": {key: fragment}}}``: every step in every category, so both sides
+    line up key by key (:func:`groups` says where effects and wire calls go).
+
+    ``journal=False`` leaves the journal facts out (a side read from a saved result has none)."""
+    masker = Masker(run_replacements(result), run_dates(started_at or None))
+    steps = sorted((s for s in result.steps if s.index >= 0), key=lambda s: s.index)
+    group_of = groups(steps)
+    pools: dict[str, dict[str, dict[str, Any]]] = {}
+    tools: list[str] = []
+    commands: list[str] = []
+    own: dict[str, dict[str, dict[str, Any]]] = {}
+    active: list[ErrorKindRule] = []
+    for step in steps:
+        fragments: dict[str, dict[str, Any]] = {c.name: {} for c in CATEGORIES}
+        fragments[ERRORS].update(_errors(step, masker, active))
+        value = masker.value(step.result)
+        if step.op == "load" and isinstance(value, dict):
+            value.pop("events", None)
+            if group_of[step.key] == STARTUP_KEY:
+                tools += [str(t) for t in value.pop("tools", None) or ()]
+                commands += [str(c) for c in value.pop("commands", None) or ()]
+            value = value or None
+        if isinstance(value, dict) and isinstance(value.get("messages"), list):
+            value["messages"] = [
+                m for m in value["messages"]
+                if not (isinstance(m, dict) and m.get("custom_type") in masks.custom_types)]
+        fragments[result_category(step.op)]["result"] = value
+        own[step.key] = fragments
+        pool = pools.setdefault(group_of[step.key], {c.name: {"effects": []} for c in CATEGORIES})
+        for effect in step.effects:
+            category = effect_category(str(effect.get("kind")))
+            if category is None or masks.hides(effect):
+                continue
+            if group_of[step.key] == STARTUP_KEY and effect.get("kind") in _REGISTRATION_KINDS:
+                names = tools if effect.get("kind") == "tool_registered" else commands
+                names.append(str(effect.get("name")))
+                continue
+            pool[category]["effects"].append(_effect(effect, masker))
+        active += [rule for rule in ERROR_KIND_RULES
+                   if rule not in active and rule.triggered_by(step.op, step.request)]
+    if journal:
+        # a hidden record becomes {}: every step's window (record indexes) stays as it was
+        journal_kept = [{} if masks.hides_record(r) else r for r in result.journal]
+        windows = _journal_windows(steps, group_of, journal_kept)
+        for key, records in windows.items():
+            pools[key][WIRE]["calls"] = _calls(records, masker)
+        views_run = {"journal": _process_records(
+            [r for records in windows.values() for r in records], masker)}
+    else:
+        views_run = None
+    registrations = {"tools": _unique(tools)}
+    if not masks.commands:
+        registrations["commands"] = _unique(commands)
+    views: dict[str, dict[str, Any]] = {c.name: {} for c in CATEGORIES}
+    last_startup = max((k for k, g in group_of.items() if g == STARTUP_KEY),
+                       key=list(group_of).index, default=None)
+    for step in steps:
+        for name, fragment in own[step.key].items():
+            if group_of[step.key] == step.key:
+                fragment.update(pools[step.key][name])
+            views[name][step.key] = fragment
+        if step.key == last_startup:
+            for name, view in views.items():
+                view[STARTUP_KEY] = pools[STARTUP_KEY][name]
+            views[REGISTRATIONS][STARTUP_KEY].update(registrations)
+    if views_run is not None:
+        views[PROCESSES][RUN_KEY] = views_run
+    if masks.ui:
+        views[UI] = {}
+    return {name: {"steps": view} for name, view in views.items()}
+
+
+def _errors(step: StepRecord, masker: Masker,
+            active: Sequence[ErrorKindRule]) -> dict[str, Any]:
+    out: dict[str, Any] = {"ok": step.ok}
+    if not step.ran:
+        out["ran"] = False
+    if step.failure is not None:
+        out["failure"] = masker.text(step.failure)
+    error = step.error
+    if isinstance(error, dict):
+        kind = error.get("kind")
+        kept: dict[str, Any] = {}
+        if kind is not None:
+            merged = str(kind)
+            for rule in active:
+                merged = rule.merge(merged)
+            kept["kind"] = merged
+        if "code" in error:
+            kept["code"] = error["code"]
+        if kind == "tool_error":
+            for name in ("message", "data"):
+                if error.get(name) is not None:
+                    kept[name] = masker.value(error[name])
+        out["error"] = kept
+    return out
+
+
+def _effect(effect: Mapping[str, Any], masker: Masker) -> dict[str, Any]:
+    kind = str(effect.get("kind"))
+    fields = _EFFECT_FIELDS.get(kind) or tuple(k for k in effect if k != "kind")
+    return {"kind": kind, **{name: masker.value(effect[name], name) for name in fields
+                             if name in effect}}
+
+
+def _journal_windows(steps: Sequence[StepRecord], group_of: Mapping[str, str],
+                     journal: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Each group's journal records: from its first step's start to the next group's (what a
+    step set going, even after it returned, is its own), the last group's to the end. Records
+    before the first step are the runner's setup and belong to none."""
+    starts: dict[str, int] = {}
+    for step in steps:
+        if step.ran:
+            starts.setdefault(group_of[step.key], step.journal_start)
+    ordered = sorted(starts.items(), key=lambda item: item[1])
+    windows: dict[str, list[Mapping[str, Any]]] = {}
+    for position, (key, start) in enumerate(ordered):
+        end = ordered[position + 1][1] if position + 1 < len(ordered) else len(journal)
+        windows[key] = list(journal[start:max(end, start)])
+    return windows
+
+
+def _calls(records: Iterable[Mapping[str, Any]], masker: Masker) -> list[dict[str, Any]]:
+    """The ``tools/call`` requests the palace received: tool and arguments, sorted (calls a
+    bridge makes concurrently reach the palace in either order)."""
+    calls = []
+    for record in records:
+        if record.get("kind") != "recv" or record.get("method") != "tools/call":
+            continue
+        message = record.get("message")
+        params = message.get("params") if isinstance(message, dict) else None
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        calls.append({"tool": record.get("tool"), "arguments": masker.value(arguments)})
+    return sorted(calls, key=lambda call: json.dumps(call, sort_keys=True, default=str))
+
+
+def _process_records(records: Iterable[Mapping[str, Any]],
+                     masker: Masker) -> list[dict[str, Any]]:
+    """Process facts, sorted within the step: two children exiting together may journal in
+    either order."""
+    facts = []
+    for record in records:
+        fields = PROCESS_FIELDS.get(str(record.get("kind")))
+        if fields is None:
+            continue
+        facts.append({"kind": record["kind"], **{name: masker.value(record[name], name)
+                                                 for name in fields if name in record}})
+    return sorted(facts, key=lambda fact: sorted((k, str(v)) for k, v in fact.items()))
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    """Registration order, each name once (a re-registration is not a second tool)."""
+    return list(dict.fromkeys(names))

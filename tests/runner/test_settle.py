@@ -1,0 +1,228 @@
+"""Event-driven settles: a settle ends on the event its step waits for, never sooner, and a
+window that has to show that nothing happens still runs its whole length.
+
+Durations are only ever checked from below (a window is never shorter than its quiet period):
+how much *sooner* a settle ends is machine load, so it is read from ``ended_by`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palace_conformance.runner.execution.execute import run_scenario
+from palace_conformance.runner.execution.settle import (
+    ENDED_BY_EXPECTATIONS,
+    ENDED_BY_MAX,
+    ENDED_BY_QUIET,
+)
+from palace_conformance.runner.execution.world import World
+from palace_conformance.runner.results import ScenarioResult, StepRecord
+from palace_conformance.runner.verdict.early_end import SettleCondition
+from palace_conformance.scenarios.model import Step
+
+from .support import options, shipped, write_scenario
+
+TIMED = Path(__file__).resolve().parent / "timed_host.py"
+START = [{"op": "load"}, {"op": "event", "name": "session_start", "payload": {"reason": "startup"}}]
+
+
+def timed(log: Path, *host_options: str) -> tuple[str, ...]:
+    return (sys.executable, str(TIMED), str(log), *host_options)
+
+
+def settle_step(expect: dict[str, Any] | None, quiet_ms: int = 200,
+                max_ms: int = 5000) -> Step:
+    data: dict[str, Any] = {"op": "settle", "quiet_ms": quiet_ms, "max_ms": max_ms}
+    if expect is not None:
+        data["expect"] = expect
+    return Step.from_json(2, data)
+
+
+def run_settle(tmp_path: Path, sid: str, settle: dict[str, Any],
+               *host_options: str) -> tuple[ScenarioResult, StepRecord, list[dict[str, Any]]]:
+    """One scenario (load, session_start, ``settle``) on the timed host: the result, the settle's
+    record and every request the host saw."""
+    scenario = write_scenario(tmp_path, {"id": sid, "transports": ["stdio"],
+                                         "steps": [*START, settle]})
+    log = tmp_path / "requests.jsonl"
+    result = run_scenario(scenario, "stdio", options(timed(log, *host_options),
+                                                     work_root=tmp_path / "work"))
+    [record] = [s for s in result.steps if s.op == "settle"]
+    requests = [json.loads(line) for line in log.read_text().splitlines()]
+    return result, record, requests
+
+
+def failing(result: ScenarioResult) -> list[str]:
+    return [c.pointer for c in result.checks if c.status == "fail"]
+
+
+# -- which settles may end early ---------------------------------------------------------------
+
+@pytest.mark.parametrize("expect", [
+    {"tools": {"registered": "catalogue"}},
+    {"tools": {"registered": ["mempalace_status"], "schemas": "catalogue"}},
+    {"tools": {"includes": ["mempalace_status"]}},
+    {"journal": [{"check": "count", "match": {"kind": "recv"}, "at_least": 1}]},
+    {"effects": [{"check": "sequence", "items": [{"kind": "notify"}, {"kind": "message"}]}]},
+    {"journal": [{"check": "distinct", "match": {"kind": "recv"}, "field": "/pid",
+                  "at_least": 2}], "ok": True},
+    # a negative check for the other transport does not apply here
+    {"tools": {"registered": "catalogue"},
+     "journal": [{"check": "absent", "match": {"kind": "recv"}, "transport": "http"}]},
+])
+def test_a_settle_whose_expectations_are_all_positive_may_end_on_them(
+        expect: dict[str, Any]) -> None:
+    assert SettleCondition.for_step(settle_step(expect), "stdio") is not None
+
+
+@pytest.mark.parametrize("expect", [
+    None,
+    {"ok": True},
+    {"journal": [{"check": "absent", "match": {"kind": "recv"}}]},
+    {"journal": [{"check": "count", "match": {"kind": "recv"}, "equals": 1}]},
+    {"effects": [{"check": "count", "match": {"kind": "message"}, "at_most": 1}]},
+    {"effects": [{"check": "count", "match": {"kind": "message"}, "at_least": 1,
+                  "at_most": 2}]},
+    {"journal": [{"check": "order", "first": {"kind": "recv"}, "then": {"kind": "send"}}]},
+    {"journal": [{"check": "gap", "from": {"kind": "recv"}, "to": {"kind": "send"},
+                  "ms": {"at_least": 100}}]},
+    {"tools": {"registered": "none"}},
+    {"tools": {"registered": "catalogue", "excludes": ["mempalace_status"]}},
+    {"tools": {"schemas": "catalogue"}},
+    {"tools": {"registered": "catalogue"}, "elapsed_ms": {"at_least": 100}},
+    {"tools": {"registered": "catalogue"},
+     "journal": [{"check": "count", "match": {"kind": "recv"}, "equals": 2}]},
+])
+def test_a_settle_that_must_show_an_absence_or_an_exact_count_keeps_its_window(
+        expect: dict[str, Any] | None) -> None:
+    assert SettleCondition.for_step(settle_step(expect), "stdio") is None
+
+
+def test_the_condition_holds_only_when_every_expectation_does() -> None:
+    condition = SettleCondition.for_step(settle_step({
+        "effects": [{"check": "count", "match": {"kind": "notify"}, "at_least": 2}],
+        "journal": [{"check": "sequence", "items": [{"kind": "recv"}, {"kind": "send"}]}],
+        "tools": {"includes": ["a"]}}), "stdio")
+    assert condition is not None
+    notes = [{"kind": "notify"}, {"kind": "notify"}]
+    journal = [{"kind": "recv"}, {"kind": "other"}, {"kind": "send"}]
+    tools = [{"name": "a"}, {"name": "b"}]
+    assert condition.met(notes, journal, tools)
+    assert not condition.met(notes[:1], journal, tools)
+    assert not condition.met(notes, journal[::-1], tools)
+    assert not condition.met(notes, journal, [{"name": "b"}])
+    assert not condition.met(notes, journal, None)  # the registry could not be listed
+
+
+# -- how they wait -----------------------------------------------------------------------------
+
+def test_a_settle_ends_when_the_tools_it_waits_for_are_registered(tmp_path: Path) -> None:
+    result, record, requests = run_settle(
+        tmp_path, "life.settle.tools-late",
+        {"op": "settle", "quiet_ms": 3000, "max_ms": 10000,
+         "expect": {"tools": {"registered": ["mempalace_status", "mempalace_search"]}}},
+        "tools-after:300:mempalace_status,mempalace_search")
+    assert result.status == "passed", failing(result)
+    assert record.ended_by == ENDED_BY_EXPECTATIONS
+    # not before they came: the registrations are this step's own effects
+    assert [e["name"] for e in record.effects if e["kind"] == "tool_registered"] == [
+        "mempalace_status", "mempalace_search"]
+    settles = [r for r in requests if r["op"] == "settle"]
+    assert settles[0]["quiet_ms"] == 0 and settles[0]["max_ms"] == 10000  # background first
+    assert all(r["max_ms"] <= 25 for r in settles[1:])  # then short looks, not one long wait
+
+
+def test_a_settle_ends_when_the_journal_record_it_waits_for_is_written(tmp_path: Path) -> None:
+    result, record, _ = run_settle(
+        tmp_path, "life.settle.journal-late",
+        {"op": "settle", "quiet_ms": 3000, "max_ms": 10000,
+         "expect": {"journal": [{"check": "count", "match": {"kind": "late_mark"},
+                                 "at_least": 1}]}},
+        "journal-after:300:late_mark")
+    assert result.status == "passed", failing(result)
+    assert record.ended_by == ENDED_BY_EXPECTATIONS
+    marks = [r for r in result.journal[record.journal_start:record.journal_end]
+             if r["kind"] == "late_mark"]
+    assert len(marks) == 1  # not before it was written: inside the settle's own window
+
+
+def test_a_negative_settle_sends_one_request_and_runs_its_whole_quiet_window(
+        tmp_path: Path) -> None:
+    result, record, requests = run_settle(
+        tmp_path, "life.settle.absent",
+        {"op": "settle", "quiet_ms": 400, "max_ms": 5000,
+         "expect": {"effects": [{"check": "absent", "match": {"kind": "message"}}]}},
+        "notify-after:100", "quiet-from-call")
+    assert result.status == "passed", failing(result)
+    assert record.ended_by == ENDED_BY_QUIET and record.elapsed_ms >= 400  # type: ignore[operator]
+    assert [e["kind"] for e in record.effects] == ["notify"]
+    settles = [r for r in requests if r["op"] == "settle"]
+    assert [(r["quiet_ms"], r["max_ms"]) for r in settles] == [(400, 5000)]
+
+
+@pytest.mark.parametrize("host_options", [
+    # the host counts quiet from its last effect (as the reference host): the host's quiet ends it
+    ("notify-after:100",),
+    # the host counts from each request (as the Node hosts), so short looks never see a quiet
+    # period: the runner's own count ends it, no sooner than quiet_ms after the settle began
+    ("notify-after:100", "quiet-from-call"),
+])
+def test_a_positive_expectation_that_never_holds_keeps_the_quiet_window(
+        tmp_path: Path, host_options: tuple[str, ...]) -> None:
+    result, record, _ = run_settle(
+        tmp_path, "life.settle.never",
+        {"op": "settle", "quiet_ms": 400, "max_ms": 5000,
+         "expect": {"effects": [{"check": "count", "match": {"kind": "message"},
+                                 "at_least": 1}]}},
+        *host_options)
+    assert failing(result) == ["/steps/2/expect/effects/0"]
+    assert record.ended_by == ENDED_BY_QUIET
+    assert [e["kind"] for e in record.effects] == ["notify"]
+    if "quiet-from-call" in host_options:
+        assert record.elapsed_ms is not None and record.elapsed_ms >= 400
+
+
+def test_effects_that_keep_coming_hold_a_waiting_settle_open_until_max_ms(
+        tmp_path: Path) -> None:
+    result, record, _ = run_settle(
+        tmp_path, "life.settle.busy",
+        {"op": "settle", "quiet_ms": 1000, "max_ms": 1500,
+         "expect": {"effects": [{"check": "count", "match": {"kind": "message"},
+                                 "at_least": 1}]}},
+        "notify-every:50")
+    assert failing(result) == ["/steps/2/expect/effects/0"]
+    assert record.ended_by == ENDED_BY_MAX and record.elapsed_ms >= 1500  # type: ignore[operator]
+    assert sum(1 for e in record.effects if e["kind"] == "notify") >= 5
+
+
+def test_the_reference_bridge_settles_on_its_tools_but_waits_out_a_bare_settle(
+        tmp_path: Path) -> None:
+    tools = run_scenario(shipped("tool.register.schemas-passed-through"), "stdio",
+                         options(work_root=tmp_path))
+    assert tools.status == "passed", tools.reason
+    [settled] = [s for s in tools.steps if s.op == "settle"]
+    assert settled.ended_by == ENDED_BY_EXPECTATIONS
+    bare = run_scenario(shipped("wake.fresh-session.inject-once"), "stdio",
+                        options(work_root=tmp_path))
+    assert bare.status == "passed", bare.reason
+    [waited] = [s for s in bare.steps if s.op == "settle"]
+    assert waited.ended_by == ENDED_BY_QUIET  # one host settle, its own quiet period
+
+
+def test_the_journal_since_a_mark_skips_a_record_still_being_written(tmp_path: Path) -> None:
+    world = World(shipped("life.transport.default-stdio-child"), "stdio", work_root=tmp_path)
+    world.open()
+    try:
+        world.journal.write_text('{"kind": "before"}\n')
+        mark = world.journal_mark()
+        with open(world.journal, "a", encoding="utf-8") as handle:
+            handle.write('{"kind": "after"}\n{"kind": "half')
+        assert world.journal_since(mark) == [{"kind": "after"}]
+        assert world.journal_since(0) == [{"kind": "before"}, {"kind": "after"}]
+    finally:
+        world.close()
