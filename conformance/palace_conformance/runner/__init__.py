@@ -14,8 +14,8 @@ imports only the stages listed after it):
   expected-failure baselines.
 
 :mod:`.results` is the typed result model every stage shares; :mod:`.profile` reads bridge
-profiles and :mod:`.profiling` drafts one by watching a bridge (``profile init``); :mod:`.selection`, :mod:`.usage`, :mod:`.interrupts` and :mod:`.jobs` are what the
-commands and engines share about user input; :mod:`.pytest_plugin` runs the catalogue as pytest
-items. Kept import-free, like every sub-package's ``__init__``: importing the
-package must cost nothing.
+profiles and :mod:`.profiling` drafts one by watching a bridge (``profile init``);
+:mod:`.selection`, :mod:`.usage`, :mod:`.interrupts` and :mod:`.jobs` are what the commands and
+engines share about user input; :mod:`.pytest_plugin` runs the catalogue as pytest items. Kept
+import-free, like every sub-package's ``__init__``: importing the package must cost nothing.
 """
