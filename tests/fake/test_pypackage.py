@@ -22,7 +22,7 @@ LIGHT_TOOLS = ["palace_query", "palace_exec", "palace_coordinate"]
 
 def shims(tmp_path: Path) -> Path:
     directory = tmp_path / "shims"
-    install_shim(directory)
+    install_shim(directory, python_package=True)
     return directory
 
 
@@ -129,7 +129,7 @@ def test_the_package_refuses_the_http_transport_in_one_line(tmp_path: Path) -> N
 
 def test_a_shim_directory_too_deep_for_a_shebang_still_runs(tmp_path: Path) -> None:
     deep = tmp_path.joinpath(*["d" * 60] * 5, "shims")
-    install_shim(deep)
+    install_shim(deep, python_package=True)
     launcher = deep / "mempalace-mcp"
     assert launcher.read_text().startswith("#!/bin/sh\n")  # pip's trampoline
     with FakeProcess(tmp_path, command=[str(launcher)]) as fake:

@@ -73,7 +73,7 @@ def test_the_installed_fake_package_serves_through_python_m(tmp_path: Path) -> N
 
     assert PACKAGE_SOURCE.is_relative_to(SITE / "palace_conformance")
     shims = tmp_path / "shims"
-    install_shim(shims)
+    install_shim(shims, python_package=True)
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                "params": {"protocolVersion": "2025-06-18"}}
     env = {**os.environ, "HOME": str(tmp_path), "PYTHONPATH": str(python_path(shims))}

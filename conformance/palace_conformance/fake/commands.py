@@ -59,7 +59,7 @@ def _http(args: argparse.Namespace) -> int:
 
 def _install_shim(args: argparse.Namespace) -> int:
     try:
-        paths = install_shim(args.dir)
+        paths = install_shim(args.dir, python_package=True)
     except OSError as exc:
         print(f"palace-conformance fake install-shim: cannot write to {args.dir}: "
               f"{exc.strerror or exc}", file=sys.stderr)

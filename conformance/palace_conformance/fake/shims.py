@@ -1,19 +1,21 @@
-"""The shim directory: everything a bridge may look for when it looks for an installed MemPalace.
+"""The shim directory: what a bridge finds when it looks for an installed MemPalace.
 
-``install_shim(DIR)`` writes
+``install_shim(DIR)`` writes ``DIR/mempalace-mcp``, ``DIR/mempalace-light-mcp`` (the fake with the
+light server's catalogue), ``DIR/mempalace`` (the fake CLI) and ``DIR/mempalace-pi-session`` (a
+stand-in for pi's transcript exporter): Python scripts, so a bridge that reads a launcher's
+shebang finds a Python. Put ``DIR`` first on ``PATH`` and any bridge, in any language, talks to
+the fake.
 
-* ``DIR/mempalace-mcp``, ``DIR/mempalace-light-mcp``, ``DIR/mempalace`` (console scripts of the
-  fake ``mempalace`` package, like pip writes them) and ``DIR/mempalace-pi-session`` (a stand-in
-  for pi's transcript exporter): Python scripts whose shebang is ``DIR/.palace/bin/python``;
-* ``DIR/.palace``: a minimal virtual environment of this interpreter "with mempalace installed":
-  its site-packages holds the fake ``mempalace`` package (a link to ``fake/pypackage/mempalace``)
-  and ``palace-conformance-kit.json`` (where the kit and the shim directory are). A bridge that
-  reads a launcher's shebang to find mempalace's Python and runs ``<that python> -m
-  mempalace.mcp_server`` reaches the fake, and so does ``python3 -m mempalace...`` with
-  :func:`python_path` on ``PYTHONPATH`` (the runner sets it).
+With ``python_package=True`` (the runner, ``palace-conformance fake install-shim``) ``DIR`` also
+gets ``.palace``: a minimal virtual environment of this interpreter "with mempalace installed".
+Its site-packages holds the fake ``mempalace`` package (a link to ``fake/pypackage/mempalace``)
+and ``palace-conformance-kit.json`` (where the kit and ``DIR`` are), and the shims' shebang names
+its Python. So a bridge that runs ``<shebang python> -m mempalace.mcp_server`` reaches the fake,
+and so does ``python3 -m mempalace...`` with :func:`python_path` on ``PYTHONPATH`` (the runner
+sets it). Without it, the shims' Python is this interpreter, which cannot import ``mempalace``:
+a machine where only the launchers are installed.
 
-Put ``DIR`` first on ``PATH`` and any bridge, in any language, talks to the fake. Standard
-library only, and few files: the runner installs a shim directory for every run.
+Standard library only, and few files: the runner installs a shim directory for every run.
 """
 
 from __future__ import annotations
@@ -27,13 +29,13 @@ import stat
 import sys
 from pathlib import Path
 
-#: shim name -> (module, function) its script runs
+#: shim name -> (module, call) its script runs; ``argv`` is ``sys.argv``, as the process got it
 SHIMS = {
-    "mempalace-mcp": ("mempalace.mcp_proxy", "main"),
-    "mempalace-light-mcp": ("mempalace.mcp_light_server", "main"),
-    "mempalace": ("mempalace.cli", "main"),
+    "mempalace-mcp": ("palace_conformance.fake.cli", "fake_mcp_main()"),
+    "mempalace-light-mcp": ("palace_conformance.fake.cli", "fake_light_mcp_main()"),
+    "mempalace": ("palace_conformance.fake.commands", "mempalace_cli_main(argv[1:], argv[0])"),
     # a scriptable stand-in for the transcript exporter a bridge runs before mempalace_mine
-    "mempalace-pi-session": ("palace_conformance.standins.feed_session", "shim_main"),
+    "mempalace-pi-session": ("palace_conformance.standins.feed_session", "shim_main()"),
 }
 SHIM_NAMES = tuple(SHIMS)
 VENV_DIR = ".palace"  # the virtual environment "with mempalace installed", inside DIR
@@ -44,7 +46,7 @@ KIT_ROOT = Path(__file__).resolve().parent.parent.parent  # the directory holdin
 
 def shebang_limit() -> int:
     """The longest interpreter path this kernel reads from a ``#!`` line: 255 bytes of line on
-    Linux since 5.1 and 511 on macOS, else distlib's conservative 127 (minus ``#!`` and ``\n``).
+    Linux since 5.1 and 511 on macOS, else distlib's conservative 127 (minus ``#!`` and ``\\n``).
     A longer path (or one with spaces) gets pip's ``/bin/sh`` trampoline instead."""
     if sys.platform == "darwin":
         return 509
@@ -54,10 +56,14 @@ def shebang_limit() -> int:
     return 253 if modern else 125
 
 
+def venv_python(directory: str | os.PathLike[str]) -> Path:
+    """The Python of the shim directory's venv (it exists after ``python_package=True``)."""
+    return Path(directory).absolute() / VENV_DIR / "bin" / "python"
+
+
 def shim_python(directory: str | os.PathLike[str]) -> str:
-    """The Python in the shims' shebangs: the shim directory's venv (or, without one, this
-    interpreter)."""
-    python = Path(directory).absolute() / VENV_DIR / "bin" / "python"
+    """The Python for scripts in the shim directory: its venv's, or else this interpreter."""
+    python = venv_python(directory)
     return str(python) if python.exists() else sys.executable
 
 
@@ -68,13 +74,15 @@ def python_path(directory: str | os.PathLike[str]) -> Path:
     return Path(directory).absolute() / VENV_DIR / "lib" / version / "site-packages"
 
 
-def write_script(path: Path, python: str, comment: str, body: str) -> None:
-    """An executable Python script for ``python``: a plain shebang when the path fits in one,
-    else the ``/bin/sh`` trampoline pip uses for long paths or paths with spaces."""
+def write_script(path: Path, python: str, comment: str, body: str, flags: str = "") -> None:
+    """An executable Python script for ``python`` (``flags``: one interpreter option, e.g.
+    ``-S``): a plain shebang when the path fits in one, else the ``/bin/sh`` trampoline pip uses
+    for long paths or paths with spaces."""
+    options = f" {flags}" if flags else ""
     if len(python.encode()) <= shebang_limit() and not any(c.isspace() for c in python):
-        head = f"#!{python}\n"
+        head = f"#!{python}{options}\n"
     else:
-        head = f"#!/bin/sh\n'''exec' {shlex.quote(python)} \"$0\" \"$@\"\n' '''\n"
+        head = f"#!/bin/sh\n'''exec' {shlex.quote(python)}{options} \"$0\" \"$@\"\n' '''\n"
     path.write_text(f"{head}# {comment}\n{body}", encoding="utf-8")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
@@ -104,22 +112,24 @@ def _install_package(directory: Path) -> Path:
     (site / KIT_FILE).write_text(json.dumps({"kit_root": str(KIT_ROOT),
                                              "shim_dir": str(directory)}), encoding="utf-8")
     return site
-def install_shim(directory: str | os.PathLike[str]) -> list[Path]:
-    """Write the shims and the fake package into ``directory``; returns the shims."""
+
+
+def install_shim(directory: str | os.PathLike[str], python_package: bool = False) -> list[Path]:
+    """Write the shims into ``directory`` (with ``python_package``, the venv with the fake
+    ``mempalace`` package too, named in their shebangs); returns the shims."""
     target = Path(directory).absolute()
     target.mkdir(parents=True, exist_ok=True)
-    _install_package(target)
-    python = shim_python(target)
+    if python_package:
+        _install_package(target)
+        python, flags = str(venv_python(target)), ""
+    else:  # no site import: faster spawns, and nothing there could hold mempalace anyway
+        python, flags = sys.executable, "-S"
     written = []
-    for name, (module, function) in SHIMS.items():
+    for name, (module, call) in SHIMS.items():
         path = target / name
-        if module.startswith("mempalace."):
-            body = (f"import sys\n\nfrom {module} import {function}\n\n"
-                    f"if __name__ == \"__main__\":\n    sys.exit({function}())\n")
-        else:
-            body = (f"import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
-                    f"from {module} import {function}\n\n{function}()\n")
+        function = call.split("(", 1)[0]
         write_script(path, python, f"palace-conformance shim: the fake MemPalace posing as {name}",
-                     body)
+                     f"import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
+                     f"from {module} import {function}\n\nargv = sys.argv\n{call}\n", flags)
         written.append(path)
     return written

@@ -3,15 +3,15 @@
 fixtures/README.md promises that every run of ``mempalace-pi-session`` (the transcript exporter
 a feeding bridge runs) and of ``mempalace`` (the CLI a bridge must never run) is journaled as
 ``{"kind": "helper_run", "name", "argv"}``. The fake's own shims journal other kinds
-(``feed_prepare``, ``cli_run``), so the runner adds to its shim directory (made by
-``palace-conformance fake install-shim``):
+(``feed_prepare``, ``cli_run``), so the runner writes into its shim directory (made by
+``fake.shims.install_shim``), over the fake's shims of the same name:
 
-* a configuration file, ``.standins.json``: the journal path and ``helpers.feed``. Its presence
-  makes the fake ``mempalace`` CLI journal a ``helper_run`` first, however it is started (the
-  ``mempalace`` shim, ``python -m mempalace``), then behave as usual (adding a ``cli_run``);
-* ``mempalace-pi-session`` over the fake's: it behaves as the scenario's ``helpers.feed`` says:
-  waits ``delay_ms``, exits ``exit_code`` when it is non-zero, else creates ``files`` under
-  ``mine_source`` and prints ``MINE_SOURCE=<mine_source>`` (nothing when ``mine_source`` is null).
+* ``mempalace-pi-session`` behaves as the scenario's ``helpers.feed`` says: waits ``delay_ms``,
+  exits ``exit_code`` when it is non-zero, else creates ``files`` under ``mine_source`` and prints
+  ``MINE_SOURCE=<mine_source>`` (nothing when ``mine_source`` is null);
+* ``mempalace`` journals the run, then behaves like the fake CLI (which adds a ``cli_run`` record),
+  and so does ``python -m mempalace``: the fake package finds the configuration file,
+  ``.standins.json``, in the shim directory it was installed for.
 
 The journal path and behaviour are in the configuration file, found from the scripts' own
 location, so a bridge that scrubs its helpers' environment is still journaled. This module is

@@ -110,7 +110,7 @@ class World:
         except PalaceSeedError as exc:
             raise SetupError(f"cannot seed the palace: {exc}") from None
         if early.palace.installed:  # else nothing that starts a palace is put in reach
-            install_shim(self.bin)
+            install_shim(self.bin, python_package=True)
             feed = early.feed_helper
             standins.install(self.bin, {"journal": str(self.journal),
                                         "feed": {"mine_source": feed.mine_source,
