@@ -49,7 +49,8 @@ def test_failures_known_failures_and_stale_entries(tmp_path: Path) -> None:
         {"scenario": "life.plug.known", "transport": "stdio", "reason": "host ignores load"},
         {"scenario": "life.plug.fixed", "transport": "stdio", "reason": "was broken"},
         {"scenario": "life.plug.gone", "transport": "*", "reason": "renamed long ago"}]}))
-    done = pytest_in(tmp_path, f"--palace-bridge={GOOD}", "--palace-scenarios", str(scenarios),
+    done = pytest_in(tmp_path, f"--palace-bridge={GOOD}", "--palace-level=seed",  # LIFE-01: seed
+                     "--palace-scenarios", str(scenarios),
                      "--palace-transport", "stdio", "--palace-baseline", str(baseline), "-rA")
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
@@ -71,7 +72,8 @@ def test_keyword_selection_and_collect_only_use_the_item_ids(tmp_path: Path) -> 
     scenarios = tmp_path / "scenarios"
     write_scenario(scenarios, "life.plug.one", {"ok": True}, transports=("stdio", "http"))
     write_scenario(scenarios, "life.plug.two", {"ok": True}, transports=("stdio", "http"))
-    done = pytest_in(tmp_path, f"--palace-bridge={GOOD}", "--palace-scenarios", str(scenarios),
+    done = pytest_in(tmp_path, f"--palace-bridge={GOOD}", "--palace-level=seed",  # LIFE-01: seed
+                     "--palace-scenarios", str(scenarios),
                      "--collect-only", "-q", "-k", "one and not parity")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[:2] == ["life.plug.one[stdio]", "life.plug.one[http]"]
@@ -129,7 +131,8 @@ def test_wildcard_entries_are_judged_across_xdist_workers(tmp_path: Path) -> Non
     baseline = tmp_path / "baseline.json"
     baseline.write_text(json.dumps({"schema_version": 1, "entries": [
         {"scenario": "life.plug.both", "transport": "*", "reason": "was flaky"}]}))
-    done = pytest_in(tmp_path, f"--palace-bridge={GOOD}", "--palace-scenarios", str(scenarios),
+    done = pytest_in(tmp_path, f"--palace-bridge={GOOD}", "--palace-level=seed",  # LIFE-01: seed
+                     "--palace-scenarios", str(scenarios),
                      "--palace-baseline", str(baseline), "-p", "xdist", "-n", "2",
                      "--dist", "loadgroup")
     out = done.stdout
