@@ -39,3 +39,6 @@ def test_no_hint_when_the_capability_was_seen_or_never_needed() -> None:
     skipped = RunResult(host=HostInfo(capabilities=("diary_command",)), results=[
         result("diary.a", [], "not_applicable")])
     assert capability_hints(skipped, scenarios) == []
+    quiet = RunResult(host=HostInfo(capabilities=("diary_command",)), results=[
+        result("diary.a", [], "passed")])  # nothing failed: nothing to explain
+    assert capability_hints(quiet, scenarios) == []

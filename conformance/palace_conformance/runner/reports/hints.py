@@ -2,16 +2,16 @@
 the kit's reading of its claims.
 
 A capability declared in ``hello`` (or a profile) makes every scenario that requires it run. When
-none of those runs shows the capability at work (no command registered for ``diary_command``, no
-injected message for ``wakeup``, no helper run for ``feeding``), the failures are more likely a
-wrong claim than many defects: one line says so.
+some of those runs failed and none shows the capability at work (no command registered for
+``diary_command``, no injected message for ``wakeup``, no helper run for ``feeding``), the
+failures are more likely a wrong claim than many defects: one line says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from palace_conformance.runner.results import NOT_APPLICABLE, PARITY, RunResult
+from palace_conformance.runner.results import FAILED, NOT_APPLICABLE, PARITY, RunResult
 from palace_conformance.scenarios.model import Scenario
 
 #: capability -> (effect kinds that show it at work, what the hint says was never seen)
@@ -32,8 +32,8 @@ def capability_hints(run: RunResult, scenarios: Sequence[Scenario]) -> list[str]
         kinds, missing = EVIDENCE[capability]
         needing = [r for r in run.results if r.transport != PARITY
                    and r.status != NOT_APPLICABLE and capability in requires.get(r.scenario, ())]
-        if not needing:
-            continue
+        if not any(r.status == FAILED for r in needing):
+            continue  # nothing to explain (a scenario may rightly expect no wake-up at all)
         if any(e.get("kind") in kinds for r in needing for e in r.effects):
             continue
         hints.append(f"hint: declared {capability}, but {missing} in the {len(needing)} run(s) "
