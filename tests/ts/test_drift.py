@@ -92,7 +92,8 @@ def browse(binary: str, tmp: Path, url: str, *extra: str) -> subprocess.Complete
 
 def test_diff_names_exactly_the_mirrors_planted_departure(tmp_path: Path) -> None:
     out = tmp_path / "drift.json"
-    done = cli("diff", "--bridge", "reference", "--bridge", MIRROR, *selecting(*MIRROR_SELECTION),
+    done = cli("diff", "--level", "seed",  # the mirror is a copy of the seed: judge it as one
+               "--bridge", "reference", "--bridge", MIRROR, *selecting(*MIRROR_SELECTION),
                "--json", str(out), cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]
     report = json.loads(out.read_text())
@@ -123,7 +124,8 @@ def test_diff_names_exactly_the_mirrors_planted_departure(tmp_path: Path) -> Non
 
 def test_matrix_page_reads_right_in_headless_chromium(tmp_path: Path, chromium: str) -> None:
     page = tmp_path / "matrix.html"
-    done = cli("matrix", "--bridge", "reference", "--bridge", MIRROR, "--transport", "stdio",
+    done = cli("matrix", "--level", "seed", "--bridge", "reference", "--bridge", MIRROR,
+               "--transport", "stdio",
                *selecting(DEPARTURE, "diary.command.no-topic-default-agent",
                           "tool.register.schemas-passed-through"),
                "--html", str(page), "--markdown", str(tmp_path / "matrix.md"), cwd=tmp_path)

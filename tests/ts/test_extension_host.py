@@ -167,7 +167,7 @@ def test_probe_effects_error_kinds_and_deadlines(tmp_path: Path) -> None:
 
         hung = h.op("call_tool", name="probe_hang", args={}, timeout_ms=300, deadline_ms=300)
         assert not hung.ok and hung.error["kind"] == "host_timeout"
-        assert 300 <= hung.host_ms < 2000
+        assert 299 <= hung.host_ms < 2000  # the host's own clock may read 299.97 at 300 ms
         expected = {"probe_timeout": "timeout", "probe_rpc_error": "tool_error",
                     "probe_crash": "exception"}
         for tool, kind in expected.items():

@@ -80,13 +80,17 @@ def test_agentshapes_draft_finds_its_agent_ui_channels(capsys: pytest.CaptureFix
                                                        tmp_path: Path) -> None:
     draft, _, _ = init(capsys, tmp_path, "agentshapes")
     expected = hand_written("agentshapes")
-    assert draft["channels"] == expected["channels"]
+    # what the sessions can show: where the wake-up and diagnostics go (errors as isError results
+    # need a failing call, which the observation does not make)
+    assert draft["channels"] == {k: expected["channels"][k] for k in ("wakeup", "diagnostics")}
     assert draft["claims"]["capabilities"] == expected["claims"]["capabilities"]
 
 
-def test_pyspawn_draft_maps_its_knob_and_says_why_it_reached_nothing(
+def test_pyspawn_draft_maps_its_knob_and_reaches_the_fake_package(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     draft, notes, _ = init(capsys, tmp_path, "pyspawn")
-    assert draft["knobs"] == hand_written("pyspawn")["knobs"]
-    assert "python3 with the mempalace package" in notes  # no importable package in the run
-    assert draft["claims"]["capabilities"] == []
+    expected = hand_written("pyspawn")
+    assert draft["knobs"] == expected["knobs"]
+    # python3 -m mempalace.mcp_server finds the fake package the runner provides
+    assert "the runner puts a fake mempalace package first" in notes
+    assert draft["claims"]["capabilities"] == expected["claims"]["capabilities"] == ["stdio"]

@@ -233,9 +233,8 @@ def _python_note(program: str, observed: Sequence[Session], notes: list[str]) ->
              if isinstance(a, list) and a and a[0] == program]
     if any("mempalace" in " ".join(str(w) for w in argv[1:]) for argv in argvs):
         notes.append(f"path_programs: it ran {program} with the mempalace package "
-                     f"({' '.join(str(w) for w in argvs[0])}); the run's PATH offers the fake as "
-                     "mempalace-mcp, so such a bridge reaches it only through an importable "
-                     "stand-in package")
+                     f"({' '.join(str(w) for w in argvs[0])}); the runner puts a fake mempalace "
+                     "package first on PYTHONPATH and in the shims' python, so nothing to add")
 
 
 def _tools(observed: Sequence[Session], catalogue: Sequence[Mapping[str, Any]],

@@ -22,6 +22,7 @@ from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.execution.execute import RunOptions, run_scenario
 from palace_conformance.runner.profiling.matching import match_tools
 from palace_conformance.runner.results import CORE, NOT_APPLICABLE, NOT_TESTABLE, ScenarioResult
+from palace_conformance.runner.verdict.reach import UNREACHED
 from palace_conformance.scenarios.model import Scenario
 
 OBSERVE_TOKEN = "profile-init-observation-token"
@@ -98,7 +99,9 @@ class Session:
 def session_from_result(result: ScenarioResult) -> Session:
     """Boil one run of the observation scenario down to a :class:`Session`."""
     session = Session(result.transport)
-    if result.status in (NOT_APPLICABLE, NOT_TESTABLE):
+    # a bridge that never reached the fake still showed what it looked at and what it said
+    unreached = result.status == NOT_TESTABLE and UNREACHED in result.reason
+    if result.status in (NOT_APPLICABLE, NOT_TESTABLE) and not unreached:
         session.status, session.reason = result.status, result.reason
         return session
     steps = {step.key: step for step in result.steps}

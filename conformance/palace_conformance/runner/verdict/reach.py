@@ -75,6 +75,10 @@ def diagnostics(steps: Sequence[StepRecord], host_stderr: str) -> str:
     return text if len(text) <= DIAGNOSTIC_CHARS else text[: DIAGNOSTIC_CHARS - 3] + "..."
 
 
+#: how the not-testable reason of a bridge that never reached the fake begins
+UNREACHED = "the bridge never reached the fake palace"
+
+
 def unreached_reason(scenario: Scenario, transport: str, steps: Sequence[StepRecord],
                      journal: Sequence[Mapping[str, Any]],
                      host_stderr: Callable[[], str]) -> str | None:
@@ -86,7 +90,6 @@ def unreached_reason(scenario: Scenario, transport: str, steps: Sequence[StepRec
         return None
     if contacted(journal):
         return None
-    return ("the bridge never reached the fake palace (no stdio child, HTTP request or helper "
-            "run in the journal), so nothing could be judged; does it start the palace in a "
-            "way the runner does not provide? Its diagnostics: "
-            + diagnostics(steps, host_stderr()))
+    return (f"{UNREACHED} (no stdio child, HTTP request or helper run in the journal), so "
+            "nothing could be judged; does it start the palace in a way the runner does not "
+            "provide? Its diagnostics: " + diagnostics(steps, host_stderr()))
