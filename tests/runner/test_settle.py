@@ -283,6 +283,7 @@ def test_until_tools_without_checks_never_ends_on_them() -> None:
     assert condition is not None and condition.until_tools and not condition.has_checks
     assert not condition.met([], [], [{"name": "a"}])
     assert not condition.may_end_quiet([]) and condition.may_end_quiet([{"name": "a"}])
+    assert condition.may_end_quiet(None)  # a host that cannot list tools: nothing to wait for
     # a negative settle that waits for tools keeps its window after them, judged at the end
     negative = SettleCondition.for_step(Step.from_json(2, {
         "op": "settle", "until": "tools",

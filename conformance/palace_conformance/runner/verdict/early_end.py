@@ -137,5 +137,6 @@ class SettleCondition:
 
     def may_end_quiet(self, tools: Sequence[Mapping[str, Any]] | None) -> bool:
         """Whether the quiet window may end the settle: not while it waits for tools and none
-        is registered yet."""
-        return not self.until_tools or bool(tools)
+        is registered yet (``tools`` None: the host cannot list them, so there is nothing to
+        wait for)."""
+        return not self.until_tools or tools is None or bool(tools)
