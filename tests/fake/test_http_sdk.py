@@ -8,7 +8,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from .http_support import Fake, running_fake
 
@@ -17,11 +20,6 @@ pytestmark = pytest.mark.sdk
 
 async def sdk_session(url: str, token: str | None) -> dict[str, Any]:
     """Connect, list tools, write and read the diary, ping; report what the SDK saw."""
-    # imported here, not at collection: the SDK costs every xdist worker a second of imports
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
     headers = {"Authorization": f"Bearer {token}"} if token else None
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(10, read=30))
     async with http, Client(streamable_http_client(url, http_client=http),

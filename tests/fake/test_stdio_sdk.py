@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client, MCPError, StdioServerParameters
 
 from palace_conformance.fake.journal import read_journal
 
@@ -21,9 +22,6 @@ pytestmark = pytest.mark.sdk
 
 
 def test_sdk_client_lists_calls_fails_and_pings(tmp_path: Path) -> None:
-    # imported here, not at collection: the SDK costs every xdist worker a second of imports
-    from mcp import Client, MCPError, StdioServerParameters
-
     home, journal = tmp_path / "home", tmp_path / "journal.jsonl"
     home.mkdir()
     params = StdioServerParameters(
