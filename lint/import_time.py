@@ -1,5 +1,8 @@
 """An import-linter contract type: some modules must not load others *when they are imported*.
 
+Configured as ``lint.import_time`` (import-linter puts the working directory on the path, so
+``lint-imports`` run from the checkout finds it).
+
 import-linter's own contracts see every import, including the ones a function makes when it runs.
 The command modules import their engines exactly that way, late, so that ``palace-conformance
 --help`` and every fake process (which builds the whole parser) stay fast. This contract follows
