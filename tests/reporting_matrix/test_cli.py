@@ -179,8 +179,6 @@ SELF_DIFF_SUBSET = (
     "tool.errors.rpc-errors-and-results-kept",
     WAKE,
     "stdio.respawn.after-crash",  # pids of a respawned child
-    "fake.lock.loser-is-read-only",  # "held by PID 12345" inside a palace error
-    "fake.lock.stdio-lease-on-first-write",  # evt_<clock>_<digest> inside an rpc reply's text
     "mail.owed.ack-of-joins-by-event-id",  # event ids inside the injected wake-up
     "mail.fail-silent.is-error-results",  # a poll that lands before or after a settle
     "life.fail-closed.remote-faults-never-spawn",  # the error kind a kill races between

@@ -353,3 +353,13 @@ def test_the_docs_list_every_rule_and_category() -> None:
     for category in categories.CATEGORIES:
         assert f"**{category.title}**" in text, f"docs/drift.md: {category.title}"
     assert "--include-ui" in text
+
+
+def test_the_fakes_own_self_tests_are_never_compared() -> None:
+    """The runner, not the bridge, is the fake's client there: no difference can be a bridge's."""
+    left = run_of(eager_steps(error=lock_error(12345)), "/tmp/pc-run-a")
+    right = run_of(eager_steps(error=lock_error(1, holder="another bridge")), "/tmp/pc-run-a")
+    assert diff(left, right).drift  # as bridge results they differ ...
+    left.subject = right.subject = "fake"
+    report = diff(left, right)  # ... as the fake's self-tests they are not compared at all
+    assert report.drift == [] and report.agreed == []
