@@ -22,15 +22,16 @@ def run_stdio(options: FakeOptions, prog: str = "palace-fake-mcp") -> int:
     return serve_stdio(brain, sys.argv)
 
 
-def palace_from_argv(args: list[str]) -> str | None:
-    """``--palace DIR`` or ``--palace=DIR`` as mempalace-mcp takes it; other flags are ignored."""
-    palace = None
+def option_from_argv(args: list[str], flag: str) -> str | None:
+    """``FLAG VALUE`` or ``FLAG=VALUE`` as mempalace's servers read it (the last one wins);
+    other flags are ignored."""
+    value = None
     for index, arg in enumerate(args):
-        if arg == "--palace" and index + 1 < len(args):
-            palace = args[index + 1]
-        elif arg.startswith("--palace="):
-            palace = arg.split("=", 1)[1]
-    return palace
+        if arg == flag and index + 1 < len(args):
+            value = args[index + 1]
+        elif arg.startswith(f"{flag}="):
+            value = arg.split("=", 1)[1]
+    return value
 
 
 def fake_mcp_main(catalogue: str | None = None) -> None:
@@ -43,7 +44,8 @@ def fake_mcp_main(catalogue: str | None = None) -> None:
     argv0 = os.environ.pop(ENV_ARGV0, "")
     if argv0:
         sys.argv[0] = argv0
-    sys.exit(run_stdio(FakeOptions(palace=palace_from_argv(sys.argv[1:]), catalogue=catalogue)))
+    sys.exit(run_stdio(FakeOptions(palace=option_from_argv(sys.argv[1:], "--palace"),
+                                     catalogue=catalogue)))
 
 
 def fake_light_mcp_main() -> None:

@@ -271,12 +271,9 @@ class _Execution:
             return
         reply = self.driver.request(op, request, deadline_ms=deadline)
         _fill(record, reply)
-        if profile is not None:
-            record.effects = profile_edges.incoming_effects(
-                profile, record.effects, _system_prompt(step, record))
-            if op == "list_tools" and isinstance(record.result, list):
-                record.result, extras = profile_edges.incoming_tools(profile, record.result)
-                self.extra_tools.update(extras)
+        record.effects = self._effects_view(record.effects, _system_prompt(step, record))
+        if op == "list_tools" and isinstance(record.result, list):
+            record.result = self._tools_view(record.result)
 
     def _settle(self, step: Step, request: dict[str, Any], record: StepRecord) -> None:
         """One host settle, or an event-driven one when the step's expectations allow it
@@ -289,22 +286,26 @@ class _Execution:
         if condition is None:
             reply = self.driver.request("settle", request, deadline_ms=request["timeout_ms"])
             _fill(record, reply)
-            if profile is not None:
-                record.effects = profile_edges.incoming_effects(profile, record.effects)
+            record.effects = self._effects_view(record.effects)
             record.ended_by = window_end(reply, float(request["max_ms"]))
             return
         world, start = self.world, record.journal_start
-        if profile is None:
-            EventSettle(self.driver, request, condition,
-                        journal=lambda: world.journal_since(start)).run(record)
-            return
         EventSettle(self.driver, request, condition, journal=lambda: world.journal_since(start),
-                    effects_view=lambda effects: profile_edges.incoming_effects(profile, effects),
-                    tools_view=self._tools_in_catalogue_names).run(record)
+                    effects_view=self._effects_view, tools_view=self._tools_view).run(record)
 
-    def _tools_in_catalogue_names(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Registered tools as the scenarios name them (the profile's map), extras set aside."""
-        assert self.options.profile is not None
+    # -- what comes back, as the scenarios name it (a profile's edges; as is without one) -----
+
+    def _effects_view(self, effects: list[dict[str, Any]],
+                      system_prompt: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+        profile = self.options.profile
+        if profile is None:
+            return effects
+        return profile_edges.incoming_effects(profile, effects, system_prompt)
+
+    def _tools_view(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Registered tools in catalogue names; the extras a profile allows are set aside."""
+        if self.options.profile is None:
+            return tools
         shown, extras = profile_edges.incoming_tools(self.options.profile, tools)
         self.extra_tools.update(extras)
         return shown
@@ -326,14 +327,11 @@ class _Execution:
                                    deadline_ms=LIST_TOOLS_TIMEOUT_MS)
         except DriverFailure:
             return None
-        profile = self.options.profile
         if record is not None:  # async effects that came in meanwhile
-            record.effects.extend(reply.effects if profile is None
-                                  else profile_edges.incoming_effects(profile, reply.effects))
+            record.effects.extend(self._effects_view(list(reply.effects)))
         if not reply.ok or not isinstance(reply.result, list):
             return None
-        tools = [t for t in reply.result if isinstance(t, dict)]
-        return self._tools_in_catalogue_names(tools) if profile is not None else tools
+        return self._tools_view([t for t in reply.result if isinstance(t, dict)])
 
     def _run_fake(self) -> ScenarioResult:
         assert self.world is not None
