@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from palace_conformance.contract import CAPABILITIES
+from palace_conformance.contract import CAPABILITIES, TRANSPORTS
 from palace_conformance.runner.execution import suite
 from palace_conformance.runner.execution.execute import not_applicable_reason
 from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
@@ -97,6 +97,9 @@ def test_a_bridge_that_never_loads_is_judged_on_the_transports_alone() -> None:
     assert found.note.startswith("capabilities: observation failed (stdio: Not testable: host "
                                  "failed to load the bridge: boom; http: Not testable: same); "
                                  "judged with what the run can reach: stdio, http")
+    same = [Session(t, status="not_testable", reason="Not testable: boom") for t in TRANSPORTS]
+    assert "observation failed (stdio, http: Not testable: boom); " in judged(
+        same, TRANSPORTS, 1.0).note
 
 
 def test_a_bridge_that_reached_nothing_keeps_the_transports_and_its_features() -> None:
@@ -122,6 +125,7 @@ def test_detect_watches_only_the_run_s_transports_with_the_run_s_options() -> No
     [call] = calls
     assert call["argv"] == ("host",) and call["transports"] == ["stdio"]
     assert call["op_timeout_ms"] == 1234 and call["base"] is run_options and call["tools"] == 47
+    assert call["follow_stand_in"] is False  # a second session would not change the capabilities
 
 
 # -- a run ------------------------------------------------------------------------------------

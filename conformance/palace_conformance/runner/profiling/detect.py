@@ -60,7 +60,11 @@ def judged(sessions: Sequence[Session], watched: Sequence[str], seconds: float) 
     took = f"(observed in {seconds:.1f} s)"
     reach = [t for t in TRANSPORTS if t in watched]
     if not any(s.status == "observed" for s in sessions):
-        why = "; ".join(f"{s.transport}: {_one_line(s.reason)}" for s in sessions) or "no session"
+        reasons = {_one_line(s.reason) for s in sessions}
+        if len(reasons) == 1:  # the same on every transport: said once
+            why = f"{', '.join(s.transport for s in sessions)}: {reasons.pop()}"
+        else:
+            why = "; ".join(f"{s.transport}: {_one_line(s.reason)}" for s in sessions)
         return Detection(tuple(reach), f"capabilities: observation failed ({why}); judged with "
                          f"what the run can reach: {', '.join(reach)}, no bridge feature; "
                          f"{CLAIM_MORE} {took}", seconds)
@@ -83,5 +87,6 @@ def detect(host: HostInfo, options: RunOptions, transports: Sequence[str], *,
     watched = [t for t in transports if t in host.capabilities] or list(transports)
     started = clock()
     sessions = watch(options.host_argv, tool_catalogue()["tools"], transports=watched,
-                     op_timeout_ms=options.op_timeout_ms, base=options)
+                     op_timeout_ms=options.op_timeout_ms, base=options,
+                     follow_stand_in=False)
     return judged(sessions, watched, clock() - started)
