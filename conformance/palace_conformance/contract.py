@@ -19,6 +19,9 @@ TRANSPORTS: Final = ("stdio", "http")
 #: what ``hello`` may declare; a scenario requiring an undeclared one is *not applicable*
 CAPABILITIES: Final = ("stdio", "http", "wakeup", "feeding", "diary_command", "provenance",
                        "mailbox", "session_preamble", "keepalive")
+#: ``hello``'s ``capabilities_source`` for a placeholder list (a host that does not know its
+#: bridge): the runner detects the capabilities instead (DRIVER.md, "Capabilities")
+CAPABILITIES_PLACEHOLDER: Final = "default"
 
 #: the kinds a host maps its bridge's failures onto (DRIVER.md, "Error kinds")
 ERROR_KINDS: Final = ("timeout", "unavailable", "connection_closed", "tool_error", "auth",

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-from .support import GOOD, write_scenario
+from palace_conformance.contract import CAPABILITIES
+
+from .support import GOOD, SCRIPTED_HOST, write_scenario
 
 PLUGIN = "palace_conformance.runner.pytest_plugin"
 
@@ -140,3 +143,20 @@ def test_wildcard_entries_are_judged_across_xdist_workers(tmp_path: Path) -> Non
     assert "4 passed" in out  # both[stdio], both[http], both[parity], half[stdio]
     assert "palace-conformance baseline" in out
     assert "life.plug.both[*]: passes now; remove it from the baseline" in out
+
+
+def test_a_placeholder_capability_list_is_replaced_by_what_was_observed(tmp_path: Path) -> None:
+    """A host that marks its list as a placeholder is observed once; a scenario needing what
+    was not seen is skipped with that reason (the scripted host reaches no fake: the transports
+    are kept, no feature)."""
+    placeholder = shlex.join([sys.executable, str(SCRIPTED_HOST), "good",
+                              "default:" + ",".join(CAPABILITIES)])
+    done = pytest_in(tmp_path, f"--palace-bridge={placeholder}", "--palace-level=seed",
+                     "--palace-select", "wake.fresh-session.inject-once",
+                     "--palace-transport", "stdio", "-rs")
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "1 skipped" in out
+    assert "wakeup not detected by observation, and no profile claims it" in out
+    assert "palace-conformance capabilities" in out
+    assert "the bridge reached the fake on no transport, so stdio kept" in out

@@ -126,3 +126,14 @@ def test_html_is_self_contained_and_escapes_what_it_shows() -> None:
     assert "<link" not in page and "@import" not in page and "url(" not in page
     assert page.count("<script>") == 1  # the page's own inline script, nothing else
     assert "default-src 'none'" in page  # and the browser is told to load nothing
+
+
+def test_detected_capabilities_are_marked_as_detected() -> None:
+    found = sources()
+    found[1].run.host.capabilities_source = "observation"  # nobody stated them: observed
+    built = build(found, behaviours=BEHAVIOURS, areas=AREAS)
+    markdown = render_markdown(built)
+    assert "| stdio http (detected) |" in markdown
+    assert "| stdio http wakeup feeding" in markdown  # the reference's own: no mark
+    assert markdown.count("(detected)") == 1
+    assert "<td>stdio http (detected)</td>" in render_html(built)

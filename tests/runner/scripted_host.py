@@ -13,7 +13,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
 * ``no-palace:WHERE``: like ``good`` (it never starts a palace), but ``load`` says why: WHERE is
   ``effects`` (a ``stderr`` and a ``notify`` effect) or ``stderr`` (lines on the host's stderr);
 
-and CAPS is a comma-separated capability list for ``hello`` (default ``stdio,http``).
+and CAPS is a comma-separated capability list for ``hello`` (default ``stdio,http``);
+``default:CAPS`` marks the list as a placeholder (``capabilities_source: "default"``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def reply(request_id: object, result: object = None, ok: bool = True,
 
 def main() -> None:
     mode, _, target = sys.argv[1].partition(":")
-    caps = sys.argv[2].split(",") if len(sys.argv) > 2 else ["stdio", "http"]
+    listed = sys.argv[2] if len(sys.argv) > 2 else "stdio,http"
+    placeholder = listed.startswith("default:")
+    caps = listed.removeprefix("default:").split(",")
     for line in sys.stdin:
         request = json.loads(line)
         op, request_id = request.get("op"), request.get("id")
@@ -61,7 +64,8 @@ def main() -> None:
         if op == "hello":
             protocol = int(target) if mode == "version" else 1
             reply(request_id, {"protocol": protocol, "impl": "scripted", "bridge": "none",
-                               "runtime": "python", "capabilities": caps})
+                               "runtime": "python", "capabilities": caps,
+                               **({"capabilities_source": "default"} if placeholder else {})})
         elif op == "load" and mode == "fail-load":
             reply(request_id, ok=False, error={"kind": "exception", "message": "cannot load"})
         elif op == "load" and mode == "no-palace" and target == "effects":

@@ -42,6 +42,10 @@ def test_capabilities_agree_with_the_schema_the_docs_and_every_host() -> None:
     listed = re.search(r"ALL_CAPABILITIES = \[([^\]]*)\]", node)
     assert listed is not None
     assert tuple(re.findall(r'"([^"]+)"', listed.group(1))) == contract.CAPABILITIES
+    # the extension host marks that list as a placeholder, the reference host's is its own
+    assert f'"{contract.CAPABILITIES_PLACEHOLDER}"' in node and "capabilities_source" in node
+    assert "capabilities_source" not in hello
+    assert '"capabilities_source": "default"' in (ROOT / "DRIVER.md").read_text()
 
 
 def test_error_kinds_agree_with_the_schema_and_the_docs() -> None:

@@ -25,6 +25,7 @@ import pytest
 from palace_conformance.contract import TRANSPORTS
 
 if TYPE_CHECKING:
+    from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.results import HostInfo, ScenarioResult
     from palace_conformance.runner.verdict.baseline import BaselineFile
     from palace_conformance.scenarios.model import Scenario
@@ -140,6 +141,7 @@ class PalaceSuite:
         self.scenarios = self._load(config.getoption("palace_scenarios"))
         self.baseline = self._baseline(config.getoption("palace_baseline"))
         self.host: HostInfo | None = None
+        self.detected: tuple[str, ...] | None = None  # capabilities observed (no one stated them)
         self.host_error: str | None = None
         self.cache: dict[tuple[str, str], ScenarioResult] = {}
         self.seen: list[dict[str, str]] = []
@@ -209,21 +211,39 @@ class PalaceSuite:
 
     # -- running -------------------------------------------------------------------------------
 
+    def _options(self) -> RunOptions:
+        from palace_conformance.runner.execution.execute import RunOptions
+
+        return RunOptions(host_argv=self.argv, op_timeout_ms=self.op_timeout_ms,
+                          level=self.level, profile=self.profile,
+                          detected_capabilities=self.detected)
+
     def _probe(self) -> HostInfo:
+        """The host's hello, once per process; a placeholder capability list is replaced by
+        what observing the bridge showed (runner/profiling/detect.py), once per process too."""
         from palace_conformance.runner.execution.suite import HostProbeError, probe_host
+        from palace_conformance.runner.profiling.detect import detect, needs_detection
+        from palace_conformance.runner.results import FROM_OBSERVATION
 
         if self.host is None and self.host_error is None:
             try:
-                self.host = probe_host(self.argv)
+                host = probe_host(self.argv)
             except HostProbeError as exc:
                 self.host_error = f"the bridge host failed: {exc}"
+            else:
+                if needs_detection(host, self.profile):
+                    found = detect(host, self._options(), self.transports)
+                    host.capabilities, host.capabilities_note = found.capabilities, found.note
+                    host.capabilities_source = FROM_OBSERVATION
+                    self.detected = found.capabilities
+                self.host = host
         if self.host is None:
             raise PalaceFailure(self.host_error or "the bridge host failed")
         return self.host
 
     def result(self, scenario: Scenario, transport: str) -> ScenarioResult:
         """Run (once per process) and return the result; a parity item runs both sides."""
-        from palace_conformance.runner.execution.execute import RunOptions, run_scenario
+        from palace_conformance.runner.execution.execute import run_scenario
         from palace_conformance.runner.results import PARITY
         from palace_conformance.runner.verdict import parity
 
@@ -235,9 +255,7 @@ class PalaceSuite:
             result = parity.compare(scenario, sides[0], sides[1], self.level)
         else:
             host = self._probe()
-            options = RunOptions(host_argv=self.argv, op_timeout_ms=self.op_timeout_ms,
-                                 level=self.level, profile=self.profile)
-            result = run_scenario(scenario, transport, options, host.capabilities)
+            result = run_scenario(scenario, transport, self._options(), host.capabilities)
         self.cache[key] = result
         return result
 
@@ -287,6 +305,9 @@ class PalaceSuite:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.host is not None and self.host.capabilities_note:  # xdist: in each skip reason
+            terminalreporter.section("palace-conformance capabilities")
+            terminalreporter.line(self.host.capabilities_note)
         if self.baseline_lines:
             terminalreporter.section("palace-conformance baseline", red=True)
             for line in self.baseline_lines:

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from palace_conformance.contract import CAPABILITIES_PLACEHOLDER
+
 CheckStatus = Literal["pass", "fail"]
 ScenarioStatus = Literal["passed", "failed", "not_testable", "not_applicable"]
 
@@ -214,9 +216,17 @@ class ScenarioResult:
                    journal=list(data.get("journal") or ()))
 
 
+#: where the judged capabilities came from (``HostInfo.capabilities_source``)
+FROM_HOST = "host"  # the host declared them and knows its bridge (authoritative)
+FROM_DEFAULT = CAPABILITIES_PLACEHOLDER  # the host declared a placeholder list
+FROM_PROFILE = "profile"  # the profile's ``claims.capabilities``
+FROM_OBSERVATION = "observation"  # detected by watching the bridge (runner/profiling/detect.py)
+
+
 @dataclass
 class HostInfo:
-    """The host's ``hello`` answer and how it was started."""
+    """The host's ``hello`` answer and how it was started; ``capabilities`` are the ones judged,
+    ``capabilities_note`` the one line reports print about where they came from."""
 
     argv: list[str] = field(default_factory=list)
     protocol: int | None = None
@@ -224,26 +234,37 @@ class HostInfo:
     bridge: str = ""
     runtime: str = ""
     capabilities: tuple[str, ...] = ()
+    capabilities_source: str = FROM_HOST
+    capabilities_note: str = ""
 
     @classmethod
     def from_hello(cls, argv: Sequence[str], result: Mapping[str, Any]) -> HostInfo:
         caps = result.get("capabilities") or ()
+        source = FROM_DEFAULT if result.get("capabilities_source") == FROM_DEFAULT else FROM_HOST
         return cls(argv=list(argv), protocol=result.get("protocol"),
                    impl=str(result.get("impl", "")), bridge=str(result.get("bridge", "")),
                    runtime=str(result.get("runtime", "")),
-                   capabilities=tuple(str(c) for c in caps if isinstance(c, str)))
+                   capabilities=tuple(str(c) for c in caps if isinstance(c, str)),
+                   capabilities_source=source)
 
     def to_json(self) -> dict[str, Any]:
-        return {"argv": self.argv, "protocol": self.protocol, "impl": self.impl,
-                "bridge": self.bridge, "runtime": self.runtime,
-                "capabilities": list(self.capabilities)}
+        found: dict[str, Any] = {
+            "argv": self.argv, "protocol": self.protocol, "impl": self.impl,
+            "bridge": self.bridge, "runtime": self.runtime,
+            "capabilities": list(self.capabilities),
+            "capabilities_source": self.capabilities_source}
+        if self.capabilities_note:
+            found["capabilities_note"] = self.capabilities_note
+        return found
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> HostInfo:
         return cls(argv=list(data.get("argv", ())), protocol=data.get("protocol"),
                    impl=data.get("impl", ""), bridge=data.get("bridge", ""),
                    runtime=data.get("runtime", ""),
-                   capabilities=tuple(data.get("capabilities", ())))
+                   capabilities=tuple(data.get("capabilities", ())),
+                   capabilities_source=str(data.get("capabilities_source", FROM_HOST)),
+                   capabilities_note=str(data.get("capabilities_note", "")))
 
 
 RESULT_FORMAT = 1

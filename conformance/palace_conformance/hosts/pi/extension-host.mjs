@@ -136,11 +136,16 @@ function makeOps(recorder) {
       ? `pi-mcp-adapter ${packageVersion("pi-mcp-adapter", nodeModules) ?? "?"}`
       : `pi-extension ${file ? path.basename(file) : "(none)"}`;
     let capabilities = preset === "pi-mcp-adapter" ? ADAPTER_CAPABILITIES : ALL_CAPABILITIES;
+    // every capability for an extension nobody described is a placeholder, not a claim: the
+    // runner then detects what the bridge does (DRIVER.md, Capabilities)
+    let source = preset === "pi-mcp-adapter" ? undefined : "default";
     if (typeof args.capabilities === "string") {
       capabilities = args.capabilities.split(/[,\s]+/).filter(Boolean);
+      source = undefined;
     }
     return { protocol: PROTOCOL, impl: "palace-conformance-pi-extension-host", bridge,
-      runtime: `node ${process.versions.node}`, capabilities };
+      runtime: `node ${process.versions.node}`, capabilities,
+      ...(source ? { capabilities_source: source } : {}) };
   };
 
   const load = async (request) => {

@@ -26,6 +26,7 @@ from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.results import (
     FAILED,
     FAILURE_STATUSES,
+    FROM_OBSERVATION,
     NOT_APPLICABLE,
     NOT_TESTABLE,
     PARITY,
@@ -102,6 +103,11 @@ class Column:
     runtime: str
     capabilities: tuple[str, ...]
     stale_baseline: tuple[str, ...] = ()  # baseline entries that no longer hold
+    detected: bool = False  # the capabilities were detected by observation (no one stated them)
+
+    def shown_capabilities(self) -> str:
+        shown = " ".join(self.capabilities) or "—"
+        return f"{shown} (detected)" if self.detected else shown
 
 
 @dataclass
@@ -169,7 +175,8 @@ def build(sources: Sequence[Source], command: str = "",
         behaviours = found_behaviours if behaviours is None else behaviours
         areas = found_areas if areas is None else areas
     columns = [Column(s.label, s.origin, s.run.host.bridge, s.run.host.runtime,
-                      tuple(s.capabilities), tuple(s.run.stale_baseline)) for s in sources]
+                      tuple(s.capabilities), tuple(s.run.stale_baseline),
+                      s.run.host.capabilities_source == FROM_OBSERVATION) for s in sources]
     present = {r.transport for s in sources for r in s.run.results}
     transports = tuple(t for t in COLUMNS if t in present)
     rows: dict[str, Row] = {}
@@ -253,7 +260,7 @@ def render_markdown(matrix: Matrix, *, details: bool = True, limit: int = 300) -
     for index, column in enumerate(matrix.columns):
         counts = matrix.counts(index)
         out.append(f"| `{_md(column.label)}` | {_md(column.bridge)} ({_md(column.runtime)}) | "
-                   f"{' '.join(column.capabilities) or '—'} | {counts[PASSED]} | "
+                   f"{column.shown_capabilities()} | {counts[PASSED]} | "
                    f"{counts[FAILED]} | {counts[KNOWN_FAILURE]} | {counts[NOT_APPLICABLE]} | "
                    f"{counts[NOT_TESTABLE]} |")
     out += ["", "Cells count (scenario, transport) results, parity included.", ""]
@@ -375,7 +382,7 @@ def _bridges_html(matrix: Matrix) -> str:
                           for s in (PASSED, FAILED, KNOWN_FAILURE, NOT_APPLICABLE, NOT_TESTABLE))
         rows.append(f'<tr {_data(bridge=column.label)}><th><code>{_e(column.label)}</code></th>'
                     f"<td>{_e(column.bridge)}<div class=\"sub\">{_e(column.runtime)}</div></td>"
-                    f"<td>{_e(' '.join(column.capabilities) or '—')}</td>{tallies}</tr>")
+                    f"<td>{_e(column.shown_capabilities())}</td>{tallies}</tr>")
     heads = "".join(f'<th class="s-{s}">{_e(LABELS[s])}</th>'
                     for s in (PASSED, FAILED, KNOWN_FAILURE, NOT_APPLICABLE, NOT_TESTABLE))
     return ('<table class="bridges"><thead><tr><th>bridge</th><th>host</th><th>capabilities'

@@ -70,20 +70,27 @@ class RunOptions:
     warm_start: bool = True  # fork the reference host and the HTTP fake warm (warm_client)
     level: str = SEED  # judge at core (what any bridge must do) or seed (the seed's conventions)
     profile: Profile | None = None  # how this bridge differs from the seed (runner/profile.py)
+    #: what watching the bridge showed it can do, judged in place of a host's placeholder list
+    #: (hello ``capabilities_source: "default"``, no profile claims); runner/profiling/detect.py
+    detected_capabilities: tuple[str, ...] | None = None
 
 
-def not_applicable_reason(scenario: Scenario, transport: str,
-                          capabilities: Iterable[str]) -> str | None:
-    """Why the host cannot be asked to run this (missing capability or transport), or None."""
+def not_applicable_reason(scenario: Scenario, transport: str, capabilities: Iterable[str],
+                          detected: bool = False) -> str | None:
+    """Why the host cannot be asked to run this (missing capability or transport), or None;
+    ``detected``: the capabilities were found by observation, not declared."""
     if scenario.subject == "fake":
         return None
     caps = set(capabilities)
     missing = [c for c in scenario.requires if c not in caps]
     if transport not in caps:
         missing.insert(0, transport)
-    if missing:
-        return f"the host does not declare {', '.join(missing)}"
-    return None
+    if not missing:
+        return None
+    if detected:
+        return (f"{', '.join(missing)} not detected by observation, and no profile claims "
+                f"{'it' if len(missing) == 1 else 'them'}")
+    return f"the host does not declare {', '.join(missing)}"
 
 
 def host_deadline(step: Step, default_ms: int) -> int:
@@ -139,7 +146,8 @@ class _Execution:
 
     def run(self, capabilities: Iterable[str] | None) -> ScenarioResult:
         if capabilities is not None:
-            why = not_applicable_reason(self.original, self.transport, capabilities)
+            why = not_applicable_reason(self.original, self.transport, capabilities,
+                                        self.options.detected_capabilities is not None)
             if why:
                 return self._not_applicable(why)
         if self.options.level == CORE and scenario_level(self.original) == SEED:
@@ -180,9 +188,12 @@ class _Execution:
         except DriverFailure as exc:
             return self._not_testable(f"host did not start: {exc}")
         declared = hello.get("capabilities") or ()
+        observed = False
         if self.options.profile is not None and self.options.profile.capabilities is not None:
             declared = self.options.profile.capabilities
-        why = not_applicable_reason(scenario, self.transport, declared)
+        elif self.options.detected_capabilities is not None:
+            declared, observed = self.options.detected_capabilities, True
+        why = not_applicable_reason(scenario, self.transport, declared, observed)
         if why:
             return self._not_applicable(why)
         for step in scenario.steps_for(self.transport):

@@ -9,7 +9,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -18,7 +18,15 @@ from palace_conformance.runner.execution.driver import DriverClient, DriverFailu
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
 from palace_conformance.runner.execution.world import scrubbed_environ
 from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.results import PARITY, HostInfo, RunResult, ScenarioResult
+from palace_conformance.runner.profiling.detect import detect, needs_detection
+from palace_conformance.runner.results import (
+    FROM_OBSERVATION,
+    FROM_PROFILE,
+    PARITY,
+    HostInfo,
+    RunResult,
+    ScenarioResult,
+)
 from palace_conformance.runner.verdict import parity
 from palace_conformance.runner.verdict.baseline import Baseline, apply_baseline
 from palace_conformance.scenarios.model import Scenario
@@ -97,14 +105,21 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         scenario, transport = job
         if progress is not None:
             progress.begin(scenario, transport)
-        result = runner(scenario, transport, options.run, capabilities)
+        result = runner(scenario, transport, run_options, capabilities)
         if progress is not None:
             progress.done(result)
         return result
 
-    profile = options.run.profile
+    run_options = options.run
+    profile = run_options.profile
     if profile is not None and profile.capabilities is not None:
         host.capabilities = profile.capabilities  # what the profile claims is what is judged
+        host.capabilities_source = FROM_PROFILE
+    elif needs_detection(host, profile):  # a placeholder list: judge what the bridge showed
+        found = detect(host, run_options, options.transports)
+        host.capabilities, host.capabilities_note = found.capabilities, found.note
+        host.capabilities_source = FROM_OBSERVATION
+        run_options = replace(run_options, detected_capabilities=found.capabilities)
     capabilities = host.capabilities
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:

@@ -118,6 +118,14 @@ def derive(bridge: str, sessions: Sequence[Session], catalogue: Sequence[Mapping
     return draft
 
 
+def capabilities_of(sessions: Sequence[Session]) -> list[str]:
+    """The capabilities a draft would claim from these sessions (a run without a profile is
+    judged with them: runner/profiling/detect.py)."""
+    observed = [s for s in sessions if s.status == "observed"]
+    env_reads = sorted({name for s in observed for name in s.env_reads})
+    return _capabilities(observed, env_reads, _knobs(env_reads, []), [])
+
+
 def _knobs(env_reads: Sequence[str], notes: list[str]) -> dict[str, Any]:
     found = match_knobs(env_reads)
     knobs: dict[str, Any] = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -161,15 +161,22 @@ def _status_stand_in(session: Session, catalogue: Sequence[Mapping[str, Any]]) -
 
 def observe(host_argv: Sequence[str], catalogue: Sequence[Mapping[str, Any]], *,
             transports: Sequence[str] = TRANSPORTS, op_timeout_ms: int = 15000,
-            runner: Callable[..., ScenarioResult] = run_scenario) -> list[Session]:
+            runner: Callable[..., ScenarioResult] = run_scenario,
+            base: RunOptions | None = None, follow_stand_in: bool = True) -> list[Session]:
     """One observation session per transport (in parallel). When the bridge has no
     ``mempalace_status`` but registered its own name for it, that transport's session is run
-    again calling that name, so the call path is seen too."""
-    options = RunOptions(host_argv=tuple(host_argv), op_timeout_ms=op_timeout_ms, level=CORE)
+    again calling that name, so the call path is seen too (unless not ``follow_stand_in``: the
+    capabilities do not depend on it). ``base``: a run's own options (its work root, warm
+    starts, profile), so that the bridge is watched as the run will start it."""
+    if base is None:
+        options = RunOptions(host_argv=tuple(host_argv), op_timeout_ms=op_timeout_ms, level=CORE)
+    else:
+        options = replace(base, host_argv=tuple(host_argv), op_timeout_ms=op_timeout_ms,
+                          level=CORE, artifacts=None, detected_capabilities=None)
 
     def one(transport: str) -> Session:
         session = session_from_result(runner(observation_scenario(), transport, options))
-        if session.call_error == "no_such_tool":
+        if follow_stand_in and session.call_error == "no_such_tool":
             stand_in = _status_stand_in(session, catalogue)
             if stand_in is not None:
                 session = session_from_result(

@@ -178,6 +178,8 @@ def render_summary(run: RunResult, stream: TextIO | None = None) -> None:
             seconds = sum(r.duration_ms for r in cells.values()) / 1000
             table.add_row(scenario, *shown, f"{seconds:.1f}")
         console.print(table)
+        if run.host.capabilities_note:
+            console.print(run.host.capabilities_note, markup=False, highlight=False)
         for line in _failure_lines(run):
             console.print(line, markup=False, highlight=False)
         console.print(_totals(run), style="bold green" if run.ok else "bold red",
@@ -185,6 +187,8 @@ def render_summary(run: RunResult, stream: TextIO | None = None) -> None:
         return
     print(f"palace-conformance: {run.host.impl or 'host'} "
           f"({run.host.bridge or ' '.join(run.host.argv)})", file=stream)
+    if run.host.capabilities_note:
+        print(run.host.capabilities_note, file=stream)
     width = max((len(s) for s, _ in _rows(run)), default=10)
     print(f"{'scenario':<{width}}  {'stdio':<12}  {'http':<12}  {'parity':<12}", file=stream)
     for scenario, cells in _rows(run):

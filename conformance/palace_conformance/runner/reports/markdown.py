@@ -96,6 +96,8 @@ def _header(run: RunResult) -> list[str]:
         meta.append(f"started {run.started_at}")
     meta.append(f"{run.duration_ms / 1000:.1f} s")
     lines += [" · ".join(meta), ""]
+    if host.capabilities_note:
+        lines += [f"**Capabilities:** {_text(host.capabilities_note, 400)}", ""]
     lines += ["| passed | failed | not testable | not applicable | known failures "
               "| baseline problems |",
               "|---:|---:|---:|---:|---:|---:|",

@@ -1,0 +1,92 @@
+"""Capabilities for a bridge nobody described: watch it once, judge it with what it showed.
+
+A host that does not know its bridge (the extension host given any pi extension) declares every
+capability as a placeholder, and says so (hello ``capabilities_source: "default"``, DRIVER.md).
+Judged with that list, every wake-up, feeding, diary and mailbox scenario runs and fails against a
+bridge that has no such feature: the kit's assumption reported as the bridge's defect. So when no
+profile claims capabilities and the host's list is a placeholder, a run observes the bridge once,
+with ``profile init``'s own sessions (:mod:`.observe`) and inference
+(:func:`.derive.capabilities_of`), and judges with what it saw. A host that declares its list (the
+reference host, ``--capabilities``, any driver host without the field) is believed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from palace_conformance.contract import CAPABILITIES, TRANSPORTS
+from palace_conformance.resources import tool_catalogue
+from palace_conformance.runner.execution.execute import RunOptions
+from palace_conformance.runner.profile import Profile
+from palace_conformance.runner.profiling.derive import capabilities_of
+from palace_conformance.runner.profiling.observe import Session, observe
+from palace_conformance.runner.results import FROM_DEFAULT, HostInfo
+
+CLAIM_MORE = "write a profile (palace-conformance profile init) to claim more"
+_REASON_MAX = 160
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What the run is judged with, and the one line every report prints about it."""
+
+    capabilities: tuple[str, ...]
+    note: str
+    seconds: float
+
+
+def needs_detection(host: HostInfo, profile: Profile | None) -> bool:
+    """Whether nobody stated the bridge's capabilities: no profile claims them and the host's
+    list is a placeholder (anything else is authoritative)."""
+    if profile is not None and profile.capabilities is not None:
+        return False
+    return host.capabilities_source == FROM_DEFAULT
+
+
+def _one_line(reason: str) -> str:
+    line = (reason.strip().splitlines() or [""])[0]
+    return line if len(line) <= _REASON_MAX else line[:_REASON_MAX - 1] + "…"
+
+
+def judged(sessions: Sequence[Session], watched: Sequence[str], seconds: float) -> Detection:
+    """The capabilities to judge with, from the sessions on the ``watched`` transports.
+
+    A bridge that never loaded shows nothing: it is judged on the transports alone, so that
+    its failures are reported as failures. One that loaded but reached the fake on neither
+    transport keeps them too (a settings file it wants is a profile's business, and an
+    unreachable palace is worth seeing fail), with what else it showed."""
+    took = f"(observed in {seconds:.1f} s)"
+    reach = [t for t in TRANSPORTS if t in watched]
+    if not any(s.status == "observed" for s in sessions):
+        reasons = {_one_line(s.reason) for s in sessions}
+        if len(reasons) == 1:  # the same on every transport: said once
+            why = f"{', '.join(s.transport for s in sessions)}: {reasons.pop()}"
+        else:
+            why = "; ".join(f"{s.transport}: {_one_line(s.reason)}" for s in sessions)
+        return Detection(tuple(reach), f"capabilities: observation failed ({why}); judged with "
+                         f"what the run can reach: {', '.join(reach)}, no bridge feature; "
+                         f"{CLAIM_MORE} {took}", seconds)
+    found = capabilities_of(sessions)
+    if not any(t in found for t in TRANSPORTS):
+        features = [c for c in found if c not in TRANSPORTS]
+        kept = tuple(c for c in CAPABILITIES if c in found or c in reach)
+        return Detection(kept, "capabilities detected by observation: "
+                         f"{', '.join(features) or 'no bridge feature'}; the bridge reached the "
+                         f"fake on no transport, so {', '.join(reach)} kept (what the run can "
+                         f"reach); {CLAIM_MORE} {took}", seconds)
+    return Detection(tuple(found), f"capabilities detected by observation: {', '.join(found)}; "
+                     f"{CLAIM_MORE} {took}", seconds)
+
+
+def detect(host: HostInfo, options: RunOptions, transports: Sequence[str], *,
+           watch: Callable[..., list[Session]] = observe,
+           clock: Callable[[], float] = time.monotonic) -> Detection:
+    """Observe the bridge once per transport the run uses (both at once) and judge."""
+    watched = [t for t in transports if t in host.capabilities] or list(transports)
+    started = clock()
+    sessions = watch(options.host_argv, tool_catalogue()["tools"], transports=watched,
+                     op_timeout_ms=options.op_timeout_ms, base=options,
+                     follow_stand_in=False)
+    return judged(sessions, watched, clock() - started)
