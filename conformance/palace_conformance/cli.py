@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, cast
@@ -12,6 +13,7 @@ from palace_conformance.fake import commands as fake_commands
 from palace_conformance.hosts import commands as hosts_commands
 from palace_conformance.runner.commands import reports as report_commands
 from palace_conformance.runner.commands import run as run_commands
+from palace_conformance.runner.interrupts import exit_status
 from palace_conformance.scenarios import commands as fixture_commands
 
 
@@ -60,6 +62,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     except UsageError as exc:
         print(exc, file=sys.stderr)
         code = 2
-    except KeyboardInterrupt:
-        code = 130
+    except KeyboardInterrupt as exc:
+        code = exit_status(exc)
+    except BrokenPipeError:  # `... | head` closed the pipe: what it wanted was printed
+        _quiet_stdout()
+        code = 141  # 128 + SIGPIPE, as a shell tool killed by the signal would report
     sys.exit(code)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -195,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_main(args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `palace-bridge call ... | head`: the reader had what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's last flush cannot raise
+        os.close(devnull)
+        return 141  # 128 + SIGPIPE
 
 
 if __name__ == "__main__":

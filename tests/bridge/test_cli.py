@@ -57,6 +57,17 @@ def test_call_prints_the_result_as_json(scenario):
     assert proc.stderr == ""
 
 
+def test_a_reader_that_goes_away_is_no_error(scenario):
+    """``palace-bridge tools | head -1``: stdout closed before the answer is written."""
+    proc = subprocess.Popen([*CLI, "tools"], env=scenario.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the first write, which then meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
 def test_stall_is_a_timeout_within_timeout_plus_slack(scenario, in_process):
     scenario.faults = ["stall@mempalace_status"]
     env = scenario.env

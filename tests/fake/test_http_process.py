@@ -36,6 +36,15 @@ def test_a_non_loopback_host_is_refused_in_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_out_of_range_is_refused_in_one_line(tmp_path: Path, port: str) -> None:
+    done = run_cli(tmp_path, "http", "--port", port)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{port!r} is not a port: give 0-65535" in lines[0], lines
+    assert "Traceback" not in done.stderr
+
+
 def test_ready_file_and_stderr_name_the_url_of_a_free_port(fake: Fake) -> None:
     ready = fake.journal_path.parent / "ready.json"
     info = json.loads(ready.read_text())

@@ -209,3 +209,22 @@ def test_markers_are_consistent_and_restore_to_fresh_values() -> None:
     first = restored["a"]
     assert first.startswith("replay-secret-1-") and restored["b"] == [f"x {first}"]
     assert restored["c"] != first and "tok-" not in json.dumps(restored)
+
+
+def test_a_reused_report_dir_holds_only_the_new_run(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A stale bundle would replay a failure the new run does not have; a person's own files
+    in the directory stay."""
+    report = tmp_path / "report"
+    stale = report / "bundles" / "stdio.old.gone--stdio"
+    stale.mkdir(parents=True)
+    (stale / "bundle.json").write_text("{}")
+    (report / "runs" / "old").mkdir(parents=True)
+    (report / "notes.txt").write_text("mine")
+    code, _, err = cli(capsys, "run", shipped_file(ERRORS), "--transport", "stdio",
+                       "--report-dir", str(report))
+    assert code == 0, err
+    assert not (report / "bundles").exists()  # a passing run writes no bundle
+    assert not (report / "runs" / "old").exists() and (report / "runs").is_dir()
+    assert (report / "notes.txt").read_text() == "mine"
+    assert json.loads((report / "results.json").read_text())["ok"] is True

@@ -147,6 +147,22 @@ def test_long_values_are_clipped_and_backticks_do_not_break_code_spans() -> None
     assert row[4] == '"x`y"'
 
 
+def test_a_scalar_got_keeps_what_the_message_says_about_it() -> None:
+    """``false`` alone hides the error's kind and text; ``1234.5`` alone hides its unit."""
+    lost = check("http.s.x", "http", "/steps/2/expect/ok",
+                 "expected ok true, got false (session_lost: MCP session expired)",
+                 expected=True, got=False)
+    slow = check("http.s.x", "http", "/steps/3/expect/elapsed_ms",
+                 "took 1235 ms; expected at least 2000 ms", expected={"at_least": 2000},
+                 got=1234.5)
+    text = render_markdown(RunResult(results=[failed("http.s.x", "http", lost, slow)]))
+    rows = [cells(r) for r in table_rows(text, "| Scenario | Transport | Check | Expected "
+                                               "| Got | Behaviours |")]
+    assert rows[0][3:5] == ["`true`", "expected ok true, got false (session_lost: MCP session "
+                                      "expired)"]
+    assert rows[1][3:5] == ['`{"at_least": 2000}`', "took 1235 ms; expected at least 2000 ms"]
+
+
 def test_run_writes_summary_md_and_markdown_file(capsys: pytest.CaptureFixture[str],
                                                  tmp_path: Path) -> None:
     write_scenario(tmp_path / "s", "life.md.fails", {"ok": False})
@@ -156,8 +172,8 @@ def test_run_writes_summary_md_and_markdown_file(capsys: pytest.CaptureFixture[s
     assert code == 1, err
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert summary == (tmp_path / "pr.md").read_text()
-    assert "| `life.md.fails` | stdio | `/steps/0/expect/ok` (step `0`) | `false` | `true` " \
-           "| LIFE-01 |" in summary
+    assert "| `life.md.fails` | stdio | `/steps/0/expect/ok` (step `0`) | `false` " \
+           "| expected ok false, got true | LIFE-01 |" in summary
     assert "palace-conformance replay " in summary and "life.md.fails--stdio" in summary
 
 

@@ -156,6 +156,22 @@ def test_agreeing_traces_with_different_verdicts_show_the_check() -> None:
         compare(left, right))
 
 
+def test_pairs_whose_verdicts_differ_come_first() -> None:
+    """Drift where both sides passed (a wording, a value) follows the drift a verdict changed
+    on (a defect), whatever the catalogue order: the first lines name what to act on."""
+    bad = failing("z.defect", "stdio", "/expect/journal/0", "journal count: expected exactly 2")
+    left = source("ref", result("a.cosmetic", "stdio", eager_steps()),
+                  result("z.defect", "stdio", eager_steps()))
+    right = source("other",
+                   result("a.cosmetic", "stdio", eager_steps(second_prompt=wakeup("again"))),
+                   result("z.defect", "stdio", lazy_steps("/tmp/pc-run-a"), status="failed",
+                          checks=[bad]))
+    report = compare(left, right)
+    assert [d.id for d in report.drift] == ["z.defect[stdio]", "a.cosmetic[stdio]"]
+    text = render_text(report)
+    assert text.index("DRIFT z.defect[stdio]") < text.index("DRIFT a.cosmetic[stdio]")
+
+
 def test_not_applicable_is_listed_apart_and_not_testable_is_not_compared() -> None:
     left = source("ref", result(SID, "stdio", eager_steps()),
                   result("diary.command.x", "stdio", eager_steps()),

@@ -15,6 +15,7 @@ from palace_conformance.runner.execution.driver import (
     DriverClient,
     DriverFailure,
     major,
+    stderr_excerpt,
 )
 
 from .support import scripted
@@ -105,3 +106,29 @@ def test_a_missing_host_program_fails_to_start_in_one_line() -> None:
                                                    (True, None), ("one", None), (None, None)])
 def test_major_version_parsing(version: object, expected: int | None) -> None:
     assert major(version) == expected
+
+
+NODE_CRASH = """file:///ext/bridge.ts:1
+Error: Cannot find module 'mempalace-client'
+Require stack:
+- /ext/bridge.ts
+    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)
+    at Module._load (node:internal/modules/cjs/loader:1051:27)
+{
+  code: 'MODULE_NOT_FOUND',
+  requireStack: [ '/ext/bridge.ts' ]
+}
+
+Node.js v22.19.0
+"""
+
+
+def test_a_crashed_hosts_error_line_leads_its_stderr_tail() -> None:
+    excerpt = stderr_excerpt(NODE_CRASH)
+    assert excerpt.startswith("Error: Cannot find module 'mempalace-client' | ... | ")
+    assert excerpt.endswith("Node.js v22.19.0")
+    # a tail that already holds the error is left as it is
+    python = "Traceback (most recent call last):\n  File \"x\", line 1\nModuleNotFoundError: no x\n"
+    assert stderr_excerpt(python) == ("Traceback (most recent call last): | File \"x\", line 1 | "
+                                      "ModuleNotFoundError: no x")
+    assert stderr_excerpt("") == ""

@@ -1,5 +1,6 @@
-"""Stopping a run (Ctrl-C, or SIGTERM from a CI timeout) says so in one line, exits 130 and leaves
-no process behind: not the hosts, not the fakes, not the warm server."""
+"""Stopping a run (Ctrl-C, or SIGTERM from a CI timeout) says so in one line, exits 128 plus the
+signal (143 for SIGTERM) and leaves no process behind: not the hosts, not the fakes, not the warm
+server. A reader that goes away (``| head``) ends a listing quietly."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def test_sigterm_stops_the_run_in_one_line_and_leaves_nothing(tmp_path: Path) ->
         time.sleep(0.05)
     runner.send_signal(signal.SIGTERM)
     out, err = runner.communicate(timeout=60)
-    assert runner.returncode == 130, (out[-1000:], err[-1000:])
+    assert runner.returncode == 143, (out[-1000:], err[-1000:])
     assert err.strip().splitlines()[-1] == (
         "palace-conformance run: interrupted: the runs in flight finished and were cleaned up; "
         "no report written")
@@ -65,3 +66,17 @@ def test_sigterm_stops_the_run_in_one_line_and_leaves_nothing(tmp_path: Path) ->
     while (left := _processes_marked(marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes()[:200] for pid in left]
+
+
+def test_a_closed_pipe_ends_a_listing_quietly(tmp_path: Path) -> None:
+    """``palace-conformance fixtures list | head -1``: the reader went away, which is no error."""
+    listing = subprocess.Popen(
+        [sys.executable, "-c", "from palace_conformance.cli import main; main()", "fixtures",
+         "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert listing.stdout is not None and listing.stderr is not None
+    # closed before the interpreter is even up, so its first write meets a closed pipe (the
+    # whole listing would fit in the pipe's buffer, so a reader that closes later proves nothing)
+    listing.stdout.close()
+    err = listing.stderr.read().decode()
+    assert listing.wait(timeout=60) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

@@ -151,6 +151,28 @@ def test_a_settle_ends_when_the_journal_record_it_waits_for_is_written(tmp_path:
     assert len(marks) == 1  # not before it was written: inside the settle's own window
 
 
+@pytest.mark.parametrize(("expect", "host_option"), [
+    ({"journal": [{"check": "count", "match": {"kind": "early_mark"}, "at_least": 1}]},
+     "journal-now:early_mark"),
+    ({"effects": [{"check": "count", "match": {"kind": "notify"}, "at_least": 1}]},
+     "notify-now"),
+])
+def test_what_the_settled_step_already_saw_ends_the_settle_on_its_expectations(
+        tmp_path: Path, expect: dict[str, Any], host_option: str) -> None:
+    """Work an event started can land before the event's step ends (a loaded machine decides):
+    the settle's window covers the step it settles, for its early end as for the judge, so it
+    neither waits out its quiet window nor counts 0."""
+    result, record, _ = run_settle(
+        tmp_path, "life.settle.landed-early",
+        {"op": "settle", "quiet_ms": 3000, "max_ms": 10000, "expect": expect}, host_option)
+    assert result.status == "passed", failing(result)
+    assert record.ended_by == ENDED_BY_EXPECTATIONS
+    [event] = [s for s in result.steps if s.op == "event"]
+    landed = (result.journal[event.journal_start:event.journal_end]
+              if "journal" in expect else event.effects)
+    assert landed, "the host option must make the work land inside the event's own step"
+
+
 def test_a_negative_settle_sends_one_request_and_runs_its_whole_quiet_window(
         tmp_path: Path) -> None:
     result, record, requests = run_settle(

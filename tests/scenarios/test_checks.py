@@ -36,7 +36,15 @@ def test_verdicts_say_why() -> None:
     """Pass or fail is data (fixtures/runner-tests/checks.json); the words are this judge's."""
     swapped = check(check="sequence",
                     items=[{"method": "tools/list"}, {"method": "notifications/initialized"}])
-    assert "item 2 of 2" in evaluate(swapped, JOURNAL).detail
+    detail = evaluate(swapped, JOURNAL).detail
+    assert "item 2 of 2" in detail
+    # the record that matches but sits before the earlier item is named as such, and is never
+    # the "closest miss" (which then comes from the records after the earlier items)
+    assert "record #3 matches it but comes before them" in detail, detail
+    assert "(closest miss: at /method: " in detail, detail
+    last = check(check="sequence", items=[{"pid": 11, "tool": "mempalace_search"},
+                                          {"method": "initialize"}])
+    assert evaluate(last, JOURNAL).detail.endswith("(no records after them)")
     for bounds in ({"equals": 2}, {"equals": 1}, {"at_least": 3}, {"at_most": 2},
                    {"at_least": 1, "at_most": 1}):
         counted = evaluate(check(check="count", match={"method": "initialize"}, **bounds), JOURNAL)

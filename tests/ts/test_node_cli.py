@@ -73,6 +73,9 @@ def test_bridge_specs_resolve_to_host_argv(node_hosts: node.Installation) -> Non
     ("pi-extension:", "needs a file"),
     ("pi-extension:/no/such/bridge.ts", "no such file /no/such/bridge.ts"),
     (f"pi-extension:{EXTENSIONS / 'mirror.ts'}?colour=red", "unknown option 'colour'"),
+    # refused at once, not after a host start and a failed import (39 s)
+    (f"pi-extension:{EXTENSIONS / 'realworld' / 'README.md'}",
+     "is not a TypeScript or JavaScript module"),
 ])
 def test_bad_specs_are_one_line_errors(spec: str, problem: str) -> None:
     with pytest.raises(node.HostSpecError) as caught:

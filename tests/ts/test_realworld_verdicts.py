@@ -6,7 +6,8 @@ Each bridge runs, in process, the scenarios the README says catch its planted de
 knock-ons it names, and a sample of scenarios the bridge must pass, chosen to exercise what the
 kit had to learn to judge such bridges fairly: errors surfaced as ``isError`` results, tools
 registered after ``session_start``, a curated tool set, a SIGTERM at shutdown, replay-proof
-faults. The failing (scenario, transport) results must be exactly the catchers and knock-ons.
+faults. The failing (scenario, transport) results must be exactly the catchers and knock-ons,
+and ``diff`` against the reference bridge on the same scenarios names exactly those first.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from palace_conformance.contract import CAPABILITIES
+from palace_conformance.runner.compare.diff import compare, render_text
+from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.execution.execute import RunOptions
 from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
 from palace_conformance.runner.profile import load_profile
@@ -91,3 +95,15 @@ def test_core_failures_are_exactly_the_planted_defects(name: str, tmp_path: Path
     assert all(r.transport != PARITY for r in run.results)  # one transport: nothing to compare
     for sid in failing:  # a failure is core: a seed-level note alone never fails a core run
         assert any(c.level == CORE and not c.passed for c in results[sid].checks), sid
+    # diff against the reference on the same scenarios: the pairs a verdict changed on are
+    # exactly the planted defects and their knock-ons, and they come first
+    reference = run_suite(scenarios, SuiteOptions(
+        run=RunOptions(host_argv=host_argv("reference"), level=CORE, work_root=tmp_path / "ref"),
+        jobs=JOBS, transports=(transport,)))
+    report = compare(Source(name, run, str(profile.bridge), tuple(profile.capabilities)),
+                     Source("reference", reference, "reference", CAPABILITIES))
+    verdicts = [d for d in report.drift if d.statuses[0] != d.statuses[1]]
+    assert {d.scenario for d in verdicts} == expected, render_text(report)
+    assert all(d.statuses == (FAILED, PASSED) for d in verdicts), render_text(report)
+    assert report.drift[:len(verdicts)] == verdicts, render_text(report)
+

@@ -206,7 +206,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     _common(http)
     http.add_argument("--host", default="127.0.0.1",
                       help="loopback address to bind (default 127.0.0.1)")
-    http.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    http.add_argument("--port", type=_port, default=0,
+                      help="port, 0-65535 (default 0: pick a free one)")
     http.add_argument("--token", help="require 'Authorization: Bearer TOKEN' "
                       "(env MEMPALACE_MCP_HTTP_TOKEN)")
     http.add_argument("--sessions", action="store_true",
@@ -243,3 +244,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     faults = fake_sub.add_parser("faults", help="print the compact fault syntax")
     faults.set_defaults(handler=_faults_help)
+
+
+def _port(text: str) -> int:
+    """A TCP port for argparse: a one-line error for 99999 or -1, never a traceback."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port: give 0-65535 (0 picks a free one)")
+    return port
+

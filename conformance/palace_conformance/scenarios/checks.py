@@ -95,15 +95,26 @@ def evaluate(check: Check, records: Sequence[Record]) -> Verdict:
     raise ValueError(f"unknown check {kind!r}")
 
 
+def _sequence_miss(item: Any, records: Sequence[Record], start: int) -> str:
+    """Why ``item`` has no match from ``start`` on: a match before it, or the closest record
+    after it (a record that matches is never the "closest miss")."""
+    early = next((i for i in range(start) if matches(item, records[i])), None)
+    misses = [why for r in records[start:] if (why := why_not(item, r))]
+    closest = f" (closest miss: {min(misses, key=len)})" if misses else " (no records after them)"
+    if early is None:
+        return closest
+    return f"; record #{early} matches it but comes before them{closest}"
+
+
 def _sequence(items: Sequence[Any], records: Sequence[Record]) -> Verdict:
     position = 0
     for number, item in enumerate(items, 1):
+        start = position
         while position < len(records) and not matches(item, records[position]):
             position += 1
         if position == len(records):
-            closest = min((why_not(item, r) or "" for r in records), key=len, default="no records")
             return Verdict(False, f"item {number} of {len(items)} not found after the earlier "
-                                  f"ones (closest miss: {closest})")
+                                  f"ones{_sequence_miss(item, records, start)}")
         position += 1
     return Verdict(True, f"all {len(items)} item(s) found in order")
 

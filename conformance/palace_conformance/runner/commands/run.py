@@ -45,7 +45,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.reports.console import make_progress, render_summary
     from palace_conformance.runner.reports.hints import capability_hints
     from palace_conformance.runner.reports.junit import write_junit
-    from palace_conformance.runner.reports.report_dir import write_reports
+    from palace_conformance.runner.reports.report_dir import clear_previous, write_reports
     from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
     from palace_conformance.scenarios.loader import load_catalogue
 
@@ -87,6 +87,12 @@ def _run_checked(args: argparse.Namespace) -> int:
                        level=args.level or default_level(args.bridge, profile),
                        profile=profile),
         jobs=args.jobs, transports=transports, baseline=baseline)
+    if report_dir is not None:
+        try:
+            clear_previous(report_dir)
+        except OSError as exc:
+            raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
+                                f"reports ({exc.strerror}); choose another directory") from None
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         run = run_suite(scenarios, options, progress=make_progress())

@@ -389,6 +389,9 @@ def compare(left: Source, right: Source, *, include_ui: bool = False) -> DiffRep
         else:
             report.drift.append(found)
     report.ui_masked = (ui_masked[0], ui_masked[1])
+    # the pairs whose verdicts differ first: those are what a maintainer acts on; drift where
+    # both sides passed (or both failed) follows, each group in catalogue order
+    report.drift.sort(key=lambda d: d.statuses[0] == d.statuses[1])
     return report
 
 

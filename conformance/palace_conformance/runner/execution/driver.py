@@ -13,6 +13,7 @@ import io
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -60,6 +61,24 @@ class Reply:
 
 
 _EOF = object()
+
+
+#: the line that names an error: ``Error: Cannot find module 'x'``, ``Error [ERR_...]: ...``,
+#: ``TypeError: ...``, Python's ``ModuleNotFoundError: ...``
+ERROR_LINE = re.compile(r"^\s*(?:Uncaught\s+)?(?:[A-Za-z_][\w.]*)?(?:Error|Exception)"
+                        r"(?:\s*\[\w+\])?:\s")
+
+
+def stderr_excerpt(text: str, lines: int = 3) -> str:
+    """The last ``lines`` non-blank lines of a host's stderr, led by its last error line when
+    the tail misses it: Node prints the error first, then its stack, a code object and its
+    version, so the tail alone drops ``Cannot find module``."""
+    kept = [line.strip() for line in text.splitlines() if line.strip()]
+    tail = kept[-lines:]
+    errors = [line for line in kept if ERROR_LINE.match(line)]
+    if errors and errors[-1] not in tail:
+        tail = [errors[-1], "...", *tail]
+    return " | ".join(tail)
 
 
 class DriverClient:
@@ -138,8 +157,7 @@ class DriverClient:
             return self._stderr.decode("utf-8", "replace")
 
     def stderr_tail(self, lines: int = 3) -> str:
-        tail = [line for line in self.stderr_text().splitlines() if line.strip()][-lines:]
-        return " | ".join(tail)
+        return stderr_excerpt(self.stderr_text(), lines)
 
     def close(self, grace_s: float = 2.0) -> int | None:
         """Close stdin, wait briefly, then kill the host's whole process group."""

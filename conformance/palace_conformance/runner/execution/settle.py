@@ -65,13 +65,16 @@ class EventSettle:
     def __init__(self, driver: DriverClient, request: Mapping[str, Any],
                  condition: SettleCondition, journal: Callable[[], Records], *,
                  poll_ms: float = POLL_MS, effects_view: EffectsView = _as_is,
-                 tools_view: ToolsView = _as_is) -> None:
+                 tools_view: ToolsView = _as_is,
+                 prior_effects: Sequence[Mapping[str, Any]] = ()) -> None:
         self.driver = driver
+        # the effects of the step this settle settles: its window covers both (early_end)
+        self.prior_effects = list(prior_effects)
         self.effects_view = effects_view  # a reply's effects as the scenarios name them
         self.tools_view = tools_view  # the registered tools as the scenarios name them
         self.request = dict(request)
         self.condition = condition
-        self.journal = journal  # the journal records written since the step began
+        self.journal = journal  # the journal records of the window (early_end.settled_step)
         self.poll_ms = poll_ms
         self.quiet_ms = float(self.request.get("quiet_ms", 200))
         self.max_ms = float(self.request.get("max_ms", 5000))
@@ -94,7 +97,7 @@ class EventSettle:
             if condition.tools is not None or (condition.needs_tools and not tools):
                 tools = self._tools(record)
             journal = self.journal() if condition.needs_journal else ()
-            if condition.met(record.effects, journal, tools):
+            if condition.met([*self.prior_effects, *record.effects], journal, tools):
                 ended = ENDED_BY_EXPECTATIONS
                 break
             now = time.monotonic()

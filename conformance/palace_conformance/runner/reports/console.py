@@ -33,6 +33,18 @@ STYLES = {PASSED: "green", FAILED: "bold red", NOT_TESTABLE: "bold magenta",
           NOT_APPLICABLE: "dim"}
 
 
+#: width of the status column: "FAIL (expected)" fits
+LABEL_WIDTH = 15
+#: a message printed in the one-line-per-result console is cut here
+LINE_LIMIT = 240
+
+
+def one_line(text: str, limit: int = LINE_LIMIT) -> str:
+    """``text`` on one line (an HTML error page, a traceback): whitespace folded, then cut."""
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[:limit - 1] + "…"
+
+
 def label(result: ScenarioResult) -> str:
     text = LABELS.get(result.status, result.status)
     if result.baseline is not None:
@@ -58,10 +70,11 @@ class PlainProgress:
     def done(self, result: ScenarioResult) -> None:
         with self.lock:
             self.finished += 1
-            line = (f"[{self.finished}/{self.total}] {label(result):<12} {result.transport:<5} "
+            line = (f"[{self.finished}/{self.total}] {label(result):<{LABEL_WIDTH}} "
+                    f"{result.transport:<5} "
                     f"{result.scenario} ({result.duration_ms / 1000:.1f} s)")
             if result.status in (FAILED, NOT_TESTABLE) and result.reason:
-                line += f"\n    {result.reason}"
+                line += f"\n    {one_line(result.reason)}"
             print(line, file=self.stream, flush=True)
 
     def close(self) -> None:
@@ -100,7 +113,8 @@ class RichProgress:
             if name in self.running:
                 self.running.remove(name)
             style = STYLES.get(result.status, "")
-            self.console.print(f"[{style}]{label(result):<12}[/] {result.transport:<5} "
+            self.console.print(f"[{style}]{label(result):<{LABEL_WIDTH}}[/] "
+                               f"{result.transport:<5} "
                                f"{result.scenario} [dim]({result.duration_ms / 1000:.1f} s)[/]",
                                highlight=False)
             self.bar.update(self.task, advance=1, description=self._describe())
@@ -145,7 +159,7 @@ def _failure_lines(run: RunResult) -> list[str]:
                      f"{', '.join(result.covers) or '-'}:")
         for check in result.failures:
             where = f" step {check.step}" if check.step is not None else ""
-            lines.append(f"  {check.pointer}{where}: {check.message}")
+            lines.append(f"  {check.pointer}{where}: {one_line(check.message)}")
     lines.extend(f"stale baseline entry: {line}" for line in run.stale_baseline)
     return lines
 
@@ -190,10 +204,12 @@ def render_summary(run: RunResult, stream: TextIO | None = None) -> None:
     if run.host.capabilities_note:
         print(run.host.capabilities_note, file=stream)
     width = max((len(s) for s, _ in _rows(run)), default=10)
-    print(f"{'scenario':<{width}}  {'stdio':<12}  {'http':<12}  {'parity':<12}", file=stream)
+    w = LABEL_WIDTH
+    print(f"{'scenario':<{width}}  {'stdio':<{w}}  {'http':<{w}}  {'parity':<{w}}", file=stream)
     for scenario, cells in _rows(run):
         shown = [label(cells[c]) if c in cells else "-" for c in columns]
-        print(f"{scenario:<{width}}  {shown[0]:<12}  {shown[1]:<12}  {shown[2]:<12}", file=stream)
+        print(f"{scenario:<{width}}  {shown[0]:<{w}}  {shown[1]:<{w}}  {shown[2]:<{w}}",
+              file=stream)
     for line in _failure_lines(run):
         print(line, file=stream)
     print(_totals(run), file=stream, flush=True)

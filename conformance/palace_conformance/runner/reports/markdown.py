@@ -59,9 +59,13 @@ def _covers(covers: tuple[str, ...]) -> str:
 
 
 def _check_cells(check: CheckRecord) -> tuple[str, str]:
-    """(expected, got): the recorded values when there are both, else the check's message."""
+    """(expected, got): the recorded values when there are both, else the check's message. A
+    bare scalar ``got`` (``false`` for an ``ok``, a duration) drops what the message says about
+    it (the error's kind and text, the unit), so the message stands in for it."""
     if check.expected is not None and check.got is not None:
-        return _value(check.expected), _value(check.got)
+        if isinstance(check.got, dict | list | str):
+            return _value(check.expected), _value(check.got)
+        return _value(check.expected), _text(check.message)
     expected = _value(check.expected) if check.expected is not None else "-"
     return expected, _text(check.message)
 

@@ -5,6 +5,7 @@ written by the run command itself.)"""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,6 +16,26 @@ from palace_conformance.scenarios.model import Scenario
 
 SUMMARY = "summary.md"
 BUNDLES = "bundles"
+RUNS = "runs"
+#: what a run writes into ``--report-dir``; nothing else there is ever touched
+OWN = ("results.json", "junit.xml", SUMMARY, BUNDLES, RUNS)
+
+
+def clear_previous(report_dir: Path) -> list[str]:
+    """Remove what an earlier run left in ``report_dir`` (its own names only, see ``OWN``), so
+    the directory holds one run: a stale bundle would replay a failure this run does not have.
+    Returns the names removed; ``OSError`` propagates."""
+    removed = []
+    for name in OWN:
+        path = report_dir / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        else:
+            continue
+        removed.append(name)
+    return removed
 
 
 def write_reports(run: RunResult, *, scenarios: Mapping[str, Scenario], bridge: str,

@@ -37,6 +37,7 @@ from functools import cached_property
 from typing import Any
 
 from palace_conformance.resources import tool_catalogue
+from palace_conformance.runner.results import StepRecord
 from palace_conformance.scenarios.checks import evaluate, evaluate_tools
 from palace_conformance.scenarios.model import Check, Step, ToolsExpect
 
@@ -140,3 +141,16 @@ class SettleCondition:
         is registered yet (``tools`` None: the host cannot list them, so there is nothing to
         wait for)."""
         return not self.until_tools or tools is None or bool(tools)
+
+
+def settled_step(step: Step, records: Sequence[StepRecord]) -> StepRecord | None:
+    """For a ``settle``, the record of the step it settles (the one just before it, unless that
+    is a settle or sleep too). Background work that step started (a feed after
+    ``agent_settled``) may land in its window or the settle's, whichever the machine's load
+    decides, so a settle's window, for the judge and for an early end alike, covers both."""
+    if step.op != "settle" or step.index == 0:
+        return None
+    before = next((r for r in records if r.index == step.index - 1), None)
+    if before is None or not before.ran or before.op in ("settle", "sleep"):
+        return None
+    return before

@@ -18,6 +18,7 @@ from typing import Any
 from palace_conformance.contract import HOST_ERROR_KINDS
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.results import CORE, FAIL, PASS, SEED, CheckRecord, StepRecord
+from palace_conformance.runner.verdict.early_end import settled_step
 from palace_conformance.runner.verdict.levels import check_level
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
 from palace_conformance.runner.verdict.surfaced import NO_DATA, SurfacedError, surfaced_error
@@ -163,18 +164,6 @@ def judge(observation: Observation) -> list[CheckRecord]:
     return recorder.records
 
 
-def _settled_step(step: Step, observation: Observation) -> StepRecord | None:
-    """For a ``settle``, the record of the step it settles (the one just before it, unless that
-    is a settle or sleep too): background work that step started may land in its window or the
-    settle's, whichever the machine's load decides, so a settle's window includes both."""
-    if step.op != "settle" or step.index == 0:
-        return None
-    before = next((r for r in observation.steps if r.index == step.index - 1), None)
-    if before is None or not before.ran or before.op in ("settle", "sleep"):
-        return None
-    return before
-
-
 def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
                 observation: Observation) -> None:
     key = step.key
@@ -219,7 +208,7 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
         recorder.add(f"{at}/result", reason is None,
                      "result matches" if reason is None else f"result: {reason}", step=key,
                      expected=expect.result, got=view if reason is not None else None)
-    settled = _settled_step(step, observation)
+    settled = settled_step(step, observation.steps)
     effects = [*settled.effects, *record.effects] if settled is not None else record.effects
     for index, check in enumerate(expect.effects):
         if check.applies_to(observation.transport):
