@@ -71,6 +71,11 @@ def test_compact_specs_parse(spec: str, on: dict[str, Any], times: int | None, a
     ("startup_fail@ping", "'startup_fail' fires only with on.method '$startup'"),
     ("notify@ping", "notify needs a 'method' string"),
     ("stall@ping,id=mine", "id cannot be set with key=value"),
+    # a typo'd target is refused, never armed to fire on nothing
+    ("stall@mempalace_serch", "no tool 'mempalace_serch' in mempalace 3.11.0's catalogue (did "
+                              "you mean 'mempalace_search'?); a fault on it would never fire"),
+    ("stall@tool/call", "the fake serves no method 'tool/call' (did you mean 'tools/call'?)"),
+    ("stall@resources/list", "the fake serves no method 'resources/list'"),
 ])
 def test_bad_compact_specs_give_one_clear_line(spec: str, fragment: str) -> None:
     with pytest.raises(FaultPlanError) as caught:
@@ -170,3 +175,21 @@ def test_faults_help_lists_every_action(tmp_path: Path) -> None:
     assert "ACTION[@TARGET][#NTH][xTIMES]" in result.stdout
     for action in ("stall", "drip_progress", "startup_fail", "lock_held", "wrong_id"):
         assert action in result.stdout
+
+
+def test_a_fault_typed_for_the_other_transport_is_refused_at_start(tmp_path: Path) -> None:
+    """``http_status`` cannot fire on a stdio fake: one line, exit 2, nothing started."""
+    done = run_cli(["fake", "stdio", "--fault", "http_status@mempalace_search,status=500"],
+                   tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "action 'http_status' fires only over http, and this fake serves stdio" in line
+
+
+def test_a_plan_file_with_a_typo_d_tool_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"faults": [{"id": "s", "on": {"tool": "mempalace_serch"},
+                                            "action": "stall"}]}))
+    with pytest.raises(FaultPlanError, match=r"\(s\): no tool 'mempalace_serch'.*did you mean"):
+        load_plan(path)
+

@@ -30,9 +30,11 @@ def test_arming_one_fault_or_a_list_returns_their_ids(fake: Fake) -> None:
                                           "on": {"method": "ping"}})
     assert one.json() == {"armed": ["mine"]}
     many = fake.control("POST", "faults", [{"action": "delay", "ms": 1},
-                                           {"action": "stall", "on": {"method": "nope"}}])
+                                           {"action": "stall", "on": {"method": "tools/list"}}])
     assert many.status_code == 200
     assert len(many.json()["armed"]) == 2 and "mine" not in many.json()["armed"]
+    typo = fake.control("POST", "faults", {"action": "stall", "on": {"method": "tool/call"}})
+    assert typo.status_code == 400 and "did you mean 'tools/call'?" in typo.text
     plan = fake.control("POST", "faults", {"faults": [{"id": "p1", "action": "delay", "ms": 1}]})
     assert plan.json() == {"armed": ["p1"]}
 

@@ -307,7 +307,7 @@ def test_plan_faults_from_the_command_line_count_from_start_and_exit_ends_the_se
         tmp_path: Path) -> None:
     fake = start_fake(tmp_path, "--fault", "http_status@mempalace_status#2,status=418",
                       "--fault", "exit@ping#2,code=7",
-                      "--fault", "rotate_token@nothing,token=secret-rotation")
+                      "--fault", "rotate_token@notifications/never-sent,token=secret-rotation")
     try:
         assert "secret-rotation" not in fake.journal_path.read_text()
         statuses = [fake.post(call("mempalace_status", request_id=i)).status_code

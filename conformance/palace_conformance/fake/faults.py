@@ -11,10 +11,15 @@ The compact ``--fault`` syntax is ``ACTION[@TARGET][#NTH][xTIMES][,key=value...]
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+from palace_conformance.resources import CATALOGUES, tool_catalogue
 
 PLAN_SCHEMA_VERSION = 1
 STARTUP = "$startup"
@@ -62,7 +67,9 @@ HTTP_ACTIONS = frozenset(
 COMPACT_HELP = """\
 Fault syntax: ACTION[@TARGET][#NTH][xTIMES][,key=value...]
   TARGET  a tool name (mempalace_*, implies tools/call), a JSON-RPC method, '$startup'
-          (the process start) or '*' (any message); default '*'
+          (the process start) or '*' (any message); default '*'. A tool outside the
+          catalogue, a method the fake does not serve, or an action this fake's transport
+          cannot carry is refused (it would never fire)
   NTH     fire from the NTH matching message on (1-based, counted across respawns); default 1
   TIMES   how many matching messages in a row it fires on; a number or '*' (forever); default 1
   values  parsed as JSON when they parse, else taken as text
@@ -234,6 +241,47 @@ def fault_from_json(data: Any, index: int, where: str | None = None) -> Fault:
     )
 
 
+#: the methods a fault can match: what the fake answers, "*" (any) and "$startup"
+MATCHABLE_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call", "*", STARTUP})
+
+
+@cache
+def known_tools() -> frozenset[str]:
+    """Every tool name of the full and the light catalogue (a fault may target either)."""
+    return frozenset(t["name"] for name in CATALOGUES for t in tool_catalogue(name)["tools"])
+
+
+def _nearest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_targets(fault: Fault, where: str) -> None:
+    """A fault a person typed (``--fault``, a plan file, the control API) must be able to fire:
+    its method is one the fake serves and its tool is in a catalogue. (A scenario's faults are
+    checked by the scenario loader against the scenario's own catalogue, with JSON pointers.)"""
+    method, tool = fault.on.method, fault.on.tool
+    if method not in MATCHABLE_METHODS and not method.startswith("notifications/"):
+        raise FaultPlanError(f"{where}: the fake serves no method {method!r}"
+                             f"{_nearest(method, MATCHABLE_METHODS)}; a fault on it would never "
+                             f"fire (use one of {', '.join(sorted(MATCHABLE_METHODS))}, or a "
+                             "notifications/... method)")
+    if tool is not None and tool != "*" and tool not in known_tools():
+        raise FaultPlanError(f"{where}: no tool {tool!r} in mempalace 3.11.0's catalogue"
+                             f"{_nearest(tool, known_tools())}; a fault on it would never fire")
+
+
+def check_transport(fault: Fault, transport: str, where: str) -> None:
+    """A fault typed for one fake must be able to fire on its transport."""
+    if fault.on.transport not in (None, transport):
+        raise FaultPlanError(f"{where}: 'on.transport' is {fault.on.transport}, but this fake "
+                             f"serves {transport}; it would never fire")
+    if transport not in ACTIONS[fault.action][0]:
+        raise FaultPlanError(f"{where}: action {fault.action!r} fires only over "
+                             f"{', '.join(sorted(ACTIONS[fault.action][0]))}, and this fake "
+                             f"serves {transport}")
+
+
 def _check_params(action: str, params: dict[str, Any], where: str) -> None:
     def need_int(name: str, minimum: int = 0) -> None:
         value = params.get(name)
@@ -309,7 +357,10 @@ def load_plan(path: str | os.PathLike[str]) -> FaultPlan:
         raise FaultPlanError(
             f"fault plan {path} is not JSON (line {exc.lineno}: {exc.msg})"
         ) from None
-    return plan_from_json(data, source=f"fault plan {path}")
+    plan = plan_from_json(data, source=f"fault plan {path}")
+    for fault in plan.faults:
+        check_targets(fault, f"fault plan {path} ({fault.id})")
+    return plan
 
 
 def _parse_value(text: str) -> Any:
@@ -378,4 +429,6 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
     if reserved:
         raise FaultPlanError(f"--fault {spec!r}: {', '.join(reserved)} cannot be set with "
                              "key=value; write a --plan file for that")
-    return fault_from_json(data, index, where=f"--fault {spec!r}")
+    fault = fault_from_json(data, index, where=f"--fault {spec!r}")
+    check_targets(fault, f"--fault {spec!r}")
+    return fault

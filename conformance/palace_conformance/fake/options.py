@@ -15,7 +15,13 @@ from __future__ import annotations
 import os
 
 from palace_conformance.fake.brain import Brain
-from palace_conformance.fake.faults import FakeSetupError, FaultPlan, load_plan, parse_compact
+from palace_conformance.fake.faults import (
+    FakeSetupError,
+    FaultPlan,
+    check_transport,
+    load_plan,
+    parse_compact,
+)
 from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.lease import Lease, default_palace_path
 from palace_conformance.fake.palace import PalaceStore
@@ -73,10 +79,15 @@ class FakeOptions:
                            catalogue=self.catalogue or other.catalogue)
 
 
-def load_fault_plan(options: FakeOptions) -> FaultPlan:
+def load_fault_plan(options: FakeOptions, transport: str | None = None) -> FaultPlan:
+    """The plan file's faults, then the ``--fault`` specs; a spec typed for this fake
+    (``transport`` given) must be able to fire on its transport."""
     plan = load_plan(options.plan) if options.plan else FaultPlan()
     for index, spec in enumerate(options.faults):
-        plan.faults.append(parse_compact(spec.strip(), index))
+        fault = parse_compact(spec.strip(), index)
+        if transport is not None:
+            check_transport(fault, transport, f"--fault {spec.strip()!r}")
+        plan.faults.append(fault)
     return plan
 
 
@@ -86,7 +97,7 @@ def build_brain(options: FakeOptions, transport: str) -> Brain:
     if catalogue not in CATALOGUES:
         raise FakeSetupError(f"unknown catalogue {catalogue!r} (--catalogue or {ENV_CATALOGUE}); "
                              f"use one of {', '.join(CATALOGUES)}")
-    plan = load_fault_plan(options)
+    plan = load_fault_plan(options, transport)
     palace = os.path.abspath(options.palace) if options.palace else default_palace_path()
     try:
         journal = Journal(options.journal, transport)

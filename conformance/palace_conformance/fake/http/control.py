@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from palace_conformance.fake.brain import Brain
-from palace_conformance.fake.faults import STARTUP, FaultPlanError, fault_from_json
+from palace_conformance.fake.faults import STARTUP, FaultPlanError, check_targets, fault_from_json
 from palace_conformance.fake.journal import read_journal
 from palace_conformance.fake.palace import PalaceState
 from palace_conformance.fake.sessions import SessionTable
@@ -99,6 +99,7 @@ class ControlApi:
                 item = {**item, "id": f"ctl-{self.armed}-{item.get('action', 'fault')}"}
             try:
                 fault = fault_from_json(item, index)
+                check_targets(fault, f"fault {index}")
             except FaultPlanError as exc:
                 raise ControlError(400, str(exc)) from None
             if fault.id in taken:
