@@ -20,6 +20,7 @@ from typing import Any
 from .client import PalaceClient, create_client
 from .config import BridgeConfig
 from .errors import (
+    PalaceAuthError,
     PalaceError,
     PalaceTimeout,
     PalaceToolError,
@@ -32,12 +33,13 @@ EXIT_TOOL = 1         # JSON-RPC error from the tool, or an isError result
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3  # could not start, respawn budget spent, remote unreachable
 EXIT_TIMEOUT = 4
-EXIT_OTHER = 5        # protocol, HTTP, auth, session or connection failure
+EXIT_OTHER = 5        # protocol, HTTP, session or connection failure
+EXIT_AUTH = 6         # the remote palace refused the token (401): fix the token, not the palace
 
 EXIT_CODES = f"""\
 exit codes: {EXIT_OK} ok, {EXIT_TOOL} tool error (JSON-RPC error or isError result),
 {EXIT_USAGE} usage, {EXIT_UNAVAILABLE} palace unavailable, {EXIT_TIMEOUT} timeout,
-{EXIT_OTHER} other failure (protocol, HTTP, auth, connection)
+{EXIT_OTHER} other failure (protocol, HTTP, session, connection), {EXIT_AUTH} token refused (401)
 
 environment: MEMPALACE_REMOTE_URL (remote palace; else a local mempalace-mcp child),
 MEMPALACE_REMOTE_TOKEN, MEMPALACE_MCP_TIMEOUT_MS, MEMPALACE_MCP_INIT_TIMEOUT_MS,
@@ -83,6 +85,8 @@ def parse_arguments(text: str) -> dict[str, Any]:
 def exit_code(error: BaseException) -> int:
     if isinstance(error, PalaceToolError):
         return EXIT_TOOL
+    if isinstance(error, PalaceAuthError):
+        return EXIT_AUTH
     if isinstance(error, PalaceUnavailable):
         return EXIT_UNAVAILABLE
     if isinstance(error, PalaceTimeout):
@@ -101,13 +105,39 @@ def error_json(error: BaseException) -> dict[str, Any]:
     return data
 
 
+def error_line(error: BaseException) -> str:
+    """One line for stderr: the error, plus a tool error's ``data.reason`` (a lock holder's
+    PID, say), which the message alone does not carry."""
+    line = describe(error)
+    data = error.data if isinstance(error, PalaceToolError) else None
+    reason = data.get("reason") if isinstance(data, dict) else data
+    if isinstance(reason, str) and reason.strip() and reason.strip() not in line:
+        line += f" ({' '.join(reason.split())})"
+    return line
+
+
+def _unavailable(client: PalaceClient) -> int:
+    """The palace did not start: say where and why in one line (the bridge's own notice names
+    mempalace-mcp, which is no help for a remote one), and exit by the cause."""
+    error = client.start_error
+    where = (f"remote palace {client.config.remote_url}" if client.remote
+             else "local palace (mempalace-mcp)")
+    if isinstance(error, PalaceUnavailable) and error.detail:
+        why = error.detail  # its message would say "unavailable" twice
+    else:
+        why = error_line(error) if error is not None else "it did not start"
+    hint = ("; check MEMPALACE_REMOTE_TOKEN" if isinstance(error, PalaceAuthError) else "")
+    print(f"palace-bridge: {where} unavailable: {why}{hint}", file=sys.stderr)
+    return EXIT_AUTH if isinstance(error, PalaceAuthError) else EXIT_UNAVAILABLE
+
+
 def _print(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False), flush=True)
 
 
 async def _tools(client: PalaceClient) -> int:
     if not await client.start():
-        return EXIT_UNAVAILABLE
+        return _unavailable(client)
     _print([spec.to_json() for spec in await client.tools()])
     return EXIT_OK
 
@@ -115,11 +145,11 @@ async def _tools(client: PalaceClient) -> int:
 async def _call(client: PalaceClient, tool: str, arguments: dict[str, Any],
                 timeout_ms: int | None) -> int:
     if not await client.start():
-        return EXIT_UNAVAILABLE
+        return _unavailable(client)
     try:
         result = await client.call_tool(tool, arguments, timeout_ms=timeout_ms)
     except PalaceError as exc:
-        print(f"palace-bridge: {describe(exc)}", file=sys.stderr)
+        print(f"palace-bridge: {error_line(exc)}", file=sys.stderr)
         return exit_code(exc)
     _print(result.raw)
     if result.is_error:
@@ -131,7 +161,7 @@ async def _call(client: PalaceClient, tool: str, arguments: dict[str, Any],
 async def _run(client: PalaceClient) -> int:
     """Several calls on one client (so respawns and session renewals are observable)."""
     started = await client.start()
-    worst = EXIT_OK if started else EXIT_UNAVAILABLE
+    worst = EXIT_OK if started else _unavailable(client)
     loop = asyncio.get_running_loop()
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)

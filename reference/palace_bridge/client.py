@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TextIO
 
 from .config import BridgeConfig
-from .errors import PalaceError, PalaceToolError, PalaceUnavailable
+from .errors import PalaceError, PalaceToolError, PalaceUnavailable, describe
 from .jsonrpc import Response
 from .log import Log
 from .tools import ToolResult, ToolSpec
@@ -24,6 +24,7 @@ __all__ = ["PalaceClient", "ToolResult", "ToolSpec", "create_client"]
 class Engine(Protocol):
     remote: bool
     tools: list[ToolSpec]
+    start_error: PalaceError | None
 
     @property
     def available(self) -> bool: ...
@@ -48,6 +49,7 @@ class PalaceClient:
         self.log = log
         self._start_lock = asyncio.Lock()
         self._started: bool | None = None
+        self._crash: PalaceError | None = None  # an engine start that raised
 
     @property
     def remote(self) -> bool:
@@ -71,7 +73,16 @@ class PalaceClient:
                     self.log.line(f"mempalace-mcp unavailable ({exc}); "
                                   "continuing without palace tools")
                     self._started = False
+                    self._crash = PalaceUnavailable(describe(exc))
             return self._started
+
+    @property
+    def start_error(self) -> PalaceError | None:
+        """Why the palace did not start (None while it did, or was not tried): the last
+        connect failure for a remote (a 401 included), the child's for a local one."""
+        if self._started is not False:
+            return None
+        return self.engine.start_error or self._crash
 
     async def tools(self) -> list[ToolSpec]:
         """The tools listed in the last handshake; empty when the palace is unavailable."""

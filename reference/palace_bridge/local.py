@@ -57,6 +57,7 @@ class LocalEngine:
         self._dying: set[asyncio.Task[None]] = set()
         self._dying_conns: set[StdioConnection] = set()
         self._started: bool | None = None
+        self.start_error: PalaceError | None = None  # why the first start gave up
         self._preamble = config.preamble
 
     # -- introspection -------------------------------------------------------------------------
@@ -85,6 +86,7 @@ class LocalEngine:
                 await self._ensure_child()
             except PalaceError as exc:
                 self._started = False
+                self.start_error = exc
                 self.log.line(f"mempalace-mcp unavailable ({_why(exc)}); "
                               "continuing without palace tools")
                 return False

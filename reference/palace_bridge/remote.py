@@ -57,6 +57,7 @@ class RemoteEngine:
         self._renew_lock = asyncio.Lock()
         self._start_lock = asyncio.Lock()
         self._started: bool | None = None
+        self.start_error: PalaceError | None = None  # why the first start gave up
         self._stopped = False
         self._keepalive: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -81,6 +82,7 @@ class RemoteEngine:
                 self.log.line(f"mempalace: MEMPALACE_REMOTE_URL {problem}; set the full URL "
                               "including /mcp, e.g. https://palace.example/mcp")
                 self.log.line(UNAVAILABLE_LINE)
+                self.start_error = PalaceUnavailable(f"MEMPALACE_REMOTE_URL {problem}")
                 self._started = False
                 return False
             retries = ConnectRetries(self.config.connect_retries, self.config.connect_backoff_ms)
@@ -92,6 +94,7 @@ class RemoteEngine:
                     delay = retries.on_failure(describe(exc))
                     self.log.debug(f"connect attempt {retries.attempts} failed: {describe(exc)}")
                     if delay is None or self._stopped:
+                        self.start_error = exc
                         self.log.line(UNAVAILABLE_LINE)
                         self._started = False
                         return False

@@ -144,12 +144,42 @@ def test_unavailable_local_palace_exits_3_with_one_line(tmp_path, in_process):
     assert proc.returncode == 3
     assert proc.stderr.strip().splitlines() == [
         "mempalace-mcp unavailable (mempalace-mcp not found on PATH); "
-        "continuing without palace tools"]
+        "continuing without palace tools",
+        "palace-bridge: local palace (mempalace-mcp) unavailable: mempalace-mcp not found on PATH"]
 
 
 def test_unreachable_remote_exits_3_with_the_seed_line(in_process):
     env = remote_env("http://127.0.0.1:9/mcp", MEMPALACE_REMOTE_CONNECT_RETRIES="1")
     proc = in_process(env, "tools")
     assert proc.returncode == 3
-    assert proc.stderr == ("mempalace-mcp unavailable after retries; "
-                           "continuing without palace tools\n")
+    seed, ours = proc.stderr.strip().splitlines()
+    assert seed == "mempalace-mcp unavailable after retries; continuing without palace tools"
+    # the bridge's own notice names mempalace-mcp; the command says where and why
+    assert ours.startswith("palace-bridge: remote palace http://127.0.0.1:9/mcp unavailable: ")
+
+
+def test_a_refused_token_at_connect_is_named_and_has_its_own_exit_code(tmp_path, in_process):
+    """A 401 at connect was visible only with MEMPALACE_EXT_DEBUG=1, and exited 3 like an
+    unreachable palace; the fix is the token, not the palace."""
+    fake = HttpFake(tmp_path, token="right-token-8c1e")
+    try:
+        env = remote_env(fake.url, MEMPALACE_REMOTE_TOKEN="wrong-token-77aa",
+                         MEMPALACE_REMOTE_CONNECT_RETRIES="0")
+        proc = in_process(env, "tools")
+    finally:
+        fake.close()
+    assert proc.returncode == 6, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"palace-bridge: remote palace {fake.url} unavailable: ")
+    assert "401" in last and last.endswith("check MEMPALACE_REMOTE_TOKEN")
+    assert "wrong-token-77aa" not in proc.stderr
+
+
+def test_a_lock_error_line_keeps_the_holder(tmp_path, in_process):
+    """-32001's data.reason names the PID holding the palace: what a person needs next."""
+    scenario = Scenario(tmp_path, faults=["lock_held@mempalace_add_drawer,pid=4242"])
+    proc = in_process(scenario.env, "call", "mempalace_add_drawer",
+                      '{"wing": "w", "room": "r", "content": "c"}')
+    assert proc.returncode == 1
+    [line] = proc.stderr.strip().splitlines()
+    assert "-32001" in line and "PID 4242" in line, line
