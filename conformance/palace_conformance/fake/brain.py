@@ -251,7 +251,7 @@ class Brain:
         if method.startswith("notifications/"):
             return None
         if method == "initialize":
-            return rpc_result(request_id, self._initialize(params))
+            return rpc_result(request_id, self._initialize(params, exchange))
         if method == "ping":
             return rpc_result(request_id, {})
         if method == "tools/list":
@@ -265,10 +265,12 @@ class Brain:
                              f"{type(raw_method).__name__}")
         return rpc_error(request_id, -32601, f"Unknown method: {method}")
 
-    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _initialize(self, params: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
         # absent -> the oldest version (a 3.11 quirk); present but unknown (even null) -> the newest
         offered = params.get("protocolVersion", self.versions[-1])
         version = offered if offered in self.versions else self.versions[0]
+        if (settle := exchange.fault("negotiate_version")) is not None:
+            version = str(settle.params["version"])  # an older version the server prefers
         return {"protocolVersion": version, "capabilities": {"tools": {}},
                 "serverInfo": dict(self.server_info)}
 
