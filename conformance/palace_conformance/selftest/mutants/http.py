@@ -56,6 +56,15 @@ def _5xx_replayed(original: Any) -> Any:
     return judge
 
 
+def _offered_version_sent(original: Any) -> Any:
+    from palace_bridge.handshake import PROTOCOL_VERSION
+
+    def on_initialized(self: Any, session_id: str | None, protocol_version: str) -> None:
+        original(self, session_id, PROTOCOL_VERSION)  # the version offered, not the one chosen
+
+    return on_initialized
+
+
 def _session_id_dropped(original: Any) -> Any:
     from palace_bridge.session import SESSION_HEADER
 
@@ -159,6 +168,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("http-session-id-not-sent", "HTTP-03",
        "the issued Mcp-Session-Id is never sent back",
        (f"{SESSION}:HttpSession.headers", _session_id_dropped)),
+    mutant("http-offered-version-sent", "HTTP-03",
+       "later requests carry the protocol version the bridge offered, not the negotiated one",
+       (f"{SESSION}:HttpSession.on_initialized", _offered_version_sent)),
     mutant("http-404-retried-twice", "HTTP-04",
        "a 404 on the retried call renews the session and retries again",
        (f"{SESSION}:HttpSession.judge", _404_retried_twice)),
