@@ -42,6 +42,11 @@ def _hashable(value: Any) -> bool:
     return isinstance(value, str | int | float | bool) or value is None
 
 
+def _typed(value: Any) -> tuple[str, Any]:
+    """An id as a set member that tells ``1`` from ``"1"`` and from ``true``."""
+    return (type(value).__name__, value)
+
+
 def _event_wait_seconds(arguments: Any) -> float:
     """How long ``event_wait`` blocks before its empty answer: ``timeout_ms`` capped at 300 s."""
     timeout_ms: Any = arguments.get("timeout_ms", 60000) if isinstance(arguments, dict) else 60000
@@ -145,6 +150,7 @@ class Brain:
             self.arm(fault, at_zero=True)
         self.server_request_seq = 0
         self.issued_requests: set[str] = set()  # ids of server->client requests awaiting replies
+        self.request_ids: set[tuple[str, Any]] = set()  # ids of requests received, typed
 
     # -- faults ---------------------------------------------------------------------------
 
@@ -218,6 +224,14 @@ class Brain:
                 and isinstance(params.get("name"), str)):
             tool = params["name"]
         is_notification = method is not None and method.startswith("notifications/")
+        if (not is_notification and message.get("id") is not None
+                and _hashable(message.get("id"))):
+            self.request_ids.add(_typed(message.get("id")))
+        elif method == "notifications/cancelled" and isinstance(params, dict):
+            # whether requestId names a request this process got, JSON type included ("1" != 1)
+            target = params.get("requestId")
+            extra["request_known"] = (target is not None and _hashable(target)
+                                      and _typed(target) in self.request_ids)
         with self.journal.exclusive():
             self.journal.record("recv", message=message, method=method, tool=tool,
                                 id=message.get("id"), **extra)

@@ -132,6 +132,13 @@ def _cancel_never_sent(original: Any) -> Any:
     return _cancel_soon
 
 
+def _cancel_id_stringified(original: Any) -> Any:
+    def _cancel_soon(self: Any, request_id: int, headers: dict[str, str]) -> None:
+        original(self, str(request_id), headers)  # "7" names no request 7
+
+    return _cancel_soon
+
+
 def _headers_logged(original: Any) -> Any:
     def _headers(self: Any, extra: dict[str, str], *, body: bool = True) -> dict[str, str]:
         headers: dict[str, str] = original(self, extra, body=body)
@@ -195,6 +202,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("http-cancel-sent-for-initialize", "HTTP-11",
        "a timed-out initialize gets a notifications/cancelled",
        (f"{REMOTE}:RemoteEngine._post", _cancel_even_initialize)),
+    mutant("http-cancel-id-stringified", "HTTP-11",
+       "the cancel notice's requestId is the timed-out id as a string",
+       (f"{REMOTE}:RemoteEngine._cancel_soon", _cancel_id_stringified)),
     mutant("http-no-cancel-on-timeout", "HTTP-11",
        "a timed-out call gets no notifications/cancelled",
        (f"{REMOTE}:RemoteEngine._cancel_soon", _cancel_never_sent)),
