@@ -125,6 +125,34 @@ def _cancel_even_initialize(original: Any) -> Any:
     return _post
 
 
+def _deadline_ends_at_headers(original: Any) -> Any:
+    from palace_bridge import jsonrpc
+    from palace_bridge.errors import PalaceTimeout
+
+    async def _post(self: Any, method: str, params: Any, deadline: Any) -> Any:
+        request_id = self.ids.next()
+        headers = self.session.headers(method)
+        transport = self.transport
+        message = jsonrpc.request(request_id, method, params)
+        built = transport._client.build_request(
+            "POST", transport.url, content=jsonrpc.encode(message)[:-1],
+            headers=transport._headers(headers))
+        async with transport._exchange(method) as send:
+            try:
+                async with asyncio.timeout(deadline.remaining_s()):
+                    response = await send(built)  # the deadline covers the headers only
+            except TimeoutError:
+                if method != "initialize":
+                    self._cancel_soon(request_id, headers)
+                raise PalaceTimeout(method, deadline.timeout_ms) from None
+            try:
+                return await transport._read_reply(response, method, request_id, headers)
+            finally:
+                await response.aclose()
+
+    return _post
+
+
 def _cancel_never_sent(original: Any) -> Any:
     def _cancel_soon(self: Any, request_id: int, headers: dict[str, str]) -> None:
         return None
@@ -205,6 +233,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("http-cancel-id-stringified", "HTTP-11",
        "the cancel notice's requestId is the timed-out id as a string",
        (f"{REMOTE}:RemoteEngine._cancel_soon", _cancel_id_stringified)),
+    mutant("http-deadline-ends-at-headers", "HTTP-11",
+       "the call deadline stops once the answer's headers arrive; a stalled stream is waited out",
+       (f"{REMOTE}:RemoteEngine._post", _deadline_ends_at_headers)),
     mutant("http-no-cancel-on-timeout", "HTTP-11",
        "a timed-out call gets no notifications/cancelled",
        (f"{REMOTE}:RemoteEngine._cancel_soon", _cancel_never_sent)),
