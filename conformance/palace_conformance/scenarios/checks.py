@@ -214,12 +214,18 @@ def process_facts(journal: Sequence[Record],
     silent = [pid for pid in pids if pid not in exited and pid not in living]
     if silent:
         signals["SIGKILL"] = signals.get("SIGKILL", 0) + len(silent)
-    # what the children started (fault spawn_grandchild) is no orphan either: it counts as alive
+    # what the children started (fault spawn_grandchild) must not outlive them: it counts as alive
+    return {"spawned": len(pids), "signals": signals,
+            "alive": len(living) + len(live_descendants(journal, alive))}
+
+
+def live_descendants(journal: Sequence[Record], alive: Callable[[int], bool]) -> list[int]:
+    """Pids of the processes the children started (``descendant_start``) still running."""
+    children = {r["pid"] for r in journal
+                if r.get("kind") == "process_start" and r.get("transport") == "stdio"}
     descendants = {r["pid"] for r in journal if r.get("kind") == "descendant_start"
                    and isinstance(r.get("pid"), int) and r["pid"] not in children}
-    alive_descendants = [pid for pid in descendants if alive(pid)]
-    return {"spawned": len(pids), "signals": signals,
-            "alive": len(living) + len(alive_descendants)}
+    return sorted(pid for pid in descendants if alive(pid))
 
 
 def evaluate_processes(expect: ProcessesExpect, facts: Mapping[str, Any]) -> list[Verdict]:
