@@ -176,6 +176,49 @@ def test_flood_stderr_reaches_a_draining_reader_and_the_reply_still_comes(tmp_pa
         assert fired(fake) == [("flood_stderr", "ping", 2)]
 
 
+def test_flood_stderr_invalid_utf8_writes_bytes_no_decoder_accepts(tmp_path: Path) -> None:
+    with FakeProcess(tmp_path, faults=["flood_stderr@ping,bytes=2000,invalid_utf8=true"]) as fake:
+        fake.ping()
+        wait_for(lambda: len(fake.stderr) >= 2000, what="the flood on stderr")
+        with pytest.raises(UnicodeDecodeError):
+            bytes(fake.stderr).decode("utf-8")
+        assert fake.stderr_text().count("fake palace stderr flood") >= 2000 // 80
+
+
+def test_retype_id_sends_a_decoy_with_the_other_id_type_first(tmp_path: Path) -> None:
+    with FakeProcess(tmp_path, faults=["retype_id@pingx2"]) as fake:
+        fake.send(rpc("ping", None, 7))
+        decoy, reply = fake.recv(), fake.recv()
+        assert decoy["id"] == "7" and decoy["error"]["code"] == -32099
+        assert reply == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        fake.send(rpc("ping", None, "8"))
+        assert fake.recv()["id"] == 8
+        assert fake.recv() == {"jsonrpc": "2.0", "id": "8", "result": {}}
+        fake.ping()
+        assert fake.sync() == []
+
+
+def test_spawn_grandchild_journals_it_in_the_childs_group(tmp_path: Path) -> None:
+    import os
+
+    from palace_conformance.processes import alive
+
+    with FakeProcess(tmp_path, faults=["spawn_grandchild@$startup,lifetime_ms=20000"]) as fake:
+        fake.ping()  # answered only after the grandchild journaled its start
+        [start] = fake.records("descendant_start")
+        grandchild = start["pid"]
+        assert start["parent"] == fake.pid and grandchild != fake.pid
+        assert os.getpgid(grandchild) == os.getpgid(fake.pid)
+        try:
+            fake.close_stdin()
+            assert fake.wait() == 0
+            time.sleep(0.3)
+            assert alive(grandchild)  # stdin EOF ends the child only; the group is the bridge's
+        finally:
+            os.killpg(fake.pid, signal.SIGKILL)
+        wait_for(lambda: not alive(grandchild), what="the grandchild's end")
+
+
 def test_garbage_line_comes_before_the_reply(tmp_path: Path) -> None:
     with FakeProcess(tmp_path, faults=["garbage@ping#2,text=NOT JSON {"]) as fake:
         fake.ping()

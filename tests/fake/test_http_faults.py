@@ -331,3 +331,59 @@ def test_a_connection_cut_by_the_client_mid_body_is_tolerated(fake: Fake) -> Non
     with socket.create_connection(("127.0.0.1", fake.port)) as sock:
         sock.sendall(data)
     assert fake.post(ping()).status_code == 200
+
+
+# -- protocol details: id types, negotiated version, a stream that stalls ----------------------
+
+
+def test_retype_id_streams_a_decoy_with_the_other_id_type_then_the_reply(fake: Fake) -> None:
+    fake.arm({"action": "retype_id", "on": on("ping")})
+    events = sse_events(fake.post(ping(14)).content)
+    decoy, reply = (json.loads(e["data"]) for e in events)
+    assert decoy["id"] == "14" and decoy["error"]["code"] == -32099
+    assert reply == {"jsonrpc": "2.0", "id": 14, "result": {}}
+    after = fake.post({**ping(), "id": "15"})  # it fired once: a plain JSON reply again
+    assert after.headers["content-type"].startswith("application/json")
+    assert after.json()["id"] == "15"
+
+
+def test_retype_id_of_a_string_id_is_a_number_and_can_stall(fake: Fake) -> None:
+    fake.arm({"action": "retype_id", "on": on("ping"), "then": "stall"})
+    with fake.http.stream("POST", fake.url, content=json.dumps({**ping(), "id": "16"}).encode(),
+                          timeout=httpx.Timeout(5, read=0.5)) as answer:
+        seen: list[str] = []
+        with pytest.raises(httpx.ReadTimeout):
+            seen.extend(answer.iter_lines())
+    data = [json.loads(line[len("data: "):]) for line in seen if line.startswith("data: ")]
+    assert [m["id"] for m in data] == [16] and "error" in data[0]
+
+
+def test_negotiate_version_answers_initialize_with_that_version(fake: Fake) -> None:
+    fake.arm({"action": "negotiate_version", "on": on("initialize"), "version": "2025-03-26"})
+    answer = fake.post({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2025-11-25", "capabilities": {}}})
+    assert answer.json()["result"]["protocolVersion"] == "2025-03-26"
+
+
+def test_a_cancel_notice_is_journaled_with_whether_it_names_a_request_exactly(fake: Fake) -> None:
+    mark = fake.mark()
+    fake.post(ping(21))
+    for target in (21, "21", 99):
+        fake.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": target}})
+    known = [r["request_known"] for r in fake.records("recv", mark)
+             if r["method"] == "notifications/cancelled"]
+    assert known == [True, False, False]
+
+
+def test_sse_then_stall_sends_headers_and_first_bytes_then_nothing(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "priming_id": "p1", "keepalives": 1},
+             {"action": "stall", "on": on("ping"), "ms": 3000})
+    with fake.http.stream("POST", fake.url, content=json.dumps(ping(22)).encode(),
+                          timeout=httpx.Timeout(5, read=0.5)) as answer:
+        assert answer.headers["content-type"] == "text/event-stream"
+        seen: list[str] = []
+        with pytest.raises(httpx.ReadTimeout):
+            seen.extend(answer.iter_lines())
+    assert "id: p1" in seen and ": keepalive" in seen
+    assert not any(line.startswith("data: {") for line in seen)

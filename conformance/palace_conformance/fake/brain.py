@@ -42,6 +42,11 @@ def _hashable(value: Any) -> bool:
     return isinstance(value, str | int | float | bool) or value is None
 
 
+def _typed(value: Any) -> tuple[str, Any]:
+    """An id as a set member that tells ``1`` from ``"1"`` and from ``true``."""
+    return (type(value).__name__, value)
+
+
 def _event_wait_seconds(arguments: Any) -> float:
     """How long ``event_wait`` blocks before its empty answer: ``timeout_ms`` capped at 300 s."""
     timeout_ms: Any = arguments.get("timeout_ms", 60000) if isinstance(arguments, dict) else 60000
@@ -145,6 +150,7 @@ class Brain:
             self.arm(fault, at_zero=True)
         self.server_request_seq = 0
         self.issued_requests: set[str] = set()  # ids of server->client requests awaiting replies
+        self.request_ids: set[tuple[str, Any]] = set()  # ids of requests received, typed
 
     # -- faults ---------------------------------------------------------------------------
 
@@ -218,6 +224,14 @@ class Brain:
                 and isinstance(params.get("name"), str)):
             tool = params["name"]
         is_notification = method is not None and method.startswith("notifications/")
+        if (not is_notification and message.get("id") is not None
+                and _hashable(message.get("id"))):
+            self.request_ids.add(_typed(message.get("id")))
+        elif method == "notifications/cancelled" and isinstance(params, dict):
+            # whether requestId names a request this process got, JSON type included ("1" != 1)
+            target = params.get("requestId")
+            extra["request_known"] = (target is not None and _hashable(target)
+                                      and _typed(target) in self.request_ids)
         with self.journal.exclusive():
             self.journal.record("recv", message=message, method=method, tool=tool,
                                 id=message.get("id"), **extra)
@@ -251,7 +265,7 @@ class Brain:
         if method.startswith("notifications/"):
             return None
         if method == "initialize":
-            return rpc_result(request_id, self._initialize(params))
+            return rpc_result(request_id, self._initialize(params, exchange))
         if method == "ping":
             return rpc_result(request_id, {})
         if method == "tools/list":
@@ -265,10 +279,12 @@ class Brain:
                              f"{type(raw_method).__name__}")
         return rpc_error(request_id, -32601, f"Unknown method: {method}")
 
-    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _initialize(self, params: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
         # absent -> the oldest version (a 3.11 quirk); present but unknown (even null) -> the newest
         offered = params.get("protocolVersion", self.versions[-1])
         version = offered if offered in self.versions else self.versions[0]
+        if (settle := exchange.fault("negotiate_version")) is not None:
+            version = str(settle.params["version"])  # an older version the server prefers
         return {"protocolVersion": version, "capabilities": {"tools": {}},
                 "serverInfo": dict(self.server_info)}
 

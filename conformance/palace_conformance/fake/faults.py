@@ -37,14 +37,18 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "partial_line": (frozenset({"stdio", "http"}), frozenset({"then", "code"})),
     "oversized": (frozenset({"stdio", "http"}), frozenset({"bytes"})),
     "wrong_id": (frozenset({"stdio", "http"}), frozenset({"reply_id"})),
+    "retype_id": (frozenset({"stdio", "http"}), frozenset({"then"})),
+    "negotiate_version": (frozenset({"stdio", "http"}), frozenset({"version"})),
     "duplicate_response": (frozenset({"stdio", "http"}), frozenset()),
     "server_request": (frozenset({"stdio", "http"}), frozenset({"method", "params"})),
     "notify": (frozenset({"stdio", "http"}), frozenset({"method", "params"})),
-    "flood_stderr": (frozenset({"stdio", "http"}), frozenset({"bytes"})),
+    "flood_stderr": (frozenset({"stdio", "http"}), frozenset({"bytes", "invalid_utf8"})),
     "lock_held": (frozenset({"stdio", "http"}), frozenset({"pid", "argv"})),
     # process level (on.method == "$startup")
     "startup_fail": (frozenset({"stdio", "http"}), frozenset({"code", "stderr", "after_ms"})),
     "ignore_sigterm": (frozenset({"stdio", "http"}), frozenset()),
+    # stdio only: the HTTP fake is the runner's process, not one the bridge must end
+    "spawn_grandchild": (frozenset({"stdio"}), frozenset({"lifetime_ms"})),
     # HTTP only: applied by the HTTP transport
     "http_status": (frozenset({"http"}), frozenset({"status", "headers", "body", "content_type"})),
     "reset": (frozenset({"http"}), frozenset({"after_bytes"})),
@@ -59,7 +63,8 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 
 RESERVED = frozenset({"id", "on", "times", "action"})  # fault keys that are not parameters
-STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay"})
+STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay",
+                             "spawn_grandchild"})
 HTTP_ACTIONS = frozenset(
     {"http_status", "reset", "sse", "accept_202", "content_type", "forget_session", "rotate_token"}
 )
@@ -82,6 +87,11 @@ Examples:
   ignore_sigterm@$startup                   survive SIGTERM (only SIGKILL ends it)
   http_status@tools/call,status=404         answer 404 (session forgotten) once
   reset@mempalace_status,after_bytes=10     cut the connection mid-response
+  retype_id@mempalace_search                first a decoy answer whose id is the other JSON
+                                            type (1 -> "1"), then the real one
+  negotiate_version@initialize,version=2025-03-26   settle on an older version than offered
+  flood_stderr@$startup,bytes=4096,invalid_utf8=true   stderr bytes that are not UTF-8
+  spawn_grandchild@$startup                 start a grandchild in the child's process group
 Actions: """ + ", ".join(sorted(ACTIONS))
 
 
@@ -229,7 +239,7 @@ def fault_from_json(data: Any, index: int, where: str | None = None) -> Fault:
             f"{where}: action {action!r} cannot fire at $startup; "
             f"use one of {sorted(STARTUP_ACTIONS)}"
         )
-    if action in {"startup_fail", "ignore_sigterm"} and method != STARTUP:
+    if action in {"startup_fail", "ignore_sigterm", "spawn_grandchild"} and method != STARTUP:
         raise FaultPlanError(f"{where}: {action!r} fires only with on.method '$startup'")
     _check_params(action, params, where)
     return Fault(
@@ -291,7 +301,7 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
             raise FaultPlanError(f"{where}: {name!r} must be an integer >= {minimum}")
 
     for name in ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
-                 "event_delay_ms", "keepalives"):
+                 "event_delay_ms", "keepalives", "lifetime_ms"):
         need_int(name)
     if action in {"exit", "startup_fail", "partial_line"}:
         need_int("code")
@@ -314,6 +324,13 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         raise FaultPlanError(f"{where}: exit 'when' must be before_reply or after_reply")
     if action in {"drip_progress"} and params.get("then", "reply") not in ("reply", "stall"):
         raise FaultPlanError(f"{where}: drip_progress 'then' must be reply or stall")
+    if action == "retype_id" and params.get("then", "reply") not in ("reply", "stall"):
+        raise FaultPlanError(f"{where}: retype_id 'then' must be reply or stall")
+    if action == "negotiate_version" and not isinstance(params.get("version"), str):
+        raise FaultPlanError(f"{where}: negotiate_version needs a 'version' string, "
+                             "e.g. 2025-03-26")
+    if action == "flood_stderr" and not isinstance(params.get("invalid_utf8", False), bool):
+        raise FaultPlanError(f"{where}: flood_stderr 'invalid_utf8' must be true or false")
     if action == "partial_line" and params.get("then", "exit") not in ("exit", "stall"):
         raise FaultPlanError(f"{where}: partial_line 'then' must be exit or stall")
     if action == "rotate_token" and not isinstance(params.get("token"), str):

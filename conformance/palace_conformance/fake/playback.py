@@ -60,10 +60,16 @@ async def offload(port: Any, fn: Callable[..., Any], *args: Any) -> Any:
     return await asyncio.to_thread(fn, *args)
 
 
-def flood_stderr(size: int) -> None:
+#: bytes that are not UTF-8 in any reading: a lone continuation byte, an overlong encoding, a
+#: surrogate, a byte UTF-8 never uses, and a truncated sequence
+NOT_UTF8 = b"\x80 \xc0\xaf \xed\xa0\x80 \xff \xe2\x82"
+
+
+def flood_stderr(size: int, invalid_utf8: bool = False) -> None:
     """Blocking writes to fd 2, like a chatty server: a bridge that never drains stderr
-    stalls us."""
-    line = b"fake palace stderr flood " + b"." * 54 + b"\n"
+    stalls us. ``invalid_utf8``: each line carries bytes no UTF-8 decoder accepts."""
+    filler = NOT_UTF8 + b" " * (54 - len(NOT_UTF8)) if invalid_utf8 else b"." * 54
+    line = b"fake palace stderr flood " + filler + b"\n"
     written = 0
     while written < size:
         chunk = line * max(1, min(1024, (size - written) // len(line) + 1))
@@ -79,6 +85,18 @@ def _timed_out_wait(reply: dict[str, Any] | None) -> bool:
         return bool(json.loads(text).get("timed_out"))
     except (TypeError, KeyError, IndexError, ValueError, AttributeError):
         return False
+
+
+def retyped(request_id: Any) -> Any:
+    """The same id in the other JSON type (``7`` <-> ``"7"``); None when there is none."""
+    if isinstance(request_id, bool):
+        return None
+    if isinstance(request_id, int):
+        return str(request_id)
+    digits = request_id.removeprefix("-") if isinstance(request_id, str) else ""
+    if digits and all(c in "0123456789" for c in digits):
+        return int(request_id)
+    return None
 
 
 async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
@@ -101,7 +119,8 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
         return
     fault = exchange.fault
     if (flood := fault("flood_stderr")) is not None:
-        await offload(port, flood_stderr, int(flood.params.get("bytes", 1 << 20)))
+        await offload(port, flood_stderr, int(flood.params.get("bytes", 1 << 20)),
+                      bool(flood.params.get("invalid_utf8", False)))
     for f in exchange.faults:
         if f.action == "notify":
             await send({"jsonrpc": "2.0", "method": f.params["method"],
@@ -139,6 +158,15 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
         if crash is not None:
             await die(int(crash.params.get("code", 1)), "fault exit after handling a notification")
         return
+    if (retype := fault("retype_id")) is not None and "id" in reply:
+        other = retyped(reply["id"])
+        if other is not None:  # a decoy a loose id match would take for the answer
+            await send({"jsonrpc": "2.0", "id": other,
+                        "error": {"code": -32099, "message": "decoy: an answer to id "
+                                  f"{json.dumps(other)}, not {json.dumps(reply['id'])}"}})
+        if retype.params.get("then", "reply") == "stall":
+            await pause(FOREVER, port)
+            return
     if (wrong := fault("wrong_id")) is not None:
         reply = {**reply, "id": wrong.params.get("reply_id", f"wrong-{reply.get('id')}")}
     if (override := fault("error")) is not None and "id" in reply:

@@ -1,8 +1,8 @@
 """The ``$startup`` faults, read once for both transports.
 
 A fake process matches its plan against the pseudo-method ``$startup`` when it starts. What that
-asks for (fail with a code, ignore SIGTERM, flood stderr, start slowly) is decided here; the stdio
-and HTTP transports only carry it out, each with its own way of waiting.
+asks for (fail with a code, ignore SIGTERM, flood stderr, start slowly, start a grandchild) is
+decided here; the stdio and HTTP transports only carry it out, each with its own way of waiting.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import Fault
 
+GRANDCHILD_LIFETIME_MS = 60000  # bounded, so a bridge that orphans it leaks it only so long
+
 
 @dataclass(frozen=True)
 class StartupFaults:
@@ -22,8 +24,9 @@ class StartupFaults:
     fail_after_ms: int = 0  # ... after this long
     fail_stderr: str | None = None  # ... having printed this line
     ignore_sigterm: bool = False
-    flood_bytes: tuple[int, ...] = ()  # stderr floods, in plan order
+    flood_bytes: tuple[tuple[int, bool], ...] = ()  # stderr floods (size, invalid_utf8), in order
     delay_ms: int = 0  # serve only after this long (every ``delay`` added up)
+    grandchild_ms: int | None = None  # start a grandchild living this long (``spawn_grandchild``)
 
     def record_failure(self, brain: Brain) -> int:
         """Journal the failed start and return its exit code."""
@@ -41,6 +44,9 @@ def startup_faults(faults: Sequence[Fault]) -> StartupFaults:
                              fail_stderr=str(text) if text else None)
     return StartupFaults(
         ignore_sigterm=any(f.action == "ignore_sigterm" for f in faults),
-        flood_bytes=tuple(int(f.params.get("bytes", 1 << 20))
+        flood_bytes=tuple((int(f.params.get("bytes", 1 << 20)),
+                           bool(f.params.get("invalid_utf8", False)))
                           for f in faults if f.action == "flood_stderr"),
-        delay_ms=sum(int(f.params.get("ms", 0)) for f in faults if f.action == "delay"))
+        delay_ms=sum(int(f.params.get("ms", 0)) for f in faults if f.action == "delay"),
+        grandchild_ms=next((int(f.params.get("lifetime_ms", GRANDCHILD_LIFETIME_MS))
+                            for f in faults if f.action == "spawn_grandchild"), None))

@@ -117,8 +117,12 @@ def _startup(brain: Brain, faults: list[Fault]) -> int | None:
             log(start.fail_stderr)
         return start.record_failure(brain)
     _install_signals(brain, start.ignore_sigterm)
-    for size in start.flood_bytes:
-        flood_stderr(size)
+    if start.grandchild_ms is not None:
+        from palace_conformance.fake.grandchild import spawn_grandchild
+
+        spawn_grandchild(brain.journal, start.grandchild_ms)
+    for size, invalid_utf8 in start.flood_bytes:
+        flood_stderr(size, invalid_utf8)
     if start.delay_ms:
         time.sleep(start.delay_ms / 1000.0)
     return None

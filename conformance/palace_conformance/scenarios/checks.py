@@ -206,7 +206,8 @@ def process_facts(journal: Sequence[Record],
                   alive: Callable[[int], bool]) -> dict[str, Any]:
     """What the journal (plus a liveness probe) says about the stdio children of a run.
 
-    Only children count (``process_start`` of transport stdio): the HTTP fake is the runner's.
+    Only children count (``process_start`` of transport stdio): the HTTP fake is the runner's;
+    ``alive`` also counts what they started that is still running (``descendant_start``).
     A child that left no ``process_exit`` record and is gone was SIGKILLed: the fake journals
     every other way it can end. The runner takes these facts right after the last step, before
     the host's exit, so a child only that exit or the cleanup ends counts as alive.
@@ -224,7 +225,18 @@ def process_facts(journal: Sequence[Record],
     silent = [pid for pid in pids if pid not in exited and pid not in living]
     if silent:
         signals["SIGKILL"] = signals.get("SIGKILL", 0) + len(silent)
-    return {"spawned": len(pids), "signals": signals, "alive": len(living)}
+    # what the children started (fault spawn_grandchild) must not outlive them: it counts as alive
+    return {"spawned": len(pids), "signals": signals,
+            "alive": len(living) + len(live_descendants(journal, alive))}
+
+
+def live_descendants(journal: Sequence[Record], alive: Callable[[int], bool]) -> list[int]:
+    """Pids of the processes the children started (``descendant_start``) still running."""
+    children = {r["pid"] for r in journal
+                if r.get("kind") == "process_start" and r.get("transport") == "stdio"}
+    descendants = {r["pid"] for r in journal if r.get("kind") == "descendant_start"
+                   and isinstance(r.get("pid"), int) and r["pid"] not in children}
+    return sorted(pid for pid in descendants if alive(pid))
 
 
 def evaluate_processes(expect: ProcessesExpect, facts: Mapping[str, Any]) -> list[Verdict]:

@@ -77,7 +77,9 @@ class HttpPort:
         self.journal = server.brain.journal
         fault = exchange.fault
         self.sse = fault("sse")
-        self.stream_only = self.sse is not None or fault("duplicate_response") is not None
+        # a decoy before the reply (retype_id) needs a stream, as a second reply does
+        self.stream_only = self.sse is not None or any(
+            fault(name) is not None for name in ("duplicate_response", "retype_id"))
         kind = fault("content_type")
         self.content_type = str(kind.params.get("value", "text/html")) if kind else JSON_TYPE
         # Over HTTP a partial line is half a response and a dead connection, not a dead server:

@@ -49,8 +49,8 @@ async def _startup(brain: Brain) -> tuple[int | None, bool]:
         if start.fail_stderr:
             log(start.fail_stderr)
         return start.record_failure(brain), False
-    for size in start.flood_bytes:
-        flood_stderr(size)
+    for size, invalid_utf8 in start.flood_bytes:
+        flood_stderr(size, invalid_utf8)
     await pause(start.delay_ms)
     return None, start.ignore_sigterm
 

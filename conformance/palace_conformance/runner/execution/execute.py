@@ -44,7 +44,7 @@ from palace_conformance.runner.verdict.early_end import SettleCondition, settled
 from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
 from palace_conformance.runner.verdict.levels import scenario_level
 from palace_conformance.runner.verdict.reach import unreached_reason
-from palace_conformance.scenarios.checks import process_facts
+from palace_conformance.scenarios.checks import live_descendants, process_facts
 from palace_conformance.scenarios.model import Scenario, Step
 
 HELLO_TIMEOUT_MS = 10000
@@ -54,6 +54,7 @@ CLOSE_STDIN_WAIT_MS = 5000  # how long a close_stdin step waits for the fake to 
 TEARDOWN_KEY = "(teardown)"
 #: at the core level, how much longer children alive after the last step may take to go
 CORE_PROCESS_GRACE_MS = 3000
+DESCENDANT_GRACE_MS = 1000  # a SIGKILLed grandchild ends a moment after the signal
 PROCESS_POLL_MS = 50
 
 
@@ -374,7 +375,9 @@ class _Execution:
         records, offsets = world.read_journal()
         facts = process_facts(records, procs.alive)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
-            facts = self._facts_after_grace()
+            facts = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
+        elif facts["alive"] and facts["alive"] == len(live_descendants(records, procs.alive)):
+            facts = self._facts_after_grace(DESCENDANT_GRACE_MS)
         teardown = self._exit_host()
         if teardown is not None:
             self.steps.append(teardown)
@@ -418,9 +421,11 @@ class _Execution:
             self.steps, normalise.replacement_list(world.values))
         return self.result
 
-    def _facts_after_grace(self) -> dict[str, Any]:
+    def _facts_after_grace(self, grace_ms: int) -> dict[str, Any]:
         """Process facts once the children still alive after the last step have had
-        ``CORE_PROCESS_GRACE_MS`` more to go (the core level: no orphan, whatever the order).
+        ``grace_ms`` more to go: ``CORE_PROCESS_GRACE_MS`` at the core level (no orphan, whatever
+        the order), ``DESCENDANT_GRACE_MS`` at any level when only grandchildren are left (a
+        bridge can signal them, but cannot wait for them: they are not its children).
 
         Taken before the host's exit all the same: a host kills what is left when it exits, so
         after it every child is gone and an orphan could not be told from a clean stop. The
@@ -429,7 +434,7 @@ class _Execution:
         """
         world = self.world
         assert world is not None
-        deadline = time.monotonic() + CORE_PROCESS_GRACE_MS / 1000.0
+        deadline = time.monotonic() + grace_ms / 1000.0
         while True:
             records, _ = world.read_journal()
             facts = process_facts(records, procs.alive)

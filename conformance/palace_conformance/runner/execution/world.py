@@ -351,7 +351,8 @@ class World:
     def journal_pids(self) -> list[int]:
         records, _ = self.read_journal()
         return [r["pid"] for r in records
-                if r.get("kind") == "process_start" and isinstance(r.get("pid"), int)]
+                if r.get("kind") in ("process_start", "descendant_start")
+                and isinstance(r.get("pid"), int)]
 
     def close(self) -> None:
         """Stop the fake and the lock holder, kill leftovers, remove the directory (unless kept)."""

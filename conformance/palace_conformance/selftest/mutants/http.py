@@ -56,6 +56,15 @@ def _5xx_replayed(original: Any) -> Any:
     return judge
 
 
+def _offered_version_sent(original: Any) -> Any:
+    from palace_bridge.handshake import PROTOCOL_VERSION
+
+    def on_initialized(self: Any, session_id: str | None, protocol_version: str) -> None:
+        original(self, session_id, PROTOCOL_VERSION)  # the version offered, not the one chosen
+
+    return on_initialized
+
+
 def _session_id_dropped(original: Any) -> Any:
     from palace_bridge.session import SESSION_HEADER
 
@@ -116,9 +125,44 @@ def _cancel_even_initialize(original: Any) -> Any:
     return _post
 
 
+def _deadline_ends_at_headers(original: Any) -> Any:
+    from palace_bridge import jsonrpc
+    from palace_bridge.errors import PalaceTimeout
+
+    async def _post(self: Any, method: str, params: Any, deadline: Any) -> Any:
+        request_id = self.ids.next()
+        headers = self.session.headers(method)
+        transport = self.transport
+        message = jsonrpc.request(request_id, method, params)
+        built = transport._client.build_request(
+            "POST", transport.url, content=jsonrpc.encode(message)[:-1],
+            headers=transport._headers(headers))
+        async with transport._exchange(method) as send:
+            try:
+                async with asyncio.timeout(deadline.remaining_s()):
+                    response = await send(built)  # the deadline covers the headers only
+            except TimeoutError:
+                if method != "initialize":
+                    self._cancel_soon(request_id, headers)
+                raise PalaceTimeout(method, deadline.timeout_ms) from None
+            try:
+                return await transport._read_reply(response, method, request_id, headers)
+            finally:
+                await response.aclose()
+
+    return _post
+
+
 def _cancel_never_sent(original: Any) -> Any:
     def _cancel_soon(self: Any, request_id: int, headers: dict[str, str]) -> None:
         return None
+
+    return _cancel_soon
+
+
+def _cancel_id_stringified(original: Any) -> Any:
+    def _cancel_soon(self: Any, request_id: int, headers: dict[str, str]) -> None:
+        original(self, str(request_id), headers)  # "7" names no request 7
 
     return _cancel_soon
 
@@ -159,6 +203,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("http-session-id-not-sent", "HTTP-03",
        "the issued Mcp-Session-Id is never sent back",
        (f"{SESSION}:HttpSession.headers", _session_id_dropped)),
+    mutant("http-offered-version-sent", "HTTP-03",
+       "later requests carry the protocol version the bridge offered, not the negotiated one",
+       (f"{SESSION}:HttpSession.on_initialized", _offered_version_sent)),
     mutant("http-404-retried-twice", "HTTP-04",
        "a 404 on the retried call renews the session and retries again",
        (f"{SESSION}:HttpSession.judge", _404_retried_twice)),
@@ -183,6 +230,12 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("http-cancel-sent-for-initialize", "HTTP-11",
        "a timed-out initialize gets a notifications/cancelled",
        (f"{REMOTE}:RemoteEngine._post", _cancel_even_initialize)),
+    mutant("http-cancel-id-stringified", "HTTP-11",
+       "the cancel notice's requestId is the timed-out id as a string",
+       (f"{REMOTE}:RemoteEngine._cancel_soon", _cancel_id_stringified)),
+    mutant("http-deadline-ends-at-headers", "HTTP-11",
+       "the call deadline stops once the answer's headers arrive; a stalled stream is waited out",
+       (f"{REMOTE}:RemoteEngine._post", _deadline_ends_at_headers)),
     mutant("http-no-cancel-on-timeout", "HTTP-11",
        "a timed-out call gets no notifications/cancelled",
        (f"{REMOTE}:RemoteEngine._cancel_soon", _cancel_never_sent)),

@@ -98,6 +98,18 @@ def _stop_signals_first(original: Any) -> Any:
     return _close
 
 
+def _leader_only_signalled(original: Any) -> Any:
+    import contextlib
+
+    def _signal_group(self: Any, sig: Any) -> None:
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.proc.pid, sig)  # the child alone: what it started lives on
+
+    return _signal_group
+
+
 def _no_delete(original: Any) -> Any:
     async def delete(self: Any, headers: dict[str, str]) -> int | None:
         return None
@@ -119,6 +131,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("life-stop-signals-instead-of-closing", "LIFE-06",
        "stop sends SIGTERM at once instead of closing stdin and waiting",
        (f"{STDIO}:StdioConnection._close", _stop_signals_first)),
+    mutant("life-child-signalled-not-its-group", "LIFE-06",
+       "signals go to the child's pid only, so a grandchild it started outlives shutdown",
+       (f"{STDIO}:StdioConnection._signal_group", _leader_only_signalled)),
     mutant("life-no-delete-at-shutdown", "LIFE-06",
        "shutdown never sends the DELETE for a held HTTP session",
        ("palace_bridge.http:HttpTransport.delete", _no_delete)),

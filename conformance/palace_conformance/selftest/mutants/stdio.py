@@ -106,6 +106,22 @@ def _stderr_never_read(original: Any) -> Any:
     return _drain_stderr
 
 
+def _stderr_decoded_strictly(original: Any) -> Any:
+    from palace_bridge.stdio import READ_CHUNK
+
+    async def _drain_stderr(self: Any) -> None:
+        try:
+            while True:
+                chunk = await self.proc.stderr.read(READ_CHUNK)
+                if not chunk:
+                    return
+                self.log.raw(chunk.decode())  # strict: the first byte that is not UTF-8 ends it
+        except (OSError, ValueError):
+            return
+
+    return _drain_stderr
+
+
 def _raw_always_written(original: Any) -> Any:
     def raw(self: Any, text: str) -> None:
         if text:
@@ -186,6 +202,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("stdio-stderr-never-drained", "STDIO-11",
        "the child's stderr pipe is never read",
        (f"{STDIO}:StdioConnection._drain_stderr", _stderr_never_read)),
+    mutant("stdio-stderr-decoded-strictly", "STDIO-11",
+       "the stderr drain decodes UTF-8 strictly and stops at the first byte that is not",
+       (f"{STDIO}:StdioConnection._drain_stderr", _stderr_decoded_strictly)),
     mutant("stdio-stderr-always-forwarded", "STDIO-11",
        "the child's stderr reaches the host without MEMPALACE_EXT_DEBUG=1",
        ("palace_bridge.log:Log.raw", _raw_always_written)),

@@ -73,6 +73,13 @@ def _private_key_on_the_wire(original: Any) -> Any:
     return request
 
 
+def _ids_matched_as_text(original: Any) -> Any:
+    def id_key(value: Any) -> tuple[str, Any]:
+        return ("id", str(value))  # 7 and "7" become one key, as String(id) would make them
+
+    return id_key
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # TOOL
     mutant("tool-schemas-loosened", "TOOL-01",
@@ -91,4 +98,7 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("tool-error-data-dropped", "TOOL-04",
        "a JSON-RPC error reaches the agent without its data",
        ("palace_bridge.client:PalaceToolError", _error_data_dropped)),
+    mutant("tool-ids-matched-as-text", "TOOL-06",
+       "responses are matched to requests by the id's text, so \"7\" answers request 7",
+       ("palace_bridge.jsonrpc:id_key", _ids_matched_as_text)),
 )
