@@ -151,30 +151,6 @@ def test_a_settle_ends_when_the_journal_record_it_waits_for_is_written(tmp_path:
     assert len(marks) == 1  # not before it was written: inside the settle's own window
 
 
-@pytest.mark.parametrize(("expect", "host_option"), [
-    ({"journal": [{"check": "count", "match": {"kind": "early_mark"}, "at_least": 1}]},
-     "journal-now:early_mark"),
-    ({"effects": [{"check": "count", "match": {"kind": "notify"}, "at_least": 1}]},
-     "notify-after:0"),
-])
-def test_a_settle_ends_on_what_the_step_it_settles_already_brought(
-        tmp_path: Path, expect: dict[str, Any], host_option: str) -> None:
-    """The judge reads a settle's window from the start of the step it settles; the early end
-    reads the same window, so what that step brought ends the settle instead of its quiet."""
-    result, record, _ = run_settle(
-        tmp_path, "life.settle.already-there",
-        {"op": "settle", "quiet_ms": 3000, "max_ms": 10000, "expect": expect}, host_option)
-    assert result.status == "passed", failing(result)
-    assert record.ended_by == ENDED_BY_EXPECTATIONS
-    [event] = [s for s in result.steps if s.op == "event"]
-    if "journal" in expect:  # the record is the event's, not the settle's
-        kinds = [r["kind"] for r in result.journal[event.journal_start:event.journal_end]]
-        assert kinds == ["early_mark"]
-        assert result.journal[record.journal_start:record.journal_end] == []
-    else:
-        assert [e["kind"] for e in event.effects] == ["notify"] and record.effects == []
-
-
 def test_a_negative_settle_sends_one_request_and_runs_its_whole_quiet_window(
         tmp_path: Path) -> None:
     result, record, requests = run_settle(

@@ -6,8 +6,7 @@ line. Options, each armed by the ``session_start`` event:
 
 * ``tools-after:MS:A,B``: register tools A and B (``tool_registered`` effects) MS later;
 * ``journal-after:MS:KIND``: append ``{"kind": KIND}`` to the run's journal MS later;
-* ``journal-now:KIND``: append ``{"kind": KIND}`` at once, before ``session_start`` is answered;
-* ``notify-after:MS``: one ``notify`` effect MS later (``notify-after:0``: before the answer);
+* ``notify-after:MS``: one ``notify`` effect MS later;
 * ``notify-every:MS``: a ``notify`` effect every MS, for ever;
 * ``quiet-from-call``: ``settle`` counts its quiet period from the later of the last effect and
   the request (as the Node hosts' recorder does), not from the last effect alone.
@@ -61,11 +60,6 @@ def arm(options: list[str]) -> None:
                     handle.write(json.dumps({"kind": what, "t": time.time()}) + "\n")
 
             later(float(ms), write)
-        elif kind == "journal-now":
-            with open(STATE["journal"], "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"kind": rest, "t": time.time()}) + "\n")
-        elif kind == "notify-after" and float(rest) == 0:
-            record({"kind": "notify", "level": "info", "message": "once"})
         elif kind == "notify-after":
             later(float(rest), lambda: record({"kind": "notify", "level": "info",
                                                 "message": "once"}))

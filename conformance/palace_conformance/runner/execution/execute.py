@@ -41,7 +41,7 @@ from palace_conformance.runner.results import (
 )
 from palace_conformance.runner.verdict import normalise
 from palace_conformance.runner.verdict.early_end import SettleCondition
-from palace_conformance.runner.verdict.judge import Observation, judge, settled_step, wire_texts
+from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
 from palace_conformance.runner.verdict.levels import scenario_level
 from palace_conformance.runner.verdict.reach import unreached_reason
 from palace_conformance.scenarios.checks import process_facts
@@ -304,12 +304,9 @@ class _Execution:
             record.effects = self._effects_view(record.effects)
             record.ended_by = window_end(reply, float(request["max_ms"]))
             return
-        # the window the judge reads: the settled step's records and effects count too
-        world, settled = self.world, settled_step(step, self.steps)
-        start = settled.journal_start if settled is not None else record.journal_start
+        world, start = self.world, record.journal_start
         EventSettle(self.driver, request, condition, journal=lambda: world.journal_since(start),
-                    effects_view=self._effects_view, tools_view=self._tools_view,
-                    earlier_effects=settled.effects if settled is not None else ()).run(record)
+                    effects_view=self._effects_view, tools_view=self._tools_view).run(record)
 
     # -- what comes back, as the scenarios name it (a profile's edges; as is without one) -----
 

@@ -8,8 +8,7 @@ step whose expectations are all positive and monotone is run as:
    background work (the reference host's ``Bridge.drain()``), as every settle does first, and no
    quiet period;
 2. then, every ``POLL_MS``, a look at what the step has seen (effects, the journal since the step
-   began, the registered tools; both including the step it settles, as the judge's window does):
-   once every expectation holds, the settle ends;
+   began, the registered tools): once every expectation holds, the settle ends;
 3. until then, short ``settle`` requests with the step's own ``quiet_ms`` keep the old end: a
    host that answers before such a request's ``max_ms`` has seen ``quiet_ms`` without an effect,
    and the runner also ends once no reply brought an effect for ``quiet_ms``; ``max_ms`` bounds
@@ -66,15 +65,13 @@ class EventSettle:
     def __init__(self, driver: DriverClient, request: Mapping[str, Any],
                  condition: SettleCondition, journal: Callable[[], Records], *,
                  poll_ms: float = POLL_MS, effects_view: EffectsView = _as_is,
-                 tools_view: ToolsView = _as_is,
-                 earlier_effects: Sequence[Mapping[str, Any]] = ()) -> None:
+                 tools_view: ToolsView = _as_is) -> None:
         self.driver = driver
-        self.earlier_effects = list(earlier_effects)  # the settled step's: in the judged window
         self.effects_view = effects_view  # a reply's effects as the scenarios name them
         self.tools_view = tools_view  # the registered tools as the scenarios name them
         self.request = dict(request)
         self.condition = condition
-        self.journal = journal  # the journal records of the judged window (settled step on)
+        self.journal = journal  # the journal records written since the step began
         self.poll_ms = poll_ms
         self.quiet_ms = float(self.request.get("quiet_ms", 200))
         self.max_ms = float(self.request.get("max_ms", 5000))
@@ -97,7 +94,7 @@ class EventSettle:
             if condition.tools is not None or (condition.needs_tools and not tools):
                 tools = self._tools(record)
             journal = self.journal() if condition.needs_journal else ()
-            if condition.met([*self.earlier_effects, *record.effects], journal, tools):
+            if condition.met(record.effects, journal, tools):
                 ended = ENDED_BY_EXPECTATIONS
                 break
             now = time.monotonic()

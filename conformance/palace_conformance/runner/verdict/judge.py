@@ -163,14 +163,13 @@ def judge(observation: Observation) -> list[CheckRecord]:
     return recorder.records
 
 
-def settled_step(step: Step, records: Sequence[StepRecord]) -> StepRecord | None:
+def _settled_step(step: Step, observation: Observation) -> StepRecord | None:
     """For a ``settle``, the record of the step it settles (the one just before it, unless that
     is a settle or sleep too): background work that step started may land in its window or the
-    settle's, whichever the machine's load decides, so a settle's window includes both (the
-    judge's window, and the one an event-driven settle ends on)."""
+    settle's, whichever the machine's load decides, so a settle's window includes both."""
     if step.op != "settle" or step.index == 0:
         return None
-    before = next((r for r in records if r.index == step.index - 1), None)
+    before = next((r for r in observation.steps if r.index == step.index - 1), None)
     if before is None or not before.ran or before.op in ("settle", "sleep"):
         return None
     return before
@@ -220,7 +219,7 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
         recorder.add(f"{at}/result", reason is None,
                      "result matches" if reason is None else f"result: {reason}", step=key,
                      expected=expect.result, got=view if reason is not None else None)
-    settled = settled_step(step, observation.steps)
+    settled = _settled_step(step, observation)
     effects = [*settled.effects, *record.effects] if settled is not None else record.effects
     for index, check in enumerate(expect.effects):
         if check.applies_to(observation.transport):
