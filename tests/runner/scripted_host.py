@@ -10,6 +10,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
 * ``crash:OP``: writes a line to stderr and exits 3 when OP arrives;
 * ``version:N``: ``hello`` says protocol N;
 * ``fail-load``: ``load`` answers ``ok: false`` (kind exception);
+* ``no-reload``: like ``good``, but ``reload`` is an op it does not serve (``bad_request``, as
+  a host whose bridge is no pi extension answers);
 * ``no-palace:WHERE``: like ``good`` (it never starts a palace), but ``load`` says why: WHERE is
   ``effects`` (a ``stderr`` and a ``notify`` effect) or ``stderr`` (lines on the host's stderr);
 
@@ -68,6 +70,9 @@ def main() -> None:
                                **({"capabilities_source": "default"} if placeholder else {})})
         elif op == "load" and mode == "fail-load":
             reply(request_id, ok=False, error={"kind": "exception", "message": "cannot load"})
+        elif op == "reload" and mode == "no-reload":
+            reply(request_id, ok=False, error={"kind": "bad_request",
+                                               "message": "this bridge is not a pi extension"})
         elif op == "load" and mode == "no-palace" and target == "effects":
             reply(request_id, effects=[
                 {"kind": "stderr", "line": f"[mempalace] {NO_PALACE}"},

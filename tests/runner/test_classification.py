@@ -54,3 +54,37 @@ def test_a_fake_that_does_not_start_makes_the_scenario_not_testable(tmp_path: Pa
     assert result.status == "not_testable"
     assert result.reason.startswith("Not testable: the HTTP fake did not start (exited 1)")
     assert "palace on fire" in result.reason
+
+
+RELOAD = [{"op": "load"},
+          {"op": "event", "name": "session_start", "payload": {"reason": "startup"}},
+          {"op": "reload", "expect": {"ok": True}},
+          {"op": "event", "name": "session_start", "payload": {"reason": "reload"}},
+          {"op": "shutdown"}]
+
+
+def test_a_host_that_cannot_reload_makes_a_reload_scenario_not_applicable(
+        tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, {"id": "life.reload.scripted", "transports": ["stdio"],
+                                         "steps": RELOAD})
+    refused = run_scenario(scenario, "stdio", options(scripted("no-reload"),
+                                                      work_root=tmp_path / "work"))
+    assert refused.status == "not_applicable" and not refused.blocking and refused.checks == []
+    assert refused.reason == ("Not applicable: the host cannot reload its bridge: this bridge is "
+                              "not a pi extension")
+    assert [s.op for s in refused.steps] == ["load", "event", "reload"]  # nothing after it ran
+    served = run_scenario(scenario, "stdio", options(scripted("good"),
+                                                     work_root=tmp_path / "work"))
+    assert served.status != "not_applicable"
+    assert any(c.pointer == "/steps/2/expect/ok" and c.passed for c in served.checks)
+
+
+def test_a_reload_step_that_expects_the_refusal_is_judged(tmp_path: Path) -> None:
+    steps = [*RELOAD[:2], {"op": "reload", "expect": {"error": {"kind": "bad_request"}}}]
+    scenario = write_scenario(tmp_path, {"id": "life.reload.refusal", "transports": ["stdio"],
+                                         "steps": steps})
+    judged = run_scenario(scenario, "stdio", options(scripted("no-reload"),
+                                                     work_root=tmp_path / "work"))
+    assert judged.status != "not_applicable"
+    assert judged.status == "passed"
+    assert any(c.pointer == "/steps/2/expect/error/kind" and c.passed for c in judged.checks)

@@ -72,3 +72,14 @@ def test_numbers_are_what_driver_md_says(name: str) -> None:
     else:  # the runner's default is below the host's own default deadline, so the host answers
         host_default = int(re.search(r"default (\d+)\) that the host enforces", text).group(1))
         assert contract.DEFAULT_OP_TIMEOUT_MS < host_default == reference.DEFAULT_TIMEOUT_MS
+
+
+def test_every_op_in_driver_md_is_served_by_the_reference_and_extension_hosts() -> None:
+    documented = set(_driver_table("## Ops"))
+    assert {"load", "reload", "shutdown", "exit"} <= documented
+    assert set(reference.ReferenceHost().ops) == documented
+    node = (HOSTS / "extension-host.mjs").read_text()
+    block = re.search(r"ops: \{([^}]*)\}", node)
+    assert block is not None
+    served = {re.split(r"\s*:\s*", item.strip())[0] for item in block.group(1).split(",")}
+    assert served | {"exit"} == documented  # lib/server.mjs answers exit itself

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,15 @@ import pytest
 
 from palace_bridge import errors
 from palace_bridge.host import ToolDefinition, ToolOutcome
+from palace_conformance import processes as procs
+from palace_conformance.fake.commands import install_shim
+from palace_conformance.fake.journal import read_journal
 from palace_conformance.hosts import REFERENCE_HOST
 from palace_conformance.hosts.reference import CAPABILITIES, ReferenceHost, error_payload
+from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.driver import DriverClient
+from palace_conformance.selftest.engine import mutant_argv
+from palace_conformance.selftest.mutants import find
 
 from .support import mutant
 
@@ -173,3 +180,88 @@ def test_introspect_reports_the_names_the_bridge_read_never_the_values(tmp_path:
     assert observed["env_reads"] == sorted(observed["env_reads"])
     assert observed["files"] == [] and observed["spawned"] == []  # remote: no child
     assert "token-value-never-reported" not in json.dumps(found)
+
+
+def _stdio_palace(root: Path) -> dict[str, str]:
+    """The environment of a bridge whose palace is the fake on PATH (stdio), journaled."""
+    install_shim(root / "bin")
+    (root / "home").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PALACE_FAKE_", "MEMPALACE_", "MEMPAL_"))}
+    env.update(PATH=f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}", HOME=str(root / "home"),
+               PALACE_FAKE_JOURNAL=str(root / "journal.jsonl"), MEMPALACE_FEED="0")
+    return env
+
+
+def _reloaded(host: DriverClient, env: dict[str, str], cwd: Path) -> tuple[Any, Any, Any]:
+    """load, session_start, one call, reload: (first children, reload reply, children after)."""
+    host.hello()
+    assert host.request("load", {"env": env, "cwd": str(cwd)}, deadline_ms=20000).ok
+    assert host.request("event", {"name": "session_start", "payload": {"reason": "startup"}},
+                        deadline_ms=20000).ok
+    assert host.request("call_tool", {"name": "mempalace_status", "args": {}},
+                        deadline_ms=20000).ok
+    before = host.request("introspect", deadline_ms=2000).result["children"]
+    reloaded = host.request("reload", deadline_ms=30000)
+    after = host.request("introspect", deadline_ms=2000).result["children"]
+    return before, reloaded, after
+
+
+def test_reload_stops_the_old_instance_and_loads_a_new_one(tmp_path: Path) -> None:
+    env = _stdio_palace(tmp_path)
+    with DriverClient(REFERENCE_HOST).start() as host:
+        [first], reloaded, children = _reloaded(host, env, tmp_path)
+        assert reloaded.ok, reloaded.error
+        assert len(reloaded.result["tools"]) == len(tool_catalogue()["tools"])
+        assert "session_shutdown" in reloaded.result["events"]
+        # the old child is still listed, and gone: session_shutdown(reload) stopped it
+        assert len(children) == 2 and children[0]["pid"] == first["pid"]
+        assert [c["alive"] for c in children] == [False, True]
+        called = host.request("call_tool", {"name": "mempalace_status", "args": {}},
+                              deadline_ms=20000)
+        assert called.ok and called.result["is_error"] is False
+        assert host.request("shutdown", {"reason": "quit"}, deadline_ms=20000).result == {
+            "children_alive": 0}
+    journal = read_journal(tmp_path / "journal.jsonl")
+    calls = [r["pid"] for r in journal if r.get("method") == "tools/call"]
+    assert calls == [first["pid"], children[1]["pid"]]  # the new instance used its own child
+
+
+def test_reload_with_a_bridge_that_ignores_it_keeps_the_old_child_in_every_count(
+        tmp_path: Path) -> None:
+    env = _stdio_palace(tmp_path)
+    with DriverClient(mutant_argv(find("life-reload-leaks-child"))).start() as host:
+        [first], reloaded, children = _reloaded(host, env, tmp_path)
+        assert reloaded.ok, reloaded.error
+        assert [c["alive"] for c in children] == [True, True]
+        stopped = host.request("shutdown", {"reason": "quit", "grace_ms": 300},
+                               deadline_ms=20000)
+        assert stopped.result == {"children_alive": 1}  # the new one stopped, the old one not
+        assert host.request("exit", deadline_ms=10000).ok
+        assert host.close(grace_s=10) == 0
+    # the host's exit stopped every instance's client: the old child saw its stdin close
+    deadline = time.monotonic() + 10
+    while procs.alive(first["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    exits = {r["pid"]: r["reason"] for r in read_journal(tmp_path / "journal.jsonl")
+             if r["kind"] == "process_exit"}
+    assert exits.get(first["pid"]) == "stdin EOF"
+
+
+def test_reload_uses_the_current_environment_and_needs_a_loaded_bridge(tmp_path: Path) -> None:
+    env = _stdio_palace(tmp_path)
+    with DriverClient(REFERENCE_HOST).start() as host:
+        host.hello()
+        early = host.request("reload", deadline_ms=5000)
+        assert not early.ok and early.error is not None and early.error["kind"] == "bad_request"
+        assert host.request("load", {"env": env, "cwd": str(tmp_path)}, deadline_ms=20000).ok
+        assert host.request("set_env", {"env": {
+            "MEMPALACE_REMOTE_URL": "http://127.0.0.1:9/mcp",  # nothing listens: fails fast
+            "MEMPALACE_REMOTE_CONNECT_RETRIES": "0"}}, deadline_ms=2000).ok
+        reloaded = host.request("reload", deadline_ms=30000)
+        assert reloaded.ok and reloaded.result["tools"] == []  # remote now, and unreachable
+        children = host.request("introspect", deadline_ms=2000).result["children"]
+        assert len(children) == 1 and not children[0]["alive"]  # no new local child
+    starts = [r for r in read_journal(tmp_path / "journal.jsonl")
+              if r["kind"] == "process_start"]
+    assert len(starts) == 1

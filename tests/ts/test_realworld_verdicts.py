@@ -6,8 +6,9 @@ Each bridge runs, in process, the scenarios the README says catch its planted de
 knock-ons it names, and a sample of scenarios the bridge must pass, chosen to exercise what the
 kit had to learn to judge such bridges fairly: errors surfaced as ``isError`` results, tools
 registered after ``session_start``, a curated tool set, a SIGTERM at shutdown, replay-proof
-faults. The failing (scenario, transport) results must be exactly the catchers and knock-ons,
-and ``diff`` against the reference bridge on the same scenarios names exactly those first.
+faults, a ``/reload`` (none of the five leaks its child or loses its palace across one). The
+failing (scenario, transport) results must be exactly the catchers and knock-ons, and ``diff``
+against the reference bridge on the same scenarios names exactly those first.
 """
 
 from __future__ import annotations
@@ -34,15 +35,17 @@ JOBS = 2
 
 #: scenarios each bridge must pass, one or more per thing the kit learned (see the docstring)
 MUST_PASS = {
-    "pyspawn": ["tool.errors.codes-and-data-kept", "stdio.junk.bad-lines-dropped"],
+    "pyspawn": ["tool.errors.codes-and-data-kept", "stdio.junk.bad-lines-dropped",
+                "life.reload.stdio-old-child-exits"],
     "configfile": ["http.auth.token-never-leaks", "life.fail-closed.unreachable-at-load",
-                   "tool.errors.rpc-errors-and-results-kept"],
-    "knobs": ["life.shutdown.stdio-polite-close", "stdio.timeout.sigterm-honoured-then-respawn"],
+                   "tool.errors.rpc-errors-and-results-kept", "life.reload.http-keeps-working"],
+    "knobs": ["life.shutdown.stdio-polite-close", "stdio.timeout.sigterm-honoured-then-respawn",
+              "life.reload.stdio-old-child-exits"],
     "curated": ["http.errors.5xx-fails-call-session-survives",
-                "http.session.404-reinit-and-retry-once"],
+                "http.session.404-reinit-and-retry-once", "life.reload.http-keeps-working"],
     "agentshapes": ["tool.errors.codes-and-data-kept", "stdio.timeout.stall-kills-child",
                     "life.shutdown.stdio-polite-close", "stdio.init.slow-start-inside-budget",
-                    "stdio.start.not-on-path"],
+                    "stdio.start.not-on-path", "life.reload.stdio-old-child-exits"],
 }
 
 

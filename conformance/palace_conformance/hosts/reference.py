@@ -22,6 +22,13 @@ children it started; failed starts are not seen (the bridge looks its program up
 and reports a missing one without trying). ``files`` is always empty: the reference bridge reads
 no settings file, and recording Python's file opens would need a process-wide audit hook.
 
+``reload`` plays pi's ``/reload``: ``session_shutdown`` (reason ``reload``) goes to the loaded
+bridge's handlers, then the bridge is dropped as pi drops an extension instance (nothing else
+stops it: the host does not stop its client, so a bridge that ignores the event keeps its child),
+and ``activate`` runs again into an empty registry (tools, commands, handlers) with the current
+``os.environ``. The module is not imported again: a selftest mutant patches it in this process.
+The children of every instance stay in ``introspect.children`` and ``shutdown``'s count.
+
 ``call_tool`` validates the arguments against the registered schema first (``validate``, default
 true), as pi does; a mismatch is a tool result with ``is_error: true`` and the bridge is not called
 (pi's type coercion of ``"7"`` to ``7`` is not modelled).
@@ -208,6 +215,7 @@ class ReferenceHost:
     def __init__(self) -> None:
         self.host = DriverHost(echo_stderr=True)
         self.bridge: Bridge | None = None
+        self.retired: list[Bridge] = []  # instances a reload replaced; their children still count
         self.session: list[Any] = []
         self.known_pids: list[int] = []
         self.known_argv: dict[int, list[str]] = {}
@@ -216,7 +224,8 @@ class ReferenceHost:
             "hello": self.hello, "load": self.load, "set_session": self.set_session,
             "set_env": self.set_env, "event": self.event, "list_tools": self.list_tools,
             "call_tool": self.call_tool, "command": self.command, "settle": self.settle,
-            "introspect": self.introspect, "shutdown": self.shutdown, "exit": self.exit,
+            "introspect": self.introspect, "shutdown": self.shutdown, "reload": self.reload,
+            "exit": self.exit,
         }
 
     # -- ops ----------------------------------------------------------------------------------
@@ -239,8 +248,28 @@ class ReferenceHost:
         os.environ.update(env)
         if request.get("cwd"):
             os.chdir(str(request["cwd"]))
+        await self._activate(env)
+        return self._registered()
+
+    async def reload(self, request: dict[str, Any]) -> Any:
+        if self.bridge is None:
+            raise OpError("bad_request", "reload needs a loaded bridge: send load first")
+        self._children()  # the old instance's children, before it is dropped
+        await self.host.emit(SESSION_SHUTDOWN, {"reason": "reload"})
+        self.retired.append(self.bridge)
+        self.bridge = None
+        self.host.tools.clear()
+        self.host.commands.clear()
+        self.host.handlers.clear()
+        await self._activate(dict(os.environ))
+        return self._registered()
+
+    async def _activate(self, env: dict[str, str]) -> None:
         with _noting_env_reads(self.env_reads):
             self.bridge = await activate(self.host, env)
+
+    def _registered(self) -> dict[str, Any]:
+        """``load``'s result: what the bridge registered."""
         return {"tools": list(self.host.tools), "commands": list(self.host.commands),
                 "events": list(self.host.handlers)}
 
@@ -318,8 +347,9 @@ class ReferenceHost:
         return None
 
     def _children(self) -> list[int]:
-        if self.bridge is not None:
-            client = self.bridge.client
+        """Every child any instance started (a retired one may still respawn), in order."""
+        for bridge in [*self.retired, *([self.bridge] if self.bridge is not None else [])]:
+            client = bridge.client
             engine = getattr(client, "engine", None)
             for pid in [*getattr(engine, "spawned_pids", []), *getattr(client, "child_pids", [])]:
                 if pid not in self.known_pids:
@@ -391,9 +421,11 @@ class ReferenceHost:
         return reply
 
     async def close(self) -> None:
-        if self.bridge is not None:
+        """Stop every instance's client, a reload's leftovers included: the host leaves no
+        child behind when it exits (the runner took its process facts before)."""
+        for bridge in [*self.retired, *([self.bridge] if self.bridge is not None else [])]:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.bridge.client.stop(), 5)
+                await asyncio.wait_for(bridge.client.stop(), 5)
 
 
 async def serve(protocol_fd: int) -> int:

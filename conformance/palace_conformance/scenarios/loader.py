@@ -28,7 +28,7 @@ from palace_conformance.scenarios.palace_state import LABEL, event_id_references
 from palace_conformance.scenarios.schema import schema_problems
 
 BRIDGE_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "sleep", "server",
-                        "set_env", "shutdown"})
+                        "set_env", "shutdown", "reload"})
 FAKE_OPS = frozenset({"rpc", "http", "sleep", "server"})
 HTTP_SERVER_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rotate_token"})
 #: server actions on processes only the runner owns when it is the client (subject fake)

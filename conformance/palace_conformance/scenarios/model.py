@@ -20,7 +20,7 @@ AREAS = ("life", "tool", "stdio", "http", "wake", "feed", "diary", "prov", "mail
 PLACEHOLDERS = ("FAKE_URL", "FAKE_TOKEN", "TMP")
 #: ops the host performs (driver requests); the others (sleep, server, set_env, rpc, http) the
 #: runner does
-HOST_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "shutdown"})
+HOST_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "shutdown", "reload"})
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,11 @@
 //   node extension-host.mjs --node-modules DIR --extension FILE [--capabilities a,b]
 //   node extension-host.mjs --node-modules DIR --preset pi-mcp-adapter
 //
+// `reload` plays pi's `/reload`: `session_shutdown` (reason "reload") to the loaded instance, its
+// signal aborted, then the file imported again through a fresh jiti (a new module: module-level
+// state starts over) and its default export called with a new fake `pi`; the session entries are
+// kept, as pi keeps the session. Children of every instance stay in `introspect.children`.
+//
 // `--cache-dir DIR` keeps jiti's transpile cache there (the first load of a large TypeScript
 // extension such as pi-mcp-adapter takes seconds; later loads reuse the cache).
 // `--protocol-fd N` names the descriptor replies go to (default 1; the Python launcher uses 3
@@ -148,6 +153,9 @@ function makeOps(recorder) {
       ...(source ? { capabilities_source: source } : {}) };
   };
 
+  let loadedFile;
+  let loadedFlags;
+
   const load = async (request) => {
     if (fake) throw new OpError("bad_request", "the extension is already loaded");
     const env = request.env;
@@ -174,8 +182,17 @@ function makeOps(recorder) {
       // (on a machine without one, probing it costs a 10 s helper timeout)
       process.env.PI_MCP_ADAPTER_TEST_AUTH_STORE ??= "memory";
     }
-    const loading = new FakePi({ recorder, flags, extensionPath: file });
     validate = await loadValidator();
+    loadedFile = file;
+    loadedFlags = flags;
+    fake = await instantiate();
+    return registered(fake);
+  };
+
+  /** Import the extension afresh (jiti without a module cache) and run its factory on a new `pi`. */
+  const instantiate = async () => {
+    const file = loadedFile;
+    const loading = new FakePi({ recorder, flags: loadedFlags, extensionPath: file });
     const { createJiti } = await importDep("jiti", nodeModules);
     const jiti = createJiti(import.meta.url, { moduleCache: false, alias: piAliases(),
       ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
@@ -193,8 +210,24 @@ function makeOps(recorder) {
     } catch (error) {
       throw new OpError("exception", `${path.basename(file)}'s factory threw: ${error?.message ?? error}`);
     }
-    fake = loading;
-    return { tools: [...fake.tools.keys()], commands: [...fake.commands.keys()], events: [...fake.handlers.keys()] };
+    return loading;
+  };
+
+  const registered = (loaded) => ({ tools: [...loaded.tools.keys()], commands: [...loaded.commands.keys()],
+    events: [...loaded.handlers.keys()] });
+
+  const reload = async () => {
+    const old = requireLoaded();
+    if (!shutDown) await old.emit("session_shutdown", { reason: "reload" });
+    old.abort.abort();
+    fake = undefined; // pi forgets the old instance whatever happens next
+    shutDown = false;
+    const next = await instantiate();
+    next.entries = old.entries; // pi's session outlives the reload
+    next.sessionFile = old.sessionFile;
+    next.sessionName = old.sessionName;
+    fake = next;
+    return registered(fake);
   };
 
   const setSession = async (request) => {
@@ -355,7 +388,7 @@ function makeOps(recorder) {
 
   return {
     ops: { hello, load, set_session: setSession, set_env: setEnv, event, list_tools: listTools,
-      call_tool: callTool, command, settle, introspect, shutdown },
+      call_tool: callTool, command, settle, introspect, shutdown, reload },
     close,
   };
 }

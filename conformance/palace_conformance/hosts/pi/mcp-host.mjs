@@ -244,6 +244,12 @@ function makeOps(recorder) {
       },
       introspect: async () => ({ children: children(), api_touched: [] }),
       shutdown,
+      // pi's MCP client is no extension: /reload re-imports extensions, not this client, so there
+      // is nothing to reload; the runner reports a reload scenario not applicable on this answer
+      reload: async () => {
+        throw new OpError("bad_request", "pi's MCP client is not a pi extension: /reload has " +
+          "nothing to re-import here (run reload scenarios with --bridge pi-extension:FILE)");
+      },
     },
     close: async () => {
       if (bridge) await bridge.close();

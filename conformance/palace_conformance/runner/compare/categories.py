@@ -40,7 +40,7 @@ CATEGORIES: tuple[Category, ...] = (
              "(wake-up and mailbox messages from `before_agent_start`, a `systemPrompt`), "
              "`message`, `user_message` and `injected` effects"),
     Category(REGISTRATIONS, "registrations", "the tools and commands registered (pooled at "
-             "start-up, then where they happen), `list_tools` results"),
+             "start-up, then where they happen), `load`, `reload` and `list_tools` results"),
     Category(WIRE, "wire", "what the palace saw: the tool and arguments of every `tools/call` "
              "it received (from its journal), step by step, and its replies to the runner's "
              "own `rpc` and `http` probes"),
@@ -57,7 +57,7 @@ ORDER: Mapping[str, int] = {c.name: i for i, c in enumerate(CATEGORIES)}
 
 #: where a step's ``result`` goes, by op (any other op: :data:`OTHER`)
 OP_RESULT: Mapping[str, str] = {
-    "call_tool": TOOL_RESULTS, "event": INJECTED, "load": REGISTRATIONS,
+    "call_tool": TOOL_RESULTS, "event": INJECTED, "load": REGISTRATIONS, "reload": REGISTRATIONS,
     "list_tools": REGISTRATIONS, "rpc": WIRE, "http": WIRE, "shutdown": PROCESSES,
     "introspect": PROCESSES, "server": PROCESSES}
 #: where an effect goes, by kind; ``None``: never compared (``stderr`` is the bridge's log)

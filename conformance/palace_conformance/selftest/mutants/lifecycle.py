@@ -117,6 +117,15 @@ def _no_delete(original: Any) -> Any:
     return delete
 
 
+def _reload_keeps_child(original: Any) -> Any:
+    async def on_session_shutdown(self: Any, payload: dict[str, Any]) -> None:
+        if payload.get("reason") == "reload":
+            return  # "the module is about to come back": the old instance's child is left running
+        await original(self, payload)
+
+    return on_session_shutdown
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # LIFE
     mutant("life-remote-falls-back-to-local", "LIFE-02",
@@ -137,4 +146,7 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("life-no-delete-at-shutdown", "LIFE-06",
        "shutdown never sends the DELETE for a held HTTP session",
        ("palace_bridge.http:HttpTransport.delete", _no_delete)),
+    mutant("life-reload-leaks-child", "LIFE-06",
+       "session_shutdown with reason reload is ignored: the replaced instance's child lives on",
+       ("palace_bridge.extension:Bridge.on_session_shutdown", _reload_keeps_child)),
 )
