@@ -34,8 +34,11 @@ FAST = {
     "MEMPALACE_MCP_KILL_GRACE_MS": "300",
     "MEMPALACE_REMOTE_CONNECT_BACKOFF_MS": "20",
 }
-#: slack on timing checks: lower bounds are exact, upper bounds generous (loaded CI machines)
-SLACK_S = 1.5
+#: slack on timing checks: lower bounds are exact, upper bounds generous, because CI machines
+#: are shared and a loaded one runs the fake's start, its journal and our timers late. Every
+#: upper bound that uses it is on a stall that never ends, so it tells "the deadline fired" from
+#: "it hung"; how precisely a knob is honoured is the scenario catalogue's two-sided checks' job
+SLACK_S = 5.0
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -128,6 +128,14 @@ def test_html_is_self_contained_and_escapes_what_it_shows() -> None:
     assert "default-src 'none'" in page  # and the browser is told to load nothing
 
 
+def test_behaviour_titles_render_their_inline_markdown_escaped() -> None:
+    titles = {**BEHAVIOURS, "LIFE-01": "Default is a `mempalace-mcp` child; **never** `<b>` raw"}
+    page = render_html(build(sources(), behaviours=titles, areas=AREAS))
+    assert "<code>mempalace-mcp</code>" in page and "<b>never</b>" in page
+    assert "`mempalace-mcp`" not in page  # no raw Markdown left
+    assert "<code>&lt;b&gt;</code>" in page  # markup inside a code span stays text
+
+
 def test_detected_capabilities_are_marked_as_detected() -> None:
     found = sources()
     found[1].run.host.capabilities_source = "observation"  # nobody stated them: observed

@@ -93,3 +93,14 @@ def test_home_is_keyed_by_the_lockfiles(tmp_path: Path, monkeypatch: pytest.Monk
     with pytest.raises(node.NodeHostError, match="hosts install"):
         node.host_command("pi-mcp", install=False)
     assert os.environ[node.ENV_HOME] == str(tmp_path / "elsewhere")
+
+
+def test_install_warms_the_transpile_cache(node_hosts: node.Installation,
+                                           tmp_path: Path) -> None:
+    """A cold pi-mcp-adapter load costs seconds; ``hosts install`` pays them once, not the first
+    run's scenarios (whose deadlines they could push past)."""
+    cache = tmp_path / "jiti-cache"
+    took = node.warm_transpile_cache(str(cache))
+    assert took > 0 and any(cache.rglob("*")), "the adapter's transpiled modules are cached"
+    again = cli("hosts", "install")  # warms the real cache if it is cold, else says it is warm
+    assert again.returncode == 0 and "transpile cache: warm" in again.stdout, again.stderr

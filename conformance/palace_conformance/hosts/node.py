@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -299,4 +300,48 @@ def host_command(spec: str, *, install: bool = True) -> list[str]:
                             "install'")
     return ["/bin/sh", "-c", _SHELL_SWAP, found.node, str(PI_DIR / script),
             "--node-modules", found.node_modules, "--protocol-fd", "3",
-            "--cache-dir", str(Path(found.home) / "jiti-cache"), *extra]
+            "--cache-dir", str(transpile_cache_dir(found)), *extra]
+
+
+#: how long warming the transpile cache may take (a cold pi-mcp-adapter load: about 10 s)
+WARM_DEADLINE_S = 120.0
+
+
+def transpile_cache_dir(found: Installation) -> Path:
+    return Path(found.home) / "jiti-cache"
+
+
+def transpile_cache_warm(found: Installation) -> bool:
+    """Whether jiti's cache holds anything yet (a load of any extension fills it)."""
+    cache = transpile_cache_dir(found)
+    return cache.is_dir() and any(cache.iterdir())
+
+
+def warm_transpile_cache(cache_dir: str | None = None) -> float:
+    """Load pi-mcp-adapter once through the extension host, so jiti's transpile cache holds it
+    before the first run (a cold load costs seconds, enough to push a run's first scenarios past
+    their deadlines). Returns the seconds it took; :class:`NodeHostError` in one line."""
+    argv = host_command("pi-mcp-adapter", install=False)
+    if cache_dir is not None:
+        argv[argv.index("--cache-dir") + 1] = cache_dir
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="palace-warm-") as home:
+        requests = [{"id": 1, "op": "hello"},
+                    {"id": 2, "op": "load", "env": {"HOME": home, "PATH": os.environ.get(
+                        "PATH", "")}, "cwd": home},
+                    {"id": 3, "op": "exit"}]
+        payload = "".join(json.dumps(r) + "\n" for r in requests)
+        try:
+            done = subprocess.run(argv, input=payload, capture_output=True, text=True,
+                                  timeout=WARM_DEADLINE_S, cwd=home, check=False)
+        except subprocess.TimeoutExpired:
+            raise NodeHostError(f"warming the transpile cache took over {WARM_DEADLINE_S:.0f} s"
+                                ) from None
+    replies = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    failed = [r for r in replies if not r.get("ok")]
+    if len(replies) < len(requests) or failed:
+        why = (failed[0].get("error") or {}).get("message") if failed else (
+            done.stderr.strip().splitlines() or ["the host ended early"])[-1]
+        raise NodeHostError(f"warming the transpile cache failed: {why}")
+    return time.monotonic() - started
+

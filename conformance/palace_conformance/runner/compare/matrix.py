@@ -318,6 +318,14 @@ def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _inline(text: str) -> str:
+    """The checklist's inline Markdown as HTML: escaped, then `code` and **bold** rendered (the
+    page showed raw backticks). Nothing else: the titles use no other markup."""
+    out = _e(text)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "x"
 
@@ -401,7 +409,7 @@ def _behaviours_html(matrix: Matrix) -> str:
                          f"{_e(LABELS[status])}</td>")
         title = matrix.behaviours.get(behaviour, "")
         rows.append(f'<tr {_data(behaviour=behaviour)}><th><b>{_e(behaviour)}</b> '
-                    f'<span class="sub">{_e(title)}</span></th>{"".join(cells)}</tr>')
+                    f'<span class="sub">{_inline(title)}</span></th>{"".join(cells)}</tr>')
     return (f'<table class="behaviours"><thead><tr><th>behaviour</th>{heads}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
 

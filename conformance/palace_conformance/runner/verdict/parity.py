@@ -87,7 +87,9 @@ def compare(scenario: Scenario, stdio: ScenarioResult, http: ScenarioResult,
     pointer, left, right = difference
     step = pointer.split("/")[2] if pointer.startswith("/steps/") else None
     message = (f"stdio and http differ at {pointer}: stdio {_shown(left)}, http {_shown(right)}"
-               " (declare a legitimate difference in parity.ignore)")
+               " (the agent should see the same on both transports; if this difference is "
+               "the palace's and legitimate, the scenario's author declares it in "
+               "parity.ignore)")
     result.status = "failed"
     result.reason = message
     result.checks.append(CheckRecord(scenario.id, PARITY, "/parity", FAIL, message, step=step,
