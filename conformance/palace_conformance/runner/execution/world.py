@@ -29,7 +29,7 @@ from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TO
 from palace_conformance.fake.shims import install_shim, python_path
 from palace_conformance.runner.execution import warm_client
 from palace_conformance.runner.execution.warm_client import LAUNCH
-from palace_conformance.scenarios import placeholders
+from palace_conformance.scenarios import paths, placeholders
 from palace_conformance.scenarios.model import PLACEHOLDERS, Scenario, Step
 from palace_conformance.scenarios.palace_state import PalaceSeedError, write_state
 from palace_conformance.standins import scripted as standins
@@ -109,10 +109,11 @@ class World:
             write_state(early.palace, self.state)
         except PalaceSeedError as exc:
             raise SetupError(f"cannot seed the palace: {exc}") from None
+        self._confine(early)
         if early.palace.installed:  # else nothing that starts a palace is put in reach
             install_shim(self.bin, python_package=True)
             feed = early.feed_helper
-            standins.install(self.bin, {"journal": str(self.journal),
+            standins.install(self.bin, {"journal": str(self.journal), "root": str(self.root),
                                         "feed": {"mine_source": feed.mine_source,
                                                  "files": dict(feed.files),
                                                  "delay_ms": feed.delay_ms,
@@ -126,6 +127,21 @@ class World:
         if self.scenario.palace.lock_held:
             self._hold_lock()
         return self
+
+    def _confine(self, early: Scenario) -> None:
+        """The path policy again, at run time (the loader checked the fixture as written): the
+        fake's own variables are not the fixture's to set, and every file the feed helper will
+        write, resolved now, stays inside this run's directory."""
+        try:
+            paths.check_fixture(self.original.raw)
+            feed = early.feed_helper
+            if feed.mine_source is not None:
+                source = paths.confine(self.root, feed.mine_source, "helpers.feed.mine_source")
+                for name in feed.files:
+                    paths.confine(source, name, "helpers.feed.files name")
+                    paths.confine(self.root, source / name, "helpers.feed.files name")
+        except paths.PathEscape as exc:
+            raise SetupError(f"refused by the path policy: {exc}") from None
 
     def _base_env(self) -> dict[str, str]:
         env = scrubbed_environ()
