@@ -28,6 +28,7 @@ def _replay_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.execution.suite import HostProbeError
     from palace_conformance.runner.reports.console import make_progress, render_summary
     from palace_conformance.runner.reports.replay import ReplayError, load_bundle, replay, verdict
+    from palace_conformance.runner.reports.report_dir import public_run
 
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     json_path = writable("--json", args.json)
@@ -61,7 +62,8 @@ def _replay_checked(args: argparse.Namespace) -> int:
     print(verdict(bundle, run), flush=True)
     if json_path is not None:
         try:
-            json_path.write_text(json.dumps(run.to_json(), indent=1, ensure_ascii=False,
+            public = public_run(run, {bundle.scenario.id: bundle.scenario})
+            json_path.write_text(json.dumps(public.to_json(), indent=1, ensure_ascii=False,
                                             default=str), encoding="utf-8")
         except OSError as exc:
             raise RunUsageError(f"cannot write {json_path}: {exc.strerror or exc}") from None
