@@ -102,7 +102,9 @@ def _run_checked(args: argparse.Namespace) -> int:
     for hint in capability_hints(run, scenarios):
         print(hint, flush=True)
     by_id = {s.id: s for s in scenarios}
-    public = public_run(run, by_id)  # every report below shows no secret (reports/redact.py)
+    reporting = any(t is not None for t in (json_path, junit_path, markdown_path, report_dir))
+    # every report below renders from this copy, which holds no secret (reports/redact.py)
+    public = public_run(run, by_id) if reporting else run
     targets = [(json_path, "json"), (junit_path, "junit")]
     if report_dir is not None:
         targets += [(report_dir / "results.json", "json"), (report_dir / "junit.xml", "junit")]

@@ -43,6 +43,47 @@ SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL, "SIGINT": signa
            "SIGHUP": signal.SIGHUP}
 
 
+#: a run's temp directory names the runner that made it, so a later runner can tell a stale one
+OWNER_FILE = ".pc-runner-pid"
+TEMP_PREFIX = "pc-"
+STALE_AFTER_S = 24 * 3600.0
+
+
+def claim(directory: Path) -> None:
+    """Mark ``directory`` (a temp dir of this runner) as this process's."""
+    (directory / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+
+
+def clean_stale(directory: str | os.PathLike[str] | None = None, *,
+                older_than_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the ``pc-*`` temp dirs a runner killed with SIGKILL left behind: marked by
+    :func:`claim`, the mark older than ``older_than_s``, its runner no longer alive. Anything
+    else (unmarked, recent, a live runner's, unreadable) is left alone. Returns those removed."""
+    base = Path(directory if directory is not None else tempfile.gettempdir())
+    removed = []
+    now = time.time()
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.startswith(TEMP_PREFIX):
+            continue
+        try:
+            mark = entry / OWNER_FILE
+            if entry.is_symlink() or now - mark.stat().st_mtime < older_than_s:
+                continue
+            pid = int(mark.read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            continue
+        if pid == os.getpid() or procs.alive(pid):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+    return removed
+
+
 class SetupError(Exception):
     """A prerequisite of the run could not be set up: the scenario is not testable; one line."""
 
@@ -73,10 +114,11 @@ class World:
         self.scenario = scenario
         self.transport = transport
         self.keep = keep
-        slug = f"pc-{scenario.id[:40]}-{transport}-"
+        slug = f"{TEMP_PREFIX}{scenario.id[:40]}-{transport}-"
         if work_root is not None:
             Path(work_root).mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix=slug, dir=work_root)).resolve()
+        claim(self.root)
         self.home = self.root / "home"
         self.bin = self.root / "bin"
         self.journal = self.root / "journal.jsonl"
