@@ -186,3 +186,23 @@ def test_the_world_confines_files_under_a_symlinked_mine_source(tmp_path: Path) 
     code = scripted.run_feed({"mine_source": str(root / "feed-export"),
                               "files": {"up/escaped.txt": "x"}}, str(root))
     assert code == 2 and not (tmp_path / "escaped.txt").exists()
+
+
+def test_an_unloaded_scenarios_id_names_no_directory_outside(tmp_path: Path) -> None:
+    """A scenario built without the loader, its id a path: the world's directory and the kept
+    artifacts stay where they belong."""
+    from palace_conformance.runner.execution.execute import RunOptions, run_scenario
+
+    data = copy.deepcopy(shipped_raw())
+    data["id"] = "../../escaped-run"
+    scenario = Scenario.from_json(data, Path("x.json"))
+    world = World(scenario, "stdio", work_root=tmp_path / "runs")
+    try:
+        assert world.root.parent == (tmp_path / "runs").resolve()
+    finally:
+        world.close()
+    kept = tmp_path / "deep" / "er" / "kept"
+    result = run_scenario(scenario, "stdio", RunOptions(
+        host_argv=("/nonexistent/host",), work_root=tmp_path / "runs", artifacts=kept))
+    assert result.artifacts is None
+    assert not (tmp_path / "deep" / "escaped-run").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -114,7 +115,9 @@ class World:
         self.scenario = scenario
         self.transport = transport
         self.keep = keep
-        slug = f"{TEMP_PREFIX}{scenario.id[:40]}-{transport}-"
+        # the id names the directory: anything but a plain name character is replaced (a
+        # loaded scenario's id has the schema's form; this one may have been built elsewhere)
+        slug = f"{TEMP_PREFIX}{re.sub(r'[^A-Za-z0-9._-]', '-', scenario.id[:40])}-{transport}-"
         if work_root is not None:
             Path(work_root).mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix=slug, dir=work_root)).resolve()
