@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Protocol
 
 #: a leftover is only killed when its command line mentions one of these (pid reuse guard)
@@ -59,6 +59,39 @@ def kill_leftovers(pids: Iterable[int]) -> list[int]:
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
     return killed
+
+
+def pipe_inode(fd: int) -> int:
+    """The inode that names the pipe behind ``fd`` in ``/proc/PID/fd`` (``pipe:[INODE]``)."""
+    return os.fstat(fd).st_ino
+
+
+def pipe_holders(inodes: Collection[int]) -> list[int]:
+    """Every process but this one that has one of these pipes open (Linux ``/proc``; empty
+    elsewhere). Holding the runner's own pipe is what makes a process one of the run's: a
+    daemon a host detached with ``setsid`` is still found this way, and no stranger is."""
+    wanted = {f"pipe:[{inode}]" for inode in inodes}
+    holders = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{name}/fd")
+        except OSError:  # gone, or not ours to look at
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{name}/fd/{fd}")
+            except OSError:
+                continue
+            if target in wanted:
+                holders.append(int(name))
+                break
+    return holders
 
 
 class Stoppable(Protocol):

@@ -83,6 +83,7 @@ def test_the_readme_has_the_exact_commands(failing_report: Path) -> None:
     assert 'palace-conformance fake stdio --plan faults.json --state "$TMP/palace-state.json"' \
         in readme
     assert "--bridge reference" in readme
+    assert f"--bridge {shlex.quote(ERRORS_AS_EXCEPTION)}  # the bridge recorded here" in readme
     assert "palace-conformance replay " in readme and f"{ERRORS}--stdio" in readme
     assert "4. `call_tool mempalace_diary_read` as 'unknown-param'" in readme
 
@@ -90,7 +91,8 @@ def test_the_readme_has_the_exact_commands(failing_report: Path) -> None:
 def test_replay_reproduces_the_failure_and_passes_on_the_reference(
         capsys: pytest.CaptureFixture[str], failing_report: Path, tmp_path: Path) -> None:
     bundle = str(failing_report / "bundles" / f"{ERRORS}--stdio")
-    code, out, _ = cli(capsys, "replay", bundle, "--json", str(tmp_path / "again.json"))
+    code, out, _ = cli(capsys, "replay", bundle, "--bridge", ERRORS_AS_EXCEPTION, "--json",
+                       str(tmp_path / "again.json"))
     assert code == 1
     assert f"replaying {ERRORS} on stdio against {ERRORS_AS_EXCEPTION}" in out
     assert "/steps/3/expect/error/kind step unknown-param: expected error kind 'tool_error', " \
@@ -103,6 +105,8 @@ def test_replay_reproduces_the_failure_and_passes_on_the_reference(
     code, out, _ = cli(capsys, "replay", bundle, "--bridge", "reference")
     assert code == 0, out
     assert out.rstrip().endswith("recorded failed, now passed (changed)")
+    assert f"note: the bundle was recorded with --bridge {shlex.quote(ERRORS_AS_EXCEPTION)}; " \
+           "replaying against reference as asked" in out
 
 
 def test_replay_usage_problems(capsys: pytest.CaptureFixture[str], failing_report: Path,
@@ -176,8 +180,9 @@ def test_a_parity_failure_bundles_both_transports(capsys: pytest.CaptureFixture[
     readme = (bundle / "README.md").read_text()
     assert "## Serve the fake on its own (stdio)" in readme
     assert "## Serve the fake on its own (http)" in readme
-    code, out, _ = cli(capsys, "replay", str(bundle))
+    code, out, _ = cli(capsys, "replay", str(bundle), "--bridge", bridge)
     assert code == 1 and "recorded failed, now failed (reproduced)" in out
+    assert "note: the bundle was recorded" not in out  # the same bridge: nothing to say
     code, out, _ = cli(capsys, "replay", str(bundle), "--bridge", "reference")
     assert code == 0, out
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from palace_conformance.fake.faults import ACTIONS, FaultPlanError, plan_from_json
 from palace_conformance.resources import fixtures_dir, tool_catalogue
-from palace_conformance.scenarios import matching, placeholders
+from palace_conformance.scenarios import matching, paths, placeholders
 from palace_conformance.scenarios.behaviours import Behaviour, load_behaviours
 from palace_conformance.scenarios.cache import ValidationCache, cache_dir, fingerprint
 from palace_conformance.scenarios.checks import resolve_pointer
@@ -154,7 +154,8 @@ def version_problem(data: Any, path: Path) -> Problem | None:
 RULES = (__name__, "palace_conformance.scenarios.schema", "palace_conformance.scenarios.model",
          "palace_conformance.scenarios.matching", "palace_conformance.scenarios.placeholders",
          "palace_conformance.scenarios.palace_state", "palace_conformance.scenarios.behaviours",
-         "palace_conformance.scenarios.checks", "palace_conformance.fake.faults")
+         "palace_conformance.scenarios.checks", "palace_conformance.scenarios.paths",
+         "palace_conformance.fake.faults")
 
 
 def validation_cache(context: Context) -> ValidationCache:
@@ -254,7 +255,7 @@ def semantic_problems(data: dict[str, Any], path: Path,
     """Rules beyond the schema: names, references, transports and placeholders that fit."""
     return [*_identity(data, path, context), *_steps(data, context), *_faults(data, context),
             *_expectations(data, context), *_seed_only(data), *_palace_labels(data),
-            *_placeholders(data)]
+            *_placeholders(data), *paths.fixture_problems(data)]
 
 
 def _identity(data: dict[str, Any], path: Path, context: Context) -> Found:

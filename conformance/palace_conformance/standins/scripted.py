@@ -15,7 +15,8 @@ a feeding bridge runs) and of ``mempalace`` (the CLI a bridge must never run) is
 
 The journal path and behaviour are in the configuration file, found from the scripts' own
 location, so a bridge that scrubs its helpers' environment is still journaled. This module is
-imported on every helper run: standard library and the journal module only.
+imported on every helper run: standard library, the journal module and the path policy
+(``scenarios.paths``, which confines what the feed helper writes to the run's directory) only.
 """
 
 from __future__ import annotations
@@ -88,8 +89,11 @@ def _journal(path: str | None, name: str, argv: Sequence[str]) -> None:
         journal.close()
 
 
-def run_feed(feed: Mapping[str, Any]) -> int:
-    """``helpers.feed``: delay, fail, or stage the files and print ``MINE_SOURCE=<path>``."""
+def run_feed(feed: Mapping[str, Any], root: str | None = None) -> int:
+    """``helpers.feed``: delay, fail, or stage the files and print ``MINE_SOURCE=<path>``.
+
+    With ``root`` (the run's directory, from the runner's configuration), every file is
+    confined to it as it is written (the path policy, ``scenarios.paths``), symlinks included."""
     delay_ms = int(feed.get("delay_ms") or 0)
     if delay_ms:
         time.sleep(delay_ms / 1000)
@@ -99,12 +103,20 @@ def run_feed(feed: Mapping[str, Any]) -> int:
         return exit_code
     source = feed.get("mine_source")
     if source:
-        target = Path(source)
-        target.mkdir(parents=True, exist_ok=True)
-        for name, text in (feed.get("files") or {}).items():
-            file = target / name
-            file.parent.mkdir(parents=True, exist_ok=True)
-            file.write_text(str(text), encoding="utf-8")
+        from palace_conformance.scenarios.paths import PathEscape, confine
+
+        try:
+            target = confine(root, source, "mine_source") if root else Path(source)
+            target.mkdir(parents=True, exist_ok=True)
+            for name, text in (feed.get("files") or {}).items():
+                file = confine(root, target / name, "file") if root else target / name
+                file.parent.mkdir(parents=True, exist_ok=True)
+                if root:  # the directories just made may not be symlinks out either
+                    confine(root, file, "file")
+                file.write_text(str(text), encoding="utf-8")
+        except PathEscape as exc:
+            print(f"{FEED_HELPER} (palace-conformance stand-in): refused: {exc}", file=sys.stderr)
+            return 2
         print(f"MINE_SOURCE={source}", flush=True)
     return 0
 
@@ -124,7 +136,7 @@ def main(name: str, config_path: str, argv: Sequence[str] | None = None) -> None
     journal = config.get("journal")
     _journal(journal, name, argv)
     if name == FEED_HELPER:
-        sys.exit(run_feed(config.get("feed") or {}))
+        sys.exit(run_feed(config.get("feed") or {}, config.get("root")))
     from palace_conformance.fake.options import ENV_JOURNAL
 
     if journal:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 from datetime import date
 from pathlib import Path
@@ -27,6 +28,7 @@ def _replay_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.execution.suite import HostProbeError
     from palace_conformance.runner.reports.console import make_progress, render_summary
     from palace_conformance.runner.reports.replay import ReplayError, load_bundle, replay, verdict
+    from palace_conformance.runner.reports.report_dir import public_run
 
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     json_path = writable("--json", args.json)
@@ -35,7 +37,15 @@ def _replay_checked(args: argparse.Namespace) -> int:
     except ReplayError as exc:
         raise RunUsageError(str(exc)) from None
     profile = load_profile_arg(args.profile)
-    bridge = args.bridge or (profile.bridge if profile is not None else bundle.bridge)
+    recorded = shown_bridge(bundle.bridge)
+    bridge = args.bridge or (profile.bridge if profile is not None else None)
+    if bridge is None:  # a bundle is data: its command line is never run unless the user says so
+        raise RunUsageError(f"{args.bundle}: replay runs only the bridge you name; this bundle "
+                            f"was recorded with {recorded}: add --bridge {recorded} to run it "
+                            "(or --bridge reference)")
+    if bridge != bundle.bridge:
+        print(f"note: the bundle was recorded with --bridge {recorded}; replaying against "
+              f"{shown_bridge(bridge)} as asked", flush=True)
     argv = host_argv(bridge)
     level = args.level or bundle.level or default_level(bridge, profile)
     print(f"replaying {bundle.scenario.id} on {' and '.join(bundle.transports)} against "
@@ -52,11 +62,18 @@ def _replay_checked(args: argparse.Namespace) -> int:
     print(verdict(bundle, run), flush=True)
     if json_path is not None:
         try:
-            json_path.write_text(json.dumps(run.to_json(), indent=1, ensure_ascii=False,
+            public = public_run(run, {bundle.scenario.id: bundle.scenario})
+            json_path.write_text(json.dumps(public.to_json(), indent=1, ensure_ascii=False,
                                             default=str), encoding="utf-8")
         except OSError as exc:
             raise RunUsageError(f"cannot write {json_path}: {exc.strerror or exc}") from None
     return run.exit_code
+
+
+def shown_bridge(bridge: str) -> str:
+    """A ``--bridge`` value as one shell word on one line (a bundle's may hold anything)."""
+    quoted = shlex.quote(bridge)
+    return quoted if quoted.isprintable() else repr(bridge)
 
 
 def _expires(value: str | None) -> date | None:
@@ -111,11 +128,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     replay = sub.add_parser(
         "replay", help="re-run a repro bundle against a bridge",
         description="Re-run the scenario of a repro bundle (written by 'run --report-dir DIR' "
-        "under DIR/bundles/) on its transport, against the bridge the bundle recorded or "
-        "--bridge. Reports and exits like 'run': 0 passed, 1 failed, 2 usage problem.")
+        "under DIR/bundles/) on its transport, against the bridge given with --bridge (or "
+        "--profile): a bundle is data, so the bridge it recorded is shown, never run by itself. "
+        "Reports and exits like 'run': 0 passed, 1 failed, 2 usage problem.")
     replay.add_argument("bundle", metavar="BUNDLE", help="the bundle directory")
     replay.add_argument("--bridge", metavar="reference|COMMAND",
-                        help="the bridge to run against (default: the one in the bundle)")
+                        help="the bridge to run against (required unless --profile names one; "
+                        "the bundle's own is shown, never run by itself)")
     replay.add_argument("--profile", metavar="FILE",
                         help="the bridge's profile (docs/profiles.md), as the run had it")
     replay.add_argument("--level", choices=("core", "seed"), default=None,

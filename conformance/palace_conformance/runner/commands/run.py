@@ -45,7 +45,11 @@ def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.reports.console import make_progress, render_summary
     from palace_conformance.runner.reports.hints import capability_hints
     from palace_conformance.runner.reports.junit import write_junit
-    from palace_conformance.runner.reports.report_dir import clear_previous, write_reports
+    from palace_conformance.runner.reports.report_dir import (
+        clear_previous,
+        public_run,
+        write_reports,
+    )
     from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
     from palace_conformance.scenarios.loader import load_catalogue
 
@@ -107,6 +111,10 @@ def _run_checked(args: argparse.Namespace) -> int:
     render_summary(run)
     for hint in capability_hints(run, scenarios):
         print(hint, flush=True)
+    by_id = {s.id: s for s in scenarios}
+    reporting = any(t is not None for t in (json_path, junit_path, markdown_path, report_dir))
+    # every report below renders from this copy, which holds no secret (reports/redact.py)
+    public = public_run(run, by_id) if reporting else run
     targets = [(json_path, "json"), (junit_path, "junit")]
     if report_dir is not None:
         targets += [(report_dir / "results.json", "json"), (report_dir / "junit.xml", "junit")]
@@ -117,16 +125,17 @@ def _run_checked(args: argparse.Namespace) -> int:
         try:
             if kind == "json":
                 if payload is None:
-                    payload = json.dumps(run.to_json(), indent=1, ensure_ascii=False, default=str)
+                    payload = json.dumps(public.to_json(), indent=1, ensure_ascii=False,
+                                         default=str)
                 target.write_text(payload, encoding="utf-8")
             else:
-                write_junit(run, target)
+                write_junit(public, target)
         except OSError as exc:
             raise RunUsageError(f"cannot write {target}: {exc.strerror or exc} (the run itself "
                                 f"{'passed' if run.ok else 'failed'})") from None
     try:
-        write_reports(run, scenarios={s.id: s for s in scenarios}, bridge=args.bridge,
-                      report_dir=report_dir, markdown=markdown_path, baseline=args.baseline)
+        write_reports(run, scenarios=by_id, bridge=args.bridge, report_dir=report_dir,
+                      markdown=markdown_path, baseline=args.baseline, public=public)
     except OSError as exc:
         raise RunUsageError(f"cannot write the reports: {exc.strerror or exc} "
                             f"({exc.filename or ''}; the run itself "

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
+from palace_conformance.runner.reports.redact import redacted_run, run_redactor
 from palace_conformance.runner.results import PARITY, RunResult
 from palace_conformance.runner.selection import host_argv, load_profile_arg, select
 from palace_conformance.runner.usage import RunUsageError
@@ -197,6 +198,9 @@ def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[s
                              level=level)
             label = spec.label or bridge_label(spec.value)
         found.append((label, run, spec.value))
+    # every report of diff and matrix renders from these: secrets out (reports/redact.py)
+    redactor = run_redactor(s.raw for s in scenarios)
+    found = [(label, redacted_run(run, redactor), origin) for label, run, origin in found]
     labels = unique_labels([label for label, _, _ in found])
     journals = [index not in files or any(r.journal for r in files[index].results)
                 for index in range(len(specs))]

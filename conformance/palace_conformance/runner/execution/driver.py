@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from palace_conformance import processes as procs
 from palace_conformance.contract import (
     DRIVER_PROTOCOL,
     HOST_DEADLINE,
@@ -35,7 +36,8 @@ from palace_conformance.runner.execution import warm_client as warm_start
 
 DEFAULT_GRACE_MS = 3000  # runner-side slack past the host's own deadline
 STDERR_KEEP = 256 * 1024  # bytes of host stderr kept in memory
-
+CLOSE_WAIT_S = 5.0  # how long close() waits for the host to die once its group is killed
+PIPE_WAIT_S = 2.0  # how long close() waits for the host's pipes to reach EOF, per attempt
 
 
 class DriverFailure(Exception):
@@ -99,6 +101,7 @@ class DriverClient:
         self._stderr = bytearray()
         self._stderr_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._pipe_inodes: list[int] = []
         self._next_id = 1
         self.dead: DriverFailure | None = None
 
@@ -113,6 +116,9 @@ class DriverClient:
         except OSError as exc:
             raise DriverFailure(HOST_START, "start", f"cannot start host {self.argv[0]!r}: "
                                 f"{exc.strerror or exc}") from None
+        self._pipe_inodes = [procs.pipe_inode(stream.fileno())
+                             for stream in (self.proc.stdout, self.proc.stderr)
+                             if stream is not None]
         for target in (self._pump_stdout, self._pump_stderr):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
@@ -160,7 +166,13 @@ class DriverClient:
         return stderr_excerpt(self.stderr_text(), lines)
 
     def close(self, grace_s: float = 2.0) -> int | None:
-        """Close stdin, wait briefly, then kill the host's whole process group."""
+        """Close stdin, wait ``grace_s``, then kill the host's whole process group; every wait
+        has a deadline (in all at most ``grace_s`` + :data:`CLOSE_WAIT_S` + 1.25 x
+        :data:`PIPE_WAIT_S`).
+
+        A process that outlives the group and still holds the host's stdout or stderr (a daemon
+        that called ``setsid``) would keep the pipes open for ever: it is found by the pipe it
+        holds and killed too; a pipe still held after that is abandoned, never waited on."""
         proc = self.proc
         if proc is None:
             return None
@@ -171,14 +183,26 @@ class DriverClient:
             proc.wait(grace_s)
         self._kill_group()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-        for thread in self._threads:
-            thread.join(2)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
+            proc.wait(CLOSE_WAIT_S)
+        if not self._join_pumps(PIPE_WAIT_S / 4):
+            for pid in procs.pipe_holders(self._pipe_inodes):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            self._join_pumps(PIPE_WAIT_S)
+        for thread, stream in zip(self._threads, (proc.stdout, proc.stderr), strict=False):
+            # closing a pipe a pump still reads would wait for that read: leave it to the pump,
+            # which ends (and its daemon thread with it) when the last holder lets go
+            if stream is not None and not thread.is_alive():
                 with contextlib.suppress(OSError):
                     stream.close()
         return proc.returncode
+
+    def _join_pumps(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` in all for both pumps to reach EOF; True when both did."""
+        deadline = time.monotonic() + seconds
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)
 
     def _kill_group(self) -> None:
         assert self.proc is not None

@@ -44,6 +44,7 @@ from palace_conformance.runner.verdict.early_end import SettleCondition, settled
 from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
 from palace_conformance.runner.verdict.levels import scenario_level
 from palace_conformance.runner.verdict.reach import unreached_reason
+from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.checks import live_descendants, process_facts
 from palace_conformance.scenarios.model import Scenario, Step
 
@@ -495,7 +496,11 @@ class _Execution:
         world = self.world
         if self.options.artifacts is None or world is None:
             return
-        target = self.options.artifacts / self.original.id / self.transport
+        try:  # named after the scenario: confined like every path built from a fixture's text
+            target = paths.confine(self.options.artifacts, Path(self.original.id, self.transport),
+                                   "scenario id")
+        except paths.PathEscape:
+            return  # nothing kept: result.artifacts stays None
         if target.exists():
             shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True, exist_ok=True)

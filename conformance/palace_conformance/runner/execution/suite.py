@@ -11,12 +11,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
-from palace_conformance.runner.execution.world import scrubbed_environ
+from palace_conformance.runner.execution.world import claim, clean_stale, scrubbed_environ
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.profiling.detect import detect, needs_detection
 from palace_conformance.runner.results import (
@@ -62,6 +63,7 @@ def probe_host(argv: Sequence[str], grace_ms: int = 3000,
                hello_timeout_ms: int = HELLO_TIMEOUT_MS, warm: bool = True) -> HostInfo:
     """Start the host, ask ``hello``, let it go; :class:`HostProbeError` when that fails."""
     with tempfile.TemporaryDirectory(prefix="pc-probe-") as home:
+        claim(Path(home))
         env = scrubbed_environ()
         env["HOME"] = home
         client = DriverClient(argv, env=env, cwd=home, grace_ms=grace_ms, warm=warm)
@@ -95,6 +97,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     """Run everything; ``host`` skips the probe when the caller already has the hello."""
     started = time.monotonic()
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    clean_stale()  # what a runner killed with SIGKILL left in the temp dir
     host = host or probe_host(options.run.host_argv, options.run.grace_ms,
                               options.run.hello_timeout_ms, options.run.warm_start)
     jobs = plan(scenarios, options.transports)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,7 +30,7 @@ from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TO
 from palace_conformance.fake.shims import install_shim, python_path
 from palace_conformance.runner.execution import warm_client
 from palace_conformance.runner.execution.warm_client import LAUNCH
-from palace_conformance.scenarios import placeholders
+from palace_conformance.scenarios import paths, placeholders
 from palace_conformance.scenarios.model import PLACEHOLDERS, Scenario, Step
 from palace_conformance.scenarios.palace_state import PalaceSeedError, write_state
 from palace_conformance.standins import scripted as standins
@@ -41,6 +42,47 @@ REMOTE_URL = "MEMPALACE_REMOTE_URL"
 REMOTE_TOKEN = "MEMPALACE_REMOTE_TOKEN"
 SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL, "SIGINT": signal.SIGINT,
            "SIGHUP": signal.SIGHUP}
+
+
+#: a run's temp directory names the runner that made it, so a later runner can tell a stale one
+OWNER_FILE = ".pc-runner-pid"
+TEMP_PREFIX = "pc-"
+STALE_AFTER_S = 24 * 3600.0
+
+
+def claim(directory: Path) -> None:
+    """Mark ``directory`` (a temp dir of this runner) as this process's."""
+    (directory / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+
+
+def clean_stale(directory: str | os.PathLike[str] | None = None, *,
+                older_than_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the ``pc-*`` temp dirs a runner killed with SIGKILL left behind: marked by
+    :func:`claim`, the mark older than ``older_than_s``, its runner no longer alive. Anything
+    else (unmarked, recent, a live runner's, unreadable) is left alone. Returns those removed."""
+    base = Path(directory if directory is not None else tempfile.gettempdir())
+    removed = []
+    now = time.time()
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.startswith(TEMP_PREFIX):
+            continue
+        try:
+            mark = entry / OWNER_FILE
+            if entry.is_symlink() or now - mark.stat().st_mtime < older_than_s:
+                continue
+            pid = int(mark.read_text(encoding="ascii").strip())
+        except (OSError, ValueError):
+            continue
+        if pid == os.getpid() or procs.alive(pid):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+    return removed
 
 
 class SetupError(Exception):
@@ -73,10 +115,13 @@ class World:
         self.scenario = scenario
         self.transport = transport
         self.keep = keep
-        slug = f"pc-{scenario.id[:40]}-{transport}-"
+        # the id names the directory: anything but a plain name character is replaced (a
+        # loaded scenario's id has the schema's form; this one may have been built elsewhere)
+        slug = f"{TEMP_PREFIX}{re.sub(r'[^A-Za-z0-9._-]', '-', scenario.id[:40])}-{transport}-"
         if work_root is not None:
             Path(work_root).mkdir(parents=True, exist_ok=True)
         self.root = Path(tempfile.mkdtemp(prefix=slug, dir=work_root)).resolve()
+        claim(self.root)
         self.home = self.root / "home"
         self.bin = self.root / "bin"
         self.journal = self.root / "journal.jsonl"
@@ -109,10 +154,11 @@ class World:
             write_state(early.palace, self.state)
         except PalaceSeedError as exc:
             raise SetupError(f"cannot seed the palace: {exc}") from None
+        self._confine(early)
         if early.palace.installed:  # else nothing that starts a palace is put in reach
             install_shim(self.bin, python_package=True)
             feed = early.feed_helper
-            standins.install(self.bin, {"journal": str(self.journal),
+            standins.install(self.bin, {"journal": str(self.journal), "root": str(self.root),
                                         "feed": {"mine_source": feed.mine_source,
                                                  "files": dict(feed.files),
                                                  "delay_ms": feed.delay_ms,
@@ -126,6 +172,21 @@ class World:
         if self.scenario.palace.lock_held:
             self._hold_lock()
         return self
+
+    def _confine(self, early: Scenario) -> None:
+        """The path policy again, at run time (the loader checked the fixture as written): the
+        fake's own variables are not the fixture's to set, and every file the feed helper will
+        write, resolved now, stays inside this run's directory."""
+        try:
+            paths.check_fixture(self.original.raw)
+            feed = early.feed_helper
+            if feed.mine_source is not None:
+                source = paths.confine(self.root, feed.mine_source, "helpers.feed.mine_source")
+                for name in feed.files:
+                    paths.confine(source, name, "helpers.feed.files name")
+                    paths.confine(self.root, source / name, "helpers.feed.files name")
+        except paths.PathEscape as exc:
+            raise SetupError(f"refused by the path policy: {exc}") from None
 
     def _base_env(self) -> dict[str, str]:
         env = scrubbed_environ()

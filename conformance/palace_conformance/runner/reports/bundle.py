@@ -169,7 +169,7 @@ def _readme(scenario: Scenario, result: ScenarioResult, bridge: str, shown: str,
               "Re-runs this scenario on " + " and ".join(transports) + " against a bridge and "
               "reports like `palace-conformance run` (exit 0 passed, 1 failed, 2 usage problem):",
               "", "```sh",
-              f"{replay}                       # the bridge recorded here",
+              f"{replay} --bridge {shlex.quote(bridge)}  # the bridge recorded here",
               f"{replay} --bridge reference    # the reference bridge",
               f"{replay} --bridge 'node host.mjs'  # any driver host (DRIVER.md)", "```", ""]
     lines += ["## Files", "",
@@ -226,7 +226,8 @@ def write_bundle(run: RunResult, result: ScenarioResult, scenario: Scenario, tar
                  environ: Mapping[str, str] | None = None) -> Path:
     """One bundle for ``result`` under ``target`` (replaced if it exists); returns its path.
 
-    ``bridge`` is the ``--bridge`` spec the run used (replay's default); ``shown`` is how the
+    ``bridge`` is the ``--bridge`` spec the run used (recorded and shown; replay runs only the
+    bridge its user names); ``shown`` is how the
     README names the bundle's path (default: the path itself)."""
     secrets = [*scenario_secrets(scenario.raw), *environment_secrets(environ)]
     redactor = Redactor(secrets)

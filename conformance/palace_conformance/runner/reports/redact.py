@@ -1,8 +1,11 @@
-"""Secrets out of repro bundles, and back in (as fresh values) when a bundle is replayed.
+"""Secrets out of every report a run writes, and back in (as fresh values) when a bundle is
+replayed.
 
-A bundle travels: CI artifacts, issue attachments, chat. So every value a run treats as a secret
-is replaced by a numbered marker (``<redacted-secret-1>``) in every file of the bundle, the
-fixture included. The secrets are: the fake's bearer token (``http.token``), tokens a
+Reports travel: CI artifacts, issue attachments, chat. So every value a run treats as a secret
+is replaced by a numbered marker (``<redacted-secret-1>``) in every file of a bundle, the
+fixture included, and in every other report (``--json``/``results.json``, JUnit, Markdown, the
+drift report and the matrix, which render from :func:`redacted_run`'s copy of the result).
+The secrets are: the fake's bearer token (``http.token``), tokens a
 ``rotate_token`` step installs, the fixture's ``wire_secrets``, the fixture's ``env`` values whose
 names look secret, and secret-looking variables of the runner's own environment (the bridge
 inherits those). The same word list decides "looks secret" as the result model's
@@ -22,7 +25,7 @@ import secrets as random_tokens
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from palace_conformance.runner.results import redact_env
+from palace_conformance.runner.results import RunResult, redact_env
 
 MARKER = "<redacted-secret-{n}>"
 MARKER_PATTERN = re.compile(r"<redacted-secret-(\d+)>")
@@ -83,15 +86,20 @@ class Redactor:
         self.markers = {value: MARKER.format(n=i + 1) for i, value in enumerate(ordered)}
         # longest first, so a secret that contains another is replaced whole
         self._order = sorted(self.markers, key=len, reverse=True)
+        # each secret as written and as JSON escapes it, in one pass over a text (a whole run's
+        # result is tens of thousands of strings: one regex each, not two replaces per secret)
+        self._found: dict[str, str] = {}
+        for value in self._order:
+            self._found.setdefault(value, self.markers[value])
+            self._found.setdefault(json.dumps(value)[1:-1], self.markers[value])
+        self._pattern = re.compile("|".join(
+            re.escape(v) for v in sorted(self._found, key=len, reverse=True))) \
+            if self._found else None
 
     def text(self, text: str) -> str:
-        for value in self._order:
-            marker = self.markers[value]
-            text = text.replace(value, marker)
-            escaped = json.dumps(value)[1:-1]
-            if escaped != value:
-                text = text.replace(escaped, marker)
-        return text
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(lambda match: self._found[match.group(0)], text)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -105,6 +113,27 @@ class Redactor:
     def leaks(self, text: str) -> list[str]:
         """Markers of the secrets still present in ``text`` (empty when clean)."""
         return [self.markers[v] for v in self._order if v in text]
+
+
+def run_redactor(raws: Iterable[Mapping[str, Any]],
+                 environ: Mapping[str, str] | None = None) -> Redactor:
+    """The redactor for a whole run: the secrets of every scenario it ran (their raw fixtures)
+    and of the runner's environment."""
+    found: list[str] = []
+    for raw in raws:
+        found.extend(scenario_secrets(raw))
+    return Redactor([*found, *environment_secrets(environ)])
+
+
+def redacted_run(run: RunResult, redactor: Redactor) -> RunResult:
+    """A copy of ``run`` with every secret replaced by its marker, journals included: what a
+    report is rendered from (the run itself stays as it was, for the bundles)."""
+    if not redactor.markers:
+        return run
+    # one pass over the JSON text (the redactor knows each secret's JSON-escaped form too): a
+    # fraction of walking every string of a whole catalogue's results
+    text = json.dumps(run.to_json(journal=True), ensure_ascii=False, default=str)
+    return RunResult.from_json(json.loads(redactor.text(text)))
 
 
 def restore_markers(value: Any, fresh: dict[str, str] | None = None) -> Any:

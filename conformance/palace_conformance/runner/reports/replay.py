@@ -2,9 +2,9 @@
 
 The bundle's fixture is loaded and validated like any scenario file, its redacted secrets get
 fresh values (:func:`.redact.restore_markers`), and the scenario runs through the same suite
-machinery as ``run``, against the bridge the bundle recorded unless ``--bridge`` says otherwise.
-So "does it still fail?" and "does the reference bridge pass it?" are one command each, with the
-same exit codes as ``run``.
+machinery as ``run``, against the bridge the user names (``--bridge``, or a ``--profile``'s):
+a bundle is data, so the command line it recorded is shown, never run. "Does it still fail?" and
+"does the reference bridge pass it?" are one command each, with the same exit codes as ``run``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.reports.bundle import MANIFEST, SCENARIO_FILE
 from palace_conformance.runner.reports.redact import restore_markers
 from palace_conformance.runner.results import RunResult
+from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.model import Scenario
 
 
@@ -42,6 +43,7 @@ class Bundle:
 
     @property
     def bridge(self) -> str:
+        """The bridge the run was recorded with: shown to the user, never run by itself."""
         return str(self.manifest.get("bridge") or "reference")
 
     @property
@@ -79,8 +81,15 @@ def load_bundle(path: str | Path) -> Bundle:
     data = restore_markers(_read_json(root / SCENARIO_FILE, "fixture"))
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         raise ReplayError(f"{root / SCENARIO_FILE}: not a scenario (no 'id')")
+    sid = data["id"]
+    if not paths.SCENARIO_ID.match(sid):  # it names a file below: checked before any write
+        raise ReplayError(f"{root / SCENARIO_FILE}: id {sid[:80]!r} is not a scenario id "
+                          "(lower-case dotted words such as tool.errors.x); regenerate the bundle")
     with tempfile.TemporaryDirectory(prefix="pc-replay-") as scratch:
-        copy = Path(scratch) / f"{data['id']}.json"
+        try:
+            copy = paths.confine(scratch, f"{sid}.json", "scenario id")
+        except paths.PathEscape as exc:
+            raise ReplayError(f"{root / SCENARIO_FILE}: {exc}") from None
         copy.write_text(json.dumps(data), encoding="utf-8")
         try:
             scenario = load_scenario(copy)

@@ -1,6 +1,9 @@
 """The reports a run leaves for people: ``summary.md`` and repro bundles under ``--report-dir``,
 and a Markdown file wherever ``--markdown`` points. (``results.json`` and ``junit.xml`` are
-written by the run command itself.)"""
+written by the run command itself, from the same :func:`public_run`.)
+
+Every report but the bundles renders from :func:`public_run`, the run with its secrets replaced
+(:mod:`.redact`); bundles redact their own files, with markers numbered per bundle."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from pathlib import Path
 
 from palace_conformance.runner.reports.bundle import shown_path, write_bundles
 from palace_conformance.runner.reports.markdown import write_markdown
+from palace_conformance.runner.reports.redact import redacted_run, run_redactor
 from palace_conformance.runner.results import RunResult
 from palace_conformance.scenarios.model import Scenario
 
@@ -38,11 +42,19 @@ def clear_previous(report_dir: Path) -> list[str]:
     return removed
 
 
+def public_run(run: RunResult, scenarios: Mapping[str, Scenario],
+               environ: Mapping[str, str] | None = None) -> RunResult:
+    """``run`` as a report may show it: every secret of its scenarios and of the runner's
+    environment replaced by a marker."""
+    return redacted_run(run, run_redactor((s.raw for s in scenarios.values()), environ))
+
+
 def write_reports(run: RunResult, *, scenarios: Mapping[str, Scenario], bridge: str,
                   report_dir: Path | None = None, markdown: Path | None = None,
-                  baseline: str | None = None) -> list[Path]:
-    """Write bundles (failing results only) and the Markdown summaries; returns the bundles.
-    ``OSError`` propagates: the caller turns it into one line."""
+                  baseline: str | None = None, public: RunResult | None = None) -> list[Path]:
+    """Write bundles (failing results only) and the Markdown summaries, these from ``public``
+    (default: :func:`public_run`); returns the bundles. ``OSError`` propagates: the caller
+    turns it into one line."""
     bundles: list[Path] = []
     shown_bundles = None
     if report_dir is not None:
@@ -51,6 +63,8 @@ def write_reports(run: RunResult, *, scenarios: Mapping[str, Scenario], bridge: 
         shown_bundles = shown_path(target) if bundles else None
     for path in (report_dir / SUMMARY if report_dir is not None else None, markdown):
         if path is not None:
-            write_markdown(run, path, bundles=shown_bundles,
+            if public is None:
+                public = public_run(run, scenarios)
+            write_markdown(public, path, bundles=shown_bundles,
                            baseline=os.path.basename(baseline) if baseline else None)
     return bundles

@@ -1,0 +1,96 @@
+"""Issue 13, item 4: a host that leaves a daemon holding its stdout and stderr. The driver
+client's close used to wait on those pipes until the daemon exited (for ever, for one that never
+does); now every wait in close has a deadline, the daemon is killed whether or not it detached
+with ``setsid``, and a pipe nobody can free is abandoned rather than waited on."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from palace_conformance import processes as procs
+from palace_conformance.cli import main
+from palace_conformance.runner.execution import driver
+from palace_conformance.runner.execution.driver import DriverClient
+from palace_conformance.scenarios.loader import scenarios_dir
+
+from .daemon_host import SLEEP_S
+
+DAEMON_HOST = Path(__file__).resolve().parent / "daemon_host.py"
+SID = "tool.errors.rpc-errors-and-results-kept"
+
+
+def sleepers(pid_file: Path) -> list[int]:
+    return [int(line) for line in pid_file.read_text().split()]
+
+
+def reap(pids: list[int]) -> None:
+    """The test's own clean-up, whatever close did."""
+    for pid in pids:
+        if procs.alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("mode", ["plain", "setsid"])
+def test_close_kills_a_daemon_that_holds_the_hosts_pipes(tmp_path: Path, mode: str) -> None:
+    pid_file = tmp_path / "sleepers"
+    host = DriverClient([sys.executable, str(DAEMON_HOST), mode, str(pid_file)], warm=False)
+    with host:
+        assert host.hello()["protocol"] == 1
+        started = time.monotonic()
+    took = time.monotonic() - started
+    [sleeper] = sleepers(pid_file)
+    procs.wait_gone([sleeper], 2.0)
+    try:
+        assert not procs.alive(sleeper), f"the {mode} daemon outlived close()"
+        assert took < SLEEP_S / 10  # ended by close's deadlines, not by the daemon's own exit
+    finally:
+        reap([sleeper])
+
+
+def test_a_pipe_nobody_can_free_is_abandoned_after_the_deadline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder close cannot find (another user's, say): close still returns, leaving the pipe."""
+    monkeypatch.setattr(driver.procs, "pipe_holders", lambda inodes: [])
+    pid_file = tmp_path / "sleepers"
+    host = DriverClient([sys.executable, str(DAEMON_HOST), "setsid", str(pid_file)], warm=False)
+    try:
+        host.start()
+        host.hello()
+        started = time.monotonic()
+        host.close()
+        took = time.monotonic() - started
+        [sleeper] = sleepers(pid_file)
+        assert procs.alive(sleeper)  # it really still holds the pipes...
+        assert took < SLEEP_S / 10  # ...and close did not wait for it
+        assert host.proc is not None and host.proc.stdout is not None
+        assert not host.proc.stdout.closed  # left to its pump, which ends when the pipe does
+    finally:
+        reap(sleepers(pid_file))
+
+
+@pytest.mark.parametrize("mode", ["plain", "setsid"])
+def test_a_run_with_a_daemon_leaving_host_ends_and_leaves_no_daemon(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, mode: str) -> None:
+    pid_file = tmp_path / "sleepers"
+    bridge = shlex.join([sys.executable, str(DAEMON_HOST), mode, str(pid_file)])
+    scenario = scenarios_dir() / "tool" / f"{SID}.json"
+    with pytest.raises(SystemExit) as done:
+        main(["run", str(scenario), "--bridge", bridge, "--level", "seed"])
+    out, _ = capsys.readouterr()
+    pids = sleepers(pid_file)
+    try:
+        assert done.value.code == 0, out
+        assert len(pids) >= 2  # a host per transport (and the probe)
+        procs.wait_gone(pids, 2.0)
+        assert [pid for pid in pids if procs.alive(pid)] == []
+    finally:
+        reap(pids)
