@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     from palace_conformance.runner.commands import profile as profile_commands  # light, too
 
     profile_commands.add_commands(sub)
+    from palace_conformance.runner.commands import merge as merge_commands  # light, too
+
+    merge_commands.add_commands(sub)
     return parser
 
 

@@ -280,6 +280,10 @@ class RunResult:
     duration_ms: float = 0.0
     stale_baseline: list[str] = field(default_factory=list)  # entries that no longer fail
     level: str = SEED  # judged at core (what any bridge must do) or seed (its conventions too)
+    #: (scenario, transport) runs planned but never started (``run -x`` stopped after a failure)
+    not_run: list[tuple[str, str]] = field(default_factory=list)
+    bridge: str = ""  # the ``--bridge`` spec it ran against (how ``merge`` tells runs apart)
+    shard: str = ""  # ``K/N`` when the run was one shard of a split catalogue (``run --shard``)
 
     def counts(self, subject: str = "bridge") -> dict[str, int]:
         """Statuses of the bridge's results (``subject="fake"``: of the fake's self-tests)."""
@@ -294,8 +298,10 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        """Green: nothing failed that a baseline does not expect, and no stale baseline entry."""
-        return not any(r.blocking for r in self.results) and not self.stale_baseline
+        """Green: nothing failed that a baseline does not expect, no stale baseline entry, and
+        every planned run ran (a run not started is never a pass)."""
+        return (not any(r.blocking for r in self.results) and not self.stale_baseline
+                and not self.not_run)
 
     @property
     def exit_code(self) -> int:
@@ -313,6 +319,8 @@ class RunResult:
                 "started_at": self.started_at, "duration_ms": round(self.duration_ms, 1),
                 "level": self.level, "ok": self.ok, "counts": self.counts(),
                 "fake_counts": self.counts("fake"), "stale_baseline": self.stale_baseline,
+                "not_run": [{"scenario": s, "transport": t} for s, t in self.not_run],
+                "bridge": self.bridge, "shard": self.shard,
                 "results": [r.to_json(journal=journal) for r in self.results]}
 
     @classmethod
@@ -322,7 +330,9 @@ class RunResult:
                    started_at=data.get("started_at", ""),
                    duration_ms=data.get("duration_ms", 0.0),
                    stale_baseline=list(data.get("stale_baseline", ())),
-                   level=data.get("level", SEED))
+                   level=data.get("level", SEED),
+                   not_run=[(n["scenario"], n["transport"]) for n in data.get("not_run", ())],
+                   bridge=str(data.get("bridge") or ""), shard=str(data.get("shard") or ""))
 
 
 def counts_at(check_level: str, run_level: str) -> bool:

@@ -1,9 +1,12 @@
 """What a user's flags select: the host command for ``--bridge`` and the scenarios for
-``--select``. Shared by every command that runs scenarios; light, like the commands themselves."""
+``--select``, ``--covers`` and ``--shard``. Shared by every command that runs scenarios; light,
+like the commands themselves."""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import hashlib
 import os
 import shlex
 import shutil
@@ -62,6 +65,60 @@ def select(scenarios: list[Scenario], patterns: list[str]) -> list[Scenario]:
         raise RunUsageError(f"no scenario id matches --select {' '.join(patterns)} "
                             "(see palace-conformance fixtures list)")
     return chosen
+
+
+def covers_selector(value: str, ids: list[str], areas: list[str]) -> str:
+    """``--covers`` value checked: a behaviour ID (``STDIO-05``) or an area (``STDIO``), upper
+    case; anything else is a one-line error naming the nearest ID."""
+    wanted = value.strip().upper()
+    if wanted in ids or wanted in areas:
+        return wanted
+    nearest = difflib.get_close_matches(wanted, ids + areas, n=1, cutoff=0.0)
+    hint = f"did you mean {nearest[0]}? " if nearest else ""
+    raise RunUsageError(f"--covers {value}: no such behaviour ID or area ({hint}the IDs are in "
+                        "fixtures/behaviours.json)")
+
+
+def select_covers(scenarios: list[Scenario], values: list[str]) -> list[Scenario]:
+    """Scenarios covering any of ``values`` (behaviour IDs, or areas for all their IDs)."""
+    if not values:
+        return scenarios
+    from palace_conformance.scenarios.behaviours import load_behaviours
+
+    behaviours = load_behaviours()
+    ids = [b.id for b in behaviours]
+    areas = sorted({b.area for b in behaviours})
+    wanted = [covers_selector(v, ids, areas) for v in values]
+    chosen = [s for s in scenarios
+              if any(b == w or b.split("-", 1)[0] == w for b in s.covers for w in wanted)]
+    if not chosen:
+        raise RunUsageError(f"no selected scenario covers {' '.join(wanted)} (see "
+                            "palace-conformance fixtures coverage)")
+    return chosen
+
+
+def parse_shard(value: str) -> tuple[int, int]:
+    """``K/N`` with 1 <= K <= N, as integers; anything else is a one-line usage error."""
+    index, slash, total = value.partition("/")
+    try:
+        k, n = int(index), int(total)
+    except ValueError:
+        k = n = 0
+    if not slash or n < 1 or not 1 <= k <= n:
+        raise RunUsageError(f"--shard {value}: give K/N with 1 <= K <= N, e.g. --shard 1/4 "
+                            "for the first of four CI jobs")
+    return k, n
+
+
+def shard_of(scenario_id: str, total: int) -> int:
+    """The shard (1..total) a scenario falls in: a hash of its id alone, so adding or removing
+    other scenarios never moves it, and both transports (and parity) stay together."""
+    digest = hashlib.sha256(scenario_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % total + 1
+
+
+def select_shard(scenarios: list[Scenario], index: int, total: int) -> list[Scenario]:
+    return [s for s in scenarios if shard_of(s.id, total) == index]
 
 
 def load_profile_arg(path: str | None) -> Profile | None:

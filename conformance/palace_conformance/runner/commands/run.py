@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
@@ -22,7 +23,10 @@ from palace_conformance.runner.selection import (
     default_level,
     host_argv,
     load_profile_arg,
+    parse_shard,
     select,
+    select_covers,
+    select_shard,
 )
 from palace_conformance.runner.usage import (
     RunUsageError,
@@ -33,12 +37,34 @@ from palace_conformance.runner.usage import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from palace_conformance.scenarios.model import Scenario
 
 PROG = "palace-conformance run"
+STDOUT = "-"  # ``--json -``
+
+
+def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
+             only: Mapping[str, frozenset[str]] | None) -> int:
+    """``--list``: what would run, one line per scenario, and no host started."""
+    from palace_conformance.runner.execution.suite import plan
+    from palace_conformance.runner.verdict.levels import scenario_level
+
+    jobs = plan(scenarios, transports, only)
+    shown: dict[str, list[str]] = {}
+    for scenario, transport in jobs:
+        shown.setdefault(scenario.id, []).append(transport)
+    listed = [s for s in scenarios if s.id in shown]
+    width = max((len(s.id) for s in listed), default=10)
+    for scenario in listed:
+        print(f"{scenario.id:<{width}}  {','.join(shown[scenario.id]):<10}  "
+              f"{scenario_level(scenario):<4}  covers {', '.join(scenario.covers) or '-'}")
+    print(f"{len(listed)} scenario(s), {len(jobs)} run(s) would run (no host started)",
+          flush=True)
+    return 0
 
 
 def _run_checked(args: argparse.Namespace) -> int:
+    from palace_conformance.runner import last_failed
     from palace_conformance.runner.execution import warm_client
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
@@ -57,10 +83,13 @@ def _run_checked(args: argparse.Namespace) -> int:
         args.jobs = default_jobs()
     at_least_one("--jobs", args.jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    shard = parse_shard(args.shard) if args.shard is not None else None
     profile = load_profile_arg(args.profile)
     args.bridge = bridge_of(args.bridge, profile)
-    argv = host_argv(args.bridge)
-    json_path = writable("--json", args.json)
+    argv = () if args.list else host_argv(args.bridge)  # --list starts nothing
+    json_stdout = args.json == STDOUT
+    json_path = None if json_stdout else writable("--json", args.json)
+    human = sys.stderr if json_stdout else sys.stdout  # stdout stays pure JSON
     junit_path = writable("--junit", args.junit)
     markdown_path = writable("--markdown", args.markdown)
     baseline = None
@@ -70,7 +99,7 @@ def _run_checked(args: argparse.Namespace) -> int:
         except BaselineError as exc:
             raise RunUsageError(str(exc)) from None
     report_dir = directory("--report-dir", args.report_dir)
-    if not args.cold_start:  # the warm server imports while the catalogue is read and checked
+    if not args.cold_start and not args.list:  # the warm server imports while the catalogue is read
         threading.Thread(target=warm_client.prestart, daemon=True).start()
     catalogue = load_catalogue(args.paths or None)
     if catalogue.problems:
@@ -79,18 +108,33 @@ def _run_checked(args: argparse.Namespace) -> int:
         raise RunUsageError(f"{len(catalogue.problems)} problem(s) in the scenario files "
                             "(palace-conformance fixtures validate)")
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
-    scenarios = select(catalogue.scenarios, args.select)
+    scenarios = select_covers(select(catalogue.scenarios, args.select), args.covers)
     if baseline is not None:  # entries naming these scenarios are not "unknown ids"
         baseline.add_known({s.id: s.transports for s in catalogue.scenarios})
     if not any(t in s.transports for s in scenarios for t in transports):
         raise RunUsageError(f"none of the selected scenarios runs on {args.transport}")
+    if shard is not None:
+        scenarios = select_shard(scenarios, *shard)
+        if not scenarios:
+            print(f"--shard {args.shard}: no selected scenario falls in this shard; nothing to "
+                  "run", file=human, flush=True)
+    record = last_failed.record_path(args.bridge, report_dir)
+    recorded = last_failed.read_record(record, args.bridge)
+    only = None
+    if args.last_failed:
+        plan = last_failed.rerun(recorded, scenarios, args.bridge, record)
+        scenarios, only = plan.scenarios, plan.only
+        print(plan.note, file=human, flush=True)
+    if args.list:
+        return _listing(scenarios, transports, only)
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
                        artifacts=report_dir / "runs" if report_dir else None,
                        warm_start=not args.cold_start,
                        level=args.level or default_level(args.bridge, profile),
                        profile=profile),
-        jobs=args.jobs, transports=transports, baseline=baseline)
+        jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
+        only=only)
     if report_dir is not None:
         try:
             clear_previous(report_dir)
@@ -99,7 +143,8 @@ def _run_checked(args: argparse.Namespace) -> int:
                                 f"reports ({exc.strerror}); choose another directory") from None
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
-        run = run_suite(scenarios, options, progress=make_progress())
+        run = run_suite(scenarios, options,
+                        progress=None if args.quiet else make_progress(human))
     except HostProbeError as exc:
         raise RunUsageError(f"the bridge host failed: {exc}") from None
     except KeyboardInterrupt:
@@ -108,17 +153,29 @@ def _run_checked(args: argparse.Namespace) -> int:
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    render_summary(run)
+    run.bridge = args.bridge
+    run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
+    render_summary(run, human, quiet=args.quiet)
     for hint in capability_hints(run, scenarios):
-        print(hint, flush=True)
+        print(hint, file=human, flush=True)
+    try:
+        last_failed.write_record(record, args.bridge, last_failed.updated(recorded or (), run))
+    except OSError as exc:  # a cache that cannot be written must not fail the run
+        print(f"{PROG}: cannot keep the --last-failed record {record}: {exc.strerror or exc}",
+              file=sys.stderr, flush=True)
     by_id = {s.id: s for s in scenarios}
-    reporting = any(t is not None for t in (json_path, junit_path, markdown_path, report_dir))
+    reporting = json_stdout or any(t is not None
+                                   for t in (json_path, junit_path, markdown_path, report_dir))
     # every report below renders from this copy, which holds no secret (reports/redact.py)
     public = public_run(run, by_id) if reporting else run
     targets = [(json_path, "json"), (junit_path, "junit")]
     if report_dir is not None:
         targets += [(report_dir / "results.json", "json"), (report_dir / "junit.xml", "junit")]
     payload = None  # the whole result model as JSON: made only when a target wants it (~0.5 s)
+    if json_stdout:
+        payload = json.dumps(public.to_json(), indent=1, ensure_ascii=False, default=str)
+        sys.stdout.write(payload + "\n")
+        sys.stdout.flush()
     for target, kind in targets:
         if target is None:
             continue
@@ -182,12 +239,33 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--baseline", metavar="FILE",
                      help="expected-failure baseline (docs/baselines.md): listed failures pass "
                      "as known; stale, unknown or expired entries fail the run")
-    run.add_argument("--json", metavar="FILE", help="write the full result model as JSON")
+    run.add_argument("--covers", action="append", default=[], metavar="ID",
+                     help="only scenarios covering this behaviour ID (e.g. STDIO-05) or any ID "
+                     "of this area (e.g. STDIO); repeatable (fixtures/behaviours.json)")
+    run.add_argument("--shard", metavar="K/N",
+                     help="run only shard K of N (1 <= K <= N): a stable split by scenario id "
+                     "for N CI jobs; join their --json results with 'palace-conformance merge'")
+    run.add_argument("--last-failed", "--lf", dest="last_failed", action="store_true",
+                     help="re-run only the results that failed or were not testable in the "
+                     "last run against this bridge (everything, said in one line, when there "
+                     "is no record)")
+    run.add_argument("-x", "--exitfirst", action="store_true",
+                     help="start no new run after the first failed or not-testable result "
+                     "(runs in flight finish; the rest are reported as not run)")
+    run.add_argument("--list", action="store_true",
+                     help="print what would run (scenario, transports, level, covers) and exit "
+                     "0 without starting a host")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="no line per result and no table: only the failures and the totals")
+    run.add_argument("--json", metavar="FILE",
+                     help="write the full result model as JSON ('-': to stdout, and the human "
+                     "output to stderr)")
     run.add_argument("--junit", metavar="FILE", help="write JUnit XML")
     run.add_argument("--markdown", metavar="FILE",
                      help="write a Markdown summary (for a pull request comment)")
     run.add_argument("--report-dir", metavar="DIR",
                      help="keep every run's journal, host stderr and result, plus "
                      "results.json, junit.xml, summary.md and a repro bundle per failure "
-                     "(bundles/<scenario>--<transport>/), under DIR")
+                     "(bundles/<scenario>--<transport>/), under DIR; the --last-failed "
+                     "record is kept there too")
     run.set_defaults(handler=one_line(PROG)(_run_checked))

@@ -86,25 +86,27 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
     return out
 
 
-def load_result_file(path: str) -> RunResult:
-    """A saved ``palace-conformance run --json`` file; one-line errors."""
+def load_result_file(path: str, flag: str = "--from") -> RunResult:
+    """A saved ``palace-conformance run --json`` file; one-line errors starting ``flag PATH``
+    (just ``PATH`` when ``flag`` is empty)."""
+    where = f"{flag} {path}" if flag else path
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise RunUsageError(f"--from {path}: no such file (write one with 'palace-conformance "
+        raise RunUsageError(f"{where}: no such file (write one with 'palace-conformance "
                             "run --json FILE')") from None
     except OSError as exc:
-        raise RunUsageError(f"--from {path}: {exc.strerror or exc}") from None
+        raise RunUsageError(f"{where}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunUsageError(f"--from {path}: not a JSON report ({exc}); give a 'run --json' "
+        raise RunUsageError(f"{where}: not a JSON report ({exc}); give a 'run --json' "
                             "file") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise RunUsageError(f"--from {path}: not a 'palace-conformance run --json' result (no "
+        raise RunUsageError(f"{where}: not a 'palace-conformance run --json' result (no "
                             "'results' list)")
     try:
         return RunResult.from_json(data)
     except (KeyError, TypeError, ValueError) as exc:
-        raise RunUsageError(f"--from {path}: malformed result ({exc!r}); regenerate it with "
+        raise RunUsageError(f"{where}: malformed result ({exc!r}); regenerate it with "
                             "'palace-conformance run --json FILE'") from None
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from palace_conformance.runner.execution.world import claim, clean_stale, scrubb
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.profiling.detect import detect, needs_detection
 from palace_conformance.runner.results import (
+    FAILURE_STATUSES,
     FROM_OBSERVATION,
     FROM_PROFILE,
     PARITY,
@@ -57,6 +59,10 @@ class SuiteOptions:
     jobs: int = field(default_factory=default_jobs)
     transports: tuple[str, ...] = TRANSPORTS
     baseline: Baseline | None = None
+    #: stop starting runs after the first failure no baseline expects (``run -x``)
+    exitfirst: bool = False
+    #: scenario id -> the only transports to run it on (``run --last-failed``); None: all
+    only: Mapping[str, frozenset[str]] | None = None
 
 
 def probe_host(argv: Sequence[str], grace_ms: int = 3000,
@@ -79,9 +85,18 @@ def probe_host(argv: Sequence[str], grace_ms: int = 3000,
     return HostInfo.from_hello(argv, hello)
 
 
-def plan(scenarios: Sequence[Scenario], transports: Sequence[str]) -> list[tuple[Scenario, str]]:
-    """Every (scenario, transport) to run, in catalogue order."""
-    return [(s, t) for s in scenarios for t in s.transports if t in transports]
+def plan(scenarios: Sequence[Scenario], transports: Sequence[str],
+         only: Mapping[str, frozenset[str]] | None = None) -> list[tuple[Scenario, str]]:
+    """Every (scenario, transport) to run, in catalogue order; ``only`` narrows a scenario's
+    transports (a scenario it does not name runs on all of them)."""
+    return [(s, t) for s in scenarios for t in s.transports
+            if t in transports and (only is None or s.id not in only or t in only[s.id])]
+
+
+def _stops(result: ScenarioResult, baseline: Baseline | None) -> bool:
+    """Whether ``-x`` stops here: a failure or not-testable result no baseline expects."""
+    return result.status in FAILURE_STATUSES and (baseline is None
+                                                  or baseline.mark(result) is None)
 
 
 def _order(result: ScenarioResult) -> tuple[str, int]:
@@ -100,15 +115,20 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     clean_stale()  # what a runner killed with SIGKILL left in the temp dir
     host = host or probe_host(options.run.host_argv, options.run.grace_ms,
                               options.run.hello_timeout_ms, options.run.warm_start)
-    jobs = plan(scenarios, options.transports)
+    jobs = plan(scenarios, options.transports, options.only)
     if progress is not None:
         progress.start(len(jobs))
+    stop = threading.Event()  # set by -x: runs not started yet are not started
 
-    def one(job: tuple[Scenario, str]) -> ScenarioResult:
+    def one(job: tuple[Scenario, str]) -> ScenarioResult | None:
         scenario, transport = job
+        if stop.is_set():
+            return None
         if progress is not None:
             progress.begin(scenario, transport)
         result = runner(scenario, transport, run_options, capabilities)
+        if options.exitfirst and _stops(result, options.baseline):
+            stop.set()
         if progress is not None:
             progress.done(result)
         return result
@@ -126,7 +146,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     capabilities = host.capabilities
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
-        results = list(pool.map(one, jobs))
+        finished = list(pool.map(one, jobs))
     except BaseException:
         # Ctrl-C: runs not started yet are dropped; runs in flight finish (each has deadlines)
         # so that their processes are cleaned up
@@ -136,13 +156,22 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         pool.shutdown(wait=True)
         if progress is not None:
             progress.close()
+    results = [r for r in finished if r is not None]
+    not_run = [(s.id, t) for (s, t), r in zip(jobs, finished, strict=True) if r is None]
+    planned = {(s.id, t) for s, t in jobs}
     by_key = {(r.scenario, r.transport): r for r in results}
     for scenario in scenarios:
         pair = [by_key.get((scenario.id, t)) for t in TRANSPORTS]
-        if parity.applies(scenario) and pair[0] is not None and pair[1] is not None:
+        if not parity.applies(scenario):
+            continue
+        if pair[0] is not None and pair[1] is not None:
             results.append(parity.compare(scenario, pair[0], pair[1], options.run.level))
+        elif all((scenario.id, t) in planned for t in TRANSPORTS):
+            not_run.append((scenario.id, PARITY))  # one of its transports was not started
     results.sort(key=_order)
+    not_run.sort(key=lambda key: (key[0], TRANSPORT_ORDER.index(key[1])))
     run = RunResult(host=host, results=results, started_at=stamp,
-                    duration_ms=(time.monotonic() - started) * 1000.0, level=options.run.level)
+                    duration_ms=(time.monotonic() - started) * 1000.0, level=options.run.level,
+                    not_run=not_run)
     return apply_baseline(run, options.baseline)
 

@@ -138,6 +138,8 @@ def _totals(run: RunResult) -> str:
              f"{counts[NOT_TESTABLE]} not testable", f"{counts[NOT_APPLICABLE]} not applicable"]
     if counts["expected_failure"]:
         parts.append(f"{counts['expected_failure']} expected by the baseline")
+    if run.not_run:
+        parts.append(f"{len(run.not_run)} not run (stopped after the first failure)")
     verdict = "OK" if run.ok else "FAILED"
     text = (f"{verdict}: {scenarios} scenario(s), {len(bridge)} result(s): {', '.join(parts)} "
             f"in {run.duration_ms / 1000:.1f} s, judged at the {run.level} level")
@@ -171,10 +173,16 @@ def _rows(run: RunResult) -> list[tuple[str, dict[str, ScenarioResult]]]:
     return list(rows.items())
 
 
-def render_summary(run: RunResult, stream: TextIO | None = None) -> None:
-    """The final table (one row per scenario), the failing checks, and the totals line."""
+def render_summary(run: RunResult, stream: TextIO | None = None, *, quiet: bool = False) -> None:
+    """The final table (one row per scenario), the failing checks, and the totals line;
+    ``quiet`` (``run -q``) leaves the table out."""
     stream = stream or sys.stdout
     columns: Sequence[str] = (*TRANSPORTS, PARITY)
+    if quiet:
+        for line in _failure_lines(run):
+            print(line, file=stream)
+        print(_totals(run), file=stream, flush=True)
+        return
     if stream.isatty():
         console = Console(file=stream)
         table = Table(title=f"palace-conformance: {run.host.impl or 'host'} "

@@ -45,12 +45,20 @@ def _case(result: ScenarioResult) -> ET.Element:
 
 def to_xml(run: RunResult) -> ET.ElementTree:
     counts = run.counts()
-    suite = ET.Element("testsuite", name="palace-conformance", tests=str(len(run.results)),
+    suite = ET.Element("testsuite", name="palace-conformance",
+                       tests=str(len(run.results) + len(run.not_run)),
                        failures=str(sum(1 for r in run.results if r.blocking)), errors="0",
-                       skipped=str(counts[NOT_APPLICABLE] + counts["expected_failure"]),
+                       skipped=str(counts[NOT_APPLICABLE] + counts["expected_failure"]
+                                   + len(run.not_run)),
                        time=f"{run.duration_ms / 1000:.3f}", timestamp=run.started_at)
     for result in run.results:
         suite.append(_case(result))
+    for scenario, transport in run.not_run:  # -x stopped before them: skipped, never passed
+        case = ET.SubElement(suite, "testcase",
+                             classname=f"palace_conformance.{scenario.split('.')[0]}",
+                             name=f"{scenario}[{transport}]", time="0.000")
+        ET.SubElement(case, "skipped", message="not run: the run stopped after the first "
+                      "failure (-x)")
     for line in run.stale_baseline:
         case = ET.SubElement(suite, "testcase", classname="palace_conformance.baseline",
                              name=line.split(":", 1)[0])

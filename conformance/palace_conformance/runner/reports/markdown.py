@@ -89,6 +89,8 @@ def _header(run: RunResult) -> list[str]:
             parts.append(f"{blocking} failing result{'s' if blocking != 1 else ''}")
         if problems:
             parts.append(f"{problems} baseline problem{'s' if problems != 1 else ''}")
+        if run.not_run:
+            parts.append(f"{len(run.not_run)} not run")
         verdict = "❌ palace-conformance: " + ", ".join(parts)
     host = run.host
     who = host.impl or "host"
@@ -107,6 +109,9 @@ def _header(run: RunResult) -> list[str]:
               "|---:|---:|---:|---:|---:|---:|",
               f"| {counts[PASSED]} | {counts[FAILED]} | {counts[NOT_TESTABLE]} "
               f"| {counts[NOT_APPLICABLE]} | {counts['expected_failure']} | {problems} |", ""]
+    if run.not_run:
+        lines += [f"**Not run:** {len(run.not_run)} result(s): the run stopped after the first "
+                  "failure (`-x`).", ""]
     return lines
 
 
