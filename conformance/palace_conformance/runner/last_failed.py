@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 RECORD = "last-failed.json"
 FORMAT = 1
+#: a directory for the records instead of the user's cache (the test suite points it at a temp dir)
+ENV_DIR = "PALACE_CONFORMANCE_LAST_FAILED_DIR"
 
 Key = tuple[str, str]  # (scenario id, transport or "parity")
 
@@ -36,8 +38,11 @@ def record_path(bridge: str, report_dir: Path | None = None) -> Path:
     """Where the record of runs against ``bridge`` lives."""
     if report_dir is not None:
         return report_dir / RECORD
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     digest = hashlib.sha256(bridge.encode("utf-8")).hexdigest()[:16]
+    chosen = os.environ.get(ENV_DIR)
+    if chosen:
+        return Path(chosen) / f"{digest}.json"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "palace-conformance" / "last-failed" / f"{digest}.json"
 
 

@@ -1,0 +1,24 @@
+"""Suite-wide: nothing a test runs writes into the user's own cache."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from palace_conformance.runner.last_failed import ENV_DIR
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _last_failed_records_in_a_temp_dir(tmp_path_factory: pytest.TempPathFactory
+                                       ) -> Iterator[None]:
+    """``run`` keeps a ``--last-failed`` record per bridge; the suite's runs keep theirs here
+    (subprocesses inherit it), never in ``~/.cache``."""
+    previous = os.environ.get(ENV_DIR)
+    os.environ[ENV_DIR] = str(tmp_path_factory.mktemp("last-failed"))
+    yield
+    if previous is None:
+        os.environ.pop(ENV_DIR, None)
+    else:
+        os.environ[ENV_DIR] = previous
