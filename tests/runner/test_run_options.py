@@ -51,6 +51,7 @@ def own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Every test keeps its --last-failed records apart (and out of the user's cache)."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.delenv("PALACE_CONFORMANCE_LAST_FAILED_DIR", raising=False)  # the default place
     return cache
 
 
