@@ -280,6 +280,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                                   "one line each: name, transports, what the harness sees")
     presets.set_defaults(handler=_presets)
 
+    from palace_conformance.fake.ctl import add_ctl
+    from palace_conformance.fake.journal_view import add_journal
+
+    add_ctl(fake_sub)
+    add_journal(fake_sub)
+
 
 def _port(text: str) -> int:
     """A TCP port for argparse: a one-line error for 99999 or -1, never a traceback."""
