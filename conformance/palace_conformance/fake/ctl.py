@@ -136,6 +136,9 @@ def run_ctl(args: argparse.Namespace) -> int:
                 return 2
             auth = call(base, "POST", "/_fake/token", {"token": token}).get("auth")
             print("token replaced" if auth else "token removed: no auth")
+        elif args.ctl_command == "url":
+            call(base, "GET", "/healthz")
+            print(f"{base}/mcp")
         else:
             call(base, "GET", "/healthz")
             print(_status(base))
@@ -147,7 +150,7 @@ def run_ctl(args: argparse.Namespace) -> int:
 
 def add_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ctl = sub.add_parser("ctl", help="steer a running fake http: inject, clear, "
-                         "forget-sessions, rotate-token, status")
+                         "forget-sessions, rotate-token, status, url")
     where = ctl.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="the fake's URL (its /mcp URL will do)")
     where.add_argument("--ready-file", metavar="FILE", help="the fake's --ready-file (waited for)")
@@ -166,5 +169,6 @@ def add_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rotate.add_argument("token", metavar="TOKEN", nargs="?")
     rotate.add_argument("--none", dest="no_token", action="store_true")
     verbs.add_parser("status", help="one line: up, messages seen, faults fired, live sessions")
+    verbs.add_parser("url", help="print the fake's MCP URL (for MEMPALACE_REMOTE_URL)")
     for parser in (ctl, *verbs.choices.values()):
         parser.set_defaults(handler=run_ctl)
