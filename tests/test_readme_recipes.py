@@ -34,7 +34,8 @@ def test_a_recipe_runs_as_written(tmp_path: Path, index: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PALACE_", "MEMPALACE_"))}
     env.update(HOME=str(tmp_path), PATH=f"{BIN}{os.pathsep}{env.get('PATH', os.defpath)}")
     # a recipe that fails half-way must not leave its background fake behind
-    script = f"trap 'kill $(jobs -p) 2>/dev/null' EXIT\nset -euo pipefail\n{recipe_blocks()[index]}"
+    cleanup = "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"
+    script = f"{cleanup}\nset -euo pipefail\n{recipe_blocks()[index]}"
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=90)
     assert done.returncode == 0, done.stderr
