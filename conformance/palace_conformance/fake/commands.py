@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -32,11 +33,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catalogue", choices=tuple(CATALOGUES), help="which server to be: "
                         "full (mempalace-mcp, the default) or light (mempalace-light-mcp) "
                         "(env PALACE_FAKE_CATALOGUE)")
+    parser.add_argument("--preset", metavar="NAME", help="a named fault preset, applied before "
+                        "--plan and --fault (env PALACE_FAKE_PRESET); see "
+                        "'palace-conformance fake presets'")
 
 
 def _options(args: argparse.Namespace) -> FakeOptions:
     return FakeOptions(plan=args.plan, faults=list(args.fault), journal=args.journal,
-                       state=args.state, palace=args.palace, catalogue=args.catalogue)
+                       state=args.state, palace=args.palace, catalogue=args.catalogue,
+                       preset=args.preset)
 
 
 def _stdio(args: argparse.Namespace) -> int:
@@ -58,14 +63,38 @@ def _http(args: argparse.Namespace) -> int:
 
 
 def _install_shim(args: argparse.Namespace) -> int:
+    prog = "palace-conformance fake install-shim"
+    if args.preset:
+        from palace_conformance.fake.presets import find_preset
+
+        try:
+            preset = find_preset(args.preset)
+        except FakeSetupError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 2
+        if "stdio" not in preset.transports:  # a shim serves stdio
+            print(f"{prog}: preset {preset.name!r} fires only over HTTP and a shim serves stdio; "
+                  f"run 'palace-conformance fake http --preset {preset.name}' and point the "
+                  "harness at its URL", file=sys.stderr)
+            return 2
     try:
-        paths = install_shim(args.dir, python_package=True)
+        paths = install_shim(args.dir, python_package=True, preset=args.preset)
     except OSError as exc:
-        print(f"palace-conformance fake install-shim: cannot write to {args.dir}: "
-              f"{exc.strerror or exc}", file=sys.stderr)
+        print(f"{prog}: cannot write to {args.dir}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     for path in paths:
         print(path)
+    if args.preset:  # ready to paste: the harness needs only PATH changed
+        directory = shlex.quote(str(paths[0].parent))
+        print(f"# preset {args.preset}: start your harness from a shell where\n"
+              f"export PATH={directory}:\"$PATH\"", file=sys.stderr)
+    return 0
+
+
+def _presets(args: argparse.Namespace) -> int:
+    from palace_conformance.fake.presets import presets_table
+
+    print(presets_table())
     return 0
 
 
@@ -224,6 +253,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                                "mempalace Python package (PYTHONPATH=DIR/.palace/lib/python*/"
                                "site-packages)")
     shim.add_argument("dir", metavar="DIR")
+    shim.add_argument("--preset", metavar="NAME", help="bake a fault preset into the server "
+                      "shims (PALACE_FAKE_PRESET in the environment still wins)")
     shim.set_defaults(handler=_install_shim)
 
     hold = fake_sub.add_parser("hold-lock", help="hold the palace writer lock like another writer")
@@ -244,6 +275,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
     faults = fake_sub.add_parser("faults", help="print the compact fault syntax")
     faults.set_defaults(handler=_faults_help)
+
+    presets = fake_sub.add_parser("presets", help="list the named fault presets (for --preset), "
+                                  "one line each: name, transports, what the harness sees")
+    presets.set_defaults(handler=_presets)
+
+    from palace_conformance.fake.ctl import add_ctl
+    from palace_conformance.fake.journal_view import add_journal
+
+    add_ctl(fake_sub)
+    add_journal(fake_sub)
 
 
 def _port(text: str) -> int:

@@ -7,7 +7,8 @@ travels in environment variables: ``PALACE_FAKE_PLAN`` (fault plan file), ``PALA
 ``PALACE_FAKE_STATE`` (palace contents shared by every process of a scenario), and
 ``PALACE_FAKE_CATALOGUE`` (which server to be: ``full`` ``mempalace-mcp`` or ``light``
 ``mempalace-light-mcp``; the light shim and ``python -m mempalace.mcp_light_server`` choose
-``light`` themselves).
+``light`` themselves), and ``PALACE_FAKE_PRESET`` (a named preset's faults, before any other;
+a shim installed with ``--preset`` sets it unless the environment already does).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ ENV_FAULT = "PALACE_FAKE_FAULT"
 ENV_JOURNAL = "PALACE_FAKE_JOURNAL"
 ENV_STATE = "PALACE_FAKE_STATE"
 ENV_CATALOGUE = "PALACE_FAKE_CATALOGUE"  # full (default) or light: the tools and serverInfo
+ENV_PRESET = "PALACE_FAKE_PRESET"  # a named preset (fixtures/fake-presets.json)
 ENV_ARGV0 = "PALACE_FAKE_ARGV0"  # set by shims so the lock holder reads like the real script
 WATCH_ENV = "PALACE_FAKE_WATCH_PID"  # an HTTP fake stops when this process is gone
 # read by the HTTP fake, with the real ``mempalace serve``'s names
@@ -39,19 +41,22 @@ TOKEN_ENV = "MEMPALACE_MCP_HTTP_TOKEN"
 WRITER_WAIT_ENV = "MEMPALACE_MCP_WRITER_WAIT_SECONDS"
 EXTRA_HOSTS_ENV = "MEMPALACE_MCP_EXTRA_ALLOWED_HOSTS"
 
-__all__ = ["ENV_ARGV0", "ENV_CATALOGUE", "ENV_FAULT", "ENV_JOURNAL", "ENV_PLAN", "ENV_STATE",
+__all__ = ["ENV_ARGV0", "ENV_CATALOGUE", "ENV_FAULT", "ENV_JOURNAL", "ENV_PLAN", "ENV_PRESET",
+           "ENV_STATE",
            "EXTRA_HOSTS_ENV", "TOKEN_ENV", "WATCH_ENV", "WRITER_WAIT_ENV", "FakeOptions",
            "FakeSetupError", "build_brain", "load_fault_plan"]
 
 
 class FakeOptions:
-    """Where the fake gets its plan, faults, journal, palace state and palace path, and which
-    catalogue it serves."""
+    """Where the fake gets its plan, faults (and a named preset's), journal, palace state and
+    palace path, and which catalogue it serves."""
 
     def __init__(self, plan: str | None = None, faults: list[str] | None = None,
                  journal: str | None = None, state: str | None = None,
-                 palace: str | None = None, catalogue: str | None = None) -> None:
+                 palace: str | None = None, catalogue: str | None = None,
+                 preset: str | None = None) -> None:
         self.plan = plan
+        self.preset = preset
         self.faults: list[str] = list(faults or [])
         self.journal = journal
         self.state = state
@@ -61,7 +66,7 @@ class FakeOptions:
     def __repr__(self) -> str:
         return (f"FakeOptions(plan={self.plan!r}, faults={self.faults!r}, "
                 f"journal={self.journal!r}, state={self.state!r}, palace={self.palace!r}, "
-                f"catalogue={self.catalogue!r})")
+                f"catalogue={self.catalogue!r}, preset={self.preset!r})")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> FakeOptions:
@@ -69,20 +74,30 @@ class FakeOptions:
         specs = [s for s in env.get(ENV_FAULT, "").split(";") if s.strip()]
         return cls(plan=env.get(ENV_PLAN) or None, faults=specs,
                    journal=env.get(ENV_JOURNAL) or None, state=env.get(ENV_STATE) or None,
-                   catalogue=env.get(ENV_CATALOGUE) or None)
+                   catalogue=env.get(ENV_CATALOGUE) or None,
+                   preset=env.get(ENV_PRESET) or None)
 
     def merged(self, other: FakeOptions) -> FakeOptions:
         """Command-line values win over the environment; fault specs add up."""
         return FakeOptions(plan=self.plan or other.plan, faults=[*other.faults, *self.faults],
                            journal=self.journal or other.journal, state=self.state or other.state,
                            palace=self.palace or other.palace,
-                           catalogue=self.catalogue or other.catalogue)
+                           catalogue=self.catalogue or other.catalogue,
+                           preset=self.preset or other.preset)
 
 
 def load_fault_plan(options: FakeOptions, transport: str | None = None) -> FaultPlan:
-    """The plan file's faults, then the ``--fault`` specs; a spec typed for this fake
-    (``transport`` given) must be able to fire on its transport."""
-    plan = load_plan(options.plan) if options.plan else FaultPlan()
+    """The preset's faults, the plan file's, then the ``--fault`` specs; a spec typed for this
+    fake (``transport`` given) must be able to fire on its transport."""
+    plan = FaultPlan()
+    if options.preset:
+        from palace_conformance.fake.presets import find_preset
+
+        preset = find_preset(options.preset)
+        plan.faults.extend(preset.parsed(transport) if transport else preset.parsed(
+            preset.transports[0]))
+    if options.plan:
+        plan.faults.extend(load_plan(options.plan).faults)
     for index, spec in enumerate(options.faults):
         fault = parse_compact(spec.strip(), index)
         if transport is not None:

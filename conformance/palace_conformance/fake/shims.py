@@ -95,7 +95,7 @@ def _replace_link(link: Path, target: str | os.PathLike[str]) -> None:
     link.symlink_to(target)
 
 
-def _install_package(directory: Path) -> Path:
+def _install_package(directory: Path, preset: str | None = None) -> Path:
     """A minimal venv under ``directory`` (what ``venv --without-pip`` makes, less the extras:
     a linked interpreter and pyvenv.cfg) with the fake package linked into its site-packages."""
     base = Path(getattr(sys, "_base_executable", "") or sys.executable).absolute()
@@ -109,18 +109,30 @@ def _install_package(directory: Path) -> Path:
     site = python_path(directory)
     site.mkdir(parents=True, exist_ok=True)
     _replace_link(site / "mempalace", PACKAGE_SOURCE)
-    (site / KIT_FILE).write_text(json.dumps({"kit_root": str(KIT_ROOT),
-                                             "shim_dir": str(directory)}), encoding="utf-8")
+    kit = {"kit_root": str(KIT_ROOT), "shim_dir": str(directory)}
+    if preset:
+        kit["preset"] = preset
+    (site / KIT_FILE).write_text(json.dumps(kit), encoding="utf-8")
     return site
 
 
-def install_shim(directory: str | os.PathLike[str], python_package: bool = False) -> list[Path]:
+#: the shims that serve MCP: a preset baked into the directory applies to them
+SERVER_SHIMS = frozenset({"mempalace-mcp", "mempalace-light-mcp"})
+PRESET_ENV = "PALACE_FAKE_PRESET"  # fake.options.ENV_PRESET; not imported: keep this module light
+
+
+def install_shim(directory: str | os.PathLike[str], python_package: bool = False,
+                 preset: str | None = None) -> list[Path]:
     """Write the shims into ``directory`` (with ``python_package``, the venv with the fake
-    ``mempalace`` package too, named in their shebangs); returns the shims."""
+    ``mempalace`` package too, named in their shebangs); returns the shims.
+
+    ``preset`` (a name from ``fake-presets.json``, checked by the caller) is baked into the
+    server shims and the package's kit file as the default of ``PALACE_FAKE_PRESET``, so a
+    harness whose only change is ``PATH`` meets the fault; the environment still wins."""
     target = Path(directory).absolute()
     target.mkdir(parents=True, exist_ok=True)
     if python_package:
-        _install_package(target)
+        _install_package(target, preset)
         python, flags = str(venv_python(target)), ""
     else:  # no site import: faster spawns, and nothing there could hold mempalace anyway
         python, flags = sys.executable, "-S"
@@ -128,8 +140,10 @@ def install_shim(directory: str | os.PathLike[str], python_package: bool = False
     for name, (module, call) in SHIMS.items():
         path = target / name
         function = call.split("(", 1)[0]
+        default = (f"import os\n\nos.environ.setdefault({PRESET_ENV!r}, {preset!r})\n"
+                   if preset and name in SERVER_SHIMS else "")
         write_script(path, python, f"palace-conformance shim: the fake MemPalace posing as {name}",
-                     f"import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
+                     f"{default}import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
                      f"from {module} import {function}\n\nargv = sys.argv\n{call}\n", flags)
         written.append(path)
     return written

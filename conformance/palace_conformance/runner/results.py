@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from palace_conformance.contract import CAPABILITIES_PLACEHOLDER
+from palace_conformance.redaction import redact_env as redact_env  # re-exported for the runner
 
 CheckStatus = Literal["pass", "fail"]
 ScenarioStatus = Literal["passed", "failed", "not_testable", "not_applicable"]
@@ -31,13 +32,6 @@ PARITY = "parity"
 CORE, SEED, FAKE = "core", "seed", "fake"
 _LEVEL_RANK = {CORE: 0, SEED: 1}
 
-_REDACT_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
-
-
-def redact_env(env: Mapping[str, str | None]) -> dict[str, str | None]:
-    """An environment fit for a report: secret-looking values replaced."""
-    return {k: ("<redacted>" if v and any(w in k.upper() for w in _REDACT_WORDS) else v)
-            for k, v in env.items()}
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,7 @@ def _watch_owner(reason: list[str], stopped: asyncio.Event) -> asyncio.Task[None
 
 
 async def _serve(brain: Brain, *, host: str, port: int, token: str | None, sessions: bool,
-                 ready_file: str | None, control: bool) -> int:
+                 ready_file: str | None, control: bool, preset: str | None = None) -> int:
     log("MemPalace MCP HTTP server starting...")
     failed, ignore_sigterm = await _startup(brain)
     if failed is not None:
@@ -156,6 +156,9 @@ async def _serve(brain: Brain, *, host: str, port: int, token: str | None, sessi
             brain.lease.release()
             return 2
     log(f"MemPalace MCP HTTP server listening on {server.url}")
+    if preset:  # someone reproducing a fault by hand: say how to point a harness here
+        log(f"preset {preset}: start your harness with MEMPALACE_REMOTE_URL={server.url}"
+            + (" MEMPALACE_REMOTE_TOKEN=<the --token>" if token else ""))
     watcher = _watch_owner(reason, stopped)
     await stopped.wait()
     if watcher is not None:
@@ -176,8 +179,12 @@ def run_http(options: FakeOptions, *, host: str, port: int, token: str | None, s
     if token is None or token == "":
         token = os.environ.get(TOKEN_ENV) or None
     brain = build_brain(options, "http")
+    if options.preset:  # build_brain has checked the name
+        from palace_conformance.fake.presets import find_preset
+
+        sessions = sessions or find_preset(options.preset).sessions
     try:
         return asyncio.run(_serve(brain, host=host, port=port, token=token, sessions=sessions,
-                                  ready_file=ready_file, control=control))
+                                  ready_file=ready_file, control=control, preset=options.preset))
     except KeyboardInterrupt:
         return 0

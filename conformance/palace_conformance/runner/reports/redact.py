@@ -9,7 +9,7 @@ The secrets are: the fake's bearer token (``http.token``), tokens a
 ``rotate_token`` step installs, the fixture's ``wire_secrets``, the fixture's ``env`` values whose
 names look secret, and secret-looking variables of the runner's own environment (the bridge
 inherits those). The same word list decides "looks secret" as the result model's
-:func:`~.results.redact_env`.
+:func:`palace_conformance.redaction.redact_env`.
 
 A token in a fixture is only a shared value (the fake requires it, the bridge sends it), so
 :func:`restore_markers` gives each marker a fresh random value and the replayed scenario behaves
@@ -19,24 +19,26 @@ the same, without the bundle ever holding the original.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets as random_tokens
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from palace_conformance.runner.results import RunResult, redact_env
+# the primitives live in a module the fake may import too (its journal view redacts the same way)
+from palace_conformance.redaction import (
+    MARKER,
+    MIN_ENV_SECRET,
+    Redactor,
+    environment_secrets,
+    secret_named,
+)
+from palace_conformance.runner.results import RunResult
 
-MARKER = "<redacted-secret-{n}>"
+__all__ = ["MARKER", "MARKER_PATTERN", "MIN_ENV_SECRET", "Redactor", "environment_secrets",
+           "redacted_run", "restore_markers", "run_redactor", "scenario_secrets",
+           "secret_named"]
+
 MARKER_PATTERN = re.compile(r"<redacted-secret-(\d+)>")
-#: shorter values are not treated as secrets found in the environment: replacing "1" or "true"
-#: everywhere would wreck the bundle while protecting nothing
-MIN_ENV_SECRET = 8
-
-
-def secret_named(name: str, value: str | None) -> bool:
-    """Whether the runner's report rules treat variable ``name`` as holding a secret."""
-    return bool(value) and redact_env({name: value})[name] != value
 
 
 def _placeholder_only(value: str) -> bool:
@@ -66,53 +68,6 @@ def scenario_secrets(raw: Mapping[str, Any]) -> list[str]:
         for value in expect.get("wire_secrets") or ():
             add(value)
     return found
-
-
-def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Secret-looking variables of the runner's environment (inherited by every bridge)."""
-    environ = os.environ if environ is None else environ
-    return sorted({v for k, v in environ.items()
-                   if secret_named(k, v) and len(v) >= MIN_ENV_SECRET and not v.isdigit()})
-
-
-class Redactor:
-    """Replaces every known secret by its marker in text and JSON values."""
-
-    def __init__(self, values: Iterable[str]) -> None:
-        ordered: list[str] = []
-        for value in values:
-            if value and value not in ordered:
-                ordered.append(value)
-        self.markers = {value: MARKER.format(n=i + 1) for i, value in enumerate(ordered)}
-        # longest first, so a secret that contains another is replaced whole
-        self._order = sorted(self.markers, key=len, reverse=True)
-        # each secret as written and as JSON escapes it, in one pass over a text (a whole run's
-        # result is tens of thousands of strings: one regex each, not two replaces per secret)
-        self._found: dict[str, str] = {}
-        for value in self._order:
-            self._found.setdefault(value, self.markers[value])
-            self._found.setdefault(json.dumps(value)[1:-1], self.markers[value])
-        self._pattern = re.compile("|".join(
-            re.escape(v) for v in sorted(self._found, key=len, reverse=True))) \
-            if self._found else None
-
-    def text(self, text: str) -> str:
-        if self._pattern is None:
-            return text
-        return self._pattern.sub(lambda match: self._found[match.group(0)], text)
-
-    def value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {self.text(str(k)): self.value(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.value(v) for v in value]
-        return value
-
-    def leaks(self, text: str) -> list[str]:
-        """Markers of the secrets still present in ``text`` (empty when clean)."""
-        return [self.markers[v] for v in self._order if v in text]
 
 
 def run_redactor(raws: Iterable[Mapping[str, Any]],

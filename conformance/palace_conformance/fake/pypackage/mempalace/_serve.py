@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ._kit import load_kit
+
+PRESET_ENV = "PALACE_FAKE_PRESET"
 
 
 def serve(catalogue: str | None = None) -> None:
     """Serve stdio like ``mempalace-mcp`` (or the light server); refuse ``--transport http``,
     which the fake package does not model, with one line rather than wait on stdin."""
-    load_kit()
+    preset = load_kit().get("preset")
+    if isinstance(preset, str) and preset:  # install-shim --preset; the environment wins
+        os.environ.setdefault(PRESET_ENV, preset)
     from palace_conformance.fake.cli import fake_mcp_main, option_from_argv
 
     transport = option_from_argv(sys.argv[1:], "--transport")

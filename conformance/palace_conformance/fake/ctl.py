@@ -1,0 +1,174 @@
+"""``palace-conformance fake ctl``: steer a running HTTP fake through its control API.
+
+A person reproducing a fault by hand arms it in the middle of a session (the harness keeps its
+connection), forgets sessions or swaps the token without writing curl bodies. Faults are typed in
+the compact syntax or as a preset name and checked here first, so a typo is one line before any
+request is sent; the fake's own refusal (HTTP 400) is shown as its one line too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from palace_conformance.fake.faults import FakeSetupError, parse_compact
+
+PROG = "palace-conformance fake ctl"
+TIMEOUT_S = 10.0
+
+
+class CtlError(Exception):
+    """A control call that failed; the message is the one line to print."""
+
+
+def base_url(args: argparse.Namespace) -> str:
+    """``http://HOST:PORT`` of the fake, from ``--url`` (any URL on it, e.g. its /mcp) or a
+    ``--ready-file`` (waited for up to ``--wait`` seconds)."""
+    if args.ready_file:
+        ready = Path(args.ready_file)
+        deadline = time.monotonic() + args.wait
+        while not ready.exists():
+            if time.monotonic() > deadline:
+                raise CtlError(f"{ready} did not appear within {args.wait:g} s; is "
+                               "'palace-conformance fake http --ready-file' running?")
+            time.sleep(0.05)
+        try:
+            url = str(json.loads(ready.read_text(encoding="utf-8"))["url"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise CtlError(f"{ready} is not a fake http ready file") from None
+    else:
+        url = args.url
+    import httpx  # here, not at module level: the parser is built for every command
+
+    parsed = httpx.URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise CtlError(f"--url {url!r} is not an http URL; give the fake's URL, e.g. "
+                       "http://127.0.0.1:8765/mcp")
+    return f"{parsed.scheme}://{parsed.netloc.decode()}"
+
+
+def call(base: str, method: str, path: str, body: Any = None) -> Any:
+    """One control request; any failure is a :class:`CtlError` with one line."""
+    import httpx
+
+    content = None if body is None else json.dumps(body).encode()
+    try:
+        answer = httpx.request(method, f"{base}{path}", content=content, timeout=TIMEOUT_S,
+                               headers={"Content-Type": "application/json"})
+    except httpx.TimeoutException:
+        raise CtlError(f"the fake at {base} did not answer within {TIMEOUT_S:g} s") from None
+    except httpx.TransportError as exc:
+        raise CtlError(f"cannot reach a fake at {base} ({type(exc).__name__}: "
+                       f"{str(exc) or 'no detail'}); is 'palace-conformance fake http' "
+                       "running there?") from None
+    try:
+        data = answer.json()
+    except ValueError:
+        data = None
+    if answer.status_code != 200 and path.startswith("/_fake/") and not isinstance(data, dict):
+        raise CtlError(f"{base} has no control API (HTTP {answer.status_code}; started with "
+                       "--no-control, or not the fake)")
+    if answer.status_code != 200:
+        reason = data.get("error") if isinstance(data, dict) else answer.text
+        reason = " ".join(str(reason).split())[:200]
+        raise CtlError(f"the fake refused {method} {path} ({answer.status_code}): {reason}")
+    return data
+
+
+def _faults(args: argparse.Namespace) -> list[dict[str, Any]]:
+    faults: list[dict[str, Any]] = []
+    if args.preset:
+        from palace_conformance.fake.presets import find_preset
+
+        faults += [f.to_json() for f in find_preset(args.preset).parsed("http")]
+    for index, spec in enumerate(args.spec):
+        fault = parse_compact(spec.strip(), index).to_json()
+        fault.pop("id")  # the fake names it (ctl-N-ACTION), so repeated injects never clash
+        faults.append(fault)
+    if not faults:
+        raise CtlError("inject needs a fault SPEC (see 'palace-conformance fake faults') or "
+                       "--preset NAME")
+    return faults
+
+
+def _status(base: str) -> str:
+    """One line: alive, what the journal says about requests, faults fired, sessions."""
+    records = call(base, "GET", "/_fake/journal")
+    if not isinstance(records, list):
+        raise CtlError(f"{base}/_fake/journal did not answer a JSON list")
+    kinds = [r.get("kind") for r in records if isinstance(r, dict)]
+    fired = [r for r in records if isinstance(r, dict) and r.get("kind") == "fault"]
+    opened = sum(1 for r in records if r.get("kind") == "session" and r.get("event") == "opened")
+    gone = sum(1 for r in records if r.get("kind") == "session" and r.get("event") != "opened")
+    pids = sorted({r.get("pid") for r in records if r.get("kind") == "process_start"})
+    last = f", last: {fired[-1].get('action')} ({fired[-1].get('fault_id')})" if fired else ""
+    return (f"fake at {base} is up (pid {', '.join(map(str, pids)) or '?'}): "
+            f"{kinds.count('recv')} MCP message(s), {len(fired)} fault(s) fired{last}, "
+            f"{max(opened - gone, 0)} live session(s)")
+
+
+def run_ctl(args: argparse.Namespace) -> int:
+    """The ``ctl`` subcommands; every failure is one line on stderr and exit 1 (2: bad input)."""
+    try:
+        base = base_url(args)
+        if args.ctl_command == "inject":
+            try:
+                faults = _faults(args)
+            except FakeSetupError as exc:
+                print(f"{PROG}: {exc}", file=sys.stderr)
+                return 2
+            armed = call(base, "POST", "/_fake/faults", faults)
+            print(f"armed {', '.join(armed.get('armed', []))}")
+        elif args.ctl_command == "clear":
+            print(f"cleared {call(base, 'DELETE', '/_fake/faults').get('cleared', 0)} fault(s)")
+        elif args.ctl_command == "forget-sessions":
+            body = {"id": args.id} if args.id else None
+            forgotten = call(base, "POST", "/_fake/sessions/forget", body).get("forgotten", [])
+            print(f"forgot {len(forgotten)} session(s)")
+        elif args.ctl_command == "rotate-token":
+            token = None if args.no_token else args.token
+            if token is None and not args.no_token:
+                print(f"{PROG}: rotate-token needs TOKEN or --none", file=sys.stderr)
+                return 2
+            auth = call(base, "POST", "/_fake/token", {"token": token}).get("auth")
+            print("token replaced" if auth else "token removed: no auth")
+        elif args.ctl_command == "url":
+            call(base, "GET", "/healthz")
+            print(f"{base}/mcp")
+        else:
+            call(base, "GET", "/healthz")
+            print(_status(base))
+    except CtlError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ctl = sub.add_parser("ctl", help="steer a running fake http: inject, clear, "
+                         "forget-sessions, rotate-token, status, url")
+    where = ctl.add_mutually_exclusive_group(required=True)
+    where.add_argument("--url", help="the fake's URL (its /mcp URL will do)")
+    where.add_argument("--ready-file", metavar="FILE", help="the fake's --ready-file (waited for)")
+    ctl.add_argument("--wait", type=float, default=10.0, metavar="S",
+                     help="how long to wait for --ready-file to appear (default 10)")
+    verbs = ctl.add_subparsers(dest="ctl_command", metavar="ACTION", parser_class=type(ctl))
+    verbs.required = True
+    inject = verbs.add_parser("inject", help="arm fault(s) now; they count requests from now on")
+    inject.add_argument("spec", metavar="SPEC", nargs="*", help="compact fault spec(s)")
+    inject.add_argument("--preset", metavar="NAME", help="arm a preset's faults")
+    verbs.add_parser("clear", help="disarm every fault")
+    forget = verbs.add_parser("forget-sessions", help="forget every session (or --id ID): the "
+                              "next request on it gets 404")
+    forget.add_argument("--id", help="only this session")
+    rotate = verbs.add_parser("rotate-token", help="replace the bearer token (--none: no auth)")
+    rotate.add_argument("token", metavar="TOKEN", nargs="?")
+    rotate.add_argument("--none", dest="no_token", action="store_true")
+    verbs.add_parser("status", help="one line: up, messages seen, faults fired, live sessions")
+    verbs.add_parser("url", help="print the fake's MCP URL (for MEMPALACE_REMOTE_URL)")
+    for parser in (ctl, *verbs.choices.values()):
+        parser.set_defaults(handler=run_ctl)
