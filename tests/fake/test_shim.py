@@ -69,3 +69,31 @@ def test_install_shim_into_an_unwritable_place_is_one_line(tmp_path: Path) -> No
     assert result.stderr.startswith(f"palace-conformance fake install-shim: cannot write to "
                                     f"{blocker / 'sub'}: ")
     assert result.stderr.count("\n") == 1
+
+
+def test_uninstall_removes_exactly_what_install_placed(tmp_path: Path) -> None:
+    """A person's own files in the directory stay, and so does a shim they edited since."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    (directory / "my-tool").write_text("#!/bin/sh\necho mine\n")
+    done = run_cli(["fake", "install-shim", str(directory)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (directory / "mempalace-mcp").is_file() and (directory / ".palace").is_dir()
+    edited = directory / "mempalace"
+    edited.write_text("#!/bin/sh\necho my own mempalace\n")
+    done = run_cli(["fake", "uninstall-shim", str(directory)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in directory.iterdir()) == ["mempalace", "my-tool"]
+    assert "kept" in done.stderr and "mempalace: it changed since" in done.stderr
+    again = run_cli(["fake", "uninstall-shim", str(directory)], tmp_path)
+    assert again.returncode == 2 and "no shim installed" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+
+
+def test_uninstall_removes_the_directory_install_created(tmp_path: Path) -> None:
+    directory = tmp_path / "fresh" / "shim"
+    assert run_cli(["fake", "install-shim", str(directory)], tmp_path).returncode == 0
+    assert run_cli(["fake", "install-shim", str(directory)], tmp_path).returncode == 0  # again
+    done = run_cli(["fake", "uninstall-shim", str(directory)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not directory.exists() and (tmp_path / "fresh").is_dir()

@@ -91,6 +91,25 @@ def _install_shim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _uninstall_shim(args: argparse.Namespace) -> int:
+    from palace_conformance.fake.shims import uninstall_shim
+
+    prog = "palace-conformance fake uninstall-shim"
+    try:
+        removed, kept = uninstall_shim(args.dir)
+    except FileNotFoundError as exc:
+        print(f"{prog}: {exc}; nothing removed", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"{prog}: cannot remove from {args.dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    for path in removed:
+        print(f"removed {path}")
+    for path in kept:
+        print(f"{prog}: kept {path}: it changed since install-shim wrote it", file=sys.stderr)
+    return 0
+
+
 def _presets(args: argparse.Namespace) -> int:
     from palace_conformance.fake.presets import presets_table
 
@@ -256,6 +275,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     shim.add_argument("--preset", metavar="NAME", help="bake a fault preset into the server "
                       "shims (PALACE_FAKE_PRESET in the environment still wins)")
     shim.set_defaults(handler=_install_shim)
+
+    unshim = fake_sub.add_parser("uninstall-shim", help="remove exactly what install-shim "
+                                 "placed in DIR (a shim changed since is kept, and said)")
+    unshim.add_argument("dir", metavar="DIR")
+    unshim.set_defaults(handler=_uninstall_shim)
 
     hold = fake_sub.add_parser("hold-lock", help="hold the palace writer lock like another writer")
     hold.add_argument("--palace", metavar="DIR")

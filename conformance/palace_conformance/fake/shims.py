@@ -130,6 +130,7 @@ def install_shim(directory: str | os.PathLike[str], python_package: bool = False
     server shims and the package's kit file as the default of ``PALACE_FAKE_PRESET``, so a
     harness whose only change is ``PATH`` meets the fault; the environment still wins."""
     target = Path(directory).absolute()
+    created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
     if python_package:
         _install_package(target, preset)
@@ -146,4 +147,65 @@ def install_shim(directory: str | os.PathLike[str], python_package: bool = False
                      f"{default}import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
                      f"from {module} import {function}\n\nargv = sys.argv\n{call}\n", flags)
         written.append(path)
+    placed = [p.name for p in written] + ([VENV_DIR] if python_package else [])
+    previous = _read_manifest(target)
+    if previous is not None:  # installing again: the directory is as much ours as it was
+        created = bool(previous.get("created_dir"))
+    (target / MANIFEST).write_text(json.dumps({"placed": placed, "created_dir": created}),
+                                   encoding="utf-8")
     return written
+
+
+#: what ``install_shim`` placed in the directory, so ``uninstall_shim`` removes exactly that
+MANIFEST = ".palace-shim.json"
+
+
+def _read_manifest(target: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _ours(path: Path) -> bool:
+    """A file this module wrote: a shim script (its marker line) or the venv (its kit file)."""
+    if path.name == VENV_DIR:
+        return path.is_dir() and not path.is_symlink() and (path / "pyvenv.cfg").is_file()
+    try:
+        head = path.read_bytes()[:4096].decode("utf-8", "replace")
+    except OSError:
+        return False
+    return path.is_file() and not path.is_symlink() and \
+        f"# palace-conformance shim: the fake MemPalace posing as {path.name}\n" in head
+
+
+def uninstall_shim(directory: str | os.PathLike[str]) -> tuple[list[Path], list[Path]]:
+    """Remove what :func:`install_shim` placed in ``directory`` and nothing else: the shims it
+    wrote (recognised by their marker line; one changed since is kept), the venv, the manifest,
+    and the directory itself when install created it and it is empty now. Returns (removed,
+    kept); :class:`FileNotFoundError` when no shim was installed there."""
+    target = Path(directory).absolute()
+    manifest = _read_manifest(target)
+    if manifest is None:
+        raise FileNotFoundError(f"no shim installed in {target} (no {MANIFEST})")
+    placed = manifest.get("placed")
+    removed: list[Path] = []
+    kept: list[Path] = []
+    for name in placed if isinstance(placed, list) else []:
+        path = target / str(name)
+        if "/" in str(name) or not (path.exists() or path.is_symlink()):
+            continue
+        if not _ours(path):
+            kept.append(path)
+            continue
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+        removed.append(path)
+    (target / MANIFEST).unlink()
+    if manifest.get("created_dir") and not any(target.iterdir()):
+        target.rmdir()
+        removed.append(target)
+    return removed, kept
