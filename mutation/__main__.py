@@ -1,0 +1,213 @@
+"""``python -m mutation``: mutation testing of the reference bridge, judged by the catalogue.
+
+    python -m mutation run [--module M]... [--sample N --seed S] [--out DIR]
+    python -m mutation report [--out DIR]      the report of every session under DIR
+    python -m mutation selections              module → behaviours → scenario count
+
+Run it from the checkout (tox -e mutation, tox -e mutation-sample). docs/mutation.md says why
+cosmic-ray and how to triage a survivor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from mutation.module_map import (
+    BRIDGE_DIR,
+    ROOT,
+    MapError,
+    ModuleMap,
+    bridge_modules,
+    load_catalogue_facts,
+    problems,
+    selections,
+)
+from mutation.report import Report, TriageError, load_triage
+from mutation.sessions import (
+    ModuleSession,
+    SessionError,
+    baseline,
+    choose_sample,
+    copy_bridge,
+    environment,
+    execute,
+    find_runner,
+    init,
+    mark_equivalents,
+    pending_keys,
+    records,
+    retime,
+    scenario_command,
+    skip_unsampled,
+)
+
+DEFAULT_OUT = ROOT / ".mutation"
+BASELINE_LIMIT_S = 900.0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m mutation", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="mutate, run the mapped scenarios per mutant, report")
+    run.add_argument("--module", action="append", default=[], metavar="M",
+                     help="a module of palace_bridge/ (e.g. backoff.py, features/feeding.py); "
+                          "repeatable; default: every mapped module")
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                     help="work directory: sessions, scratch copy, report (default .mutation/); "
+                          "a second run resumes the mutants still pending there")
+    run.add_argument("--fresh", action="store_true", help="delete --out first")
+    run.add_argument("--jobs", type=int, default=2, help="the runner's --jobs (default 2)")
+    run.add_argument("--sample", type=int, metavar="N",
+                     help="run only N mutants, chosen with --seed among the selected modules")
+    run.add_argument("--seed", type=int, default=12, help="the sample's seed (default 12)")
+    run.add_argument("--timeout-factor", type=float, default=3.0,
+                     help="a mutant's timeout: this many times the unmutated run (default 3)")
+    run.add_argument("--min-timeout", type=float, default=60.0,
+                     help="... and never under this many seconds (default 60)")
+    report = sub.add_parser("report", help="write the report of every session under --out")
+    report.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    sub.add_parser("selections", help="print each module's behaviours and scenario count")
+    return parser
+
+
+def _areas(module_map: ModuleMap, known: Sequence[str]) -> dict[str, list[str]]:
+    return {m: sorted({b.split("-")[0] for b in module_map.behaviours(m, known)})
+            for m in module_map.modules}
+
+
+def _runs_file(out: Path) -> Path:
+    return out / "runs.json"
+
+
+def _load_runs(out: Path) -> dict[str, dict[str, object]]:
+    try:
+        return dict(json.loads(_runs_file(out).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def _report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
+    every = []
+    for module in sorted(module_map.modules):
+        session = ModuleSession(module, out)
+        if session.db.exists():
+            every += records(session)
+    runs = _load_runs(out)
+    return Report(every, _areas(module_map, known), load_triage(known=known),
+                  [runs[m] | {"module": m} for m in sorted(runs)])
+
+
+def _summary(report: Report, out: Path) -> None:
+    json_path, md_path = report.write(out)
+    for module, tally in report.by_module().items():
+        print(f"  {module}: {tally.to_json()}")
+    total = report.total()
+    print(f"total: {total.to_json()}")
+    print(f"report: {md_path} and {json_path}")
+    for record in report.untriaged:
+        print(f"UNTRIAGED survivor {record.key} (add it to mutation/triage.json)")
+
+
+def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> int:
+    unknown = [m for m in args.module if m not in module_map.modules]
+    if unknown:
+        print(f"python -m mutation run: unknown module {unknown[0]!r} (see 'python -m mutation "
+              "selections' for the mapped ones)", file=sys.stderr)
+        return 2
+    if args.sample is not None and args.sample < 1:
+        print("python -m mutation run: --sample must be at least 1", file=sys.stderr)
+        return 2
+    out: Path = args.out.resolve()
+    if args.fresh and out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    copy_bridge(BRIDGE_DIR, out)
+    env = environment(out)
+    runner = find_runner()
+    chosen = selections(module_map)
+    modules = args.module or sorted(module_map.modules)
+    sessions = {m: ModuleSession(m, out) for m in modules}
+    for module, session in sessions.items():
+        command = scenario_command(chosen[module], args.jobs, runner)
+        init(session, command, args.min_timeout, env)
+        spared = mark_equivalents(session)
+        print(f"{module}: {len(chosen[module])} scenario(s); {spared} mutant(s) spared as "
+              f"equivalent (annotations); {len(pending_keys(session))} pending")
+    if args.sample is not None:
+        pending = {key for s in sessions.values() for key in pending_keys(s)}
+        keep = choose_sample(pending, args.sample, args.seed)
+        for session in sessions.values():
+            skip_unsampled(session, keep)
+        print(f"sample: {len(keep)} of {len(pending)} pending mutant(s), seed {args.seed}")
+    runs = _load_runs(out)
+    failed_baselines = []
+    for module, session in sessions.items():
+        if not pending_keys(session):
+            continue
+        command = scenario_command(chosen[module], args.jobs, runner)
+        try:
+            took = baseline(command, env, BASELINE_LIMIT_S)
+        except SessionError as exc:
+            print(f"{module}: not run: {exc}", file=sys.stderr)
+            failed_baselines.append(module)
+            continue
+        timeout = max(args.min_timeout, args.timeout_factor * took)
+        retime(session, command, timeout)
+        count = len(pending_keys(session))
+        print(f"{module}: baseline {took:.1f} s, timeout {timeout:.0f} s, running {count} "
+              "mutant(s)", flush=True)
+        started = time.monotonic()
+        execute(session, env)
+        wall = time.monotonic() - started
+        previous = runs.get(module, {})
+        runs[module] = {"scenarios": len(chosen[module]), "baseline_s": round(took, 1),
+                        "timeout_s": round(timeout), "mutants_run": count
+                        + int(str(previous.get("mutants_run", 0))),
+                        "wall_s": round(wall + float(str(previous.get("wall_s", 0.0))), 1)}
+        _runs_file(out).write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
+        print(f"{module}: done in {wall:.0f} s", flush=True)
+    copy_bridge(BRIDGE_DIR, out)  # leave no mutant behind, even from an interrupted session
+    report = _report(out, module_map, known)
+    _summary(report, out)
+    return 1 if failed_baselines or report.untriaged else 0
+
+
+def _selections(module_map: ModuleMap, known: list[str]) -> int:
+    chosen = selections(module_map)
+    for module in sorted(module_map.modules):
+        ids = module_map.behaviours(module, known)
+        print(f"{module:24} {len(chosen[module]):3} scenario(s)  {' '.join(ids)}")
+    for module, why in sorted(module_map.unreached.items()):
+        print(f"{module:24}   - unreached: {why}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        module_map = ModuleMap.load()
+        known, _ = load_catalogue_facts()
+        wrong = problems(module_map, bridge_modules(), known)
+        if wrong:
+            print(f"python -m mutation: the module map is out of date: {wrong[0]}",
+                  file=sys.stderr)
+            return 2
+        if args.command == "selections":
+            return _selections(module_map, known)
+        if args.command == "report":
+            _summary(_report(args.out.resolve(), module_map, known), args.out.resolve())
+            return 0
+        return _run(args, module_map, known)
+    except (MapError, TriageError, SessionError) as exc:
+        print(f"python -m mutation: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Mutation scores per module and per behaviour area, survivors with their triage, as JSON and
+Markdown. Works on plain :class:`MutantRecord` values, so it is tested without cosmic-ray."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KILLED, SURVIVED, TIMEOUT, INCOMPETENT = "killed", "survived", "timeout", "incompetent"
+EQUIVALENT, NOT_SAMPLED, PENDING = "equivalent", "not_sampled", "pending"
+STATUSES = (KILLED, TIMEOUT, SURVIVED, INCOMPETENT, EQUIVALENT, NOT_SAMPLED, PENDING)
+VERDICT_EQUIVALENT, VERDICT_OPEN = "equivalent", "not yet killed"
+TRIAGE_PATH = Path(__file__).with_name("triage.json")
+
+
+class TriageError(Exception):
+    """The triage file cannot be read or an entry is malformed; one line."""
+
+
+@dataclass(frozen=True)
+class MutantRecord:
+    """One mutant and what became of it. ``module`` is relative to ``palace_bridge/``."""
+
+    module: str
+    line: int
+    column: int
+    operator: str
+    status: str
+    diff: str = ""
+
+    @property
+    def key(self) -> str:
+        """Stable while the lines above it do not move: module, position, operator."""
+        return f"{self.module}:{self.line}:{self.column}:{self.operator}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A survivor's triage: ``equivalent`` (with the reason) or ``not yet killed`` (with the
+    behaviour ID whose scenarios should catch it)."""
+
+    mutant: str
+    verdict: str
+    reason: str
+    behaviour: str = ""
+
+
+def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None) -> dict[str, Verdict]:
+    """The checked-in triage, by mutant key; :class:`TriageError` on a malformed entry."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise TriageError(f"cannot read the triage file {path}: {exc}") from None
+    known_ids = set(known) if known is not None else None
+    verdicts: dict[str, Verdict] = {}
+    for index, entry in enumerate(data.get("survivors", [])):
+        where = f"{path.name} survivors[{index}]"
+        verdict = Verdict(str(entry.get("mutant", "")), str(entry.get("verdict", "")),
+                          str(entry.get("reason", "")), str(entry.get("behaviour", "")))
+        if verdict.mutant.count(":") != 3:
+            raise TriageError(f"{where}: 'mutant' must be MODULE:LINE:COLUMN:OPERATOR "
+                              "(copy it from the report)")
+        if verdict.verdict not in (VERDICT_EQUIVALENT, VERDICT_OPEN):
+            raise TriageError(f"{where}: 'verdict' must be {VERDICT_EQUIVALENT!r} or "
+                              f"{VERDICT_OPEN!r}")
+        if not verdict.reason.strip():
+            raise TriageError(f"{where}: give a 'reason'")
+        if verdict.verdict == VERDICT_OPEN and (
+                not verdict.behaviour or (known_ids is not None
+                                          and verdict.behaviour not in known_ids)):
+            raise TriageError(f"{where}: a 'not yet killed' survivor names the known "
+                              "behaviour ID that should catch it in 'behaviour'")
+        if verdict.mutant in verdicts:
+            raise TriageError(f"{where}: {verdict.mutant} is triaged twice")
+        verdicts[verdict.mutant] = verdict
+    return verdicts
+
+
+@dataclass
+class Tally:
+    """Counts by status; the score is killed (timeouts included) over killed plus survivors,
+    leaving out survivors triaged equivalent."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
+    equivalent_survivors: int = 0
+
+    def add(self, record: MutantRecord, triaged_equivalent: bool) -> None:
+        self.counts[record.status] += 1
+        if record.status == SURVIVED and triaged_equivalent:
+            self.equivalent_survivors += 1
+
+    @property
+    def run(self) -> int:
+        return sum(self.counts[s] for s in (KILLED, TIMEOUT, SURVIVED, INCOMPETENT))
+
+    @property
+    def score(self) -> float | None:
+        """Killed share of the non-equivalent mutants that ran; None when none ran."""
+        caught = self.counts[KILLED] + self.counts[TIMEOUT]
+        judged = caught + self.counts[SURVIVED] - self.equivalent_survivors
+        return caught / judged if judged else None
+
+    def to_json(self) -> dict[str, Any]:
+        score = self.score
+        return {**self.counts, "equivalent_survivors": self.equivalent_survivors,
+                "score": None if score is None else round(score, 4)}
+
+
+@dataclass
+class Report:
+    """Everything a run found; ``areas`` maps a module to the behaviour areas it implements."""
+
+    records: list[MutantRecord]
+    areas: Mapping[str, Sequence[str]]
+    triage: Mapping[str, Verdict]
+    runs: list[dict[str, Any]] = field(default_factory=list)  # per-module run facts
+
+    def _tally(self, records: Iterable[MutantRecord]) -> Tally:
+        tally = Tally()
+        for record in records:
+            verdict = self.triage.get(record.key)
+            tally.add(record, verdict is not None and verdict.verdict == VERDICT_EQUIVALENT)
+        return tally
+
+    def by_module(self) -> dict[str, Tally]:
+        modules = sorted({r.module for r in self.records})
+        return {m: self._tally(r for r in self.records if r.module == m) for m in modules}
+
+    def by_area(self) -> dict[str, Tally]:
+        """A mutant counts in every area its module implements."""
+        names = sorted({a for r in self.records for a in self.areas.get(r.module, ())})
+        return {a: self._tally(r for r in self.records if a in self.areas.get(r.module, ()))
+                for a in names}
+
+    def total(self) -> Tally:
+        return self._tally(self.records)
+
+    @property
+    def survivors(self) -> list[MutantRecord]:
+        return sorted((r for r in self.records if r.status == SURVIVED),
+                      key=lambda r: (r.module, r.line, r.column, r.operator))
+
+    @property
+    def untriaged(self) -> list[MutantRecord]:
+        return [r for r in self.survivors if r.key not in self.triage]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": 1,
+            "total": self.total().to_json(),
+            "modules": {m: t.to_json() for m, t in self.by_module().items()},
+            "areas": {a: t.to_json() for a, t in self.by_area().items()},
+            "runs": self.runs,
+            "survivors": [{"mutant": r.key, "module": r.module, "line": r.line,
+                           "operator": r.operator, "diff": r.diff,
+                           "triage": _verdict_json(self.triage.get(r.key))}
+                          for r in self.survivors],
+        }
+
+    def markdown(self) -> str:
+        lines = ["# Mutation report: reference/palace_bridge", ""]
+        total = self.total()
+        lines.append(f"Score (killed and timed out over non-equivalent mutants run): "
+                     f"{_percent(total.score)}; " + _counts(total) + ".")
+        lines += ["", "## Per module", "", _table_head("module")]
+        lines += [_row(m, t) for m, t in self.by_module().items()]
+        lines += ["", "## Per behaviour area (a mutant counts in each area of its module)", "",
+                  _table_head("area")]
+        lines += [_row(a, t) for a, t in self.by_area().items()]
+        if self.runs:
+            lines += ["", "## Runs", "", "| module | scenarios | baseline s | timeout s | "
+                      "wall s |", "|---|---|---|---|---|"]
+            lines += [f"| {r['module']} | {r['scenarios']} | {r.get('baseline_s', '-')} | "
+                      f"{r.get('timeout_s', '-')} | {r.get('wall_s', '-')} |" for r in self.runs]
+        lines += ["", f"## Survivors ({len(self.survivors)}, {len(self.untriaged)} untriaged)",
+                  ""]
+        for record in self.survivors:
+            verdict = self.triage.get(record.key)
+            said = ("UNTRIAGED" if verdict is None else
+                    f"{verdict.verdict}" + (f" ({verdict.behaviour})" if verdict.behaviour else "")
+                    + f": {verdict.reason}")
+            lines += [f"### `{record.key}`", "", said, "", "```diff", record.diff.strip(), "```",
+                      ""]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def write(self, directory: Path) -> tuple[Path, Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        as_json, as_md = directory / "report.json", directory / "report.md"
+        as_json.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        as_md.write_text(self.markdown(), encoding="utf-8")
+        return as_json, as_md
+
+
+def _verdict_json(verdict: Verdict | None) -> dict[str, str] | None:
+    if verdict is None:
+        return None
+    return {"verdict": verdict.verdict, "reason": verdict.reason, "behaviour": verdict.behaviour}
+
+
+def _percent(score: float | None) -> str:
+    return "-" if score is None else f"{score:.1%}"
+
+
+def _counts(tally: Tally) -> str:
+    shown = [f"{tally.counts[s]} {s}" for s in STATUSES if tally.counts[s]]
+    if tally.equivalent_survivors:
+        shown.append(f"{tally.equivalent_survivors} survivor(s) triaged equivalent")
+    return ", ".join(shown) or "nothing run"
+
+
+def _table_head(first: str) -> str:
+    return (f"| {first} | score | killed | timeout | survived | equivalent survivors | "
+            "incompetent | equivalent (annotations) | not sampled | pending |\n"
+            "|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _row(name: str, tally: Tally) -> str:
+    c = tally.counts
+    return (f"| {name} | {_percent(tally.score)} | {c[KILLED]} | {c[TIMEOUT]} | {c[SURVIVED]} | "
+            f"{tally.equivalent_survivors} | {c[INCOMPETENT]} | {c[EQUIVALENT]} | "
+            f"{c[NOT_SAMPLED]} | {c[PENDING]} |")

@@ -1,0 +1,111 @@
+"""Scores per module and area, survivors with their triage, and the triage file's rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mutation.module_map import ModuleMap, load_catalogue_facts
+from mutation.report import (
+    EQUIVALENT,
+    KILLED,
+    NOT_SAMPLED,
+    SURVIVED,
+    TIMEOUT,
+    MutantRecord,
+    Report,
+    TriageError,
+    Verdict,
+    load_triage,
+)
+
+AREAS = {"a.py": ["STDIO"], "b.py": ["HTTP", "STDIO"]}
+
+
+def rec(module: str, line: int, status: str, operator: str = "NumberReplacer") -> MutantRecord:
+    return MutantRecord(module, line, 4, operator, status, f"--- x\n+++ y\n-line {line}\n")
+
+
+RECORDS = [rec("a.py", 1, KILLED), rec("a.py", 2, TIMEOUT), rec("a.py", 3, SURVIVED),
+           rec("a.py", 4, EQUIVALENT), rec("b.py", 1, KILLED), rec("b.py", 2, SURVIVED),
+           rec("b.py", 3, NOT_SAMPLED)]
+
+
+def test_scores_count_timeouts_as_kills_and_leave_out_equivalents() -> None:
+    report = Report(RECORDS, AREAS, {})
+    modules = report.by_module()
+    assert modules["a.py"].score == pytest.approx(2 / 3)
+    assert modules["a.py"].counts[EQUIVALENT] == 1
+    assert modules["b.py"].score == pytest.approx(1 / 2)
+    assert report.total().score == pytest.approx(3 / 5)
+
+
+def test_a_survivor_triaged_equivalent_leaves_the_denominator() -> None:
+    triage = {"b.py:2:4:NumberReplacer": Verdict("b.py:2:4:NumberReplacer", "equivalent", "r")}
+    report = Report(RECORDS, AREAS, triage)
+    assert report.by_module()["b.py"].score == 1.0
+    assert [r.key for r in report.untriaged] == ["a.py:3:4:NumberReplacer"]
+
+
+def test_a_mutant_counts_in_every_area_of_its_module() -> None:
+    areas = Report(RECORDS, AREAS, {}).by_area()
+    assert set(areas) == {"HTTP", "STDIO"}
+    assert areas["HTTP"].counts[KILLED] == 1 and areas["HTTP"].counts[SURVIVED] == 1
+    assert areas["STDIO"].counts[KILLED] == 2 and areas["STDIO"].counts[SURVIVED] == 2
+    assert areas["STDIO"].counts[TIMEOUT] == 1
+
+
+def test_nothing_run_has_no_score() -> None:
+    assert Report([rec("a.py", 1, NOT_SAMPLED)], AREAS, {}).total().score is None
+
+
+def test_written_report_lists_survivors_with_diff_and_triage(tmp_path: Path) -> None:
+    triage = {"a.py:3:4:NumberReplacer": Verdict("a.py:3:4:NumberReplacer", "not yet killed",
+                                                 "one-sided bound", "STDIO-06")}
+    as_json, as_md = Report(RECORDS, AREAS, triage, [{"module": "a.py", "scenarios": 3}]).write(
+        tmp_path)
+    data = json.loads(as_json.read_text())
+    assert [s["mutant"] for s in data["survivors"]] == ["a.py:3:4:NumberReplacer",
+                                                        "b.py:2:4:NumberReplacer"]
+    assert data["survivors"][0]["triage"]["behaviour"] == "STDIO-06"
+    assert data["survivors"][1]["triage"] is None
+    assert data["modules"]["a.py"]["score"] == pytest.approx(0.6667)
+    text = as_md.read_text()
+    assert "### `b.py:2:4:NumberReplacer`\n\nUNTRIAGED" in text
+    assert "not yet killed (STDIO-06): one-sided bound" in text
+    assert "-line 3" in text
+    assert "| a.py | 66.7% | 1 | 1 | 1 |" in text
+
+
+def write_triage(tmp_path: Path, *entries: dict[str, str]) -> Path:
+    path = tmp_path / "triage.json"
+    path.write_text(json.dumps({"survivors": list(entries)}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"mutant": "a.py:1", "verdict": "equivalent", "reason": "r"}, "MODULE:LINE:COLUMN"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "maybe", "reason": "r"}, "'verdict' must be"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "equivalent", "reason": " "}, "give a 'reason'"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "not yet killed", "reason": "r"}, "behaviour ID"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "not yet killed", "reason": "r",
+      "behaviour": "NOPE-9"}, "behaviour ID"),
+])
+def test_a_malformed_triage_entry_is_one_line(tmp_path: Path, entry: dict[str, str],
+                                              message: str) -> None:
+    with pytest.raises(TriageError, match=message):
+        load_triage(write_triage(tmp_path, entry), known=["STDIO-06"])
+
+
+def test_a_mutant_triaged_twice_is_refused(tmp_path: Path) -> None:
+    entry = {"mutant": "a.py:1:2:Op", "verdict": "equivalent", "reason": "r"}
+    with pytest.raises(TriageError, match="triaged twice"):
+        load_triage(write_triage(tmp_path, entry, entry))
+
+
+def test_the_shipped_triage_is_valid_and_names_mapped_modules() -> None:
+    known, _ = load_catalogue_facts()
+    verdicts = load_triage(known=known)
+    mapped = set(ModuleMap.load().modules)
+    assert all(key.split(":")[0] in mapped for key in verdicts)
