@@ -140,7 +140,9 @@ def test_startup_fail_counts_starts_across_processes(tmp_path: Path) -> None:
     for attempt in range(2):
         with FakeProcess(tmp_path / f"run{attempt}", faults=[spec], journal=journal) as fake:
             codes.append(fake.wait())
-            assert "mempalace: palace is held by PID 42" in fake.stderr_text()
+            # the reader thread may drain stderr a moment after the exit: wait for it, bounded
+            assert "mempalace: palace is held by PID 42" in fake.wait_stderr(
+                "mempalace: palace is held by PID 42")
             assert fake.lines.empty()
     assert codes == [7, 7]
     with FakeProcess(tmp_path / "run2", faults=[spec], journal=journal) as fake:
