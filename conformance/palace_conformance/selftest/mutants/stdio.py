@@ -72,6 +72,13 @@ def _success_ignored(original: Any) -> Any:
     return on_success
 
 
+def _success_while_starting_resets(original: Any) -> Any:
+    def on_success(self: Any) -> None:
+        self.used = 0  # even the initialize answer of a child still in its handshake
+
+    return on_success
+
+
 def _zero_respawns_means_one(original: Any) -> Any:
     def __init__(self: Any, max_respawns: int, backoff_ms: int) -> None:
         original(self, max_respawns or 1, backoff_ms)
@@ -222,6 +229,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("stdio-handshake-keeps-budget-spent", "STDIO-07",
        "a completed handshake does not restore the respawn budget; only a tool call's answer does",
        (f"{RESPAWN}:RespawnPolicy.on_ready", _ready_without_reset)),
+    mutant("stdio-initialize-answer-resets-budget", "STDIO-07",
+       "any answer resets the respawn budget, even initialize from a child that then dies",
+       (f"{RESPAWN}:RespawnPolicy.on_success", _success_while_starting_resets)),
     mutant("stdio-zero-respawns-not-latched", "STDIO-08",
        "MEMPALACE_MCP_MAX_RESPAWNS=0 is treated as 1",
        (f"{RESPAWN}:RespawnPolicy.__init__", _zero_respawns_means_one)),
