@@ -194,3 +194,24 @@ def test_the_hosts_stderr_is_read_only_for_a_run_that_never_reached_the_fake() -
     reason = reach.unreached_reason(scenario, "stdio", ran, [], stderr)
     assert reason is not None and reason.endswith("Its diagnostics: host: no palace")
     assert asked == [True]
+
+
+def test_a_refused_load_that_expected_ok_is_judged_not_unreached() -> None:
+    """A bridge whose load raised where the scenario expects it to load (a malformed knob) broke
+    a rule: judged as a failure, never 'not testable'. Without that expectation, or with a load
+    that went through, a run that never reached the fake stays not testable."""
+    scenario = shipped("knob.malformed.load-still-succeeds")
+    [load] = [step for step in scenario.steps_for("stdio") if step.op == "load"]
+    calls = [StepRecord(step.index, step.key, step.op, ran=True, ok=False)
+             for step in scenario.steps_for("stdio") if step.op != "load"]
+    refused = [StepRecord(load.index, load.key, "load", ran=True, ok=False), *calls]
+    assert reach.refused_expected_load(scenario, "stdio", refused)
+    assert reach.unreached_reason(scenario, "stdio", refused, [], lambda: "") is None
+    loaded = [StepRecord(load.index, load.key, "load", ran=True, ok=True), *calls]
+    assert not reach.refused_expected_load(scenario, "stdio", loaded)
+    assert reach.unreached_reason(scenario, "stdio", loaded, [], lambda: "") is not None
+    silent = shipped(REACHES)  # its load expects nothing: a refused load is the host's matter
+    [plain] = [step for step in silent.steps_for("stdio") if step.op == "load"]
+    assert plain.expect is None or plain.expect.ok is None
+    unexpected = [StepRecord(plain.index, plain.key, "load", ran=True, ok=False)]
+    assert not reach.refused_expected_load(silent, "stdio", unexpected)

@@ -10,6 +10,9 @@ not the bridge's palace behaviour at all. So a run is classified *not testable* 
   without expecting ``no_such_tool`` (a scenario that expects no palace tools, such as a missing
   ``mempalace-mcp`` or an unreachable remote, expects no contact);
 * every step ran to completion at the host (a host that hung or crashed is reported as such);
+* no ``load`` step that expects ``ok: true`` was refused (a bridge whose load raised, say on a
+  malformed knob, broke a rule the scenario states: that is its failure to judge, not a palace
+  the runner failed to provide);
 * and the journal shows no contact: no stdio fake started (``process_start`` on stdio), no HTTP
   request reached the HTTP fake, no helper or fake CLI ran (``helper_run``, ``cli_run``,
   ``feed_prepare``). The HTTP fake's own ``process_start`` is the runner's doing, not contact.
@@ -43,6 +46,14 @@ def expects_contact(scenario: Scenario, transport: str) -> bool:
         if error is None or error.kind != "no_such_tool":
             return True
     return False
+
+
+def refused_expected_load(scenario: Scenario, transport: str,
+                          steps: Sequence[StepRecord]) -> bool:
+    """Whether a ``load`` step that expects ``ok: true`` completed with ``ok: false``."""
+    expecting = {step.index for step in scenario.steps_for(transport)
+                 if step.op == "load" and step.expect is not None and step.expect.ok is True}
+    return any(record.index in expecting and record.ok is False for record in steps)
 
 
 def contacted(journal: Iterable[Mapping[str, Any]]) -> bool:
@@ -87,6 +98,8 @@ def unreached_reason(scenario: Scenario, transport: str, steps: Sequence[StepRec
     if not expects_contact(scenario, transport):
         return None
     if any(not step.ran or step.failure is not None for step in steps):
+        return None
+    if refused_expected_load(scenario, transport, steps):
         return None
     if contacted(journal):
         return None

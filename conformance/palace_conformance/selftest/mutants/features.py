@@ -55,6 +55,88 @@ def _refusal_counts_as_fed(original: Any) -> Any:
     return property(succeeded)
 
 
+def _failed_prepare_counts_as_fed(original: Any) -> Any:
+    def succeeded(self: Any) -> bool:
+        return self.name in ("MINED", "NOTHING", "PREPARE_FAILED")
+
+    return property(succeeded)
+
+
+def _timed_out_prepare_counts_as_fed(original: Any) -> Any:
+    def succeeded(self: Any) -> bool:
+        return self.name in ("MINED", "NOTHING", "PREPARE_TIMEOUT")
+
+    return property(succeeded)
+
+
+def _window_slides(original: Any) -> Any:
+    def settled(self: Any) -> Any:
+        task = original(self)
+        if task is None and self.last_fed is not None and self._running() is None:
+            self.last_fed = self.clock.now_ms()  # a skipped settle restarts the window
+        return task
+
+    return settled
+
+
+def _mine_source_split_on_every_equals(original: Any) -> Any:
+    def mine_source(stdout: str) -> str | None:
+        found = None
+        for line in stdout.splitlines():
+            if line.strip().startswith("MINE_SOURCE="):
+                found = line.strip().split("=")[1] or None
+        return found
+
+    return mine_source
+
+
+def _wakeup_rearmed_on_failure(original: Any) -> Any:
+    async def before_agent_start(self: Any) -> Any:
+        armed = self.armed
+        injected = await original(self)
+        if injected is None and armed:
+            self.armed = True  # a failed wake-up is retried on the next prompt
+        return injected
+
+    return before_agent_start
+
+
+def _own_events_by_list(original: Any) -> Any:
+    def owed(me: str, inbox: Any, mine: Any) -> Any:
+        mine = list(mine)
+        ids = {e.get("id") for e in mine if isinstance(e, dict)}
+
+        def relabel(events: Any) -> list[Any]:  # in the 'mine' answer, so taken as mine
+            return [dict(e, from_agent=me) if isinstance(e, dict) and e.get("id") in ids else e
+                    for e in events]
+
+        return original(me, relabel(inbox), relabel(mine))
+
+    return owed
+
+
+def _mailbox_failure_logged(original: Any) -> Any:
+    async def fetch(self: Any) -> Any:
+        items = await original(self)
+        if items is None and self.me is not None:
+            self.host.stderr("mempalace: mailbox: event_list failed; nothing delivered")
+        return items
+
+    return fetch
+
+
+def _malformed_knob_crashes_load(original: Any) -> Any:
+    read = original.__func__
+
+    def from_env(cls: Any, env: Mapping[str, str]) -> Any:
+        config = read(cls, env)
+        if config.warnings:  # as `int(raw)` unguarded: the first bad value raises at load
+            raise ValueError(config.warnings[0])
+        return config
+
+    return classmethod(from_env)
+
+
 def _remote_skip_silent(original: Any) -> Any:
     def _may_feed(self: Any) -> bool:
         self._skip_reported = True
@@ -164,6 +246,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("wake-every-turn", "WAKE-02",
        "the wake-up is injected on every prompt of a fresh session",
        ("palace_bridge.features.wakeup:WakeUp.before_agent_start", _wakeup_rearmed)),
+    mutant("wake-retried-after-failure", "WAKE-02",
+       "a wake-up whose status call failed is re-armed and retried on the next prompt",
+       ("palace_bridge.features.wakeup:WakeUp.before_agent_start", _wakeup_rearmed_on_failure)),
     mutant("wake-on-resume", "WAKE-03",
        "resumed, forked and reloaded sessions get a wake-up too",
        ("palace_bridge.features.wakeup:FRESH_REASONS", _every_reason_fresh)),
@@ -174,6 +259,15 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("feed-debounce-ignored", "FEED-02",
        "every agent_settled feeds, whatever the debounce window",
        (f"{FEEDING}:Feeder.settled", _window_forgotten)),
+    mutant("feed-mine-source-split-on-every-equals", "FEED-01",
+       "the MINE_SOURCE line is split on every '=', so a path containing '=' is cut short",
+       (f"{FEEDING}:mine_source", _mine_source_split_on_every_equals)),
+    mutant("feed-skipped-settle-restarts-window", "FEED-02",
+       "a settle skipped inside the debounce window restarts it (a trailing debounce)",
+       (f"{FEEDING}:Feeder.settled", _window_slides)),
+    mutant("feed-failed-prepare-charges-window", "FEED-07",
+       "a prepare that exits non-zero charges the debounce window like a successful feed",
+       (f"{FEEDING}:Outcome.succeeded", _failed_prepare_counts_as_fed)),
     mutant("feed-flag-ignored", "FEED-03",
        "MEMPALACE_FEED=0 does not disable feeding",
        (CONFIG, config_override(feed=True))),
@@ -185,6 +279,9 @@ MUTANTS: tuple[Mutant, ...] = (
        "the prepare helper runs without its timeout",
        (f"{FEEDING}:FeedSettings.from_config",
         feed_settings_override(prepare_timeout_ms=0))),
+    mutant("feed-timed-out-prepare-charges-window", "FEED-05",
+       "a prepare killed at its timeout charges the debounce window like a successful feed",
+       (f"{FEEDING}:Outcome.succeeded", _timed_out_prepare_counts_as_fed)),
     mutant("feed-mine-never-times-out", "FEED-06",
        "the feed's mine call runs without its timeout",
        (f"{FEEDING}:FeedSettings.from_config", feed_settings_override(mine_timeout_ms=0))),
@@ -214,6 +311,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("mail-flag-ignored", "MAIL-01",
        "MEMPALACE_MAILBOX=0 does not disable the mailbox",
        (CONFIG, config_override(mailbox=True))),
+    mutant("mail-own-events-by-list", "MAIL-02",
+       "every event in the answer to the 'my events' query is taken as this device's own",
+       (f"{MAILBOX}:owed", _own_events_by_list)),
     mutant("mail-seq-ignored", "MAIL-03",
        "a reply closes an ask whatever their seq order",
        (f"{MAILBOX}:_answers", _seq_ignored)),
@@ -235,6 +335,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("mail-failure-escapes", "MAIL-06",
        "a failing mailbox query raises instead of staying silent",
        (f"{MAILBOX}:PalaceError", never_caught)),
+    mutant("mail-failure-logged", "MAIL-06",
+       "a failing mailbox query is reported on stderr instead of staying silent",
+       (f"{MAILBOX}:Mailbox.fetch", _mailbox_failure_logged)),
     # DIARY, KNOB
     mutant("diary-topic-dropped", "DIARY-01",
        "/mempalace-diary ignores the topic",
@@ -242,6 +345,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("knob-default-respawns-three", "KNOB-01",
        "the default MEMPALACE_MCP_MAX_RESPAWNS is 3 instead of 2",
        (CONFIG, _default_respawns_three)),
+    mutant("knob-malformed-crashes-load", "KNOB-02",
+       "a malformed knob raises while the bridge loads instead of warning and using the default",
+       (CONFIG, _malformed_knob_crashes_load)),
     mutant("knob-warnings-silenced", "KNOB-02",
        "a malformed knob falls back to its default without a warning",
        (CONFIG, config_override(warnings=()))),

@@ -72,6 +72,13 @@ def _success_ignored(original: Any) -> Any:
     return on_success
 
 
+def _success_while_starting_resets(original: Any) -> Any:
+    def on_success(self: Any) -> None:
+        self.used = 0  # even the initialize answer of a child still in its handshake
+
+    return on_success
+
+
 def _zero_respawns_means_one(original: Any) -> Any:
     def __init__(self: Any, max_respawns: int, backoff_ms: int) -> None:
         original(self, max_respawns or 1, backoff_ms)
@@ -151,6 +158,26 @@ def _handshake_uses_request_budget(original: Any) -> Any:
     return for_handshake
 
 
+def _zero_init_takes_request_budget(original: Any) -> Any:
+    from palace_bridge.deadlines import Deadline
+
+    def for_handshake(self: Any, clock: Any) -> Any:  # `init || timeout`: 0 read as "unset"
+        return Deadline.start(clock, self.init_timeout_ms or self.request_timeout_ms)
+
+    return for_handshake
+
+
+def _zero_request_takes_init_budget(original: Any) -> Any:
+    from palace_bridge.deadlines import Deadline
+
+    def for_request(self: Any, clock: Any, override_ms: int | None = None) -> Any:
+        if override_ms is not None:
+            return original(self, clock, override_ms)
+        return Deadline.start(clock, self.request_timeout_ms or self.init_timeout_ms)
+
+    return for_request
+
+
 def _zero_is_a_deadline(original: Any) -> Any:
     return property(lambda self: True)
 
@@ -180,6 +207,12 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("stdio-zero-timeout-not-disabled", "STDIO-04",
        "a timeout of 0 is an immediate deadline instead of none",
        ("palace_bridge.deadlines:Deadline.enabled", _zero_is_a_deadline)),
+    mutant("stdio-zero-init-timeout-falls-back", "STDIO-04",
+       "MEMPALACE_MCP_INIT_TIMEOUT_MS=0 falls back to the request timeout instead of no deadline",
+       ("palace_bridge.deadlines:TimeoutPolicy.for_handshake", _zero_init_takes_request_budget)),
+    mutant("stdio-zero-request-timeout-falls-back", "STDIO-04",
+       "MEMPALACE_MCP_TIMEOUT_MS=0 falls back to the init timeout instead of no deadline",
+       ("palace_bridge.deadlines:TimeoutPolicy.for_request", _zero_request_takes_init_budget)),
     mutant("stdio-no-self-heal", "STDIO-05",
        "the first death of a running child is final",
        (f"{RESPAWN}:RespawnPolicy.on_death", _death_is_final)),
@@ -193,6 +226,12 @@ MUTANTS: tuple[Mutant, ...] = (
        "neither a handshake nor a successful answer restores the respawn budget",
        (f"{RESPAWN}:RespawnPolicy.on_ready", _ready_without_reset),
        (f"{RESPAWN}:RespawnPolicy.on_success", _success_ignored)),
+    mutant("stdio-handshake-keeps-budget-spent", "STDIO-07",
+       "a completed handshake does not restore the respawn budget; only a tool call's answer does",
+       (f"{RESPAWN}:RespawnPolicy.on_ready", _ready_without_reset)),
+    mutant("stdio-initialize-answer-resets-budget", "STDIO-07",
+       "any answer resets the respawn budget, even initialize from a child that then dies",
+       (f"{RESPAWN}:RespawnPolicy.on_success", _success_while_starting_resets)),
     mutant("stdio-zero-respawns-not-latched", "STDIO-08",
        "MEMPALACE_MCP_MAX_RESPAWNS=0 is treated as 1",
        (f"{RESPAWN}:RespawnPolicy.__init__", _zero_respawns_means_one)),
