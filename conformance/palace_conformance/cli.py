@@ -11,6 +11,7 @@ from typing import NoReturn, cast
 from palace_conformance import __version__
 from palace_conformance.fake import commands as fake_commands
 from palace_conformance.hosts import commands as hosts_commands
+from palace_conformance.record import commands as record_commands
 from palace_conformance.runner.commands import reports as report_commands
 from palace_conformance.runner.commands import run as run_commands
 from palace_conformance.runner.interrupts import exit_status
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     from palace_conformance.runner.commands import merge as merge_commands  # light, too
 
     merge_commands.add_commands(sub)
+    record_commands.add_commands(sub)
     return parser
 
 

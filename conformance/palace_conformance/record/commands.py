@@ -1,0 +1,105 @@
+"""``palace-conformance record``: argparse only; the relay and the draft load when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from palace_conformance.scenarios.model import AREAS
+
+DEFAULT_COMMAND = ("mempalace-mcp",)
+#: set in the server's environment: a recorder started under another recorder (a launcher that
+#: finds itself on PATH) refuses at once instead of nesting forever
+ENV_ACTIVE = "PALACE_CONFORMANCE_RECORDING"
+ID_PATTERN = re.compile(r"^[a-z0-9]+(\.[a-z0-9-]+)+$")
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "record", help="stand in for the palace a bridge starts, relay its stdio to the real "
+        "server and write a draft scenario from the traffic",
+        description="Run as the palace a bridge spawns: start the real server (COMMAND, default "
+        "mempalace-mcp), copy every line both ways unchanged, and write a draft scenario: each "
+        "tools/call becomes a call_tool step expecting what the palace answered (volatile "
+        "values left out, secrets and paths replaced). Validate it with 'fixtures validate' and "
+        "run it with 'run' before adding it to the catalogue (docs/record.md).")
+    parser.add_argument("--out", required=True, metavar="DRAFT.json",
+                        help="where the draft goes (rewritten after every answered call)")
+    parser.add_argument("--id", dest="scenario_id", metavar="ID",
+                        help="the draft's scenario id, AREA.TOPIC.CASE (default: the file name "
+                        "without .json, e.g. tool.recorded.my-session.json; a fixture's id must "
+                        "equal its file name)")
+    parser.add_argument("--grace-ms", type=int, default=2000, metavar="MS",
+                        help="how long a server gets to exit after the bridge closed its "
+                        "stdin, and after SIGTERM, before SIGKILL (default 2000)")
+    parser.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                        help="the real server to start (default: mempalace-mcp)")
+    parser.set_defaults(handler=run_record)
+
+
+def scenario_id_for(out: Path, given: str | None) -> str:
+    """The id the draft carries; a bad one is refused before anything starts."""
+    scenario_id = given if given is not None else out.name.removesuffix(".json")
+    where = "--id" if given is not None else f"the file name {out.name!r}"
+    if not ID_PATTERN.match(scenario_id):
+        raise ValueError(f"{where} is not a scenario id (like 'tool.recorded.my-session'): "
+                         "lower-case words joined by dots; pass --id or rename --out")
+    area = scenario_id.split(".", 1)[0]
+    if area not in AREAS:
+        raise ValueError(f"{where} starts with unknown area {area!r}: start it with one of "
+                         f"{', '.join(AREAS)} (e.g. 'tool.recorded.my-session')")
+    return scenario_id
+
+
+def run_record(args: argparse.Namespace) -> int:
+    prog = "palace-conformance record"
+    server = list(args.server)
+    if server[:1] == ["--"]:
+        server = server[1:]
+    command = server or list(DEFAULT_COMMAND)
+    out = Path(args.out)
+    try:
+        scenario_id = scenario_id_for(out, args.scenario_id)
+    except ValueError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if args.grace_ms < 0:
+        print(f"{prog}: --grace-ms must be 0 or more, not {args.grace_ms}", file=sys.stderr)
+        return 2
+    if os.environ.get(ENV_ACTIVE):
+        print(f"{prog}: started under another recorder ({ENV_ACTIVE} is set): the server "
+              f"command {command[0]!r} leads back to the recorder; give the real server's "
+              "path after '--'", file=sys.stderr)
+        return 2
+    if not out.parent.is_dir():
+        print(f"{prog}: --out {out}: no such directory {str(out.parent)!r}; create it first",
+              file=sys.stderr)
+        return 2
+
+    from palace_conformance.record.draft import build_draft, write_draft
+    from palace_conformance.record.relay import FROM_PALACE, Message, Relay, RelayError
+
+    recorded: list[Message] = []
+
+    def save() -> None:
+        write_draft(out, build_draft(recorded, scenario_id))
+
+    def on_message(message: Message) -> None:
+        recorded.append(message)
+        answer: Any = message.message
+        if message.direction == FROM_PALACE and isinstance(answer, dict) and "id" in answer:
+            save()  # a recorder the bridge SIGKILLs still leaves every answered call
+
+    env = {**os.environ, ENV_ACTIVE: "1"}
+    relay = Relay(command, on_message, grace_s=args.grace_ms / 1000, env=env)
+    try:
+        code = relay.run()
+    except RelayError as exc:  # nothing ran: no draft
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    save()
+    return code

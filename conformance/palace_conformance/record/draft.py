@@ -1,0 +1,196 @@
+"""From relayed traffic to a draft scenario: every ``tools/call`` the bridge made becomes a
+``call_tool`` step whose expectation is what the palace answered, kept only where it is stable.
+
+Nothing run-specific may reach the draft: secrets (the kit's :mod:`palace_conformance.redaction`)
+are replaced in arguments and never used in matchers; ``$HOME`` and the temp dir become the
+run's ``${TMP}/home`` and ``${TMP}``; in results, every value the drift masks
+(:mod:`palace_conformance.runner.compare.volatile`: ids, times, pids, ports, session ids, temp
+paths, ...) is left out of the matcher instead of being pinned, since a subset matcher that does
+not name a key accepts any value there. The draft still needs a person: its ``covers``, title and
+what to keep are a reviewer's call, and it becomes a fixture only after ``fixtures validate``
+and a passing run on both transports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from palace_conformance.record.relay import FROM_PALACE, TO_PALACE, Message
+from palace_conformance.redaction import Redactor, environment_secrets
+from palace_conformance.runner.compare.volatile import Masker, run_dates
+from palace_conformance.runner.verdict.normalise import parse_text
+
+#: what the recorded calls prove at most: arguments kept (TOOL-02), results and errors kept
+#: (TOOL-03, TOOL-04); the reviewer narrows it
+DRAFT_COVERS = ("TOOL-02", "TOOL-03")
+_DROP = object()  # a value the matcher leaves out
+
+
+def path_replacements(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """``(value, placeholder)`` pairs for this machine's paths, longest first: HOME is the run's
+    ``${TMP}/home`` (the runner's HOME), the temp dir is ``${TMP}``."""
+    environ = os.environ if environ is None else environ
+    pairs = []
+    home = environ.get("HOME", "").rstrip("/")
+    if len(home) > 1:
+        pairs.append((home, "${TMP}/home"))
+    temp = tempfile.gettempdir().rstrip("/")
+    if len(temp) > 1:
+        pairs.append((temp, "${TMP}"))
+    return sorted(pairs, key=lambda pair: len(pair[0]), reverse=True)
+
+
+class Cleaner:
+    """The draft's view of one machine's values: secrets and paths to replace, volatile ones."""
+
+    def __init__(self, secrets: Iterable[str] = (),
+                 paths: Sequence[tuple[str, str]] = ()) -> None:
+        self.redactor = Redactor(secrets)
+        self.paths = list(paths)
+        self.masker = Masker(days=run_dates())
+
+    def argument(self, value: Any) -> Any:
+        """An argument as the draft passes it: secrets marked, paths made the run's own."""
+        value = self.redactor.value(value)
+        if isinstance(value, str):
+            for raw, name in self.paths:
+                value = value.replace(raw, name)
+            return value
+        if isinstance(value, dict):
+            return {k: self.argument(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.argument(v) for v in value]
+        return value
+
+    def stable(self, value: Any, key: str = "") -> Any:
+        """``value`` without its volatile parts (:data:`_DROP` when nothing stable is left)."""
+        if isinstance(value, dict):
+            kept = {k: self.stable(v, str(k)) for k, v in value.items()}
+            return {k: v for k, v in kept.items() if v is not _DROP}
+        if isinstance(value, list):  # an array matcher needs every element: all or nothing
+            kept_items = [self.stable(v) for v in value]
+            return value if kept_items == value else _DROP
+        if self.masker.value(value, key) != value or self.redactor.value(value) != value:
+            return _DROP
+        if isinstance(value, str) and any(raw in value for raw, _ in self.paths):
+            return _DROP
+        return value
+
+
+def tool_calls(messages: Iterable[Message]) -> list[tuple[Mapping[str, Any], Any]]:
+    """Each ``tools/call`` request with its answer (``None`` when none came), in request order.
+    Answers pair by id with its JSON type (``1`` is not ``"1"``), as a bridge must pair them."""
+    calls: list[tuple[Mapping[str, Any], Any]] = []
+    pending: dict[str, int] = {}
+    for item in messages:
+        message = item.message
+        if not isinstance(message, dict) or "id" not in message:
+            continue
+        key = json.dumps(message["id"], sort_keys=True)
+        if item.direction == TO_PALACE and message.get("method") == "tools/call":
+            pending[key] = len(calls)
+            calls.append((message, None))
+        elif item.direction == FROM_PALACE and "method" not in message and key in pending:
+            index = pending.pop(key)
+            calls[index] = (calls[index][0], message)
+    return calls
+
+
+def expectation(answer: Any, cleaner: Cleaner) -> dict[str, Any] | None:
+    """The step's ``expect`` from the palace's answer: an error's kind and code, or the result's
+    ``is_error`` and stable JSON (as the judge's result view reads ``content[0]``)."""
+    if not isinstance(answer, dict):
+        return None
+    error = answer.get("error")
+    if isinstance(error, dict):
+        expect: dict[str, Any] = {"kind": "tool_error"}
+        if isinstance(error.get("code"), int) and not isinstance(error.get("code"), bool):
+            expect["code"] = error["code"]
+        message = cleaner.stable(error.get("message"))
+        if isinstance(message, str) and message:
+            expect["message_contains"] = message
+        return {"error": expect}
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        return {"ok": True}
+    view: dict[str, Any] = {"is_error": bool(result.get("isError", False))}
+    content = result.get("content")
+    content = content if isinstance(content, list) else []
+    first = content[0] if content else None
+    text = first.get("text") if isinstance(first, dict) else None
+    if isinstance(text, str):
+        parsed = parse_text(text)
+        if isinstance(parsed, dict | list):
+            kept = cleaner.stable(parsed)
+            if kept is not _DROP:
+                view["json"] = kept
+            elif isinstance(parsed, dict):
+                view["json"] = {}
+        elif len(content) == 1 and cleaner.stable(text) is not _DROP:
+            view["content"] = [{"type": "text", "text": text}]
+    return {"ok": True, "result": view}
+
+
+def step_label(index: int, tool: str) -> str:
+    short = tool.removeprefix("mempalace_").lower().replace(".", "-")
+    cleaned = "".join(c if c.isalnum() or c in "_-" else "-" for c in short) or "call"
+    return f"call-{index}-{cleaned}"
+
+
+def build_draft(messages: Sequence[Message], scenario_id: str, *,
+                cleaner: Cleaner | None = None) -> dict[str, Any]:
+    """The draft scenario for the recorded traffic (a JSON object in the fixture format)."""
+    if cleaner is None:
+        cleaner = Cleaner(environment_secrets(), path_replacements())
+    steps: list[dict[str, Any]] = [
+        {"op": "load"},
+        {"op": "event", "name": "session_start", "payload": {"reason": "startup"}},
+        {"op": "settle", "quiet_ms": 200, "max_ms": 5000, "until": "tools"},
+    ]
+    for index, (request, answer) in enumerate(tool_calls(messages), start=1):
+        raw_params = request.get("params")
+        params: Mapping[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        name = params.get("name")
+        if not isinstance(name, str):
+            continue
+        arguments = params.get("arguments")
+        step: dict[str, Any] = {"op": "call_tool", "as": step_label(index, name), "name": name,
+                                "args": cleaner.argument(arguments)
+                                if isinstance(arguments, dict) else {},
+                                # the recorded call reached the palace: the host must not stop
+                                # it on the schema (as pi would) before it does again
+                                "validate": False}
+        expect = expectation(answer, cleaner)
+        if expect is None:
+            step["comment"] = "recorded without an answer (the palace never replied)"
+        else:
+            step["expect"] = expect
+        steps.append(step)
+    steps.append({"op": "shutdown", "reason": "quit"})
+    return {
+        "schema_version": 1,
+        "id": scenario_id,
+        "title": "DRAFT recorded by palace-conformance record: review before adding it",
+        "description": "Recorded traffic: each tools/call the bridge made, with the palace's "
+        "answer as its expectation (volatile values left out, secrets and paths replaced). "
+        "Review the covers, title and expectations; it becomes a fixture only after "
+        "'palace-conformance fixtures validate' and a passing run on both transports.",
+        "covers": list(DRAFT_COVERS),
+        "transports": ["stdio", "http"],
+        "env": {"MEMPALACE_FEED": "0"},
+        "steps": steps,
+    }
+
+
+def write_draft(path: str | os.PathLike[str], draft: Mapping[str, Any]) -> None:
+    """Replace ``path`` atomically: a reader (or a killed recorder) never sees half a file."""
+    target = os.fspath(path)
+    temporary = f"{target}.tmp{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(draft, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+    os.replace(temporary, target)
