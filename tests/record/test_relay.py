@@ -21,11 +21,13 @@ RECORD = [str(Path(sys.executable).parent / "palace-conformance"), "record"]
 SERVER = textwrap.dedent("""
     import json, os, signal, subprocess, sys, time
     pids = [os.getpid()]
+    if "--stubborn" in sys.argv:  # before the pids are out: the test acts on them at once
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if "--grandchild" in sys.argv:
         pids.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]).pid)
-    open(sys.argv[1], "w").write(json.dumps(pids))
-    if "--stubborn" in sys.argv:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with open(sys.argv[1] + ".part", "w") as f:  # whole or absent: the test polls for it
+        f.write(json.dumps(pids))
+    os.replace(sys.argv[1] + ".part", sys.argv[1])
     for line in sys.stdin:
         if line.strip() == "quit":
             sys.exit(3)
