@@ -13,6 +13,12 @@ from dataclasses import dataclass
 
 from .clock import Clock
 
+#: a message no caller waits on (a notification, an answer to a server's request) gets the request
+#: budget, at least MESSAGE_MIN_MS (a busy server still gets a fair chance to take a cancel notice)
+#: and at most MESSAGE_MAX_MS; finite even when timeouts are disabled: nobody is there to give up
+MESSAGE_MIN_MS = 1000
+MESSAGE_MAX_MS = 5000
+
 
 @dataclass(frozen=True)
 class Deadline:
@@ -70,3 +76,10 @@ class TimeoutPolicy:
     def for_handshake(self, clock: Clock) -> Deadline:
         """One budget for ``initialize`` + ``tools/list`` (all pages) together."""
         return Deadline.start(clock, self.init_timeout_ms)
+
+    def for_message(self, clock: Clock) -> Deadline:
+        """A POST nobody waits on (a cancel notice, an answer to a server's ``ping``): always
+        finite, so a server that never answers one cannot keep a task, a connection or the
+        process alive."""
+        budget = self.request_timeout_ms or MESSAGE_MAX_MS
+        return Deadline.start(clock, min(max(budget, MESSAGE_MIN_MS), MESSAGE_MAX_MS))
