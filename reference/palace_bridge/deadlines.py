@@ -83,3 +83,17 @@ class TimeoutPolicy:
         process alive."""
         budget = self.request_timeout_ms or MESSAGE_MAX_MS
         return Deadline.start(clock, min(max(budget, MESSAGE_MIN_MS), MESSAGE_MAX_MS))
+
+
+@dataclass(frozen=True)
+class ReapBudget:
+    """How long each wait in a child's ending may take, so that ending one is bounded end to end.
+
+    A child that exits can still leave its pipes open: anything it started holds them, and a
+    grandchild that called ``setsid`` is out of reach of the group kill. So no step waits for a
+    pipe without a bound: ``drain_ms`` after the exit, a pipe still open is abandoned and closed.
+    """
+
+    grace_ms: int              # stdin closed or SIGTERM sent, before the next step
+    after_kill_ms: int = 2000  # SIGKILL sent, for the exit status
+    drain_ms: int = 1000       # exit seen, for the stdout reader and the stderr drain to reach EOF
