@@ -38,11 +38,12 @@ from .errors import PalaceConnectionClosed, PalaceProtocolError, PalaceTimeout, 
 from .jsonrpc import Invalid, Notification, Response, ServerRequest
 from .log import Log
 from .session import SESSION_HEADER
-from .sse import SSEDecoder
+from .sse import SSEDecoder, SSEEventTooLarge
 from .version import __version__
 
 ACCEPT = "application/json, text/event-stream"
 MAX_BODY = 64 * 1024 * 1024
+MAX_EVENT = MAX_BODY  # one SSE line or event, in characters
 CONNECT_TIMEOUT_S = 10.0
 Send = Callable[[httpx.Request], Awaitable[httpx.Response]]
 DELETE_TIMEOUT_S = 1.0
@@ -193,14 +194,18 @@ class HttpTransport:
 
     async def _read_stream(self, response: httpx.Response, method: str, request_id: Any,
                            headers: dict[str, str]) -> Response:
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(MAX_EVENT)
         size = 0
         dropped = 0
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > MAX_BODY:
                 raise PalaceProtocolError(f"SSE answer to {method} exceeded {MAX_BODY} bytes")
-            for event in decoder.feed(chunk):
+            try:
+                events = decoder.feed(chunk)
+            except SSEEventTooLarge as exc:
+                raise PalaceProtocolError(f"SSE answer to {method}: {exc}") from None
+            for event in events:
                 if event.event != "message" or not event.data.strip():
                     continue  # other event types and empty keep-alives: ignored
                 message = jsonrpc.parse(event.data)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from palace_bridge.client import create_client
-from palace_bridge.errors import PalaceTimeout
+from palace_bridge.errors import PalaceProtocolError, PalaceTimeout
 from palace_bridge.http import MAX_ANSWERS_IN_FLIGHT
 
 from .hostile_http import Exchange, HostileHttp
@@ -146,3 +146,30 @@ def test_a_flood_of_server_requests_is_bounded_and_the_deadline_still_fires(host
     assert call_s < 2.0 + HANG_SLACK_S
     assert stop_s < HANG_SLACK_S
     assert leftover_tasks == 0
+
+
+def test_an_oversized_sse_event_is_a_protocol_error(hostile, monkeypatch):
+    """Medium item: the SSE decoder is bounded, and its bound reaches the caller as a clear
+    protocol error (the bound is lowered here so the test sends kilobytes, not 64 MiB)."""
+    monkeypatch.setattr("palace_bridge.http.MAX_EVENT", 1000)
+
+    async def handler(message: dict, exchange: Exchange) -> None:
+        if message.get("method") == "tools/call":
+            await exchange.sse_start()
+            await exchange.sse_send(b"data: " + b"x" * 4000)
+            await exchange.hold()
+        await exchange.accepted()
+
+    server = hostile(handler)
+    client = create_client(remote_env(server.url, MEMPALACE_MCP_TIMEOUT_MS="30000"),
+                           stderr=io.StringIO())
+
+    async def main() -> None:
+        assert await client.start()
+        try:
+            with pytest.raises(PalaceProtocolError, match="grew past 1000 characters"):
+                await asyncio.wait_for(client.call_tool("mempalace_status", {}), TEST_BOUND_S)
+        finally:
+            await client.stop()
+
+    run(main())
