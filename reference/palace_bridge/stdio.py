@@ -13,6 +13,7 @@ respawn) lives elsewhere: this class only does what it is told.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import shutil
@@ -24,7 +25,7 @@ from . import jsonrpc
 from .deadlines import Deadline, ReapBudget
 from .errors import PalaceConnectionClosed, PalaceTimeout, PalaceUnavailable
 from .jsonrpc import Correlator, IdAllocator, Invalid, Notification, Response, ServerRequest
-from .log import Log
+from .log import Log, SplitSecretGuard
 
 READ_CHUNK = 1 << 16
 EXIT_CODE_WAIT_S = 0.1  # after stdout EOF, how long to wait for the exit code worth reporting
@@ -214,15 +215,21 @@ class StdioConnection:
                            f"{message.raw[:120]}")
 
     async def _drain_stderr(self) -> None:
+        """Read stderr to its end; forwarded in debug mode, with no secret cut in two by a chunk
+        boundary (or a UTF-8 character by one)."""
         assert self.proc is not None and self.proc.stderr is not None
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        guard = SplitSecretGuard(self.log.secrets)
         try:
             while True:
                 chunk = await self.proc.stderr.read(READ_CHUNK)
                 if not chunk:
-                    return
-                self.log.raw(chunk.decode(errors="replace"))
+                    break
+                self.log.raw(guard.feed(decoder.decode(chunk)))
         except (OSError, ValueError):
-            return
+            pass
+        finally:
+            self.log.raw(guard.feed(decoder.decode(b"", final=True)) + guard.flush())
 
     def _close_session(self, reason: str) -> None:
         """No more requests on this child: fail every in-flight one now (STDIO-12)."""
