@@ -324,13 +324,17 @@ class StdioConnection:
 
     def _close_pipes(self) -> None:
         """Close our ends of stdin, stdout and stderr without waiting for the other ends.
-        asyncio offers this only on the subprocess transport (``Process`` has no public handle
-        to it); closing it neither waits nor signals a child that already exited."""
+        Only the subprocess transport hands out its pipes (``Process`` keeps it private); each
+        pipe is closed on its own, because closing the whole transport would also SIGKILL a
+        leader still running, a kill this class sends only through :meth:`_signal_group`."""
         if self.proc is None:
             return
         transport = getattr(self.proc, "_transport", None)
         if isinstance(transport, asyncio.SubprocessTransport):
-            transport.close()
+            for fd in (0, 1, 2):
+                pipe = transport.get_pipe_transport(fd)
+                if pipe is not None:
+                    pipe.close()
         elif self.proc.stdin is not None:
             with contextlib.suppress(OSError, RuntimeError):
                 self.proc.stdin.close()
