@@ -114,6 +114,8 @@ class HostileHttp:
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             return
+        except asyncio.CancelledError:  # close(): the exchange is cut, quietly
+            return
         finally:
             self._connections.discard(task)
             writer.close()
