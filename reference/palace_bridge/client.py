@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TextIO
 
 from .config import BridgeConfig
-from .errors import PalaceError, PalaceToolError, PalaceUnavailable, describe
+from .errors import PalaceError, PalaceToolError, PalaceUnavailable, describe, redact_error
 from .jsonrpc import Response
 from .log import Log
 from .tools import ToolResult, ToolSpec
@@ -100,11 +100,15 @@ class PalaceClient:
         if not await self.start():
             raise PalaceUnavailable("the palace did not start; no palace tools this session")
         params = {"name": name, "arguments": {} if arguments is None else arguments}
-        response = await self.engine.request("tools/call", params, timeout_ms)
-        if response.error is not None:
-            raise PalaceToolError(response.error["code"], response.error["message"],
-                                  response.error.get("data"), "tools/call")
-        return ToolResult.from_wire(response.result)
+        try:
+            response = await self.engine.request("tools/call", params, timeout_ms)
+            if response.error is not None:
+                raise PalaceToolError(response.error["code"], response.error["message"],
+                                      response.error.get("data"), "tools/call")
+            return ToolResult.from_wire(response.result)
+        except PalaceError as exc:  # the one way out for errors: a server may echo the token
+            redact_error(exc, self.log.secrets)
+            raise
 
     async def stop(self) -> None:
         """Shut the transport down; safe to call twice, never raises."""

@@ -13,6 +13,12 @@ from dataclasses import dataclass
 
 from .clock import Clock
 
+#: a message no caller waits on (a notification, an answer to a server's request) gets the request
+#: budget, at least MESSAGE_MIN_MS (a busy server still gets a fair chance to take a cancel notice)
+#: and at most MESSAGE_MAX_MS; finite even when timeouts are disabled: nobody is there to give up
+MESSAGE_MIN_MS = 1000
+MESSAGE_MAX_MS = 5000
+
 
 @dataclass(frozen=True)
 class Deadline:
@@ -70,3 +76,24 @@ class TimeoutPolicy:
     def for_handshake(self, clock: Clock) -> Deadline:
         """One budget for ``initialize`` + ``tools/list`` (all pages) together."""
         return Deadline.start(clock, self.init_timeout_ms)
+
+    def for_message(self, clock: Clock) -> Deadline:
+        """A POST nobody waits on (a cancel notice, an answer to a server's ``ping``): always
+        finite, so a server that never answers one cannot keep a task, a connection or the
+        process alive."""
+        budget = self.request_timeout_ms or MESSAGE_MAX_MS
+        return Deadline.start(clock, min(max(budget, MESSAGE_MIN_MS), MESSAGE_MAX_MS))
+
+
+@dataclass(frozen=True)
+class ReapBudget:
+    """How long each wait in a child's ending may take, so that ending one is bounded end to end.
+
+    A child that exits can still leave its pipes open: anything it started holds them, and a
+    grandchild that called ``setsid`` is out of reach of the group kill. So no step waits for a
+    pipe without a bound: ``drain_ms`` after the exit, a pipe still open is abandoned and closed.
+    """
+
+    grace_ms: int              # stdin closed or SIGTERM sent, before the next step
+    after_kill_ms: int = 2000  # SIGKILL sent, for the exit status
+    drain_ms: int = 1000       # exit seen, for the stdout reader and the stderr drain to reach EOF

@@ -3,12 +3,16 @@
 Every error carries a message a person understands on its own (no traceback needed), and the
 context behind it in one attribute, ``detail`` (``""`` when there is none); the fields a host maps
 to a driver error (``code``, ``status``, ``data``, ...) are attributes of the class that has them.
-None of them ever holds the remote token: the HTTP transport redacts messages before raising.
+None of them ever holds the remote token: a server can echo it in anything it sends, so every
+error passes :func:`redact_error` on its way out of :class:`~.client.PalaceClient`, the one place
+errors leave the bridge for a host.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+REDACTED = "<redacted>"
 
 
 class PalaceError(Exception):
@@ -117,3 +121,31 @@ def describe(error: BaseException) -> str:
     """One line for a person, whatever failed."""
     text = str(error) or type(error).__name__
     return " ".join(text.split())
+
+
+def redact_text(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret replaced by ``<redacted>``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_error(error: PalaceError, secrets: tuple[str, ...]) -> PalaceError:
+    """``error`` itself, with every secret replaced in its message and in every field (JSON-RPC
+    ``message`` and ``data`` included, however deeply nested)."""
+    if any(secrets):
+        error.args = tuple(_redacted(arg, secrets) for arg in error.args)
+        for name, value in list(vars(error).items()):
+            setattr(error, name, _redacted(value, secrets))
+    return error
+
+
+def _redacted(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return redact_text(value, secrets)
+    if isinstance(value, dict):
+        return {_redacted(k, secrets): _redacted(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_redacted(v, secrets) for v in value)
+    return value

@@ -9,7 +9,15 @@ choice: such a stream is not resumed with ``GET`` + ``Last-Event-ID`` (that woul
 bridge never opens); the call fails at once and the caller may call again.
 
 This module reports what happened (status, session id, the JSON-RPC answer); the session rules that
-judge it live in :mod:`.session`, and deadlines are applied by the caller.
+judge it live in :mod:`.session`. No POST goes out without a deadline: a request's is applied by
+the caller, a notification's is an argument of :meth:`HttpTransport.post_message`, and the answers
+this module sends on its own take ``message_deadline()`` (the policy's budget for messages nobody
+waits on).
+
+choice: at most ``MAX_ANSWERS_IN_FLIGHT`` answers to server requests are being POSTed at a time;
+a server request arriving while that many are open is dropped unanswered (one debug line per
+stream). Answering it with a JSON-RPC error would need the very POST that is overloaded, and a
+server already has to time out a request its client never answers.
 """
 
 from __future__ import annotations
@@ -24,18 +32,24 @@ from typing import Any
 import httpx
 
 from . import jsonrpc
-from .errors import PalaceConnectionClosed, PalaceProtocolError, PalaceUnavailable
+from .clock import SYSTEM_CLOCK
+from .deadlines import Deadline, TimeoutPolicy
+from .errors import PalaceConnectionClosed, PalaceProtocolError, PalaceTimeout, PalaceUnavailable
 from .jsonrpc import Invalid, Notification, Response, ServerRequest
 from .log import Log
 from .session import SESSION_HEADER
-from .sse import SSEDecoder
+from .sse import SSEDecoder, SSEEventTooLarge
 from .version import __version__
 
 ACCEPT = "application/json, text/event-stream"
 MAX_BODY = 64 * 1024 * 1024
+MAX_EVENT = MAX_BODY  # one SSE line or event, in characters
 CONNECT_TIMEOUT_S = 10.0
 Send = Callable[[httpx.Request], Awaitable[httpx.Response]]
 DELETE_TIMEOUT_S = 1.0
+CLOSE_WAIT_S = 1.0  # aclose(): how long cancelled answer tasks get to finish
+#: answers to server requests being POSTed at once; more requests on a stream are dropped
+MAX_ANSWERS_IN_FLIGHT = 4
 
 
 @dataclass(frozen=True)
@@ -56,10 +70,13 @@ class HttpTransport:
     """POSTs JSON-RPC messages to the palace URL and reads JSON or SSE answers."""
 
     def __init__(self, url: str, token: str | None, log: Log, *,
+                 message_deadline: Callable[[], Deadline] | None = None,
                  client: httpx.AsyncClient | None = None) -> None:
         self.url = url
         self.log = log
         self._token = token
+        self._message_deadline = message_deadline or (
+            lambda: TimeoutPolicy(0, 0).for_message(SYSTEM_CLOCK))
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_S),
             follow_redirects=False,
@@ -91,19 +108,23 @@ class HttpTransport:
             finally:
                 await response.aclose()
 
-    async def post_message(self, message: dict[str, Any], headers: dict[str, str]) -> int:
+    async def post_message(self, message: dict[str, Any], headers: dict[str, str],
+                           deadline: Deadline) -> int:
         """POST a notification or a response; any 2xx is fine (MCP says 202, some servers send
-        200 or 204). Returns the status."""
+        200 or 204). Returns the status; :class:`PalaceTimeout` once ``deadline`` passes."""
         request = self._client.build_request(
             "POST", self.url, content=jsonrpc.encode(message)[:-1], headers=self._headers(headers))
         name = message.get("method") or "response"
-        async with self._exchange(name) as send:
-            response = await send(request)
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
-            return response.status_code
+        try:
+            async with asyncio.timeout(deadline.remaining_s()), self._exchange(name) as send:
+                response = await send(request)
+                try:
+                    await _read_limited(response)
+                finally:
+                    await response.aclose()
+                return response.status_code
+        except TimeoutError:
+            raise PalaceTimeout(name, deadline.timeout_ms) from None
 
     async def delete(self, headers: dict[str, str]) -> int | None:
         """Best-effort session end (MCP: a DELETE with the session id); 405/501 and failures
@@ -118,8 +139,11 @@ class HttpTransport:
         return response.status_code
 
     async def aclose(self) -> None:
-        for task in list(self._tasks):
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
         await self._client.aclose()
 
     # -- internals ---------------------------------------------------------------------------
@@ -170,13 +194,18 @@ class HttpTransport:
 
     async def _read_stream(self, response: httpx.Response, method: str, request_id: Any,
                            headers: dict[str, str]) -> Response:
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(MAX_EVENT)
         size = 0
+        dropped = 0
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > MAX_BODY:
                 raise PalaceProtocolError(f"SSE answer to {method} exceeded {MAX_BODY} bytes")
-            for event in decoder.feed(chunk):
+            try:
+                events = decoder.feed(chunk)
+            except SSEEventTooLarge as exc:
+                raise PalaceProtocolError(f"SSE answer to {method}: {exc}") from None
+            for event in events:
                 if event.event != "message" or not event.data.strip():
                     continue  # other event types and empty keep-alives: ignored
                 message = jsonrpc.parse(event.data)
@@ -185,7 +214,13 @@ class HttpTransport:
                         return message
                     self.log.debug(f"ignoring an SSE response for id {message.id!r}")
                 elif isinstance(message, ServerRequest):
-                    self._answer_soon(message, headers)
+                    if len(self._tasks) < MAX_ANSWERS_IN_FLIGHT:
+                        self._answer_soon(message, headers)
+                    else:
+                        if not dropped:
+                            self.log.debug(f"{MAX_ANSWERS_IN_FLIGHT} answers to server requests "
+                                           "in flight; dropping further server requests")
+                        dropped += 1
                 elif isinstance(message, Notification):
                     self.log.debug(f"notification {message.method}")
                 elif isinstance(message, Invalid):
@@ -203,7 +238,7 @@ class HttpTransport:
 
         async def post() -> None:
             with contextlib.suppress(Exception):
-                await self.post_message(answer, headers)
+                await self.post_message(answer, headers, self._message_deadline())
 
         task = asyncio.create_task(post())
         self._tasks.add(task)

@@ -64,18 +64,22 @@ class LineTooLong(ValueError):
 
 
 class LineDecoder:
-    """Splits a byte stream into lines; blank lines are skipped, a trailing ``\\r`` is dropped."""
+    """Splits a byte stream into lines; blank lines are skipped, a trailing ``\\r`` is dropped.
+
+    Linear however the stream is chunked: the search for a newline resumes where the last one
+    stopped, so an unterminated line is not scanned again on every chunk."""
 
     def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
         self.max_line = max_line
         self._buffer = bytearray()
 
     def feed(self, data: bytes) -> list[bytes]:
+        searched = len(self._buffer)  # the buffer held no newline before this chunk
         self._buffer += data
         lines: list[bytes] = []
         start = 0
         while True:
-            end = self._buffer.find(b"\n", start)
+            end = self._buffer.find(b"\n", max(start, searched))
             if end < 0:
                 break
             line = bytes(self._buffer[start:end]).rstrip(b"\r")

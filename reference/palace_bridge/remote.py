@@ -48,9 +48,11 @@ class RemoteEngine:
         self.config = config
         self.log = log
         self.clock = clock
-        self.transport = transport or HttpTransport(config.remote_url, config.remote_token, log)
-        self.session = HttpSession()
         self.timeouts = TimeoutPolicy(config.timeout_ms, config.init_timeout_ms)
+        self.transport = transport or HttpTransport(
+            config.remote_url, config.remote_token, log,
+            message_deadline=lambda: self.timeouts.for_message(self.clock))
+        self.session = HttpSession()
         self.ids = IdAllocator()
         self.tools: list[ToolSpec] = []
         self._preamble = config.preamble
@@ -156,7 +158,7 @@ class RemoteEngine:
         response = self._accept(self.session.judge(reply.status, sent, 1), reply, "initialize")
         init = check_initialize(response)
         self.session.on_initialized(reply.session_id, init.protocol_version)
-        await self._notify("notifications/initialized")
+        await self._notify("notifications/initialized", deadline)
         if list_tools_too:
             self.tools = await list_tools(self._send_once, deadline, self.log)
         if self._preamble is not None:
@@ -205,9 +207,11 @@ class RemoteEngine:
             raise PalaceSessionLost(f"{method} got HTTP {reply.status} twice")
         raise PalaceHTTPError(reply.status, reply.rpc_error, reply.detail)
 
-    async def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+    async def _notify(self, method: str, deadline: Deadline,
+                      params: dict[str, Any] | None = None) -> None:
+        """A notification inside a handshake or call: it shares that ``deadline``."""
         status = await self.transport.post_message(notification(method, params),
-                                                   self.session.headers(method))
+                                                   self.session.headers(method), deadline)
         if not 200 <= status < 300:
             if status == 401:
                 raise PalaceAuthError(status)
@@ -220,9 +224,9 @@ class RemoteEngine:
 
         async def send() -> None:
             try:
-                await asyncio.wait_for(self.transport.post_message(message, headers),
-                                       CANCEL_WAIT_S * 5)
-            except (PalaceError, TimeoutError) as exc:
+                await self.transport.post_message(message, headers,
+                                                  self.timeouts.for_message(self.clock))
+            except PalaceError as exc:
                 self.log.debug(f"cancel notice for {request_id} not delivered: {exc}")
 
         task = asyncio.create_task(send())

@@ -2,11 +2,22 @@
 
 Comments (``: ping``) and fields we do not use are skipped; an event is dispatched on a blank line;
 an event left unterminated when the stream ends is dropped, as the standard says.
+
+Linear in the input however it is chunked: each character is scanned once, and an unterminated
+line is kept as a list of pieces, joined once when it ends. Bounded: a line, or an event's data,
+longer than ``max_event`` characters is a :class:`SSEEventTooLarge`, not a growing buffer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+#: the default bound on one line and on one event's data, in characters
+DEFAULT_MAX_EVENT = 64 * 1024 * 1024
+
+
+class SSEEventTooLarge(ValueError):
+    """The server sent a line, or an event, longer than the decoder's ``max_event``."""
 
 
 @dataclass(frozen=True)
@@ -18,16 +29,18 @@ class Event:
 
 
 class SSEDecoder:
-    def __init__(self) -> None:
-        self._buffer = ""
+    def __init__(self, max_event: int = DEFAULT_MAX_EVENT) -> None:
+        self.max_event = max_event
+        self._line_parts: list[str] = []  # the unterminated line so far
+        self._line_size = 0
         self._pending_cr = False
         self._data: list[str] = []
+        self._data_size = 0
         self._event = ""
         self._id: str | None = None
         self._retry: int | None = None
         self._bom_checked = False
         self._decoder_tail = b""
-        self._scanned = 0  # a prefix of the buffer known to hold no line end
 
     def feed(self, chunk: bytes) -> list[Event]:
         data = self._decoder_tail + chunk
@@ -50,24 +63,44 @@ class SSEDecoder:
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]
         self._pending_cr = False
-        self._buffer += text
         events: list[Event] = []
-        while True:
-            cut = _line_end(self._buffer, self._scanned)
-            if cut is None:
-                self._scanned = len(self._buffer)
-                break
-            self._scanned = 0
+        ends = _LineEnds(text)
+        start = 0
+        while (cut := ends.next(start)) is not None:
             end, width = cut
-            if width == 1 and self._buffer[end] == "\r" and end + 1 == len(self._buffer):
+            if width == 1 and text[end] == "\r" and end + 1 == len(text):
                 # a lone CR at the end may be the first half of CRLF
                 self._pending_cr = True
-            line = self._buffer[:end]
-            self._buffer = self._buffer[end + width:]
-            event = self._line(line)
+            event = self._line(self._take_line(text[start:end]))
             if event is not None:
                 events.append(event)
+            start = end + width
+        if start < len(text):
+            self._line_size += len(text) - start
+            self._line_parts.append(text[start:])
+            if self._line_size > self.max_event:
+                raise self._too_large("a line")
         return events
+
+    def _take_line(self, last_piece: str) -> str:
+        if not self._line_parts:
+            if len(last_piece) > self.max_event:
+                raise self._too_large("a line")
+            return last_piece
+        self._line_size += len(last_piece)
+        if self._line_size > self.max_event:
+            raise self._too_large("a line")
+        self._line_parts.append(last_piece)
+        line = "".join(self._line_parts)
+        self._line_parts = []
+        self._line_size = 0
+        return line
+
+    def _too_large(self, what: str) -> SSEEventTooLarge:
+        self._line_parts, self._line_size = [], 0
+        self._data, self._data_size = [], 0
+        return SSEEventTooLarge(f"{what} of the event stream grew past {self.max_event} "
+                                "characters")
 
     def _line(self, line: str) -> Event | None:
         if line == "":
@@ -78,6 +111,9 @@ class SSEDecoder:
         if sep and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._data_size += len(value) + 1
+            if self._data_size > self.max_event:
+                raise self._too_large("an event")
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -94,16 +130,29 @@ class SSEDecoder:
             return None
         event = Event("\n".join(self._data), self._event or "message", self._id, self._retry)
         self._data = []
+        self._data_size = 0
         self._event = ""
         return event
 
 
-def _line_end(buffer: str, start: int) -> tuple[int, int] | None:
-    """Index and width of the first CRLF, LF or CR at or after ``start``."""
-    lf = buffer.find("\n", start)
-    cr = buffer.find("\r", start, lf if lf >= 0 else len(buffer))
-    if cr >= 0:
-        return (cr, 2) if buffer.startswith("\r\n", cr) else (cr, 1)
-    if lf >= 0:
-        return lf, 1
-    return None
+class _LineEnds:
+    """Finds CRLF, LF or CR in one piece of text, remembering where the next LF and the next CR
+    are, so that no character is searched twice (a run of CR-only lines stays linear)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lf = -2  # -2: not searched yet; -1: none left
+        self._cr = -2
+
+    def next(self, start: int) -> tuple[int, int] | None:
+        """Index and width of the first line end at or after ``start``."""
+        if self._lf == -2 or 0 <= self._lf < start:
+            self._lf = self.text.find("\n", start)
+        if self._cr == -2 or 0 <= self._cr < start:
+            self._cr = self.text.find("\r", start)
+        lf, cr = self._lf, self._cr
+        if cr >= 0 and (lf < 0 or cr < lf):
+            return (cr, 2) if lf == cr + 1 else (cr, 1)
+        if lf >= 0:
+            return lf, 1
+        return None

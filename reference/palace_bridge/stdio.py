@@ -1,6 +1,9 @@
 """One local ``mempalace-mcp`` child: spawn, line framing, correlation, stderr drain, clean death.
 
-The child runs in its own process group so that a kill reaches anything it started (no orphans).
+The child runs in its own process group (and session) so that a kill reaches anything it started
+(no orphans), except a grandchild that moved to a session of its own with ``setsid``: no signal to
+the group reaches it. Every wait of the ending is bounded (:class:`~.deadlines.ReapBudget`), so such
+a grandchild holding a pipe delays nothing past the budget: the pipe is abandoned and closed.
 Its stderr is always read, so a chatty server never blocks on a full pipe (STDIO-11); the text is
 forwarded only in debug mode. A line that is not JSON-RPC is logged and dropped (STDIO-13). When
 stdout closes, every in-flight request fails at once (STDIO-12). Policy (when to kill, whether to
@@ -10,6 +13,7 @@ respawn) lives elsewhere: this class only does what it is told.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import shutil
@@ -18,13 +22,14 @@ from collections.abc import Callable
 from typing import Any
 
 from . import jsonrpc
-from .deadlines import Deadline
+from .deadlines import Deadline, ReapBudget
 from .errors import PalaceConnectionClosed, PalaceTimeout, PalaceUnavailable
 from .jsonrpc import Correlator, IdAllocator, Invalid, Notification, Response, ServerRequest
-from .log import Log
+from .log import Log, SplitSecretGuard
 
 READ_CHUNK = 1 << 16
 EXIT_CODE_WAIT_S = 0.1  # after stdout EOF, how long to wait for the exit code worth reporting
+EXIT_POLL_S = 0.02  # how often the exit status is looked at while waiting for it
 
 
 class Unspawnable(PalaceUnavailable):
@@ -182,10 +187,8 @@ class StdioConnection:
         self._close_session(reason)
 
     async def _exit_code(self) -> int | None:
+        await self._wait_exit(int(EXIT_CODE_WAIT_S * 1000))
         assert self.proc is not None
-        if self.proc.returncode is None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self.proc.wait()), EXIT_CODE_WAIT_S)
         return self.proc.returncode
 
     def _dispatch(self, message: jsonrpc.Message) -> None:
@@ -212,15 +215,21 @@ class StdioConnection:
                            f"{message.raw[:120]}")
 
     async def _drain_stderr(self) -> None:
+        """Read stderr to its end; forwarded in debug mode, with no secret cut in two by a chunk
+        boundary (or a UTF-8 character by one)."""
         assert self.proc is not None and self.proc.stderr is not None
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        guard = SplitSecretGuard(self.log.secrets)
         try:
             while True:
                 chunk = await self.proc.stderr.read(READ_CHUNK)
                 if not chunk:
-                    return
-                self.log.raw(chunk.decode(errors="replace"))
+                    break
+                self.log.raw(guard.feed(decoder.decode(chunk)))
         except (OSError, ValueError):
-            return
+            pass
+        finally:
+            self.log.raw(guard.feed(decoder.decode(b"", final=True)) + guard.flush())
 
     def _close_session(self, reason: str) -> None:
         """No more requests on this child: fail every in-flight one now (STDIO-12)."""
@@ -242,13 +251,16 @@ class StdioConnection:
             os.killpg(self.proc.pid, sig)
 
     async def _wait_exit(self, timeout_ms: int) -> bool:
+        """Whether the child exited within ``timeout_ms``. Its exit status is watched, not
+        ``Process.wait()``: that also waits for every pipe to close, which a grandchild holding
+        one can put off forever."""
         assert self.proc is not None
-        if self.proc.returncode is not None:
-            return True
-        try:
-            await asyncio.wait_for(asyncio.shield(self.proc.wait()), timeout_ms / 1000.0)
-        except TimeoutError:
-            return False
+        loop = asyncio.get_running_loop()
+        until = loop.time() + timeout_ms / 1000.0
+        while self.proc.returncode is None:
+            if loop.time() >= until:
+                return False
+            await asyncio.sleep(EXIT_POLL_S)
         return True
 
     async def terminate(self, grace_ms: int, reason: str = "killed") -> None:
@@ -271,14 +283,17 @@ class StdioConnection:
     async def _terminate(self, grace_ms: int, reason: str) -> None:
         if self.proc is None:
             return
+        budget = ReapBudget(grace_ms)
         self._close_session(self.closed_reason or reason)
         if self.proc.returncode is None:
             self._signal_group(signal.SIGTERM)
-            if not await self._wait_exit(grace_ms):
+            if not await self._wait_exit(budget.grace_ms):
                 self.log.debug(f"pid {self.proc.pid} ignored SIGTERM; sending SIGKILL")
                 self._signal_group(signal.SIGKILL)
-                await self.proc.wait()
-        await self._finish()
+                if not await self._wait_exit(budget.after_kill_ms):
+                    self.log.debug(f"pid {self.proc.pid} still not reaped "
+                                   f"{budget.after_kill_ms} ms after SIGKILL; leaving it")
+        await self._finish(budget)
 
     async def _close(self, grace_ms: int) -> None:
         if self.proc is None:
@@ -290,20 +305,37 @@ class StdioConnection:
             await self._terminate(grace_ms, "stopped")
             return
         self._close_session(self.closed_reason or "stopped")
-        await self._finish()
+        await self._finish(ReapBudget(grace_ms))
 
-    async def _finish(self) -> None:
-        """After the leader exited: sweep its group, stop our readers, close the pipes."""
+    async def _finish(self, budget: ReapBudget) -> None:
+        """After the leader exited: sweep its group, give our readers ``drain_ms`` to reach EOF,
+        then abandon them and close every pipe (one may be held by a grandchild out of reach)."""
         self._signal_group(signal.SIGKILL)  # anything the child left behind in its group
-        for task in (self._reader, self._stderr):
-            if task is not None and not task.done():
-                try:
-                    await asyncio.wait_for(asyncio.shield(task), 1.0)
-                except TimeoutError:
-                    task.cancel()
+        readers = [t for t in (self._reader, self._stderr) if t is not None and not t.done()]
+        if readers:
+            _done, held = await asyncio.wait(readers, timeout=budget.drain_ms / 1000.0)
+            for task in held:
+                self.log.debug("a pipe of mempalace-mcp is still held open (by a process "
+                               "outside its group?); abandoning it")
+                task.cancel()
         for task in list(self._tasks):
             task.cancel()
-        if self.proc is not None and self.proc.stdin is not None:
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        """Close our ends of stdin, stdout and stderr without waiting for the other ends.
+        Only the subprocess transport hands out its pipes (``Process`` keeps it private); each
+        pipe is closed on its own, because closing the whole transport would also SIGKILL a
+        leader still running, a kill this class sends only through :meth:`_signal_group`."""
+        if self.proc is None:
+            return
+        transport = getattr(self.proc, "_transport", None)
+        if isinstance(transport, asyncio.SubprocessTransport):
+            for fd in (0, 1, 2):
+                pipe = transport.get_pipe_transport(fd)
+                if pipe is not None:
+                    pipe.close()
+        elif self.proc.stdin is not None:
             with contextlib.suppress(OSError, RuntimeError):
                 self.proc.stdin.close()
 

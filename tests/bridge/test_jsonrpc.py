@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -107,3 +108,18 @@ def test_line_decoder_is_independent_of_chunk_boundaries(lines, cuts):
     decoder = LineDecoder()
     out = [line for chunk in chunks for line in decoder.feed(chunk)]
     assert out == [line.encode() for line in lines]
+
+
+def test_line_decoder_costs_linear_time_in_an_unterminated_line():
+    """Issue 13: each chunk used to search the whole unterminated line again for a newline
+    (32 MiB in 512-byte chunks: well over ten seconds of CPU). The bound only says "not
+    quadratic"."""
+    decoder = LineDecoder()
+    piece = b"x" * 512
+    began = time.process_time()
+    for _ in range(32 * 2048):
+        assert decoder.feed(piece) == []
+    lines = decoder.feed(b"\n")
+    cpu_s = time.process_time() - began
+    assert [len(line) for line in lines] == [32 * 1024 * 1024]
+    assert cpu_s < 10.0

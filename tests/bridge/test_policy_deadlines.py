@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from palace_bridge.clock import FakeClock
-from palace_bridge.deadlines import Deadline, TimeoutPolicy
+from palace_bridge.deadlines import MESSAGE_MAX_MS, MESSAGE_MIN_MS, Deadline, TimeoutPolicy
 
 
 def test_deadline_counts_down_and_expires_exactly_at_the_timeout():
@@ -77,3 +77,17 @@ def test_remaining_is_timeout_minus_elapsed(timeout, steps):
             assert deadline.remaining_ms() == max(0, timeout - elapsed)
             assert deadline.expired() == (elapsed >= timeout)
         assert deadline.elapsed_ms() == elapsed
+
+
+@pytest.mark.parametrize(("request_ms", "expected_ms"), [
+    (0, MESSAGE_MAX_MS),          # timeouts disabled: a message nobody waits on is still bounded
+    (300, MESSAGE_MIN_MS),        # a tight request budget: a cancel notice still gets a fair chance
+    (3000, 3000),
+    (600_000, MESSAGE_MAX_MS),
+])
+def test_a_message_nobody_waits_on_always_has_a_finite_deadline(request_ms, expected_ms):
+    clock = FakeClock()
+    deadline = TimeoutPolicy(request_ms, 0).for_message(clock)
+    assert deadline.enabled and deadline.timeout_ms == expected_ms
+    clock.advance(expected_ms)
+    assert deadline.expired()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from palace_bridge.sse import Event, SSEDecoder
+from palace_bridge.sse import Event, SSEDecoder, SSEEventTooLarge
 
 
 def decode(data: bytes) -> list[Event]:
@@ -60,3 +63,31 @@ def test_decoding_is_independent_of_chunk_boundaries(payloads, newline, cuts):
     decoder = SSEDecoder()
     events = [e for chunk in chunks for e in decoder.feed(chunk)]
     assert [e.data for e in events] == payloads  # exactly one space after "data:" is dropped
+
+
+def test_an_unterminated_line_costs_linear_time():
+    """Issue 13: 8 MiB of one SSE line in 1 KiB chunks took 26 s of CPU when every chunk
+    copied the whole line so far; linear decoding takes a fraction of a second. The bound only
+    says "not quadratic" (hundreds of times the linear cost), and the event still arrives whole."""
+    decoder = SSEDecoder()
+    piece = b"x" * 1024
+    began = time.process_time()
+    assert decoder.feed(b"data: ") == []
+    for _ in range(8 * 1024):
+        assert decoder.feed(piece) == []
+    events = decoder.feed(b"\r\n\r\n")
+    cpu_s = time.process_time() - began
+    assert [len(e.data) for e in events] == [8 * 1024 * 1024]
+    assert cpu_s < 10.0
+
+
+def test_a_line_or_an_event_past_the_bound_is_a_protocol_error_not_a_buffer():
+    decoder = SSEDecoder(max_event=100)
+    decoder.feed(b"data: " + b"x" * 60)
+    with pytest.raises(SSEEventTooLarge, match="a line of the event stream grew past 100"):
+        decoder.feed(b"x" * 60)
+    decoder = SSEDecoder(max_event=100)
+    with pytest.raises(SSEEventTooLarge, match="an event of the event stream grew past 100"):
+        decoder.feed(b"".join(b"data: " + b"y" * 30 + b"\n" for _ in range(4)))
+    decoder = SSEDecoder(max_event=100)
+    assert decoder.feed(b"data: " + b"z" * 90 + b"\n\n") == [Event("z" * 90)]  # at the bound

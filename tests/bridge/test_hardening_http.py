@@ -1,0 +1,178 @@
+"""Issue 13, the reference bridge over HTTP against hostile servers (real loopback sockets): no POST
+without a deadline, and a flood of server requests neither starves the call's deadline nor leaves
+unbounded work behind.
+
+Times are checked only as "does not hang": an upper bound with ten seconds of slack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import time
+
+import pytest
+
+from palace_bridge.client import create_client
+from palace_bridge.errors import PalaceProtocolError, PalaceTimeout
+from palace_bridge.http import MAX_ANSWERS_IN_FLIGHT
+
+from .hostile_http import Exchange, HostileHttp
+from .support import remote_env, run
+
+HANG_SLACK_S = 10.0
+TEST_BOUND_S = 60.0  # past this the old bug is proven: fail instead of hanging pytest
+
+
+@pytest.fixture
+def hostile():
+    servers: list[HostileHttp] = []
+
+    def make(handler):
+        server = HostileHttp(handler)
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def test_start_is_bounded_when_the_initialized_notification_is_never_answered(hostile):
+    """Item 5: ``notifications/initialized`` shares the handshake's deadline."""
+
+    async def handler(message: dict, exchange: Exchange) -> None:
+        if message.get("method") == "notifications/initialized":
+            await exchange.hold()
+        await exchange.accepted()
+
+    server = hostile(handler)
+    stderr = io.StringIO()
+    client = create_client(remote_env(server.url, MEMPALACE_MCP_INIT_TIMEOUT_MS="1000",
+                                      MEMPALACE_REMOTE_CONNECT_RETRIES="1"), stderr=stderr)
+
+    async def main() -> tuple[bool, float, float]:
+        began = time.monotonic()
+        started = await asyncio.wait_for(client.start(), TEST_BOUND_S)
+        start_s = time.monotonic() - began
+        began = time.monotonic()
+        await asyncio.wait_for(client.stop(), TEST_BOUND_S)
+        return started, start_s, time.monotonic() - began
+
+    started, start_s, stop_s = run(main())
+    assert started is False
+    assert server.methods().count("notifications/initialized") == 2  # first try and one retry
+    assert start_s < 2 * 1.0 + HANG_SLACK_S
+    assert stop_s < HANG_SLACK_S
+    assert "unavailable after retries" in stderr.getvalue()
+
+
+def test_a_never_answered_cancel_notice_does_not_outlive_its_budget(hostile):
+    """Item 5: a cancel notice nobody answers ends by itself (the policy's message budget)."""
+
+    async def handler(message: dict, exchange: Exchange) -> None:
+        if message.get("method") in ("tools/call", "notifications/cancelled"):
+            await exchange.hold()
+        await exchange.accepted()
+
+    server = hostile(handler)
+    client = create_client(remote_env(server.url), stderr=io.StringIO())
+
+    async def main() -> bool:
+        assert await client.start()
+        with pytest.raises(PalaceTimeout):
+            await client.call_tool("mempalace_status", {}, timeout_ms=300)
+        engine = client.engine
+        assert engine._tasks, "the cancel notice is being sent"
+        drained = await asyncio.wait_for(_until(lambda: not engine._tasks), TEST_BOUND_S)
+        await client.stop()
+        return drained
+
+    assert run(main())
+    assert "notifications/cancelled" in server.methods()
+
+
+async def _until(predicate) -> bool:
+    while not predicate():
+        await asyncio.sleep(0.05)
+    return True
+
+
+def test_a_flood_of_server_requests_is_bounded_and_the_deadline_still_fires(hostile):
+    """Item 7: ten thousand ``ping``s on one SSE answer, never our response; the server holds
+    every answer POST. At most MAX_ANSWERS_IN_FLIGHT answers are open at once, the call times out
+    on time, and stop() leaves nothing running."""
+    open_answers = 0
+    most_open = 0
+
+    async def handler(message: dict, exchange: Exchange) -> None:
+        nonlocal open_answers, most_open
+        if message.get("method") == "tools/call":
+            await exchange.sse_start()
+            batch = b"".join(
+                b'event: message\ndata: {"jsonrpc":"2.0","id":"srv-%d","method":"ping"}\n\n' % n
+                for n in range(1000))
+            for _ in range(10):
+                await exchange.sse_send(batch)
+            await exchange.hold()
+        elif "method" not in message:  # our answer to one of its pings: never acknowledged
+            open_answers += 1
+            most_open = max(most_open, open_answers)
+            try:
+                await exchange.hold()
+            finally:
+                open_answers -= 1
+        await exchange.accepted()
+
+    server = hostile(handler)
+    client = create_client(remote_env(server.url, MEMPALACE_MCP_TIMEOUT_MS="2000"),
+                           stderr=io.StringIO())
+
+    async def main() -> tuple[float, float, float]:
+        assert await client.start()
+        began = time.monotonic()
+        with pytest.raises(PalaceTimeout):
+            await asyncio.wait_for(client.call_tool("mempalace_status", {}), TEST_BOUND_S)
+        call_s = time.monotonic() - began
+        began = time.monotonic()
+        await asyncio.wait_for(client.stop(), TEST_BOUND_S)
+        stop_s = time.monotonic() - began
+        began = time.monotonic()  # whatever stop() left running must end by itself, soon
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        if others:
+            await asyncio.wait_for(asyncio.gather(*others, return_exceptions=True), TEST_BOUND_S)
+        return call_s, stop_s, time.monotonic() - began
+
+    call_s, stop_s, linger_s = run(main())
+    assert 1 <= server.methods().count("response") <= MAX_ANSWERS_IN_FLIGHT
+    assert most_open <= MAX_ANSWERS_IN_FLIGHT
+    assert call_s < 2.0 + HANG_SLACK_S
+    assert stop_s < HANG_SLACK_S
+    assert linger_s < HANG_SLACK_S
+
+
+def test_an_oversized_sse_event_is_a_protocol_error(hostile, monkeypatch):
+    """Medium item: the SSE decoder is bounded, and its bound reaches the caller as a clear
+    protocol error (the bound is lowered here so the test sends kilobytes, not 64 MiB)."""
+    monkeypatch.setattr("palace_bridge.http.MAX_EVENT", 1000)
+
+    async def handler(message: dict, exchange: Exchange) -> None:
+        if message.get("method") == "tools/call":
+            await exchange.sse_start()
+            await exchange.sse_send(b"data: " + b"x" * 4000)
+            await exchange.hold()
+        await exchange.accepted()
+
+    server = hostile(handler)
+    client = create_client(remote_env(server.url, MEMPALACE_MCP_TIMEOUT_MS="30000"),
+                           stderr=io.StringIO())
+
+    async def main() -> None:
+        assert await client.start()
+        try:
+            with pytest.raises(PalaceProtocolError, match="grew past 1000 characters"):
+                await asyncio.wait_for(client.call_tool("mempalace_status", {}), TEST_BOUND_S)
+        finally:
+            await client.stop()
+
+    run(main())
