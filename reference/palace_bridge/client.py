@@ -82,7 +82,8 @@ class PalaceClient:
         connect failure for a remote (a 401 included), the child's for a local one."""
         if self._started is not False:
             return None
-        return self.engine.start_error or self._crash
+        error = self.engine.start_error or self._crash
+        return redact_error(error, self.log.secrets) if error is not None else None
 
     async def tools(self) -> list[ToolSpec]:
         """The tools listed in the last handshake; empty when the palace is unavailable."""
