@@ -120,6 +120,10 @@ def test_life02_life05_remote_works_stateless_and_stateful_without_a_local_child
     assert len(remote.sessions_opened()) == (1 if sessions else 0)
     remote.check_no_local_child()
 
+#: a request timeout for tests whose fault answers at once: a loaded CI machine must never turn
+#: the fault into a timeout (the fast 300 ms of FAST is for tests about timeouts)
+SLOW_OK = "10000"
+
 
 def test_life02_unreachable_remote_never_falls_back_to_a_local_child(tmp_path):
     trap = Scenario(tmp_path)
@@ -350,7 +354,9 @@ def test_http06_keepalive_holds_the_session_and_a_404_replaces_it(make_remote):
     remote = make_remote(sessions=True)
 
     async def main():
-        client = remote.client(MEMPALACE_MCP_KEEPALIVE_MS="150")
+        # a request budget far past a loaded machine's answer time: a ping that timed out would
+        # send a cancel into the forgotten session and draw a second 404
+        client = remote.client(MEMPALACE_MCP_KEEPALIVE_MS="150", MEMPALACE_MCP_TIMEOUT_MS=SLOW_OK)
         await client.start()
         assert await eventually(lambda: remote.fake.received("ping"))  # on the first session
         remote.fake.control("POST", "sessions/forget")
@@ -394,7 +400,7 @@ def test_http08_401_mid_session_is_an_auth_error_with_no_reinitialize(make_remot
                          faults=["rotate_token@mempalace_status,token=rotated"])
 
     async def main():
-        client = remote.client()
+        client = remote.client(MEMPALACE_MCP_TIMEOUT_MS=SLOW_OK)  # the 401, never a timeout
         await client.start()
         with pytest.raises(PalaceAuthError) as caught:
             await status(client)
@@ -420,7 +426,7 @@ def test_http09_5xx_or_reset_fails_that_call_keeps_the_session_and_never_replays
     remote = make_remote(sessions=True, faults=[fault])
 
     async def main():
-        client = remote.client()
+        client = remote.client(MEMPALACE_MCP_TIMEOUT_MS=SLOW_OK)  # the fault, never a timeout
         await client.start()
         with pytest.raises((PalaceHTTPError, PalaceConnectionClosed)) as caught:
             await status(client)

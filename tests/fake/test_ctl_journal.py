@@ -108,9 +108,12 @@ def test_journal_is_one_readable_line_per_record_with_secrets_hidden(tmp_path: P
 
 def test_journal_follow_shows_new_records_and_ends_on_deadline_or_ctrl_c(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
+    # Ctrl-C as a terminal delivers it: a pytest-xdist worker ignores SIGINT, and a child
+    # inherits that, so the follower is given the default disposition back
     follow = subprocess.Popen([str(PALACE_CONFORMANCE), "fake", "journal", "--follow",
                                str(journal)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=clean_env(tmp_path))
+                              text=True, env=clean_env(tmp_path),
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         with FakeProcess(tmp_path, journal=journal) as proc:
             proc.ping()
