@@ -217,7 +217,12 @@ function processFacts(journal, isAlive) {
   const living = children.filter((pid) => isAlive(pid));
   const killed = children.filter((pid) => !exited.has(pid) && !living.includes(pid)).length;
   if (killed > 0) signals.SIGKILL = (signals.SIGKILL ?? 0) + killed;
-  return { spawned: children.length, signals, alive: living.length };
+  // grandchildren the children started, under their own pid: never a spawn, alive an orphan
+  const descendants = new Set(journal
+    .filter((r) => r.kind === "descendant_start" && Number.isInteger(r.pid) && !children.includes(r.pid))
+    .map((r) => r.pid));
+  const orphans = [...descendants].filter((pid) => isAlive(pid)).length;
+  return { spawned: children.length, signals, alive: living.length + orphans };
 }
 
 function judgeProcesses(expect, facts) {
