@@ -32,6 +32,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for name, tally in getattr(report, "user_properties", []):
             if name == "documented_commands" and report.when == "call":
                 terminalreporter.write_line(
-                    f"documented commands: {tally['found']} found, {tally['run']} run "
-                    f"({tally['rewritten']} narrowed or rewritten), {tally['skipped']} skipped "
+                    f"documented commands: {tally['found']} found ({tally['kit']} of the kit's "
+                    f"programs), {tally['run']} run ({tally['kit_run']} of the kit's; "
+                    f"{tally['rewritten']} narrowed or rewritten), {tally['skipped']} skipped "
                     "(tests/docs/doc_commands.py says why)")

@@ -101,7 +101,7 @@ def commands_of(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
             pending = (number, strip_comment(text))
         else:
             glue = "\n" if open_quote(pending[1]) else " "
-            pending = (pending[0], f"{pending[1]}{glue}{strip_comment(text)}")
+            pending = (pending[0], strip_comment(f"{pending[1]}{glue}{text}"))
         if pending[1].endswith("\\"):
             pending = (pending[0], pending[1][:-1].rstrip())
         elif not open_quote(pending[1]):
@@ -155,7 +155,6 @@ SKIPPED: dict[str, str] = {
     "palace-conformance fake ctl --url U": "synopsis: U names no running fake",
     "palace-conformance fake journal [-f] FILE": "synopsis: FILE placeholder",
     "palace-conformance fake hold-lock": "runs until killed; P placeholder",
-    "palace-bridge tools": "needs the reader's palace (mempalace-mcp on PATH)",
     "palace-bridge call TOOL": "synopsis: TOOL placeholder",
     "palace-conformance baseline update --from REPORT.json": "synopsis: REPORT.json placeholder",
     "palace-conformance profile init --bridge B": "synopsis: B, FILE placeholders",
@@ -168,16 +167,11 @@ SKIPPED: dict[str, str] = {
     "palace-conformance diff --bridge reference --bridge pi-extension:./mempalace.ts":
         "./mempalace.ts is the reader's own extension",
     "pytest --palace-bridge='node host.mjs'": "host.mjs is the reader's own host",
-    "palace-conformance diff --from ref=reference.json --from ts=ts-bridge.json":
-        "the reader's saved reports of two bridges",
     # needs the Node hosts (palace-conformance hosts install; the `ts` tests drive them)
     "palace-conformance run --bridge pi-extension:tests/ts/": "needs the Node hosts",
     "palace-conformance run --bridge pi-mcp": "needs the Node hosts",
     "palace-conformance diff --bridge reference --bridge pi-mcp": "needs the Node hosts",
     "palace-conformance matrix --bridge reference --bridge pi-mcp": "needs the Node hosts",
-    "palace-conformance matrix --from runs/": "reads the runs of the Node-host matrix above",
-    "palace-conformance matrix --from reference=runs/": "reads the runs of the Node-host matrix",
-    "palace-conformance diff --from reference=runs/": "reads the runs of the Node-host matrix",
     # failure bundles and long runs
     "palace-conformance replay report/bundles/": "needs a failure bundle; the reference passes "
                                                  "(tests/reporting/test_bundle.py replays one)",
@@ -186,6 +180,12 @@ SKIPPED: dict[str, str] = {
 
 NARROW = "--select 'life.handshake.*'"
 HOST_STANDS_IN = "host.mjs is the reader's own host: the reference bridge, narrowed, stands in"
+
+SAVED_RUNS = ("mkdir -p runs && palace-conformance run --select 'life.handshake.*' "
+              "--select 'http.session.*' --json runs/reference.json >/dev/null 2>&1 && "
+              "for name in pi-mcp pi-mcp-wrapped pi-mcp-adapter; "
+              "do cp runs/reference.json runs/$name.json; done\n")
+SAVED_RUNS_WHY = "the saved runs of Node-host bridges: copies of a reference run stand in"
 
 # Exact command -> (what runs instead, why): narrowed or made to stay inside the temp dir.
 REWRITTEN: dict[str, tuple[str, str]] = {
@@ -233,6 +233,24 @@ REWRITTEN: dict[str, tuple[str, str]] = {
         "PALACE_FAKE_FAULT='stall@mempalace_search' MEMPALACE_MCP_TIMEOUT_MS=500 "
         "palace-bridge call mempalace_search '{\"query\": \"x\"}'",
         "keeps the shim and journal inside the temp dir"),
+    "palace-bridge tools": (
+        "palace-conformance fake install-shim shim >/dev/null && PATH=$PWD/shim:$PATH "
+        "palace-bridge tools", "needs the reader's palace: the fake's shim stands in"),
+    "palace-conformance diff --from ref=reference.json --from ts=ts-bridge.json --json drift.json "
+    "--markdown drift.md": (
+        SAVED_RUNS + "cp runs/reference.json reference.json && cp reference.json ts-bridge.json\n"
+        "palace-conformance diff --from ref=reference.json --from ts=ts-bridge.json "
+        "--json drift.json --markdown drift.md", SAVED_RUNS_WHY),
+    "palace-conformance matrix --from runs/reference.json --from runs/pi-mcp.json "
+    "--html matrix.html": (
+        SAVED_RUNS + "palace-conformance matrix --from runs/reference.json "
+        "--from runs/pi-mcp.json --html matrix.html", SAVED_RUNS_WHY),
+    "palace-conformance matrix --from reference=runs/reference.json --from pi-mcp=runs/pi-mcp.json "
+    "--from pi-mcp:wrapped=runs/pi-mcp-wrapped.json "
+    "--from pi-mcp-adapter=runs/pi-mcp-adapter.json --html matrix.html": (
+        SAVED_RUNS + "palace-conformance matrix --from reference=runs/reference.json "
+        "--from pi-mcp=runs/pi-mcp.json --from pi-mcp:wrapped=runs/pi-mcp-wrapped.json "
+        "--from pi-mcp-adapter=runs/pi-mcp-adapter.json --html matrix.html", SAVED_RUNS_WHY),
 }
 
 # Exact command -> (exit status the document promises, where it says so).

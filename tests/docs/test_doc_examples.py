@@ -21,11 +21,13 @@ from .doc_commands import (
     SKIPPED,
     SKIPPED_SECTIONS,
     DocCommand,
+    commands_of,
     documented_commands,
     documents,
     fenced_blocks,
     runs_a_kit_program,
     skip_reason,
+    strip_comment,
 )
 
 BIN = Path(sys.executable).parent
@@ -47,7 +49,8 @@ def counts() -> dict[str, int]:
     skipped = [c for c in commands if skip_reason(c) is not None]
     return {"found": len(commands), "run": len(commands) - len(skipped),
             "rewritten": sum(c.text in REWRITTEN for c in commands if c not in skipped),
-            "skipped": len(skipped)}
+            "skipped": len(skipped), "kit": sum(runs_a_kit_program(c.text) for c in commands),
+            "kit_run": sum(runs_a_kit_program(c.text) for c in commands if c not in skipped)}
 
 
 def clean_env(home: Path) -> dict[str, str]:
@@ -71,6 +74,20 @@ def test_the_documents_show_kit_commands(record_property: pytest.RecordProperty)
     tally = counts()
     record_property("documented_commands", tally)  # tests/conftest.py prints it in the summary
     assert tally["found"] == tally["run"] + tally["skipped"] and tally["run"] >= 25
+
+
+def test_a_block_splits_into_its_commands() -> None:
+    """Prompts, comments, continuations, open quotes and a synopsis's wrapped options."""
+    block = ["# a comment line", "$ palace-conformance run \\", "    --select 'a.*'  # narrowed",
+             "output of the run, not a command", "$ curl -d '{\"a\": 1,", '  "b": 2}\' # two lines',
+             "$ palace-conformance fake faults # a # in 'quotes' is not a comment: '#x'",
+             "$ palace-conformance profile init --bridge B", "      [--out FILE]"]
+    assert commands_of(list(enumerate(block, start=1))) == [
+        (2, "palace-conformance run --select 'a.*'"),
+        (5, 'curl -d \'{"a": 1,\n"b": 2}\''),
+        (7, "palace-conformance fake faults"),
+        (8, "palace-conformance profile init --bridge B [--out FILE]")]
+    assert strip_comment("echo '#not' \"# nor\" # yes") == "echo '#not' \"# nor\""
 
 
 def test_no_command_hides_in_an_unlabelled_block() -> None:
