@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -127,15 +128,27 @@ def test_a_documented_block_runs_as_written(tmp_path: Path, block: str) -> None:
     for command in runnable_blocks()[block]:
         script = REWRITTEN.get(command.text, (command.text, ""))[0].replace("{repo}", str(REPO))
         expected = EXPECTED_STATUS.get(command.text, (0, ""))[0]
-        try:
-            done = subprocess.run(["bash", "-c", f"set -o pipefail\n{script}"], cwd=tmp_path,
-                                  env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                                  text=True, timeout=COMMAND_DEADLINE_S, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{command.where}: `{script}` still running after {COMMAND_DEADLINE_S} s")
-        assert done.returncode == expected, (
-            f"{command.where}: `{script}` exited {done.returncode}, documented {expected}\n"
-            f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        status, output = run_in_group(script, tmp_path, env)
+        assert status is not None, (
+            f"{command.where}: `{script}` still running after {COMMAND_DEADLINE_S} s\n{output}")
+        assert status == expected, (
+            f"{command.where}: `{script}` exited {status}, documented {expected}\n{output}")
+
+
+def run_in_group(script: str, cwd: Path, env: dict[str, str]) -> tuple[int | None, str]:
+    """(exit status, output tail) of ``script`` under bash; at the deadline its whole process
+    group is killed (a server it started must not outlive the test) and the status is None."""
+    process = subprocess.Popen(["bash", "-c", f"set -o pipefail\n{script}"], cwd=cwd, env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=COMMAND_DEADLINE_S)
+        status: int | None = process.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        status = None
+    return status, output[-4000:]
 
 
 def subcommand_of(text: str) -> list[str]:
