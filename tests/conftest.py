@@ -22,3 +22,17 @@ def _last_failed_records_in_a_temp_dir(tmp_path_factory: pytest.TempPathFactory
         os.environ.pop(ENV_DIR, None)
     else:
         os.environ[ENV_DIR] = previous
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say how many documented commands tests/docs ran and skipped (a number the issue asks to
+    see), whenever that test ran; under xdist its report carries the tally to the controller."""
+    stats = terminalreporter.stats
+    for report in stats.get("passed", []) + stats.get("failed", []):
+        for name, tally in getattr(report, "user_properties", []):
+            if name == "documented_commands" and report.when == "call":
+                terminalreporter.write_line(
+                    f"documented commands: {tally['found']} found ({tally['kit']} of the kit's "
+                    f"programs), {tally['run']} run ({tally['kit_run']} of the kit's; "
+                    f"{tally['rewritten']} narrowed or rewritten), {tally['skipped']} skipped "
+                    "(tests/docs/doc_commands.py says why)")
