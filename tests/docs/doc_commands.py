@@ -136,6 +136,8 @@ def runs_a_kit_program(text: str) -> bool:
 SKIPPED_SECTIONS: dict[tuple[str, str], str] = {
     ("README.md", "## Reproduce a palace fault locally"):
         "tests/test_readme_recipes.py runs these recipes as written",
+    ("README.md", "## Record real traffic as a fixture"):
+        "tests/record/test_round_trip.py runs this recipe as written (a heredoc included)",
 }
 
 # A command is skipped when its text starts with one of these (the fewest words that name it).
@@ -148,10 +150,15 @@ SKIPPED: dict[str, str] = {
     "ruff check": "lint; tox -e lint runs it on the checkout",
     "palace-conformance hosts install": "downloads Node and npm packages",
     "python benchmarks/": "a benchmark: minutes of timing, figures in BENCHMARKS.md",
+    "python -m mutation": "runs from the checkout with cosmic-ray installed (tox -e mutation, "
+                          "tox -e mutation-sample); tests/mutation_tool tests its parts",
     # placeholders that name no real file, URL or tool
     "palace-conformance fake stdio [": "synopsis: FILE, SPEC placeholders",
     "palace-conformance fake http --port 0 --ready-file F": "synopsis; a long-running server",
     "palace-conformance fake install-shim DIR": "synopsis: DIR placeholder",
+    "palace-conformance fake uninstall-shim DIR": "synopsis: DIR placeholder",
+    "palace-conformance record --out DRAFT.json [": "synopsis: DRAFT.json, ID, COMMAND "
+                                                    "placeholders",
     "palace-conformance fake ctl --url U": "synopsis: U names no running fake",
     "palace-conformance fake journal [-f] FILE": "synopsis: FILE placeholder",
     "palace-conformance fake hold-lock": "runs until killed; P placeholder",
