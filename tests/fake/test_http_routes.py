@@ -190,6 +190,15 @@ def test_loopback_hosts_are_allowed(fake: Fake, host: str) -> None:
     assert answer.status_code == 200
 
 
+@pytest.mark.parametrize("host", ["127.0.0.1:9999", "localhost:1", "[::1]:{other}"])
+def test_a_loopback_name_with_another_port_is_403(fake: Fake, host: str) -> None:
+    """mempalace 3.11 pins Host to the port it bound (research: mempalace-3.11-semantics.md §6):
+    a client behind a port forward or a proxy is refused on every request."""
+    other = fake.port + 1 if fake.port < 65535 else fake.port - 1
+    answer = fake.post(ping(), headers={"Host": host.format(other=other)})
+    assert answer.status_code == 403
+
+
 @pytest.mark.parametrize("target", ["/mcp", "/healthz", "/nope"])
 def test_a_foreign_host_is_403_on_every_route(fake: Fake, target: str) -> None:
     method = "POST" if target == "/mcp" else "GET"

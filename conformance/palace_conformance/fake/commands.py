@@ -29,7 +29,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", metavar="FILE", help="palace contents, shared by every process "
                         "of a scenario (env PALACE_FAKE_STATE); default: in memory")
     parser.add_argument("--palace", metavar="DIR", help="palace path used for the writer lock and "
-                        "messages (default: $MEMPALACE_PALACE_PATH or ~/.mempalace/palace)")
+                        "messages (default: as mempalace 3.11 resolves it: $MEMPALACE_PALACE_PATH, "
+                        "else ~/.config/mempalace/palace unless ~/.mempalace is a legacy install)")
     parser.add_argument("--catalogue", choices=tuple(CATALOGUES), help="which server to be: "
                         "full (mempalace-mcp, the default) or light (mempalace-light-mcp) "
                         "(env PALACE_FAKE_CATALOGUE)")

@@ -10,18 +10,58 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import sys
 from pathlib import Path
 
 
-def default_palace_path(env: dict[str, str] | None = None) -> str:
+def config_dir(env: dict[str, str] | None = None) -> str:
+    """mempalace 3.11's config dir, first match wins: ``MEMPALACE_CONFIG_DIR``; ``~/.mempalace``
+    only when it is a real legacy install (``config.json``, ``people_map.json`` or
+    ``palace/chroma.sqlite3`` in it); ``$XDG_CONFIG_HOME/mempalace`` (absolute only);
+    ``~/.config/mempalace``."""
     env = dict(os.environ if env is None else env)
+    home = env.get("HOME") or os.path.expanduser("~")
+    chosen = (env.get("MEMPALACE_CONFIG_DIR") or "").strip()
+    if chosen:
+        return _expanded(chosen, home)
+    legacy = os.path.join(home, ".mempalace")
+    if any(os.path.isfile(os.path.join(legacy, *part)) for part in
+           (("config.json",), ("people_map.json",), ("palace", "chroma.sqlite3"))):
+        return legacy
+    xdg = (env.get("XDG_CONFIG_HOME") or "").strip()
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "mempalace")
+    return os.path.join(home, ".config", "mempalace")
+
+
+def default_palace_path(env: dict[str, str] | None = None) -> str:
+    """The palace a server started with no ``--palace`` uses, as mempalace 3.11 resolves it:
+    the palace variables, then ``palace_path`` in the config dir's ``config.json``, then
+    ``<config dir>/palace`` (``~/.config/mempalace/palace`` in a fresh HOME, not the legacy
+    ``~/.mempalace/palace``: a lock on the one never blocks a server on the other)."""
+    env = dict(os.environ if env is None else env)
+    home = env.get("HOME") or os.path.expanduser("~")
     for name in ("MEMPALACE_PALACE_PATH", "MEMPALACE_PALACE", "MEMPAL_PALACE_PATH"):
         if env.get(name):
-            return os.path.abspath(os.path.expanduser(env[name]))
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".mempalace", "palace")
+            return _expanded(env[name], home)
+    directory = config_dir(env)
+    try:
+        with open(os.path.join(directory, "config.json"), encoding="utf-8") as handle:
+            configured = json.load(handle).get("palace_path")
+    except (OSError, ValueError, AttributeError):
+        configured = None
+    if isinstance(configured, str) and configured.strip():
+        return _expanded(configured.strip(), home)
+    return os.path.join(directory, "palace")
+
+
+def _expanded(value: str, home: str) -> str:
+    """``~`` is the given HOME (the bridge's, not this process's), then made absolute."""
+    if value == "~" or value.startswith("~/"):
+        value = home + value[1:]
+    return os.path.abspath(value)
 
 
 def lock_file_for(palace: str, home: str | None = None) -> Path:

@@ -188,7 +188,9 @@ class FakeHttpServer:
     def _host_allowed(self, head: RequestHead) -> bool:
         host = (head.header("host") or "").strip().lower()
         name, _, port = host.rpartition(":")
-        if host in self.allowed_hosts or (port.isdigit() and name in self.allowed_hosts):
+        # mempalace 3.11 pins Host to the port it bound: a loopback name with another port (a
+        # port forward, a proxy) is refused unless MEMPALACE_MCP_EXTRA_ALLOWED_HOSTS names it
+        if host in self.allowed_hosts or (port == str(self.port) and name in self.allowed_hosts):
             return True
         log(f"HTTP request rejected: Host {host!r} not allowed")
         return False
