@@ -144,3 +144,11 @@ def test_journal_of_a_running_http_fake_by_url(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "-> ping  id=7" in shown.stdout and "<- HTTP 200" in shown.stdout
     assert "bearer-secret-99" not in shown.stdout
+
+
+def test_journal_by_url_checks_the_url_as_ctl_does(tmp_path: Path) -> None:
+    """One URL rule for both commands (``fake.ctl.base_url``): a wrong one is one line."""
+    shown = run_cli(["fake", "journal", "--url", "ftp://nowhere"], tmp_path)
+    assert shown.returncode == 1
+    [line] = shown.stderr.strip().splitlines()
+    assert "is not an http URL" in line

@@ -28,7 +28,7 @@ class CtlError(Exception):
 def base_url(args: argparse.Namespace) -> str:
     """``http://HOST:PORT`` of the fake, from ``--url`` (any URL on it, e.g. its /mcp) or a
     ``--ready-file`` (waited for up to ``--wait`` seconds)."""
-    if args.ready_file:
+    if getattr(args, "ready_file", None):  # ``fake journal --url`` has no --ready-file
         ready = Path(args.ready_file)
         deadline = time.monotonic() + args.wait
         while not ready.exists():

@@ -164,13 +164,10 @@ def run_journal(args: argparse.Namespace) -> int:
 
     try:
         if args.url:
-            from palace_conformance.fake.ctl import CtlError, call
+            from palace_conformance.fake.ctl import CtlError, base_url, call
 
-            base = str(args.url).rstrip("/")
-            if base.endswith("/mcp"):
-                base = base[:-4]
             try:
-                show(url_records(base, args.follow, call), redactor, seconds, out)
+                show(url_records(base_url(args), args.follow, call), redactor, seconds, out)
             except CtlError as exc:
                 print(f"{PROG}: {exc}", file=sys.stderr)
                 return 1
@@ -183,9 +180,6 @@ def run_journal(args: argparse.Namespace) -> int:
             show(file_records(path, args.follow), redactor, seconds, out)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `... | head`
-        sys.stderr.close()
-        return 0
     return 0
 
 

@@ -72,6 +72,9 @@ def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.reports.hints import capability_hints
     from palace_conformance.runner.reports.junit import write_junit
     from palace_conformance.runner.reports.report_dir import (
+        JUNIT,
+        RESULTS,
+        RUNS,
         clear_previous,
         public_run,
         write_reports,
@@ -129,7 +132,7 @@ def _run_checked(args: argparse.Namespace) -> int:
         return _listing(scenarios, transports, only)
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
-                       artifacts=report_dir / "runs" if report_dir else None,
+                       artifacts=report_dir / RUNS if report_dir else None,
                        warm_start=not args.cold_start,
                        level=args.level or default_level(args.bridge, profile),
                        profile=profile),
@@ -170,7 +173,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     public = public_run(run, by_id) if reporting else run
     targets = [(json_path, "json"), (junit_path, "junit")]
     if report_dir is not None:
-        targets += [(report_dir / "results.json", "json"), (report_dir / "junit.xml", "junit")]
+        targets += [(report_dir / RESULTS, "json"), (report_dir / JUNIT, "junit")]
     payload = None  # the whole result model as JSON: made only when a target wants it (~0.5 s)
     if json_stdout:
         payload = json.dumps(public.to_json(), indent=1, ensure_ascii=False, default=str)

@@ -21,8 +21,10 @@ from palace_conformance.scenarios.model import Scenario
 SUMMARY = "summary.md"
 BUNDLES = "bundles"
 RUNS = "runs"
+RESULTS = "results.json"
+JUNIT = "junit.xml"
 #: what a run writes into ``--report-dir``; nothing else there is ever touched
-OWN = ("results.json", "junit.xml", SUMMARY, BUNDLES, RUNS)
+OWN = (RESULTS, JUNIT, SUMMARY, BUNDLES, RUNS)
 
 
 def clear_previous(report_dir: Path) -> list[str]:
