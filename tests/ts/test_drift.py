@@ -109,10 +109,10 @@ def test_diff_names_exactly_the_mirrors_planted_departure(tmp_path: Path) -> Non
         assert drift["right"]["custom_type"] == "mempalace-wakeup"
     assert len(report["agreed"]) == 7  # four scenarios on both transports, one on stdio only
     assert report["masked"] == [
-        "registered commands (diary_command is declared by one side only)",
-        "mempalace-mailbox messages (mailbox is declared by one side only)",
-        "helper runs (exec effects, helper_run records) and mempalace_mine calls (feeding is "
-        "declared by one side only)"]
+        "registered commands (only one side has diary_command, declared or detected)",
+        "mempalace-mailbox messages (only one side has mailbox, declared or detected)",
+        "helper runs (exec effects, helper_run records) and mempalace_mine calls (only one side "
+        "has feeding, declared or detected)"]
     for drift in report["drift"]:  # the departure is agent-facing first, then on the wire
         assert [c["category"] for c in drift["categories"]] == ["injected", "wire"]
         wire = drift["categories"][1]

@@ -97,14 +97,15 @@ class Masks:
         """The capability masks (the UI mask is named by the report, with what it hid)."""
         out = []
         if self.commands:
-            out.append("registered commands (diary_command is declared by one side only)")
+            out.append("registered commands (only one side has diary_command, declared or "
+                       "detected)")
         for custom in sorted(self.custom_types):
             capability = "wakeup" if custom == WAKEUP_TYPE else "mailbox"
-            out.append(f"{custom} messages ({capability} is declared by one side only)")
+            out.append(f"{custom} messages (only one side has {capability}, declared or detected)")
         if self.feeding:
             out.append("helper runs (exec effects, helper_run records) and "
-                       f"{', '.join(sorted(FEEDING_TOOLS))} calls (feeding is declared by one "
-                       "side only)")
+                       f"{', '.join(sorted(FEEDING_TOOLS))} calls (only one side has feeding, "
+                       "declared or detected)")
         return out
 
     def hides(self, effect: Mapping[str, Any]) -> bool:
