@@ -53,6 +53,11 @@ ESCAPES = [
      "relative to mine_source"),
     ({"env": {"PALACE_FAKE_JOURNAL": "/tmp/elsewhere.jsonl"}}, "/env", "PALACE_FAKE_*"),
     ({"env": {"PALACE_FAKE_STATE": "/tmp/elsewhere.json"}}, "/env", "PALACE_FAKE_*"),
+    # where a palace and its writer lock live: a fake hold-lock must not reach a real palace
+    ({"env": {"HOME": "/home/someone"}}, "/env/HOME", "${TMP}/NAME"),
+    ({"env": {"XDG_CONFIG_HOME": "${TMP}/../config"}}, "/env/XDG_CONFIG_HOME", "${TMP}/NAME"),
+    ({"env": {"MEMPALACE_PALACE_PATH": "~/.mempalace/palace"}}, "/env/MEMPALACE_PALACE_PATH",
+     "${TMP}/NAME"),
 ]
 
 
@@ -63,6 +68,12 @@ def test_the_loader_refuses_a_fixture_that_escapes_in_one_line(
         load_scenario(hostile(tmp_path, change))
     line = str(refused.value)
     assert "\n" not in line and f": {pointer}" in line and fix in line
+
+
+def test_a_palace_placed_inside_the_run_is_accepted(tmp_path: Path) -> None:
+    scenario = load_scenario(hostile(tmp_path, {"env": {"HOME": "${TMP}/home",
+                                                        "XDG_CONFIG_HOME": "${TMP}"}}))
+    assert scenario.env["HOME"] == "${TMP}/home"
 
 
 def test_a_set_env_step_may_not_set_the_fakes_variables(tmp_path: Path) -> None:
@@ -125,6 +136,7 @@ def unloaded(change: dict[str, Any]) -> Scenario:
     {"feed": {"mine_source": "OUTSIDE"}},
     {"feed": {"files": {"../../OUTSIDE-file": "x"}}},
     {"env": {"PALACE_FAKE_JOURNAL": "OUTSIDE"}},
+    {"env": {"MEMPALACE_CONFIG_DIR": "OUTSIDE"}},
 ])
 def test_the_world_refuses_an_escape_the_loader_never_saw(tmp_path: Path,
                                                            change: dict[str, Any]) -> None:

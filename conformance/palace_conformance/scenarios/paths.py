@@ -9,6 +9,9 @@ data, and no path is ever built from it without being confined here:
   segments;
 * a fixture's ``env`` (and a ``set_env`` step) never sets a variable the fake owns
   (``PALACE_FAKE_*``: its journal, state, plan, ...): the runner points those at the run's files;
+* a variable saying where a palace, its config or its writer lock lives (``HOME``,
+  ``XDG_CONFIG_HOME``, ``MEMPALACE_CONFIG_DIR``, ``MEMPALACE_PALACE_PATH``, ...) is written as
+  ``${TMP}`` or below it, like any other path: the fake's lock and state follow it;
 * a scenario id (which names a file when a bundle is replayed) has the schema's id form.
 
 The loader checks the written form (the schema's patterns, then :func:`fixture_problems`, one line
@@ -33,6 +36,10 @@ RUN_DIR = "${TMP}"
 FAKE_ENV_PREFIX = "PALACE_FAKE_"
 #: the schema's scenario id form (fixtures/schema/scenario.schema.json, /properties/id/pattern)
 SCENARIO_ID = re.compile(r"^[a-z0-9]+(\.[a-z0-9-]+)+$")
+#: variables that place a palace, its config or its writer lock (fake/lease.py reads them as the
+#: real server does): a fixture may set them, but only to the run's directory or below it
+PLACE_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "MEMPALACE_CONFIG_DIR", "MEMPALACE_PALACE_PATH",
+                   "MEMPALACE_PALACE", "MEMPAL_PALACE_PATH")
 _RUN_PATH_FIX = f'write it as {RUN_DIR}/NAME, e.g. "{RUN_DIR}/feed-export" (the run\'s directory)'
 _NAME_FIX = 'name a file relative to mine_source, e.g. "session.jsonl" (no leading /, no ..)'
 
@@ -105,7 +112,12 @@ def fixture_problems(data: Mapping[str, Any]) -> Found:
                for index, step in enumerate(data.get("steps") or ())
                if isinstance(step, Mapping) and step.get("op") == "set_env"]
     for at, env in owners:
-        for name in env:
+        for name, value in env.items():
+            if name in PLACE_VARIABLES and isinstance(value, str):
+                why = run_path_problem(value)
+                if why:
+                    yield (f"{at}/{escape(name)}", f"{name} {value!r} {why}: where a palace "
+                           "lives must stay inside the run's directory", _RUN_PATH_FIX)
             if fake_owned(name):
                 yield (f"{at}/{escape(name)}", f"{name} is the fake's own variable (the runner "
                        "points it at this run's files)", f"remove it: a fixture may not set "
