@@ -5,6 +5,7 @@ nothing run-specific."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -41,10 +42,8 @@ def run_recipe(section: str, tmp_path: Path) -> subprocess.CompletedProcess[str]
     try:
         stdout, stderr = proc.communicate(timeout=240)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 

@@ -190,10 +190,10 @@ def _run_http(args: argparse.Namespace, prog: str, out: Path, scenario_id: str,
         loop = asyncio.get_running_loop()
         for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(number, relay.stop)
+        save()  # the draft exists once the line is out
         print(f"export MEMPALACE_REMOTE_URL={relay.url}", flush=True)
         print(f"{prog}: relaying {relay.url} to {args.upstream}; give the bridge the line "
               f"above, stop with Ctrl-C (the draft: {out})", file=sys.stderr, flush=True)
-        save()
         await relay.serve()
         return 0
 
