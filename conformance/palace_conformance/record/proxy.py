@@ -60,14 +60,13 @@ def parse_upstream(url: str) -> SplitResult:
     """The palace URL, checked: http(s), a host, a valid port (else :class:`UpstreamError`)."""
     try:
         parts = urlsplit(url.strip())
-        port = parts.port
+        parts.port  # noqa: B018  # raises ValueError for a port that is not 0-65535
     except ValueError as exc:
         raise UpstreamError(f"--upstream {url!r} is not a URL ({exc}); give the palace's full "
                             "URL, e.g. https://palace.example/mcp") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UpstreamError(f"--upstream {url!r} is not an http(s) URL with a host; give the "
                             "palace's full URL, e.g. https://palace.example/mcp")
-    del port
     return parts
 
 
