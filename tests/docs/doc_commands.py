@@ -138,6 +138,8 @@ SKIPPED_SECTIONS: dict[tuple[str, str], str] = {
         "tests/test_readme_recipes.py runs these recipes as written",
     ("README.md", "## Record real traffic as a fixture"):
         "tests/record/test_round_trip.py runs this recipe as written (a heredoc included)",
+    ("README.md", "## Record an HTTP palace as a fixture"):
+        "tests/record/test_round_trip.py runs this recipe as written (background servers)",
 }
 
 # A command is skipped when its text starts with one of these (the fewest words that name it).
@@ -159,6 +161,8 @@ SKIPPED: dict[str, str] = {
     "palace-conformance fake uninstall-shim DIR": "synopsis: DIR placeholder",
     "palace-conformance record --out DRAFT.json [": "synopsis: DRAFT.json, ID, COMMAND "
                                                     "placeholders",
+    "palace-conformance record --upstream URL --out DRAFT.json [": "synopsis: URL, DRAFT.json, "
+                                                                   "ID, N, MS placeholders",
     "palace-conformance fake ctl --url U": "synopsis: U names no running fake",
     "palace-conformance fake journal [-f] FILE": "synopsis: FILE placeholder",
     "palace-conformance fake hold-lock": "runs until killed; P placeholder",

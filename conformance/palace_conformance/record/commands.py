@@ -20,13 +20,16 @@ ID_PATTERN = re.compile(r"^[a-z0-9]+(\.[a-z0-9-]+)+$")
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
-        "record", help="stand in for the palace a bridge starts, relay its stdio to the real "
-        "server and write a draft scenario from the traffic",
-        description="Run as the palace a bridge spawns: start the real server (COMMAND, default "
-        "mempalace-mcp), copy every line both ways unchanged, and write a draft scenario: each "
-        "tools/call becomes a call_tool step expecting what the palace answered (volatile "
-        "values left out, secrets and paths replaced). Validate it with 'fixtures validate' and "
-        "run it with 'run' before adding it to the catalogue (docs/record.md).")
+        "record", help="stand in for the palace a bridge uses (stdio, or HTTP with --upstream), "
+        "relay the traffic to the real one and write a draft scenario from it",
+        description="Stdio: run as the palace a bridge spawns: start the real server (COMMAND, "
+        "default mempalace-mcp) and copy every line both ways unchanged. HTTP (--upstream URL): "
+        "listen on loopback as the palace a bridge in remote mode points at (it prints the "
+        "MEMPALACE_REMOTE_URL to give the bridge) and forward every request to URL, answers "
+        "streamed back unchanged, until Ctrl-C or SIGTERM. Either way it writes a draft "
+        "scenario: each tools/call becomes a call_tool step expecting what the palace answered "
+        "(volatile values left out, secrets and paths replaced). Validate it with 'fixtures "
+        "validate' and run it with 'run' before adding it to the catalogue (docs/record.md).")
     parser.add_argument("--out", required=True, metavar="DRAFT.json",
                         help="where the draft goes (rewritten after every answered call)")
     parser.add_argument("--id", dest="scenario_id", metavar="ID",
@@ -36,6 +39,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     parser.add_argument("--grace-ms", type=int, default=2000, metavar="MS",
                         help="how long a server gets to exit after the bridge closed its "
                         "stdin, and after SIGTERM, before SIGKILL (default 2000)")
+    http = parser.add_argument_group("HTTP (a bridge in remote mode)")
+    http.add_argument("--upstream", metavar="URL",
+                      help="record over HTTP: the real palace's full URL (what "
+                      "MEMPALACE_REMOTE_URL held, e.g. https://palace.example/mcp)")
+    http.add_argument("--host", default=None, metavar="HOST",
+                      help="loopback address to listen on (default 127.0.0.1)")
+    http.add_argument("--port", type=int, default=None, metavar="N",
+                      help="port to listen on (default 0: a free one)")
+    http.add_argument("--upstream-timeout-ms", type=int, default=None, metavar="MS",
+                      help="how long the palace may stay silent (connect: at most 10000; "
+                      "each read of an answer, a stream's gaps included) before the bridge "
+                      "gets 504 or the stream is cut (default 120000)")
     parser.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="the real server to start (default: mempalace-mcp)")
     parser.set_defaults(handler=run_record)
@@ -66,6 +81,15 @@ def run_record(args: argparse.Namespace) -> int:
         scenario_id = scenario_id_for(out, args.scenario_id)
     except ValueError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    if args.upstream is not None:
+        return _run_http(args, prog, out, scenario_id, server)
+    http_only = [flag for flag, value in (("--host", args.host), ("--port", args.port),
+                                          ("--upstream-timeout-ms", args.upstream_timeout_ms))
+                 if value is not None]
+    if http_only:
+        print(f"{prog}: {http_only[0]} is for HTTP recording; add --upstream URL (the palace "
+              "the bridge should reach through the recorder)", file=sys.stderr)
         return 2
     if args.grace_ms < 0:
         print(f"{prog}: --grace-ms must be 0 or more, not {args.grace_ms}", file=sys.stderr)
@@ -102,4 +126,81 @@ def run_record(args: argparse.Namespace) -> int:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     save()
+    return code
+
+
+def _run_http(args: argparse.Namespace, prog: str, out: Path, scenario_id: str,
+              server: list[str]) -> int:
+    """``record --upstream URL``: the HTTP relay until SIGINT/SIGTERM/SIGHUP, then exit 0."""
+    port = 0 if args.port is None else args.port
+    timeout_ms = 120000 if args.upstream_timeout_ms is None else args.upstream_timeout_ms
+    problem = None
+    if server:
+        problem = (f"--upstream records HTTP; {server[0]!r} is a stdio server command: give "
+                   "either --upstream URL or -- COMMAND, not both")
+    elif not 0 <= port <= 65535:
+        problem = f"--port must be 0-65535 (0 picks a free one), not {port}"
+    elif timeout_ms <= 0:
+        problem = f"--upstream-timeout-ms must be more than 0, not {timeout_ms}"
+    elif not out.parent.is_dir():
+        problem = f"--out {out}: no such directory {str(out.parent)!r}; create it first"
+    if problem is not None:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return 2
+
+    import asyncio
+    import signal
+
+    from palace_conformance.record.draft import (
+        Cleaner,
+        build_draft,
+        path_replacements,
+        write_draft,
+    )
+    from palace_conformance.record.proxy import HttpRelay, UpstreamError
+    from palace_conformance.record.relay import FROM_PALACE, Message
+    from palace_conformance.redaction import environment_secrets
+
+    recorded: list[Message] = []
+    try:
+        relay = HttpRelay(args.upstream, recorded.append, host=args.host or "127.0.0.1",
+                          port=port, read_s=timeout_ms / 1000)
+    except UpstreamError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+
+    def save() -> None:
+        cleaner = Cleaner([*environment_secrets(), *sorted(relay.secrets)], path_replacements())
+        write_draft(out, build_draft(recorded, scenario_id, cleaner=cleaner))
+
+    def on_message(message: Message) -> None:
+        recorded.append(message)
+        answer: Any = message.message
+        if message.direction == FROM_PALACE and isinstance(answer, dict) and "id" in answer:
+            save()  # a recorder killed outright still leaves every answered call
+
+    relay.on_message = on_message
+
+    async def serve() -> int:
+        try:
+            await relay.start()
+        except UpstreamError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return 2
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(number, relay.stop)
+        save()  # the draft exists once the line is out
+        print(f"export MEMPALACE_REMOTE_URL={relay.url}", flush=True)
+        print(f"{prog}: relaying {relay.url} to {args.upstream}; give the bridge the line "
+              f"above, stop with Ctrl-C (the draft: {out})", file=sys.stderr, flush=True)
+        await relay.serve()
+        return 0
+
+    try:
+        code = asyncio.run(serve())
+    except KeyboardInterrupt:  # Ctrl-C before the handlers were in place
+        code = 0
+    if code == 0:
+        save()
     return code

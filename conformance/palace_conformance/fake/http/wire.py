@@ -108,9 +108,13 @@ def reason_phrase(status: int) -> str:
 class Wire:
     """One HTTP exchange on one TCP connection."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                 stamp: bool = True) -> None:
         self.reader = reader
         self.writer = writer
+        #: add ``Server`` and ``Date`` to every response as BaseHTTP does; a relay that passes
+        #: on another server's headers (``palace-conformance record``) turns it off
+        self.stamp = stamp
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
         self.sent = 0
         #: stop after this many response bytes and reset the connection (the ``reset`` fault)
@@ -198,7 +202,7 @@ class Wire:
     # -- writing --------------------------------------------------------------------------
 
     def _head(self, status: int, headers: Headers, reason: str | None) -> h11.Response:
-        base = [("Server", SERVER_HEADER), ("Date", formatdate(usegmt=True))]
+        base = [("Server", SERVER_HEADER), ("Date", formatdate(usegmt=True))] if self.stamp else []
         return h11.Response(status_code=status, headers=base + headers,
                             reason=(reason or reason_phrase(status)).encode("latin-1", "replace"))
 
