@@ -79,7 +79,7 @@ Fault syntax: ACTION[@TARGET][#NTH][xTIMES][,every=N][,key=value...]
   NTH     fire from the NTH matching message on (1-based, counted across respawns); default 1
   TIMES   how many times it fires; a number or '*' (forever); default 1, or '*' with every=N
   every=N fire only on matching messages N, 2N, 3N... (counted like NTH; NTH still says
-          from which one on); any action. Without it every matching message in a row fires
+          from which one on); any action. Without it, the firings are consecutive
   values  parsed as JSON when they parse, else taken as text
 Examples:
   stall@mempalace_search                    never answer the first search
