@@ -63,6 +63,21 @@ def test_presets_file_matches_its_schema() -> None:
     assert list(Draft202012Validator(schema).iter_errors({**data, "presets": {"x": two_lines}}))
 
 
+def test_readmes_symptom_table_names_real_presets_for_each_fault_the_issue_lists() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Reproduce a palace fault locally", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:4] for line in section.splitlines()
+            if line.startswith("| ") and "`" in line.split("|")[2]]
+    named = {cell.split("`")[1]: how.strip() for _, cell, how in rows}
+    assert set(named) <= set(PRESETS)
+    assert {"stalled-search", "crash-on-write", "lock-held", "slow-start", "session-lost-every-5",
+            "token-rejected", "wedged-prepare", "stderr-flood", "html-errors"} <= set(named)
+    for name, how in named.items():  # the route it names is the one the preset can take
+        assert ("install-shim" in how) is ("stdio" in PRESETS[name].transports), name
+        assert ("fake http" in how) is bool(PRESETS[name].faults and
+                                             "http" in PRESETS[name].transports), name
+
+
 def test_a_preset_with_a_typod_target_or_wrong_transport_is_refused() -> None:
     with pytest.raises(FaultPlanError, match=r"preset 'p'.*did you mean 'mempalace_search'"):
         presets_from_json({"presets": {"p": {"description": "a stalled search",
