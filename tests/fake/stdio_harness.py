@@ -62,7 +62,7 @@ class FakeProcess:
                  state: Path | None = None, home: Path | None = None,
                  palace: Path | None = None, args: Sequence[str] = (),
                  command: Sequence[str] | None = None, drain_stderr: bool = True,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, palace_arg: bool = True) -> None:
         self.root = root
         self.home = home or root / "home"
         self.palace = palace or root / "palace"
@@ -78,7 +78,8 @@ class FakeProcess:
         if state is not None:
             extra["PALACE_FAKE_STATE"] = str(state)
         extra.update(env or {})
-        argv = [*(command or [str(FAKE_MCP)]), "--palace", str(self.palace), *args]
+        palace_args = ["--palace", str(self.palace)] if palace_arg else []  # a server's flag
+        argv = [*(command or [str(FAKE_MCP)]), *palace_args, *args]
         self.name = name
         self.lines: queue.Queue[tuple[float, bytes]] = queue.Queue()
         self.stderr = bytearray()

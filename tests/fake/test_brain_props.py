@@ -151,6 +151,21 @@ def test_faults_fire_on_the_nth_through_nth_plus_times_minus_one_match(
         assert ("error" in port.out[0]) is should_fire, (index, method, seen)
 
 
+@settings(PROPS, max_examples=40)
+@given(st.integers(1, 4), st.lists(st.sampled_from(["ping", "tools/list"]), min_size=1,
+                                   max_size=14))
+def test_every_n_fires_through_the_brain_on_exactly_the_nth_2nth_3nth_match(
+        tmp_path_factory: pytest.TempPathFactory, every: int, methods: list[str]) -> None:
+    brain = make_brain(tmp_path_factory.mktemp("every"),
+                       faults=[f"error@ping,every={every},code=-7,message=m"])
+    seen = 0
+    for index, method in enumerate(methods):
+        port = drive(brain, json.dumps(rpc(method, None, index)))
+        seen += method == "ping"
+        should_fire = method == "ping" and seen % every == 0
+        assert ("error" in port.out[0]) is should_fire, (index, method, seen)
+
+
 def test_every_action_is_documented_with_its_transports() -> None:
     assert all(transports <= {"stdio", "http"} for transports, _ in ACTIONS.values())
     assert parse_compact(f"ignore_sigterm@{STARTUP}").on.method == STARTUP

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from palace_conformance.fake.faults import (
+    ACTIONS,
     PLAN_SCHEMA_VERSION,
     STARTUP,
     Fault,
@@ -44,6 +45,15 @@ from .stdio_harness import FakeProcess, run_cli
      {"method": "notifications/message"}),
     ("wrong_id@ping, reply_id = 7", {"method": "ping", "nth": 1}, 1, "wrong_id",
      {"reply_id": 7}),
+    # every=N is not a parameter: it goes to on.every and makes the default times forever
+    ("forget_session@tools/call,every=5", {"method": "tools/call", "nth": 1, "every": 5}, None,
+     "forget_session", {}),
+    ("exit@mempalace_search#4x2,every=3,code=1",
+     {"method": "tools/call", "tool": "mempalace_search", "nth": 4, "every": 3}, 2, "exit",
+     {"code": 1}),
+    ("startup_fail@$startup,stderr=held, for now,every=2", {"method": STARTUP, "nth": 1,
+                                                            "every": 2}, None, "startup_fail",
+     {"stderr": "held, for now"}),
 ])
 def test_compact_specs_parse(spec: str, on: dict[str, Any], times: int | None, action: str,
                              params: dict[str, Any]) -> None:
@@ -71,6 +81,10 @@ def test_compact_specs_parse(spec: str, on: dict[str, Any], times: int | None, a
     ("startup_fail@ping", "'startup_fail' fires only with on.method '$startup'"),
     ("notify@ping", "notify needs a 'method' string"),
     ("stall@ping,id=mine", "id cannot be set with key=value"),
+    ("stall@ping,every=0", "'every' must be an integer >= 1 (5: the 5th, 10th, 15th... "
+                           "matching message), not 0"),
+    ("stall@ping,every=often", "'every' must be an integer >= 1"),
+    ("stall@ping,every=2.5", "'every' must be an integer >= 1"),
     # a typo'd target is refused, never armed to fire on nothing
     ("stall@mempalace_serch", "no tool 'mempalace_serch' in mempalace 3.11.0's catalogue (did "
                               "you mean 'mempalace_search'?); a fault on it would never fire"),
@@ -94,7 +108,41 @@ def test_fires_at_is_nth_through_nth_plus_times(nth: int, times: int | None,
     assert [n for n in range(1, 9) if fault.fires_at(n)] == fires_on
 
 
+@pytest.mark.parametrize(("nth", "every", "times", "fires_on"), [
+    (1, 3, None, [3, 6, 9, 12, 15, 18]),  # every=N: exactly N, 2N, 3N...
+    (1, 5, None, [5, 10, 15, 20]),
+    (1, 3, 2, [3, 6]),  # times counts firings, not messages
+    (4, 3, None, [6, 9, 12, 15, 18]),  # nth says from which one on
+    (3, 3, 1, [3]),
+    (2, 1, 2, [2, 3]),  # every=1 is the plain in-a-row rule
+])
+def test_every_n_fires_on_exactly_the_multiples_of_n(nth: int, every: int, times: int | None,
+                                                       fires_on: list[int]) -> None:
+    fault = Fault("f", Match(method="ping", nth=nth, every=every), "stall", times)
+    assert [n for n in range(1, 21) if fault.fires_at(n)] == fires_on
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS))
+def test_every_n_is_accepted_for_every_action_on_both_transports(action: str) -> None:
+    required = {"error": {"code": -1}, "http_status": {"status": 404},
+                "server_request": {"method": "roots/list"}, "notify": {"method": "n/x"},
+                "negotiate_version": {"version": "2025-03-26"}, "rotate_token": {"token": "t"}}
+    on = {"method": STARTUP} if action in {"startup_fail", "ignore_sigterm",
+                                           "spawn_grandchild"} else {"method": "ping"}
+    fault = plan_from_json([{"action": action, "on": {**on, "every": 4},
+                             **required.get(action, {})}]).faults[0]
+    assert fault.on.every == 4 and fault.times is None
+    assert [n for n in range(1, 13) if fault.fires_at(n)] == [4, 8, 12]
+    for transport in ACTIONS[action][0]:
+        assert plan_from_json([fault.to_json()]).for_transport(transport).faults == [fault]
+
+
 @pytest.mark.parametrize(("data", "fragment"), [
+    ({"faults": [{"action": "stall", "on": {"every": 0}}]}, "fault #1 (fault-1): 'on.every' "
+                                                            "must be an integer >= 1"),
+    ({"faults": [{"action": "stall", "on": {"every": True}}]}, "'on.every' must be an integer"),
+    ({"faults": [{"action": "stall", "every": 5}]}, "'every' says which messages, so it goes in "
+                                                    "'on'"),
     ({"schema_version": PLAN_SCHEMA_VERSION + 1, "faults": []},
      f"schema_version {PLAN_SCHEMA_VERSION + 1} is newer than this fake understands"),
     ({"faults": {"id": "x"}}, "'faults' must be a list"),

@@ -1,6 +1,7 @@
 """Named fault presets: the data file is valid, every preset fires as its description says, and
-it does so for a harness whose only change is ``PATH`` (stdio, through the shim) or the URL it is
-given (HTTP, ``fake http --preset``).
+it does so for a harness whose only change is ``PATH`` (stdio, through the shim; a preset that
+scripts a stand-in, through the stand-in the shim places) or the URL it is given (HTTP,
+``fake http --preset``).
 
 Each preset has a probe here: the request a harness would send first and what it then sees. A
 preset added to ``fixtures/fake-presets.json`` without a probe fails
@@ -34,13 +35,18 @@ from .stdio_harness import FakeProcess, run_cli, wait_for
 
 PRESETS = load_presets()
 STDIO = sorted(name for name, p in PRESETS.items() if "stdio" in p.transports)
-HTTP = sorted(name for name, p in PRESETS.items() if "http" in p.transports)
+# `fake http --preset`: a preset with server faults (a stand-in-only one is refused there)
+HTTP = sorted(name for name, p in PRESETS.items() if "http" in p.transports and p.faults)
 QUIET = 1.5  # "no answer": nothing within this long (a lower bound, never a timing claim)
+#: what the harness starts for a stand-in preset (found on PATH, as a feeding bridge runs it)
+HARNESS_RUNS = {"wedged-prepare": ["mempalace-pi-session", "--prepare", "--reason", "manual"]}
 
 
 def _fired(records: list[dict[str, object]], preset: str) -> list[dict[str, object]]:
-    return [r for r in records if r.get("kind") == "fault"
-            and str(r.get("fault_id", "")).startswith(f"preset-{preset}-")]
+    """What the journal shows the preset did: its faults, or a stand-in step it scripted."""
+    return [r for r in records if (r.get("kind") == "fault"
+                                   and str(r.get("fault_id", "")).startswith(f"preset-{preset}-"))
+            or (r.get("kind") == "feed_step" and r.get("preset") == preset)]
 
 
 # -- the data ------------------------------------------------------------------------------
@@ -57,6 +63,21 @@ def test_presets_file_matches_its_schema() -> None:
     assert list(Draft202012Validator(schema).iter_errors({**data, "presets": {"x": two_lines}}))
 
 
+def test_readmes_symptom_table_names_real_presets_for_each_fault_the_issue_lists() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Reproduce a palace fault locally", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:4] for line in section.splitlines()
+            if line.startswith("| ") and "`" in line.split("|")[2]]
+    named = {cell.split("`")[1]: how.strip() for _, cell, how in rows}
+    assert set(named) <= set(PRESETS)
+    assert {"stalled-search", "crash-on-write", "lock-held", "slow-start", "session-lost-every-5",
+            "token-rejected", "wedged-prepare", "stderr-flood", "html-errors"} <= set(named)
+    for name, how in named.items():  # the route it names is the one the preset can take
+        assert ("install-shim" in how) is ("stdio" in PRESETS[name].transports), name
+        assert ("fake http" in how) is bool(PRESETS[name].faults and
+                                             "http" in PRESETS[name].transports), name
+
+
 def test_a_preset_with_a_typod_target_or_wrong_transport_is_refused() -> None:
     with pytest.raises(FaultPlanError, match=r"preset 'p'.*did you mean 'mempalace_search'"):
         presets_from_json({"presets": {"p": {"description": "a stalled search",
@@ -71,6 +92,7 @@ def test_a_preset_with_a_typod_target_or_wrong_transport_is_refused() -> None:
 def test_every_preset_has_a_probe() -> None:
     assert set(STDIO_PROBES) == set(STDIO)
     assert set(HTTP_PROBES) == set(HTTP)
+    assert set(HARNESS_RUNS) == {name for name, p in PRESETS.items() if p.standins}
     for preset in PRESETS.values():
         assert preset.description and "\n" not in preset.description
 
@@ -202,6 +224,17 @@ def _stderr_flood(proc: FakeProcess) -> None:
     wait_for(lambda: len(proc.stderr) >= 4 * 1024 * 1024, what="4 MiB of stderr")
 
 
+def _wedged_prepare(proc: FakeProcess) -> None:
+    # proc is `mempalace-pi-session --prepare`, as a feeding bridge runs it: it hangs, silent
+    step = wait_for(lambda: proc.records("feed_step"), what="the stand-in's step")[0]
+    assert (step["mode"], step["preset"]) == ("hang", "wedged-prepare")
+    proc.assert_silent(QUIET)
+    assert proc.alive()  # wedged, not failed: only the bridge's kill ends it
+    proc.signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    assert proc.lines.empty()  # never a MINE_SOURCE line
+
+
 STDIO_PROBES: dict[str, Callable[[FakeProcess], None]] = {
     "stalled-search": _stalled_search,
     "slow-search": _slow_search,
@@ -214,6 +247,7 @@ STDIO_PROBES: dict[str, Callable[[FakeProcess], None]] = {
     "garbage-on-stdout": _garbage_on_stdout,
     "deaf-to-sigterm": _deaf_to_sigterm,
     "stderr-flood": _stderr_flood,
+    "wedged-prepare": _wedged_prepare,
 }
 
 
@@ -224,12 +258,56 @@ def test_a_shim_installed_with_a_preset_fires_it_for_a_harness_that_only_changed
     installed = run_cli(["fake", "install-shim", str(shims), "--preset", name], tmp_path)
     assert installed.returncode == 0, installed.stderr
     assert f'export PATH={shims}:"$PATH"' in installed.stderr
-    # the harness: `mempalace-mcp` by name, found on PATH; nothing else names the fault
+    assert f"# preset {name}: {PRESETS[name].description}\n" in installed.stderr
+    # the harness: `mempalace-mcp` (or the stand-in it feeds through) by name, found on PATH;
+    # nothing else names the fault
     path = f"{shims}{os.pathsep}{os.environ['PATH']}"
-    with FakeProcess(tmp_path, command=["mempalace-mcp"], env={"PATH": path}) as proc:
+    with FakeProcess(tmp_path, command=HARNESS_RUNS.get(name, ["mempalace-mcp"]),
+                     env={"PATH": path}, palace_arg=name not in HARNESS_RUNS) as proc:
         STDIO_PROBES[name](proc)
     if name != "crash-at-start":
         assert _fired(proc.journal(), name), "the preset's fault was never journaled"
+
+
+def test_a_stand_in_preset_leaves_the_server_clean_and_is_refused_where_it_cannot_act(
+        tmp_path: Path) -> None:
+    shims = tmp_path / "shims"
+    assert run_cli(["fake", "install-shim", str(shims), "--preset", "wedged-prepare"],
+                   tmp_path).returncode == 0
+    path = f"{shims}{os.pathsep}{os.environ['PATH']}"
+    with FakeProcess(tmp_path / "server", command=["mempalace-mcp"], env={"PATH": path}) as proc:
+        _init(proc)  # the palace itself answers as usual: only the prepare step wedges
+        assert "result" in proc.call("mempalace_status")
+    assert not [r for r in proc.journal() if r.get("kind") == "fault"]
+    # the stand-in's own variable beats the preset, as the environment beats any baked preset
+    with FakeProcess(tmp_path / "feed", command=HARNESS_RUNS["wedged-prepare"], palace_arg=False,
+                     env={"PATH": path, "PALACE_FEED_MODE": "source"}) as proc:
+        assert proc.recv_line().startswith(b"MINE_SOURCE=")
+        assert proc.wait() == 0
+    hint = ("preset 'wedged-prepare' scripts the mempalace-pi-session stand-in, not the server; "
+            "run 'palace-conformance fake install-shim DIR --preset wedged-prepare'")
+    for command in (["fake", "stdio"], ["fake", "http"],
+                    ["fake", "ctl", "--url", "http://127.0.0.1:9", "inject"]):
+        refused = run_cli([*command, "--preset", "wedged-prepare"], tmp_path)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert hint in refused.stderr
+
+
+def test_a_bad_stand_in_script_in_a_presets_file_is_refused() -> None:
+    def preset(**extra: object) -> dict[str, object]:
+        return {"presets": {"p": {"description": "a wedged prepare", "transports": ["stdio"],
+                                  **extra}}}
+
+    with pytest.raises(FaultPlanError,
+                       match=r"standins\.mempalace-pi-session\.mode must be one of"):
+        presets_from_json(preset(standins={"mempalace-pi-session": {"mode": "wedge"}}))
+    with pytest.raises(FaultPlanError, match="no stand-in 'mempalace-pi-sesion'"):
+        presets_from_json(preset(standins={"mempalace-pi-sesion": {"mode": "hang"}}))
+    with pytest.raises(FaultPlanError, match=r"'faults' must be a non-empty list.*leave it out"):
+        presets_from_json(preset())
+    with pytest.raises(FaultPlanError, match="exit must be an integer >= 0 and <= 255"):
+        presets_from_json(preset(standins={"mempalace-pi-session": {"mode": "fail",
+                                                                    "exit": 300}}))
 
 
 def test_the_environment_beats_the_preset_baked_into_the_shim(tmp_path: Path) -> None:
@@ -345,6 +423,21 @@ def _h_session_expired(fake: Fake) -> None:
     assert _search(fake, session).status_code == 404  # the session is gone for good
 
 
+def _h_session_lost_every_5(fake: Fake) -> None:
+    # the harness's session recovery, twice: calls 1-4 pass, the 5th is 404; a new session
+    # serves 6-9, and the 10th is 404 again (every 5th tool call, counted across sessions)
+    statuses = []
+    for _ in range(2):
+        session = _http_init(fake)
+        assert session
+        for _ in range(5):
+            answer = _search(fake, session)
+            statuses.append(answer.status_code)
+        assert "Session not found" in answer.text
+    assert statuses == [200, 200, 200, 200, 404] * 2
+    assert [r["occurrence"] for r in _fired(fake.records(), "session-lost-every-5")] == [5, 10]
+
+
 def _h_token_rejected(fake: Fake) -> None:
     session = _http_init(fake)
     assert _search(fake, session).status_code == 401
@@ -395,6 +488,7 @@ HTTP_PROBES: dict[str, Callable[[Fake], None]] = {
     "deaf-to-sigterm": _h_deaf_to_sigterm,
     "stderr-flood": _h_stderr_flood,
     "session-expired": _h_session_expired,
+    "session-lost-every-5": _h_session_lost_every_5,
     "token-rejected": _h_token_rejected,
     "html-errors": _h_html_errors,
     "connection-reset": _h_connection_reset,

@@ -11,7 +11,7 @@ from palace_conformance.fake.faults import ACTIONS, FaultPlanError, fault_from_j
 from palace_conformance.scenarios.schema import FAULT_PLAN_SCHEMA, schema_problems, validator
 
 ABSENT = object()
-PARAMS = sorted({p for _, params in ACTIONS.values() for p in params} | {"bogus"})
+PARAMS = sorted({p for _, params in ACTIONS.values() for p in params} | {"bogus", "every"})
 VALUES = st.sampled_from([
     None, -300, -255, -1, 0, 1, 5, 99, 404, 599, 600, True, False, "text", "before_reply",
     "after_reply", "reply", "stall", "exit", {"a": 1}, [1], 1.5,
@@ -37,6 +37,7 @@ def faults(draw: st.DrawFn) -> dict[str, Any]:
             ("method", [ABSENT, "*", "tools/call", "$startup", "initialize", None, 5]),
             ("tool", [ABSENT, None, "mempalace_search", "", 3]),
             ("nth", [ABSENT, 0, 1, 2, True, None, "1"]),
+            ("every", [ABSENT, 0, 1, 5, True, None, "5"]),
             ("transport", [ABSENT, None, "stdio", "http", "tcp"]),
             ("extra", [ABSENT, 1]),
         ):

@@ -45,16 +45,33 @@ def _options(args: argparse.Namespace) -> FakeOptions:
                        preset=args.preset)
 
 
+def _served_preset(name: str | None) -> None:
+    """A preset named on a serving command's line must change what that server does: a
+    stand-in-only one (``wedged-prepare``) is refused, naming ``install-shim``. (Through
+    ``PALACE_FAKE_PRESET`` a server serves it cleanly: the same variable reaches the stand-in.)"""
+    if name:
+        from palace_conformance.fake.presets import find_preset
+
+        find_preset(name).require_server_faults()
+
+
 def _stdio(args: argparse.Namespace) -> int:
     from palace_conformance.fake.cli import run_stdio
 
-    return run_stdio(_options(args), prog="palace-conformance fake stdio")
+    prog = "palace-conformance fake stdio"
+    try:
+        _served_preset(args.preset)
+    except FakeSetupError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    return run_stdio(_options(args), prog=prog)
 
 
 def _http(args: argparse.Namespace) -> int:
     from palace_conformance.fake.http.serve import run_http
 
     try:
+        _served_preset(args.preset)
         return run_http(_options(args).merged(FakeOptions.from_env()), host=args.host,
                         port=args.port, token=args.token, sessions=args.sessions,
                         ready_file=args.ready_file, control=not args.no_control)
@@ -87,7 +104,8 @@ def _install_shim(args: argparse.Namespace) -> int:
         print(path)
     if args.preset:  # ready to paste: the harness needs only PATH changed
         directory = shlex.quote(str(paths[0].parent))
-        print(f"# preset {args.preset}: start your harness from a shell where\n"
+        print(f"# preset {args.preset}: {preset.description}\n"
+              "# start your harness from a shell where\n"
               f"export PATH={directory}:\"$PATH\"", file=sys.stderr)
     return 0
 

@@ -84,7 +84,9 @@ def _faults(args: argparse.Namespace) -> list[dict[str, Any]]:
     if args.preset:
         from palace_conformance.fake.presets import find_preset
 
-        faults += [f.to_json() for f in find_preset(args.preset).parsed("http")]
+        preset = find_preset(args.preset)
+        preset.require_server_faults()
+        faults += [f.to_json() for f in preset.parsed("http")]
     for index, spec in enumerate(args.spec):
         fault = parse_compact(spec.strip(), index).to_json()
         fault.pop("id")  # the fake names it (ctl-N-ACTION), so repeated injects never clash

@@ -1,11 +1,11 @@
 """Fault plans: data that says which message to break, how, and how often.
 
-A fault is ``{"id", "on": {method, tool, nth, transport}, "times", "action", ...params}``. The
-brain counts matching messages across every process of a scenario (through the shared journal), so
-"the 2nd ``tools/call`` of ``mempalace_search``" means the 2nd one the palace ever saw, even when
-the first went to a child that has since been killed and respawned.
+A fault is ``{"id", "on": {method, tool, nth, every, transport}, "times", "action", ...params}``.
+The brain counts matching messages across every process of a scenario (through the shared
+journal), so "the 2nd ``tools/call`` of ``mempalace_search``" means the 2nd one the palace ever
+saw, even when the first went to a child that has since been killed and respawned.
 
-The compact ``--fault`` syntax is ``ACTION[@TARGET][#NTH][xTIMES][,key=value...]``; see
+The compact ``--fault`` syntax is ``ACTION[@TARGET][#NTH][xTIMES][,every=N][,key=value...]``; see
 :data:`COMPACT_HELP`.
 """
 
@@ -63,6 +63,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 
 RESERVED = frozenset({"id", "on", "times", "action"})  # fault keys that are not parameters
+EVERY = "every"  # the compact syntax's one key=value that is not a parameter: it goes to on.every
 STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay",
                              "spawn_grandchild"})
 HTTP_ACTIONS = frozenset(
@@ -70,13 +71,15 @@ HTTP_ACTIONS = frozenset(
 )
 
 COMPACT_HELP = """\
-Fault syntax: ACTION[@TARGET][#NTH][xTIMES][,key=value...]
+Fault syntax: ACTION[@TARGET][#NTH][xTIMES][,every=N][,key=value...]
   TARGET  a tool name (mempalace_*, implies tools/call), a JSON-RPC method, '$startup'
           (the process start) or '*' (any message); default '*'. A tool outside the
           catalogue, a method the fake does not serve, or an action this fake's transport
           cannot carry is refused (it would never fire)
   NTH     fire from the NTH matching message on (1-based, counted across respawns); default 1
-  TIMES   how many matching messages in a row it fires on; a number or '*' (forever); default 1
+  TIMES   how many times it fires; a number or '*' (forever); default 1, or '*' with every=N
+  every=N fire only on matching messages N, 2N, 3N... (counted like NTH; NTH still says
+          from which one on); any action. Without it, the firings are consecutive
   values  parsed as JSON when they parse, else taken as text
 Examples:
   stall@mempalace_search                    never answer the first search
@@ -86,6 +89,8 @@ Examples:
   startup_fail@$startupx2,code=1,stderr=palace is held by PID 42
   ignore_sigterm@$startup                   survive SIGTERM (only SIGKILL ends it)
   http_status@tools/call,status=404         answer 404 (session forgotten) once
+  forget_session@tools/call,every=5         lose the session on every 5th tool call
+  exit@mempalace_searchx2,every=3           crash on the 3rd and the 6th search only
   reset@mempalace_status,after_bytes=10     cut the connection mid-response
   retype_id@mempalace_search                first a decoy answer whose id is the other JSON
                                             type (1 -> "1"), then the real one
@@ -126,14 +131,15 @@ class _Value:
 class Match(_Value):
     """Which messages a fault watches. Treat as immutable."""
 
-    __slots__ = ("method", "nth", "tool", "transport")
+    __slots__ = ("every", "method", "nth", "tool", "transport")
 
     def __init__(self, method: str = "*", tool: str | None = None, nth: int = 1,
-                 transport: str | None = None) -> None:
+                 transport: str | None = None, every: int = 1) -> None:
         self.method = method
         self.tool = tool
         self.nth = nth
         self.transport = transport
+        self.every = every  # only occurrences that are multiples of this (1: all of them)
 
     def selects(self, method: str | None, tool: str | None, transport: str) -> bool:
         if self.transport is not None and self.transport != transport:
@@ -157,13 +163,18 @@ class Fault(_Value):
         self.params: dict[str, Any] = dict(params or {})
 
     def fires_at(self, occurrence: int) -> bool:
-        """Whether the ``occurrence``-th matching message (1-based) triggers this fault."""
-        if occurrence < self.on.nth:
+        """Whether the ``occurrence``-th matching message (1-based) triggers this fault: from the
+        ``nth`` on, a multiple of ``every``, and within the first ``times`` such firings."""
+        every = self.on.every
+        if occurrence < self.on.nth or occurrence % every:
             return False
-        return self.times is None or occurrence < self.on.nth + self.times
+        firing = occurrence // every - (self.on.nth - 1) // every  # this one is the firing-th
+        return self.times is None or firing <= self.times
 
     def to_json(self) -> dict[str, Any]:
         on: dict[str, Any] = {"method": self.on.method, "nth": self.on.nth}
+        if self.on.every != 1:
+            on["every"] = self.on.every
         if self.on.tool is not None:
             on["tool"] = self.on.tool
         if self.on.transport is not None:
@@ -208,12 +219,13 @@ def fault_from_json(data: Any, index: int, where: str | None = None) -> Fault:
     on_data = data.get("on", {})
     if not isinstance(on_data, dict):
         raise FaultPlanError(f"{where}: 'on' must be an object")
-    unknown_on = set(on_data) - {"method", "tool", "nth", "transport"}
+    unknown_on = set(on_data) - {"method", "tool", "nth", "every", "transport"}
     if unknown_on:
         raise FaultPlanError(f"{where}: unknown key(s) in 'on': {sorted(unknown_on)}")
     tool = on_data.get("tool")
     method = on_data.get("method", "tools/call" if tool else "*")
     nth = on_data.get("nth", 1)
+    every = on_data.get("every", 1)
     transport = on_data.get("transport")
     if not isinstance(method, str):
         raise FaultPlanError(f"{where}: 'on.method' must be a string")
@@ -221,14 +233,21 @@ def fault_from_json(data: Any, index: int, where: str | None = None) -> Fault:
         raise FaultPlanError(f"{where}: 'on.tool' needs method tools/call")
     if not isinstance(nth, int) or isinstance(nth, bool) or nth < 1:
         raise FaultPlanError(f"{where}: 'on.nth' must be an integer >= 1")
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+        raise FaultPlanError(f"{where}: '{'every' if compact else 'on.every'}' must be an integer "
+                             f">= 1 (5: the 5th, 10th, 15th... matching message), not "
+                             f"{json.dumps(every)}")
     if transport not in (None, "stdio", "http"):
         raise FaultPlanError(f"{where}: 'on.transport' must be stdio or http")
-    times = data.get("times", 1)
+    times = data.get("times", None if "every" in on_data else 1)  # every=N: forever unless capped
     if times is not None and (not isinstance(times, int) or isinstance(times, bool) or times < 1):
         raise FaultPlanError(f"{where}: 'times' must be an integer >= 1 or null (forever)")
     params = {k: v for k, v in data.items() if k not in RESERVED}
     allowed = ACTIONS[action][1]
     unknown = set(params) - allowed
+    if EVERY in unknown:
+        raise FaultPlanError(f"{where}: 'every' says which messages, so it goes in 'on' "
+                             "(\"on\": {\"every\": N})")
     if unknown:
         raise FaultPlanError(
             f"{where}: action {action!r} takes {sorted(allowed) or 'no parameters'}, "
@@ -244,7 +263,7 @@ def fault_from_json(data: Any, index: int, where: str | None = None) -> Fault:
     _check_params(action, params, where)
     return Fault(
         id=fid,
-        on=Match(method=method, tool=tool, nth=nth, transport=transport),
+        on=Match(method=method, tool=tool, nth=nth, transport=transport, every=every),
         action=action,
         times=times,
         params=params,
@@ -388,7 +407,7 @@ def _parse_value(text: str) -> Any:
 
 
 def parse_compact(spec: str, index: int = 0) -> Fault:
-    """Parse ``ACTION[@TARGET][#NTH][xTIMES][,key=value...]`` into a :class:`Fault`."""
+    """Parse ``ACTION[@TARGET][#NTH][xTIMES][,every=N][,key=value...]`` into a :class:`Fault`."""
     head, _, rest = spec.partition(",")
     params: dict[str, Any] = {}
     if rest:
@@ -407,7 +426,7 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
                     f"--fault {spec!r}: expected key=value after ',', got {part!r}"
                 )
         params = {k: _parse_value(v) for k, v in params.items()}
-    times: int | None = 1
+    times: int | None = None if EVERY in params else 1  # every=N: forever unless xTIMES
     if "x" in head.rsplit("#", 1)[-1] or ("#" not in head and "x" in head.rsplit("@", 1)[-1]):
         base, _, times_text = head.rpartition("x")
         if times_text == "*":
@@ -418,8 +437,7 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
                 raise FaultPlanError(f"--fault {spec!r}: 'x' must be followed by a number >= 1 "
                                      "or '*' (forever)")
         else:
-            base = head  # an 'x' that belongs to a name
-            times = 1
+            base = head  # an 'x' that belongs to a name: times keeps its default
         if base != head:
             head = base
     nth = 1
@@ -430,6 +448,8 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
         nth = int(nth_text)
     action, _, target = head.partition("@")
     on: dict[str, Any] = {"nth": nth}
+    if EVERY in params:
+        on["every"] = params.pop(EVERY)
     if target.startswith("mempalace_"):
         on["method"] = "tools/call"
         on["tool"] = target

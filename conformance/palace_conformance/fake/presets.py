@@ -5,6 +5,11 @@ A preset is data so that any runner (and the docs) can read it; this module load
 every spec parses and can fire on each transport the preset lists, and resolves a name typed on a
 command line or in ``PALACE_FAKE_PRESET``. Loaded only when a preset is asked for: the shim's
 cold start does not pay for it otherwise.
+
+Besides server faults a preset may script the helper stand-ins ``install-shim`` places next to
+the server (``standins``: program name -> the step that stand-in's own plan takes, e.g.
+``{"mode": "hang"}`` for ``mempalace-pi-session``); the stand-in reads it from the same
+``PALACE_FAKE_PRESET``. A preset with no server faults is reached only through the shims.
 """
 
 from __future__ import annotations
@@ -22,23 +27,39 @@ from palace_conformance.fake.faults import (
     parse_compact,
 )
 from palace_conformance.resources import fixtures_dir
+from palace_conformance.standins import feed_session
 
 PRESETS_FILE = "fake-presets.json"
 TRANSPORTS = ("stdio", "http")
+#: stand-in program -> (the step keys it takes, the modes it knows): feed_session's plan steps
+STANDIN_STEPS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    feed_session.PROGRAM: (frozenset(feed_session.STEP_KEYS), feed_session.MODES),
+}
 
 
 class Preset:
     """One named preset: its fault specs, what it does, where it fires, server options."""
 
-    __slots__ = ("description", "faults", "name", "sessions", "transports")
+    __slots__ = ("description", "faults", "name", "sessions", "standins", "transports")
 
     def __init__(self, name: str, description: str, transports: tuple[str, ...],
-                 faults: tuple[str, ...], sessions: bool = False) -> None:
+                 faults: tuple[str, ...], sessions: bool = False,
+                 standins: dict[str, dict[str, Any]] | None = None) -> None:
         self.name = name
         self.description = description
         self.transports = transports
         self.faults = faults
         self.sessions = sessions
+        self.standins: dict[str, dict[str, Any]] = dict(standins or {})
+
+    def require_server_faults(self) -> None:
+        """For a command that serves or arms the preset by name: one that only scripts a
+        stand-in would change nothing there, so it is one line naming ``install-shim``."""
+        if not self.faults:
+            raise FakeSetupError(f"preset {self.name!r} scripts the {', '.join(self.standins)} "
+                                 "stand-in, not the server; run 'palace-conformance fake "
+                                 f"install-shim DIR --preset {self.name}' and put DIR first on "
+                                 "the harness's PATH")
 
     def parsed(self, transport: str) -> list[Fault]:
         """The faults, checked for ``transport``; a preset for the other transport is one line."""
@@ -68,17 +89,47 @@ def _preset(name: str, data: Any, source: str) -> Preset:
     if (not isinstance(transports, list) or not transports
             or any(t not in TRANSPORTS for t in transports)):
         raise FaultPlanError(f"{where}: 'transports' must list stdio and/or http")
-    if not isinstance(specs, list) or not specs or not all(isinstance(s, str) for s in specs):
-        raise FaultPlanError(f"{where}: 'faults' must be a non-empty list of compact specs")
+    standins = _standins(data.get("standins", {}), where)
+    if specs is None and standins:
+        specs = []  # a stand-in-only preset: the server runs clean
+    elif not isinstance(specs, list) or not specs or not all(isinstance(s, str) for s in specs):
+        raise FaultPlanError(f"{where}: 'faults' must be a non-empty list of compact specs "
+                             "(leave it out when 'standins' scripts a stand-in)")
     http = data.get("http") or {}
     preset = Preset(name, description, tuple(transports), tuple(specs),
-                    sessions=bool(http.get("sessions")) if isinstance(http, dict) else False)
+                    sessions=bool(http.get("sessions")) if isinstance(http, dict) else False,
+                    standins=standins)
     for transport in preset.transports:
         try:
             preset.parsed(transport)
         except FaultPlanError as exc:
             raise FaultPlanError(f"{where}: {exc}") from None
     return preset
+
+
+def _standins(data: Any, where: str) -> dict[str, dict[str, Any]]:
+    """``standins``: each a known stand-in and one step of its plan, checked here so a typo
+    is refused when the file loads, not when a harness first runs the stand-in."""
+    if not isinstance(data, dict):
+        raise FaultPlanError(f"{where}: 'standins' must be an object (program -> step)")
+    for program, step in data.items():
+        if program not in STANDIN_STEPS:
+            raise FaultPlanError(f"{where}: no stand-in {program!r}; use one of "
+                                 f"{', '.join(STANDIN_STEPS)}")
+        keys, modes = STANDIN_STEPS[program]
+        if not isinstance(step, dict) or not step or not set(step) <= keys:
+            raise FaultPlanError(f"{where}: standins.{program} must be an object of "
+                                 f"{', '.join(sorted(keys))}")
+        if "mode" in step and step["mode"] not in modes:
+            raise FaultPlanError(f"{where}: standins.{program}.mode must be one of "
+                                 f"{', '.join(modes)}")
+        for key, top in (("delay_ms", None), ("exit", 255)):
+            value = step.get(key, 0)
+            if (not isinstance(value, int) or isinstance(value, bool) or value < 0
+                    or (top is not None and value > top)):
+                raise FaultPlanError(f"{where}: standins.{program}.{key} must be an integer "
+                                     f">= 0{f' and <= {top}' if top else ''}")
+    return {program: dict(step) for program, step in data.items()}
 
 
 def presets_from_json(data: Any, source: str = PRESETS_FILE) -> dict[str, Preset]:

@@ -118,6 +118,8 @@ def _install_package(directory: Path, preset: str | None = None) -> Path:
 
 #: the shims that serve MCP: a preset baked into the directory applies to them
 SERVER_SHIMS = frozenset({"mempalace-mcp", "mempalace-light-mcp"})
+#: the shims a baked preset reaches: the servers (its faults) and the stand-ins (its standins)
+PRESET_SHIMS = SERVER_SHIMS | {"mempalace-pi-session"}
 PRESET_ENV = "PALACE_FAKE_PRESET"  # fake.options.ENV_PRESET; not imported: keep this module light
 
 
@@ -127,8 +129,9 @@ def install_shim(directory: str | os.PathLike[str], python_package: bool = False
     ``mempalace`` package too, named in their shebangs); returns the shims.
 
     ``preset`` (a name from ``fake-presets.json``, checked by the caller) is baked into the
-    server shims and the package's kit file as the default of ``PALACE_FAKE_PRESET``, so a
-    harness whose only change is ``PATH`` meets the fault; the environment still wins."""
+    server shims, the ``mempalace-pi-session`` stand-in and the package's kit file as the default
+    of ``PALACE_FAKE_PRESET``, so a harness whose only change is ``PATH`` meets the fault; the
+    environment still wins."""
     target = Path(directory).absolute()
     created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
@@ -142,7 +145,7 @@ def install_shim(directory: str | os.PathLike[str], python_package: bool = False
         path = target / name
         function = call.split("(", 1)[0]
         default = (f"import os\n\nos.environ.setdefault({PRESET_ENV!r}, {preset!r})\n"
-                   if preset and name in SERVER_SHIMS else "")
+                   if preset and name in PRESET_SHIMS else "")
         write_script(path, python, f"palace-conformance shim: the fake MemPalace posing as {name}",
                      f"{default}import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
                      f"from {module} import {function}\n\nargv = sys.argv\n{call}\n", flags)

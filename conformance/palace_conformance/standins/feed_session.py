@@ -8,6 +8,10 @@ then mines that path through its own palace client. This stand-in does what a sc
 * ``hang``: never finish (the bridge's prepare timeout must kill it);
 * ``fail``: exit non-zero with one stderr line.
 
+A named preset (``PALACE_FAKE_PRESET``, baked into this shim by ``fake install-shim --preset``)
+may script it too (its ``standins`` entry for this program, e.g. ``wedged-prepare``: hang); the
+variables and plan above still win over the preset.
+
 Whatever the mode, it first appends one ``feed_prepare`` record (argv, the relevant environment,
 the mode, its invocation number) to ``$PALACE_FEED_RECORD`` or else the fake's journal
 ``$PALACE_FAKE_JOURNAL``, so fixtures count prepares on the same timeline as ``tools/call``s.
@@ -28,6 +32,7 @@ from palace_conformance.fake.journal import REDACTED, Journal, read_journal
 PROGRAM = "mempalace-pi-session"
 RECORD_KIND = "feed_prepare"
 MODES = ("source", "none", "hang", "fail")
+STEP_KEYS = ("mode", "delay_ms", "exit")  # what a plan step (or a preset's standins entry) sets
 ENV_MODE = "PALACE_FEED_MODE"
 ENV_DELAY = "PALACE_FEED_DELAY_MS"
 ENV_EXIT = "PALACE_FEED_EXIT"
@@ -36,6 +41,7 @@ ENV_OUTDIR = "PALACE_FEED_OUTDIR"
 ENV_RECORD = "PALACE_FEED_RECORD"
 ENV_ARGV0 = "PALACE_FAKE_ARGV0"  # a wrapper's own path, recorded instead of argv[0]
 ENV_JOURNAL = "PALACE_FAKE_JOURNAL"
+ENV_PRESET = "PALACE_FAKE_PRESET"  # fake.options.ENV_PRESET: a preset's standins entry
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
 HELP_EPILOG = f"""\
@@ -47,6 +53,7 @@ scripting (environment):
                       a step is a mode or {{"mode", "delay_ms", "exit"}} (same as --plan)
   {ENV_OUTDIR}   where transcripts are staged (default $HOME/.mempalace-pi-session/staged)
   {ENV_RECORD}   JSON-lines file for the call record (default ${ENV_JOURNAL})
+  {ENV_PRESET}   a named preset whose "standins" scripts this program (below the above)
 """
 
 
@@ -89,9 +96,26 @@ def _integer(name: str, raw: Any, default: int) -> int:
         raise UsageError(f"{PROGRAM}: {name} must be an integer, got {raw!r}") from None
 
 
+def _preset_step(name: str | None) -> dict[str, Any]:
+    """The step a preset scripts for this program ({} when it scripts none); the preset file
+    checked it when it loaded."""
+    if not name:
+        return {}
+    from palace_conformance.fake.faults import FakeSetupError
+    from palace_conformance.fake.presets import find_preset
+
+    try:
+        return dict(find_preset(name).standins.get(PROGRAM, {}))
+    except FakeSetupError as exc:
+        raise UsageError(f"{PROGRAM}: {exc}") from None
+
+
 def _step(env: dict[str, str], plan_path: str | None, invocation: int) -> dict[str, Any]:
-    step: dict[str, Any] = {"mode": env.get(ENV_MODE) or "source",
-                            "delay_ms": env.get(ENV_DELAY), "exit": env.get(ENV_EXIT)}
+    step: dict[str, Any] = {"mode": "source", "delay_ms": None, "exit": None,
+                            **_preset_step(env.get(ENV_PRESET))}
+    for key, variable in (("mode", ENV_MODE), ("delay_ms", ENV_DELAY), ("exit", ENV_EXIT)):
+        if env.get(variable):
+            step[key] = env[variable]
     if plan_path:
         try:
             plan = json.loads(Path(plan_path).read_text(encoding="utf-8"))
@@ -148,7 +172,8 @@ def main(argv: list[str] | None = None, argv0: str | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     if journal is not None:
-        journal.record("feed_step", invocation=invocation, **step)
+        preset = {"preset": env[ENV_PRESET]} if env.get(ENV_PRESET) else {}
+        journal.record("feed_step", invocation=invocation, **step, **preset)
     if step["delay_ms"]:
         time.sleep(step["delay_ms"] / 1000)
     mode = step["mode"]
