@@ -89,6 +89,16 @@ def scenarios_dir() -> Path:
     return fixtures_dir() / "scenarios"
 
 
+def slow_scenarios_dir() -> Path:
+    """The slow tier: scenarios that wait out a seed default of 30 s or more (``run --slow``)."""
+    return fixtures_dir() / "slow"
+
+
+def shipped_roots(*, slow: bool) -> list[Path]:
+    """The shipped scenario directories: the catalogue, and the slow tier when asked for."""
+    return [scenarios_dir(), slow_scenarios_dir()] if slow else [scenarios_dir()]
+
+
 def discover(paths: Iterable[str | Path] | None = None) -> tuple[list[Path], list[Problem]]:
     """Scenario files under the given files/directories (default: the shipped scenarios)."""
     roots = [Path(p) for p in paths] if paths else [scenarios_dir()]

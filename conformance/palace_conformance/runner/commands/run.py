@@ -81,7 +81,11 @@ def _run_checked(args: argparse.Namespace) -> int:
         write_reports,
     )
     from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
-    from palace_conformance.scenarios.loader import load_catalogue
+    from palace_conformance.scenarios.loader import (
+        load_catalogue,
+        shipped_roots,
+        slow_scenarios_dir,
+    )
 
     if args.jobs is None:
         args.jobs = default_jobs()
@@ -106,7 +110,8 @@ def _run_checked(args: argparse.Namespace) -> int:
     report_dir = directory("--report-dir", args.report_dir)
     if not args.cold_start and not args.list:  # the warm server imports while the catalogue is read
         threading.Thread(target=warm_client.prestart, daemon=True).start()
-    catalogue = load_catalogue(args.paths or None)
+    roots = list(args.paths) or shipped_roots(slow=False)
+    catalogue = load_catalogue([*roots, slow_scenarios_dir()] if args.slow else roots)
     if catalogue.problems:
         for problem in catalogue.problems:
             print(f"{PROG}: {problem}", file=sys.stderr)
@@ -238,6 +243,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                      help="an op's deadline when its step sets no timeout_ms "
                      f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    run.add_argument("--slow", action="store_true",
+                     help="also run the slow tier (fixtures/slow/): scenarios that wait out a "
+                     "seed default of 30 s or more, e.g. the 60 s request timeout; minutes, not "
+                     "seconds (docs/choices.md)")
     run.add_argument("--slack-factor", default="1", metavar="F",
                      help="multiply every declared timing slack (a fixture's slack_ms) by F >= 1 "
                      "for a slow or loaded machine; lower bounds never move, and the factor is "
