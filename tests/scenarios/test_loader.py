@@ -223,7 +223,8 @@ def test_semantic_and_schema_rules(tmp_path: Path, mutate: Any, fragment: str) -
 def test_step_journal_checks_are_typed_and_checked(tmp_path: Path) -> None:
     data = scenario()
     data["steps"][3]["expect"]["journal"] = [
-        {"check": "gap", "from": {"kind": "recv"}, "to": {"kind": "send"}, "ms": {"at_least": 0}}]
+        {"check": "gap", "from": {"kind": "recv"}, "to": {"kind": "send"},
+         "ms": {"at_least": 0, "slack_ms": 100}}]
     loaded = load_scenario(write(tmp_path, data))
     expect = loaded.steps[3].expect
     assert expect is not None and [c.kind for c in expect.journal] == ["gap"]
