@@ -210,6 +210,9 @@ REWRITTEN: dict[str, tuple[str, str]] = {
     "palace-conformance run --last-failed": (
         f"palace-conformance run --last-failed {NARROW}",
         "nothing failed before it, so it runs the whole catalogue"),
+    "palace-conformance run --slow --select 'knob.defaults.*' --slack-factor 2": (
+        "palace-conformance run --slow --select 'knob.defaults.*' --slack-factor 2 --list",
+        "the slow tier takes minutes: --list names what it would run, flags checked"),
     "palace-conformance run -x -q": (f"palace-conformance run -x -q {NARROW}",
                                      "the whole catalogue"),
     "palace-conformance run --json - | jq .counts": (

@@ -223,7 +223,8 @@ def test_semantic_and_schema_rules(tmp_path: Path, mutate: Any, fragment: str) -
 def test_step_journal_checks_are_typed_and_checked(tmp_path: Path) -> None:
     data = scenario()
     data["steps"][3]["expect"]["journal"] = [
-        {"check": "gap", "from": {"kind": "recv"}, "to": {"kind": "send"}, "ms": {"at_least": 0}}]
+        {"check": "gap", "from": {"kind": "recv"}, "to": {"kind": "send"},
+         "ms": {"at_least": 0, "slack_ms": 100}}]
     loaded = load_scenario(write(tmp_path, data))
     expect = loaded.steps[3].expect
     assert expect is not None and [c.kind for c in expect.journal] == ["gap"]
@@ -339,3 +340,17 @@ def test_palace_installed_defaults_true_and_must_be_a_boolean(tmp_path: Path) ->
     assert load_scenario(write(tmp_path, absent)).palace.installed is False
     lines = problems_for(tmp_path / "bad", scenario(palace={"installed": "no"}))
     assert len(lines) == 1 and "/palace/installed" in lines[0], lines
+
+
+def test_every_duration_of_a_scenario_declares_its_slack(tmp_path: Path) -> None:
+    data = scenario()
+    data["steps"][3]["expect"]["elapsed_ms"] = {"at_least": 300}
+    data["expect"]["journal"].append({"check": "gap", "from": {"kind": "recv"},
+                                      "to": {"kind": "send"}, "ms": {"at_least": 0}})
+    lines = problems_for(tmp_path, data)
+    assert [line.split(": ")[1] for line in lines] == ["/steps/3/expect/elapsed_ms",
+                                                       "/expect/journal/1/ms"]
+    assert all("without slack_ms has no upper bound" in line for line in lines)
+    data["steps"][3]["expect"]["elapsed_ms"]["slack_ms"] = 2000
+    data["expect"]["journal"][1]["ms"]["slack_ms"] = 500
+    assert problems_for(tmp_path, data) == []

@@ -278,6 +278,7 @@ class RunResult:
     not_run: list[tuple[str, str]] = field(default_factory=list)
     bridge: str = ""  # the ``--bridge`` spec it ran against (how ``merge`` tells runs apart)
     shard: str = ""  # ``K/N`` when the run was one shard of a split catalogue (``run --shard``)
+    slack_factor: float = 1.0  # ``run --slack-factor``: every declared slack was multiplied by it
 
     def counts(self, subject: str = "bridge") -> dict[str, int]:
         """Statuses of the bridge's results (``subject="fake"``: of the fake's self-tests)."""
@@ -314,7 +315,7 @@ class RunResult:
                 "level": self.level, "ok": self.ok, "counts": self.counts(),
                 "fake_counts": self.counts("fake"), "stale_baseline": self.stale_baseline,
                 "not_run": [{"scenario": s, "transport": t} for s, t in self.not_run],
-                "bridge": self.bridge, "shard": self.shard,
+                "bridge": self.bridge, "shard": self.shard, "slack_factor": self.slack_factor,
                 "results": [r.to_json(journal=journal) for r in self.results]}
 
     @classmethod
@@ -326,7 +327,8 @@ class RunResult:
                    stale_baseline=list(data.get("stale_baseline", ())),
                    level=data.get("level", SEED),
                    not_run=[(n["scenario"], n["transport"]) for n in data.get("not_run", ())],
-                   bridge=str(data.get("bridge") or ""), shard=str(data.get("shard") or ""))
+                   bridge=str(data.get("bridge") or ""), shard=str(data.get("shard") or ""),
+                   slack_factor=float(data.get("slack_factor", 1.0)))
 
 
 def counts_at(check_level: str, run_level: str) -> bool:

@@ -39,6 +39,19 @@ def at_least_one(flag: str, value: int) -> None:
         raise RunUsageError(f"{flag} {value}: give 1 or more")
 
 
+def slack_factor(flag: str, text: str) -> float:
+    """A ``--slack-factor``: a finite number >= 1 (a factor below 1 would tighten the declared
+    slack the fixture's author chose for a loaded machine)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 1.0 or value == float("inf"):
+        raise RunUsageError(f"{flag} {text}: give a number >= 1 (e.g. 2 doubles every declared "
+                            "slack on a slow machine)")
+    return value
+
+
 def writable(flag: str, path: str | None) -> Path | None:
     """``path`` as a Path, when its directory exists (checked before a long run, not after)."""
     if path is None:

@@ -61,8 +61,8 @@ def _indices(records: Sequence[Record], matcher: Any) -> list[int]:
     return [i for i, r in enumerate(records) if matches(matcher, r)]
 
 
-def evaluate(check: Check, records: Sequence[Record]) -> Verdict:
-    """Judge one check against records in stream order."""
+def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1.0) -> Verdict:
+    """Judge one check against records in stream order (``slack_factor`` widens a gap's slack)."""
     raw = check.raw
     kind = check.kind
     if kind == "sequence":
@@ -91,7 +91,7 @@ def evaluate(check: Check, records: Sequence[Record]) -> Verdict:
                        f"{len(values)} distinct value(s) at {raw['field']}; "
                        f"expected {bounds.describe()}")
     if kind == "gap":
-        return _gap(raw, records)
+        return _gap(raw, records, slack_factor)
     raise ValueError(f"unknown check {kind!r}")
 
 
@@ -141,7 +141,7 @@ def _is_time(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _gap(raw: Mapping[str, Any], records: Sequence[Record]) -> Verdict:
+def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float = 1.0) -> Verdict:
     nth = raw.get("from_nth", 1)
     starts = _indices(records, raw["from"])
     if len(starts) < nth:
@@ -155,8 +155,9 @@ def _gap(raw: Mapping[str, Any], records: Sequence[Record]) -> Verdict:
         return Verdict(False, "records carry no 't' timestamp (gap works on the journal only)")
     timing = Timing.from_json(raw["ms"])
     elapsed = (t1 - t0) * 1000.0
-    return Verdict(timing.admits(elapsed),
-                   f"{elapsed:.0f} ms from record #{start} to #{end}; expected {timing.describe()}")
+    return Verdict(timing.admits(elapsed, slack_factor),
+                   f"{elapsed:.0f} ms from record #{start} to #{end}; "
+                   f"expected {timing.describe(slack_factor)}")
 
 
 # --- tools, processes, secrets ------------------------------------------------------------

@@ -89,6 +89,16 @@ def scenarios_dir() -> Path:
     return fixtures_dir() / "scenarios"
 
 
+def slow_scenarios_dir() -> Path:
+    """The slow tier: scenarios that wait out a seed default of 30 s or more (``run --slow``)."""
+    return fixtures_dir() / "slow"
+
+
+def shipped_roots(*, slow: bool) -> list[Path]:
+    """The shipped scenario directories: the catalogue, and the slow tier when asked for."""
+    return [scenarios_dir(), slow_scenarios_dir()] if slow else [scenarios_dir()]
+
+
 def discover(paths: Iterable[str | Path] | None = None) -> tuple[list[Path], list[Problem]]:
     """Scenario files under the given files/directories (default: the shipped scenarios)."""
     roots = [Path(p) for p in paths] if paths else [scenarios_dir()]
@@ -255,7 +265,28 @@ def semantic_problems(data: dict[str, Any], path: Path,
     """Rules beyond the schema: names, references, transports and placeholders that fit."""
     return [*_identity(data, path, context), *_steps(data, context), *_faults(data, context),
             *_expectations(data, context), *_seed_only(data), *_palace_labels(data),
-            *_placeholders(data), *paths.fixture_problems(data)]
+            *_placeholders(data), *paths.fixture_problems(data), *_declared_slack(data)]
+
+
+def _declared_slack(data: dict[str, Any]) -> Found:
+    """Every duration of a scenario declares its slack: a lower bound alone lets a bridge that is
+    seconds late pass (issue 12). Runner tests may still omit it to pin the format's meaning."""
+    timings: list[tuple[str, Any]] = []
+    for index, step in enumerate(data["steps"]):
+        expect = step.get("expect") or {}
+        if "elapsed_ms" in expect:
+            timings.append((f"/steps/{index}/expect/elapsed_ms", expect["elapsed_ms"]))
+        for number, check in enumerate(expect.get("journal", [])):
+            if check["check"] == "gap":
+                timings.append((f"/steps/{index}/expect/journal/{number}/ms", check["ms"]))
+    for number, check in enumerate((data.get("expect") or {}).get("journal", [])):
+        if check["check"] == "gap":
+            timings.append((f"/expect/journal/{number}/ms", check["ms"]))
+    for at, timing in timings:
+        if "slack_ms" not in timing:
+            yield (at, "a duration without slack_ms has no upper bound",
+                   "declare the slack a loaded CI machine needs, tight enough to tell a wrong "
+                   "time apart: fixtures/README.md, Timing")
 
 
 def _identity(data: dict[str, Any], path: Path, context: Context) -> Found:

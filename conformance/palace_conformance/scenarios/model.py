@@ -56,7 +56,11 @@ class Bounds:
 
 @dataclass(frozen=True)
 class Timing:
-    """A duration: a lower bound plus a declared slack (upper bound ``at_least + slack_ms``)."""
+    """A duration: a lower bound plus a declared slack (upper bound ``at_least + slack_ms``).
+
+    ``slack_factor`` (``run --slack-factor``) widens only the declared slack, for a slow machine:
+    the lower bound is the behaviour's own number and never moves.
+    """
 
     at_least: int
     slack_ms: int | None = None
@@ -67,15 +71,26 @@ class Timing:
 
     @property
     def at_most(self) -> int | None:
-        return None if self.slack_ms is None else self.at_least + self.slack_ms
+        return self.upper(1.0)
 
-    def admits(self, ms: float) -> bool:
-        return ms >= self.at_least and (self.at_most is None or ms <= self.at_most)
+    def upper(self, slack_factor: float = 1.0) -> int | None:
+        """The upper bound with the slack multiplied by ``slack_factor`` (None: unbounded)."""
+        if self.slack_ms is None:
+            return None
+        return self.at_least + round(self.slack_ms * slack_factor)
 
-    def describe(self) -> str:
-        if self.at_most is None:
+    def admits(self, ms: float, slack_factor: float = 1.0) -> bool:
+        upper = self.upper(slack_factor)
+        return ms >= self.at_least and (upper is None or ms <= upper)
+
+    def describe(self, slack_factor: float = 1.0) -> str:
+        upper = self.upper(slack_factor)
+        if upper is None:
             return f">= {self.at_least} ms"
-        return f"{self.at_least}..{self.at_most} ms ({self.at_least} + {self.slack_ms} slack)"
+        if slack_factor == 1.0:
+            return f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack)"
+        return (f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack "
+                f"x {slack_factor:g})")
 
 
 @dataclass(frozen=True)

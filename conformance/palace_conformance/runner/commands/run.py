@@ -33,6 +33,7 @@ from palace_conformance.runner.usage import (
     at_least_one,
     directory,
     one_line,
+    slack_factor,
     writable,
 )
 
@@ -80,12 +81,17 @@ def _run_checked(args: argparse.Namespace) -> int:
         write_reports,
     )
     from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
-    from palace_conformance.scenarios.loader import load_catalogue
+    from palace_conformance.scenarios.loader import (
+        load_catalogue,
+        shipped_roots,
+        slow_scenarios_dir,
+    )
 
     if args.jobs is None:
         args.jobs = default_jobs()
     at_least_one("--jobs", args.jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    factor = slack_factor("--slack-factor", args.slack_factor)
     shard = parse_shard(args.shard) if args.shard is not None else None
     profile = load_profile_arg(args.profile)
     args.bridge = bridge_of(args.bridge, profile)
@@ -104,7 +110,8 @@ def _run_checked(args: argparse.Namespace) -> int:
     report_dir = directory("--report-dir", args.report_dir)
     if not args.cold_start and not args.list:  # the warm server imports while the catalogue is read
         threading.Thread(target=warm_client.prestart, daemon=True).start()
-    catalogue = load_catalogue(args.paths or None)
+    roots = list(args.paths) or shipped_roots(slow=False)
+    catalogue = load_catalogue([*roots, slow_scenarios_dir()] if args.slow else roots)
     if catalogue.problems:
         for problem in catalogue.problems:
             print(f"{PROG}: {problem}", file=sys.stderr)
@@ -135,7 +142,7 @@ def _run_checked(args: argparse.Namespace) -> int:
                        artifacts=report_dir / RUNS if report_dir else None,
                        warm_start=not args.cold_start,
                        level=args.level or default_level(args.bridge, profile),
-                       profile=profile),
+                       profile=profile, slack_factor=factor),
         jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
         only=only)
     if report_dir is not None:
@@ -158,6 +165,7 @@ def _run_checked(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     run.bridge = args.bridge
     run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
+    run.slack_factor = factor
     render_summary(run, human, quiet=args.quiet)
     for hint in capability_hints(run, scenarios):
         print(hint, file=human, flush=True)
@@ -235,6 +243,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                      help="an op's deadline when its step sets no timeout_ms "
                      f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    run.add_argument("--slow", action="store_true",
+                     help="also run the slow tier (fixtures/slow/): scenarios that wait out a "
+                     "seed default of 30 s or more, e.g. the 60 s request timeout; minutes, not "
+                     "seconds (docs/choices.md)")
+    run.add_argument("--slack-factor", default="1", metavar="F",
+                     help="multiply every declared timing slack (a fixture's slack_ms) by F >= 1 "
+                     "for a slow or loaded machine; lower bounds never move, and the factor is "
+                     "recorded in the results (default 1)")
     run.add_argument("--level", choices=("core", "seed"), default=None,
                      help="judge what any MemPalace bridge must do (core), or that plus the "
                      "seed bridge's conventions (seed); default: seed for the reference bridge, "

@@ -75,6 +75,8 @@ class RunOptions:
     #: what watching the bridge showed it can do, judged in place of a host's placeholder list
     #: (hello ``capabilities_source: "default"``, no profile claims); runner/profiling/detect.py
     detected_capabilities: tuple[str, ...] | None = None
+    #: ``run --slack-factor``: multiplies every declared slack (``slack_ms``) when judging
+    slack_factor: float = 1.0
 
 
 def not_applicable_reason(scenario: Scenario, transport: str, capabilities: Iterable[str],
@@ -416,7 +418,8 @@ class _Execution:
                                   catalogue=(profile_edges.offered_catalogue(profile)
                                              if profile is not None else None),
                                   errors_channel=(profile.errors_channel
-                                                  if profile is not None else None))
+                                                  if profile is not None else None),
+                                  slack_factor=self.options.slack_factor)
         unreached = unreached_reason(scenario, self.transport, self.steps, records,
                                      self._drained_host_stderr)
         if unreached is not None:  # one line instead of every expectation failing alike

@@ -143,6 +143,8 @@ def _totals(run: RunResult) -> str:
     verdict = "OK" if run.ok else "FAILED"
     text = (f"{verdict}: {scenarios} scenario(s), {len(bridge)} result(s): {', '.join(parts)} "
             f"in {run.duration_ms / 1000:.1f} s, judged at the {run.level} level")
+    if run.slack_factor != 1.0:
+        text += f", every declared slack x {run.slack_factor:g} (--slack-factor)"
     fake = run.counts("fake")
     if any(fake.values()):
         others = fake[FAILED] + fake[NOT_TESTABLE]

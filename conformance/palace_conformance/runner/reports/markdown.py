@@ -101,6 +101,8 @@ def _header(run: RunResult) -> list[str]:
     if run.started_at:
         meta.append(f"started {run.started_at}")
     meta.append(f"{run.duration_ms / 1000:.1f} s")
+    if run.slack_factor != 1.0:
+        meta.append(f"every declared slack x {run.slack_factor:g} (`--slack-factor`)")
     lines += [" · ".join(meta), ""]
     if host.capabilities_note:
         lines += [f"**Capabilities:** {_text(host.capabilities_note, 400)}", ""]

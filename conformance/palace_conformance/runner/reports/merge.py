@@ -68,6 +68,10 @@ def merge_runs(named: Sequence[tuple[str, RunResult]]) -> RunResult:
         if run.level != first.level:
             raise MergeError(f"{name} was judged at the {run.level} level, {first_name} at "
                              f"the {first.level} level; merge runs of one --level")
+        if run.slack_factor != first.slack_factor:
+            raise MergeError(f"{name} was judged with --slack-factor {run.slack_factor:g}, "
+                             f"{first_name} with {first.slack_factor:g}; merge runs of one "
+                             "--slack-factor")
         for result in run.results:
             key = (result.scenario, result.transport)
             if key in owners:
@@ -84,4 +88,4 @@ def merge_runs(named: Sequence[tuple[str, RunResult]]) -> RunResult:
     return RunResult(host=first.host, results=results, started_at=min(starts, default=""),
                      duration_ms=max(run.duration_ms for _, run in named),
                      stale_baseline=stale, level=first.level, not_run=not_run,
-                     bridge=first.bridge)
+                     bridge=first.bridge, slack_factor=first.slack_factor)

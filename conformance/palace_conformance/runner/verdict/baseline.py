@@ -147,10 +147,10 @@ class Entry:
 
 def shipped_scenario_ids() -> set[str]:
     """Ids of the shipped scenarios, from file names (ids equal file names): no validation."""
-    from palace_conformance.scenarios.loader import scenarios_dir
+    from palace_conformance.scenarios.loader import shipped_roots
 
     try:
-        return {path.stem for path in scenarios_dir().rglob("*.json")}
+        return {path.stem for root in shipped_roots(slow=True) for path in root.rglob("*.json")}
     except OSError:
         return set()
 

@@ -55,6 +55,8 @@ class Observation:
     #: how the bridge reports a failed call (profile ``channels.errors``): "throw" holds it to
     #: thrown errors; otherwise an isError result is read as the error it reports (surfaced.py)
     errors_channel: str | None = None
+    #: ``run --slack-factor``: every declared slack (``slack_ms``) is multiplied by it
+    slack_factor: float = 1.0
 
 
 def _brief(value: Any, limit: int = 100) -> str:
@@ -213,23 +215,26 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
     for index, check in enumerate(expect.effects):
         if check.applies_to(observation.transport):
             recorder.verdict(f"{at}/effects/{index}", f"effects {describe_check(check)}",
-                             evaluate(check, effects), step=key, expected=dict(check.raw))
+                             evaluate(check, effects, slack_factor=observation.slack_factor),
+                             step=key, expected=dict(check.raw))
     start = settled.journal_start if settled is not None else record.journal_start
     window = observation.journal[start:record.journal_end]
     for index, check in enumerate(expect.journal):
         if check.applies_to(observation.transport):
             recorder.verdict(f"{at}/journal/{index}", f"journal {describe_check(check)}",
-                             evaluate(check, window), step=key, expected=dict(check.raw))
+                             evaluate(check, window, slack_factor=observation.slack_factor),
+                             step=key, expected=dict(check.raw))
     if expect.tools is not None:
         _judge_tools(recorder, f"{at}/tools", key, expect.tools,
                      observation.step_tools.get(step.index), "could not list the tools",
                      observation.catalogue)
     if expect.elapsed_ms is not None:
         ms = record.elapsed_ms
-        passed = ms is not None and expect.elapsed_ms.admits(ms)
+        factor = observation.slack_factor
+        passed = ms is not None and expect.elapsed_ms.admits(ms, factor)
         shown = f"{ms:.0f} ms" if ms is not None else "no duration"
         recorder.add(f"{at}/elapsed_ms", passed,
-                     f"took {shown}; expected {expect.elapsed_ms.describe()}", step=key,
+                     f"took {shown}; expected {expect.elapsed_ms.describe(factor)}", step=key,
                      expected=dataclasses.asdict(expect.elapsed_ms),
                      got=round(ms, 1) if ms is not None else None)
 
@@ -338,12 +343,15 @@ def _judge_scenario(recorder: _Recorder, observation: Observation) -> None:
     for index, check in enumerate(expect.journal):
         if check.applies_to(transport):
             recorder.verdict(f"/expect/journal/{index}", f"journal {describe_check(check)}",
-                             evaluate(check, observation.journal), expected=dict(check.raw))
+                             evaluate(check, observation.journal,
+                                      slack_factor=observation.slack_factor),
+                             expected=dict(check.raw))
     effects = [e for s in observation.steps for e in s.effects]
     for index, check in enumerate(expect.effects):
         if check.applies_to(transport):
             recorder.verdict(f"/expect/effects/{index}", f"effects {describe_check(check)}",
-                             evaluate(check, effects), expected=dict(check.raw))
+                             evaluate(check, effects, slack_factor=observation.slack_factor),
+                             expected=dict(check.raw))
     if expect.tools is not None:
         _judge_tools(recorder, "/expect/tools", None, expect.tools, observation.final_tools,
                      observation.final_tools_error or "could not list the tools at the end",
