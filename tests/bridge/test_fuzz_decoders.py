@@ -7,7 +7,8 @@ other exception escaping the client is a failure), it ends within its deadline p
 the whole run's traced memory stays bounded and returns to its baseline after ``stop()``. The
 line and event bounds are lowered to 1 MB so the huge frames (up to 4 MB) cross them. Each
 garbage answer is chosen by ``random.Random(f"{seed}:{frame}")``, so a failing frame replays from
-its number. ``PALACE_FUZZ_BRIDGE_CALLS`` asks for more calls than the default.
+its number and the seed. ``PALACE_FUZZ_BRIDGE_CALLS`` asks for more calls than the default,
+``PALACE_FUZZ_SEED`` for other garbage.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ HERE = Path(__file__).resolve().parent
 CALLS_ENV = "PALACE_FUZZ_BRIDGE_CALLS"
 #: per transport: a stdio call that ends in a stall-kill costs a respawn, an HTTP one does not
 DEFAULT_CALLS = {"stdio": 100, "http": 150}
-SEED = 13
+#: ``PALACE_FUZZ_SEED`` picks other garbage (the same variable as the fake's volume fuzz)
+SEED = int(os.environ["PALACE_FUZZ_SEED"]) if os.environ.get("PALACE_FUZZ_SEED", "").isdigit() \
+    else 13
 TIMEOUT_MS = 250
 #: a call may also respawn a child (init budget below) before its own deadline starts
 INIT_TIMEOUT_MS = 2000
@@ -54,6 +57,11 @@ def calls_wanted(transport: str) -> int:
     return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_CALLS[transport]
 
 
+def timeout_for_calls() -> float:
+    """pytest-timeout's bound: a stdio call that stalls costs a respawn (about 0.4 s, loaded)."""
+    return 120 + max(calls_wanted("stdio"), calls_wanted("http")) * 1.0
+
+
 def drive(client: PalaceClient, calls: int, record_property: Any, transport: str) -> dict[str, Any]:
     """Start ``client``, make ``calls`` calls (frame numbers 0..calls-1), stop it; the tally."""
     tally: dict[str, Any] = {"transport": f"bridge-{transport}", "seed": SEED, "calls": 0,
@@ -62,6 +70,12 @@ def drive(client: PalaceClient, calls: int, record_property: Any, transport: str
     bound_s = (TIMEOUT_MS + INIT_TIMEOUT_MS) / 1000 + SLACK_S
 
     async def main() -> int:
+        try:
+            return await calls_then_peak()
+        finally:  # even after a failed call: no child or connection outlives the test
+            await asyncio.wait_for(client.stop(), 30)
+
+    async def calls_then_peak() -> int:
         assert await client.start(), "the hostile server's handshake is good"
         for frame in range(calls):
             began = time.monotonic()
@@ -83,7 +97,6 @@ def drive(client: PalaceClient, calls: int, record_property: Any, transport: str
             tally["late"] += took > bound_s
             assert took <= bound_s, f"frame {frame} took {took:.1f}s (bound {bound_s}s)"
             tally["calls"] += 1
-        await asyncio.wait_for(client.stop(), 30)
         return tracemalloc.get_traced_memory()[1]
 
     tracemalloc.start()
@@ -107,6 +120,7 @@ def drive(client: PalaceClient, calls: int, record_property: Any, transport: str
 # -- stdio --------------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(timeout_for_calls())
 def test_stdio_garbage_never_escapes_never_overruns_and_memory_stays_bounded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         record_property: pytest.RecordProperty) -> None:
@@ -269,6 +283,7 @@ def hostile_garbage() -> Iterator[Callable[[], HostileHttp]]:
         server.close()
 
 
+@pytest.mark.timeout(timeout_for_calls())
 def test_http_garbage_never_escapes_never_overruns_and_memory_stays_bounded(
         hostile_garbage: Callable[[], HostileHttp], monkeypatch: pytest.MonkeyPatch,
         record_property: pytest.RecordProperty) -> None:

@@ -33,6 +33,12 @@ def frames_wanted() -> int:
     return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_FRAMES
 
 
+def timeout_for_frames() -> float:
+    """pytest-timeout's bound for a volume test: generous (a loaded CI machine ran 10,000 HTTP
+    frames in 90 s), and growing with ``PALACE_FUZZ_FRAMES``."""
+    return 120 + frames_wanted() * 0.05
+
+
 def seed() -> int:
     """The run's seed: ``$PALACE_FUZZ_SEED`` to reproduce one, else a fixed default."""
     raw = os.environ.get(SEED_ENV, "")

@@ -19,7 +19,7 @@ from typing import Any
 import h11
 import pytest
 
-from .fuzz_frames import frames_wanted, http_request, seed
+from .fuzz_frames import frames_wanted, http_request, seed, timeout_for_frames
 from .http_support import Fake, parse_response, raw_exchange, request_bytes, start_fake
 from .stdio_harness import check_reply, expected_reply
 
@@ -67,6 +67,7 @@ def sentinel(fake: Fake, batch_no: int) -> None:
     assert ping.json() == {"jsonrpc": "2.0", "id": f"sentinel-{batch_no}", "result": {}}
 
 
+@pytest.mark.timeout(timeout_for_frames())
 def test_ten_thousand_http_requests_no_crash_no_hang_every_answer_well_formed(
         tmp_path: Path, record_property: pytest.RecordProperty) -> None:
     wanted, run_seed = frames_wanted(), seed()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .fuzz_frames import frames_wanted, seed, stdio_line
+from .fuzz_frames import frames_wanted, seed, stdio_line, timeout_for_frames
 from .stdio_harness import FakeProcess, check_reply, expected_reply, rpc
 
 BATCH = 50
@@ -20,6 +20,7 @@ BATCH = 50
 SENTINEL_BOUND_S = 60.0
 
 
+@pytest.mark.timeout(timeout_for_frames())
 def test_ten_thousand_stdin_lines_no_crash_no_hang_every_reply_correct(
         tmp_path: Path, record_property: pytest.RecordProperty) -> None:
     wanted, run_seed = frames_wanted(), seed()
