@@ -79,8 +79,9 @@ class Redactor:
         self.markers = {value: MARKER.format(n=i + 1) for i, value in enumerate(ordered)}
         # longest first, so a secret that contains another is replaced whole
         self._order = sorted(self.markers, key=len, reverse=True)
-        # each secret as written and as JSON escapes it, in one pass over a text (a whole run's
-        # result is tens of thousands of strings: one regex each, not two replaces per secret)
+        # each secret as written, as JSON escapes it and encoded, in one pass over a text (a
+        # whole run's result is tens of thousands of strings: one regex each, not a replace per
+        # form and secret)
         self._found: dict[str, str] = {}
         self._forms: dict[str, list[str]] = {}
         for value in self._order:
