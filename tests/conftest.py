@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 
@@ -25,8 +26,9 @@ def _last_failed_records_in_a_temp_dir(tmp_path_factory: pytest.TempPathFactory
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say how many documented commands tests/docs ran and skipped (a number the issue asks to
-    see), whenever that test ran; under xdist its report carries the tally to the controller."""
+    """Say how many documented commands tests/docs ran and skipped, and the hardening tests'
+    tallies (frames tried, crashes, hangs; load figures): numbers the issues ask to see, shown
+    whenever those tests ran; under xdist a report carries its tally to the controller."""
     stats = terminalreporter.stats
     for report in stats.get("passed", []) + stats.get("failed", []):
         for name, tally in getattr(report, "user_properties", []):
@@ -36,3 +38,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                     f"programs), {tally['run']} run ({tally['kit_run']} of the kit's; "
                     f"{tally['rewritten']} narrowed or rewritten), {tally['skipped']} skipped "
                     "(tests/docs/doc_commands.py says why)")
+            elif name == "fuzz_tally" and report.when == "call":
+                terminalreporter.write_line(f"fuzz tally: {json.dumps(tally, sort_keys=True)}")

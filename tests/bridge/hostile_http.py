@@ -20,11 +20,12 @@ Handler = Callable[[dict[str, Any], "Exchange"], Awaitable[None]]
 
 
 class Exchange:
-    """One POST: answer it with JSON, 202, or an SSE stream, or never."""
+    """One POST: answer it with JSON, 202, an SSE stream, raw bytes, or never."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
         self.answered = False
+        self.closing = False  # hang up once answered (see :meth:`raw`)
 
     async def json(self, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -41,6 +42,14 @@ class Exchange:
         await self._head(200, {"Content-Type": "text/event-stream", "Connection": "close"})
 
     async def sse_send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def raw(self, data: bytes) -> None:
+        """Write ``data`` as the whole answer (any status line, headers and framing, or none),
+        then hang up: after garbage the connection cannot carry another exchange."""
+        self.answered = True
+        self.closing = True
         self.writer.write(data)
         await self.writer.drain()
 
@@ -110,7 +119,7 @@ class HostileHttp:
                 self.seen.append(message)
                 exchange = Exchange(writer)
                 await self._answer(message, exchange)
-                if not exchange.answered:
+                if not exchange.answered or exchange.closing:
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             return

@@ -503,3 +503,26 @@ def test_a_malformed_url_is_named_without_retries(url):
     lines = stderr.getvalue().splitlines()
     assert len(lines) == 2 and lines[0].startswith("mempalace: MEMPALACE_REMOTE_URL ")
     assert lines[1] == "mempalace-mcp unavailable after retries; continuing without palace tools"
+
+
+@pytest.mark.parametrize(("url", "bundles_loaded"), [
+    ("http://127.0.0.1:1/mcp", 0), ("HTTP://palace.local/mcp", 0),
+    ("https://palace.example/mcp", 1)])
+def test_a_plain_http_palace_loads_no_ca_bundle(monkeypatch: pytest.MonkeyPatch, url: str,
+                                                bundles_loaded: int) -> None:
+    """Found by the 50-bridge load test: every client loaded certifi's CA bundle (50-220 ms of
+    CPU, blocking the host's event loop), though a plain-http palace never does TLS (redirects
+    are not followed); fifty bridges in one host took 9 s to start. An https palace still
+    verifies."""
+    import ssl
+
+    from palace_bridge.http import HttpTransport
+    from palace_bridge.log import Log
+
+    loaded: list[object] = []
+    real = ssl.create_default_context
+    monkeypatch.setattr(ssl, "create_default_context",
+                        lambda *a, **k: loaded.append(k) or real(*a, **k))
+    transport = HttpTransport(url, None, Log(io.StringIO()))
+    run(transport.aclose())
+    assert len(loaded) == bundles_loaded

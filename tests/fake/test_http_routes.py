@@ -162,6 +162,23 @@ def test_unknown_paths_are_404(fake: Fake) -> None:
     assert fake.http.get(f"{fake.base}/nope").status_code == 404
 
 
+@pytest.mark.parametrize(("target", "status"), [
+    ("//mcp", 200), ("///mcp?x=1", 200), ("//healthz", 200), ("//a]b/c", 404),
+    ("//[::1/mcp", 404), ("//x/mcp", 404)])
+def test_a_target_starting_with_two_slashes_is_routed_as_one_slash(
+        fake: Fake, target: str, status: int) -> None:
+    """Found by the volume fuzz: Python's ``BaseHTTPRequestHandler`` (mempalace's server)
+    collapses leading slashes before mempalace reads ``urlparse(path).path`` (gh-87389), so
+    ``//mcp`` is ``/mcp`` there. The fake read ``//mcp`` as a host with an empty path (404),
+    and ``//a]b`` as a bad IPv6 host: its catch-all 500."""
+    method = "GET" if "healthz" in target else "POST"
+    answer = raw(fake, method, target, json.dumps(ping()).encode())
+    assert answer.status == status, answer
+    if status == 200 and method == "POST":
+        assert json.loads(answer.body) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert "HTTP handler error" not in fake.stderr()
+
+
 def test_every_connection_carries_one_response_then_closes(fake: Fake) -> None:
     one = request_bytes("POST", "/mcp", fake.port, json.dumps(ping(1)).encode())
     two = request_bytes("POST", "/mcp", fake.port, json.dumps(ping(2)).encode())

@@ -156,7 +156,8 @@ def test_bundles_never_hold_a_secret(capsys: pytest.CaptureFixture[str], tmp_pat
            '--plan faults.json' in readme
     assert 'export MEMPALACE_REMOTE_URL="${FAKE_URL}"' in readme
     assert 'export MEMPALACE_REMOTE_TOKEN="${FAKE_TOKEN}"' in readme  # the scenario's env
-    # the report dir's own copies are the runner's business; the bundle is what travels
+    # the bundle is what travels; the report dir's other files are redacted too
+    # (test_report_secrets.py)
     code, out, _ = cli(capsys, "replay", str(bundle), "--bridge", "reference")
     assert code == 0, out
 
@@ -214,6 +215,22 @@ def test_markers_are_consistent_and_restore_to_fresh_values() -> None:
     first = restored["a"]
     assert first.startswith("replay-secret-1-") and restored["b"] == [f"x {first}"]
     assert restored["c"] != first and "tok-" not in json.dumps(restored)
+
+
+def test_encoded_forms_of_a_secret_are_replaced_and_short_ones_left_alone() -> None:
+    import base64
+    from urllib.parse import quote, quote_plus
+
+    secret = "pw/+&=?with space"
+    redactor = Redactor([secret, "tok-1"])
+    basic = base64.b64encode(f"user:{secret}".encode()).decode()
+    text = f"Basic {basic} url={quote(secret, safe='')} form={quote_plus(secret)} tok-1"
+    assert redactor.leaks(text) == ["<redacted-secret-1>", "<redacted-secret-2>"]
+    clean = redactor.text(text)
+    assert redactor.leaks(clean) == []
+    assert clean.count("<redacted-secret-1>") == 3 and clean.endswith("<redacted-secret-2>")
+    # "tok-1" is too short for its encoded forms to be told from chance: only it is replaced
+    assert Redactor(["tok-1"]).text(base64.b64encode(b"tok-1").decode()) == "dG9rLTE="
 
 
 def test_a_reused_report_dir_holds_only_the_new_run(tmp_path: Path,

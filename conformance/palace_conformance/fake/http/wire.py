@@ -60,7 +60,12 @@ class RequestHead:
 
     @property
     def path(self) -> str:
-        return urlsplit(self.target).path if self.target.startswith("/") else self.target
+        """The path mempalace routes on: ``urlparse(self.path).path``, after
+        ``BaseHTTPRequestHandler`` has collapsed leading slashes (``//mcp`` is ``/mcp``, never a
+        host named ``mcp``; gh-87389, Python 3.11.4+)."""
+        if not self.target.startswith("/"):
+            return self.target
+        return urlsplit("/" + self.target.lstrip("/")).path
 
     def header(self, name: str) -> str | None:
         """The first value of a header, like ``BaseHTTPRequestHandler.headers[name]``."""

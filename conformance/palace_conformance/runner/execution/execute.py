@@ -20,6 +20,7 @@ from typing import Any
 
 from palace_conformance import processes as procs
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.redaction import Redactor, environment_secrets, scenario_secrets
 from palace_conformance.runner.execution import profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
@@ -507,13 +508,19 @@ class _Execution:
         if target.exists():
             shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True, exist_ok=True)
+        # the report dir travels as a whole (CI artifacts): its copies hold no secret either,
+        # even when a run is interrupted before any report is written
+        redactor = Redactor([*scenario_secrets(self.original.raw), *environment_secrets()])
         for source in (world.journal, world.host_stderr, world.fake_stderr, world.plan,
                        world.state):
             if source.exists():
-                shutil.copy2(source, target / source.name)
+                # bytes kept as they were (surrogateescape): a stderr need not be UTF-8
+                text = source.read_bytes().decode("utf-8", "surrogateescape")
+                (target / source.name).write_bytes(
+                    redactor.text(text).encode("utf-8", "surrogateescape"))
         self.result.artifacts = str(target)
-        (target / "result.json").write_text(
-            json.dumps(self.result.to_json(), indent=1, default=str), encoding="utf-8")
+        (target / "result.json").write_text(redactor.text(
+            json.dumps(self.result.to_json(), indent=1, default=str)), encoding="utf-8")
 
 
 def _system_prompt(step: Step, record: StepRecord) -> tuple[str, str] | None:

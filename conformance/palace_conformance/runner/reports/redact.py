@@ -30,6 +30,7 @@ from palace_conformance.redaction import (
     MIN_ENV_SECRET,
     Redactor,
     environment_secrets,
+    scenario_secrets,
     secret_named,
 )
 from palace_conformance.runner.results import RunResult
@@ -39,35 +40,6 @@ __all__ = ["MARKER", "MARKER_PATTERN", "MIN_ENV_SECRET", "Redactor", "environmen
            "secret_named"]
 
 MARKER_PATTERN = re.compile(r"<redacted-secret-(\d+)>")
-
-
-def _placeholder_only(value: str) -> bool:
-    return bool(re.fullmatch(r"\$\{[A-Z_]+\}", value))
-
-
-def scenario_secrets(raw: Mapping[str, Any]) -> list[str]:
-    """Secret literals a scenario file states, in the order they appear (placeholders skipped)."""
-    found: list[str] = []
-
-    def add(value: Any) -> None:
-        if isinstance(value, str) and value and not _placeholder_only(value) \
-                and value not in found:
-            found.append(value)
-
-    http = raw.get("http")
-    if isinstance(http, Mapping):
-        add(http.get("token"))
-    for name, value in (raw.get("env") or {}).items():
-        if isinstance(value, str) and secret_named(str(name), value):
-            add(value)
-    for step in raw.get("steps") or ():
-        if isinstance(step, Mapping) and step.get("action") == "rotate_token":
-            add(step.get("token"))
-    expect = raw.get("expect")
-    if isinstance(expect, Mapping):
-        for value in expect.get("wire_secrets") or ():
-            add(value)
-    return found
 
 
 def run_redactor(raws: Iterable[Mapping[str, Any]],
