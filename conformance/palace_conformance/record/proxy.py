@@ -332,8 +332,8 @@ class HttpRelay:
                     whole.append(chunk)
                     kept += len(chunk)
                 continue
-            for data in events.feed(chunk):
-                for message in messages_of(data.encode()):
+            for event_data in events.feed(chunk):
+                for message in messages_of(event_data.encode()):
                     self._record(FROM_PALACE, message)
         await wire.end_stream()
         for message in messages_of(b"".join(whole)):
