@@ -26,7 +26,7 @@ from .bridge_machine import TOKEN, BridgeMachine, HttpMachine, StdioMachine, Tal
 from .support import HttpFake
 
 PROFILES = {
-    "ci": {"max_examples": 15, "stateful_step_count": 10},
+    "ci": {"max_examples": 12, "stateful_step_count": 10},
     "long": {"max_examples": 150, "stateful_step_count": 30},
 }
 ENV_PROFILE = "PALACE_SM_PROFILE"
