@@ -183,6 +183,7 @@ class HttpFake:
         import sys
 
         self.root = root
+        self._control: Any = None  # the httpx.Client for control calls, made on first use
         self.home = root / "http-home"
         self.home.mkdir(parents=True, exist_ok=True)
         self.journal_path = root / "http-journal.jsonl"
@@ -233,7 +234,9 @@ class HttpFake:
     def control(self, method: str, path: str, body: Any = None) -> Any:
         import httpx
 
-        response = httpx.request(method, f"{self.base}/_fake/{path}", json=body, timeout=10)
+        if self._control is None:  # one client: a new one builds an SSL context (~0.1 s)
+            self._control = httpx.Client(timeout=10)
+        response = self._control.request(method, f"{self.base}/_fake/{path}", json=body)
         response.raise_for_status()
         return response.json()
 
@@ -252,6 +255,8 @@ class HttpFake:
         import signal
         import subprocess
 
+        if self._control is not None:
+            self._control.close()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
