@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
+import threading
 from pathlib import Path
 
 from .http_support import start_fake
@@ -114,12 +114,30 @@ def test_journal_follow_shows_new_records_and_ends_on_deadline_or_ctrl_c(tmp_pat
                                str(journal)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=clean_env(tmp_path),
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen: list[str] = []
+    shown = threading.Event()
+
+    def read_until_the_answer_is_shown() -> None:
+        assert follow.stdout is not None
+        for line in follow.stdout:
+            seen.append(line)
+            if "<- result  id=" in line:
+                shown.set()
+
+    reader = threading.Thread(target=read_until_the_answer_is_shown, daemon=True)
+    reader.start()
     try:
         with FakeProcess(tmp_path, journal=journal) as proc:
             proc.ping()
-        time.sleep(1.0)  # let the follower poll past the new records
+        # Ctrl-C once the follower has shown the answer: it is then in its loop, not still
+        # starting (a signal during start-up is Python's, not the follower's)
+        assert shown.wait(timeout=30), "the follower never showed the ping's answer"
         follow.send_signal(signal.SIGINT)
-        out, err = follow.communicate(timeout=15)
+        follow.wait(timeout=15)
+        assert follow.stderr is not None
+        err = follow.stderr.read()
+        reader.join(timeout=15)
+        out = "".join(seen)
     finally:
         if follow.poll() is None:
             follow.kill()
