@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +22,8 @@ from typing import Any
 
 VERSION = "3.11.0"
 EVENT_STATUSES = ("applied", "blocked", "claimed", "failed", "open", "ready", "superseded")
-REPLICA_ID = "rep_fakepalace000000000000000000000"
+SQLITE_VERSION = "3.40.1"
+CHROMA_VERSION = "1.5.9"
 PROTOCOL_TEXT = (
     "IMPORTANT \u2014 MemPalace Memory Protocol:\n"
     "1. ON WAKE-UP: Call mempalace_status to load palace overview + AAAK spec.\n"
@@ -46,17 +48,34 @@ def _digest(*parts: str, size: int = 12) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:size]
 
 
+def new_replica_id() -> str:
+    """A palace's replica id as 3.11 mints it: ``rep_`` and 32 random hex digits."""
+    return f"rep_{secrets.token_hex(16)}"
+
+
+def replica_id_for(path: str | os.PathLike[str]) -> str:
+    """A stable replica id for a state file written without one (the same in every process)."""
+    return f"rep_{hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:32]}"
+
+
 class PalaceState:
-    """Everything a palace holds. Plain data, so it round-trips through JSON."""
+    """Everything a palace holds. Plain data, so it round-trips through JSON.
+
+    ``initialised`` is false for a fresh palace: mempalace 3.11 has no chroma database until the
+    first vector write, and until then answers the tools of :data:`FRESH_ANSWERS` with "missing"
+    results. ``replica`` is the palace's own ``origin_replica`` (random per palace)."""
 
     def __init__(self, drawers: list[dict[str, Any]] | None = None,
                  triples: list[dict[str, Any]] | None = None,
                  events: list[dict[str, Any]] | None = None,
-                 artifacts: list[dict[str, Any]] | None = None) -> None:
+                 artifacts: list[dict[str, Any]] | None = None,
+                 initialised: bool = True, replica: str | None = None) -> None:
         self.drawers: list[dict[str, Any]] = drawers if drawers is not None else []
         self.triples: list[dict[str, Any]] = triples if triples is not None else []
         self.events: list[dict[str, Any]] = events if events is not None else []
         self.artifacts: list[dict[str, Any]] = artifacts if artifacts is not None else []
+        self.initialised = initialised
+        self.replica = replica or new_replica_id()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PalaceState) and self.to_json() == other.to_json()
@@ -70,6 +89,8 @@ class PalaceState:
             triples=list(data.get("triples", [])),
             events=list(data.get("events", [])),
             artifacts=list(data.get("artifacts", [])),
+            initialised=bool(data.get("initialised", True)),
+            replica=data.get("replica") if isinstance(data.get("replica"), str) else None,
         )
         for entry in data.get("diary", []):
             state.drawers.append(_diary_drawer(entry["agent_name"], entry["entry"],
@@ -78,7 +99,8 @@ class PalaceState:
         return state
 
     def to_json(self) -> dict[str, Any]:
-        return {"drawers": self.drawers, "triples": self.triples, "events": self.events,
+        return {"initialised": self.initialised, "replica": self.replica,
+                "drawers": self.drawers, "triples": self.triples, "events": self.events,
                 "artifacts": self.artifacts}
 
 
@@ -110,6 +132,8 @@ class PalaceStore:
         data = json.loads(text) if text.strip() else {}
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        if not isinstance(data.get("replica"), str):  # a file written without one
+            data["replica"] = replica_id_for(self.path)
         try:
             return PalaceState.from_json(data)
         except (TypeError, KeyError, AttributeError) as exc:
@@ -149,6 +173,10 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
              palace_path: str) -> dict[str, Any]:
     """Run one tool against the palace and return its (business) result object."""
     entry = _HANDLERS.get(name)
+    if entry is None and name in FRESH_ANSWERS:  # answered only while the palace is fresh
+        with store.transaction(write=False) as state:
+            if not state.initialised:
+                return FRESH_ANSWERS[name](palace_path)
     if entry is None:
         return {
             "success": False,
@@ -157,9 +185,65 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
         }
     handler, writes = entry
     with store.transaction(write=writes) as state:
+        if not state.initialised and name in FRESH_ANSWERS:
+            return FRESH_ANSWERS[name](palace_path)
         args = dict(args)
         args["__palace__"] = palace_path
         return handler(state, args)
+
+
+# --- a fresh palace (no chroma database yet) ---------------------------------------------
+
+
+def _chroma_missing(palace: str) -> dict[str, Any]:
+    """What 3.11 answers a read that opens the chroma database before any vector write."""
+    return {"error": "Chroma database missing",
+            "details": f"Could not open missing database at {palace}/chroma.sqlite3.",
+            "hint": "Run: mempalace status or mempalace repair-status for diagnostics.",
+            "backend": "chroma"}
+
+
+def _library_versions() -> dict[str, Any]:
+    return {"stale": False, "serving": {"mempalace": VERSION, "chromadb": CHROMA_VERSION},
+            "packages": []}
+
+
+def _updates() -> dict[str, Any]:
+    return {"server": {"enabled": False, "installed": VERSION}}
+
+
+def _fresh_status(palace: str) -> dict[str, Any]:
+    sqlite_path = f"{palace}/chroma.sqlite3"
+    return {**_chroma_missing(palace),
+            "sqlite_integrity": {
+                "checked": False, "ok": None, "sqlite_version": SQLITE_VERSION, "palace": palace,
+                "sqlite_path": sqlite_path, "error_count": 0, "errors": [],
+                "reason": f"no quick_check ran: {sqlite_path} does not exist, so there was no "
+                          "SQLite database to open"},
+            "library_versions": _library_versions(), "updates": _updates()}
+
+
+def _fresh_search(palace: str) -> dict[str, Any]:
+    return {"error": "No palace found", "results": [],
+            "hint": "Run: mempalace init <dir> && mempalace mine <dir>"}
+
+
+def _backend_open_failed(palace: str) -> dict[str, Any]:
+    # only the error text is known from 3.11; the brain marks this result isError, as 3.11 does
+    return {"error": BACKEND_OPEN_FAILED}
+
+
+BACKEND_OPEN_FAILED = "Backend open failed"
+#: tools whose 3.11 answer differs while the palace is fresh; every other tool (the knowledge
+#: graph, the event log, artifacts, ...) works as usual, and the first vector write ends it
+FRESH_ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "mempalace_status": _fresh_status,
+    "mempalace_diary_read": _chroma_missing,
+    "mempalace_list_wings": _chroma_missing,
+    "mempalace_search": _fresh_search,
+    "mempalace_list_drawers": _backend_open_failed,
+    "mempalace_get_taxonomy": _backend_open_failed,
+}
 
 
 # --- palace overview -----------------------------------------------------------------------
@@ -177,12 +261,10 @@ def _status(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         "total_drawers": len(state.drawers), "wings": wings, "rooms": rooms,
         "protocol": PROTOCOL_TEXT, "aaak_dialect": AAAK_TEXT, "backend": "chroma",
         "embedding_device": "fake (deterministic word overlap)",
-        "sqlite_integrity": {"checked": True, "ok": True, "sqlite_version": "3.40.1",
+        "sqlite_integrity": {"checked": True, "ok": True, "sqlite_version": SQLITE_VERSION,
                              "palace": palace, "sqlite_path": f"{palace}/chroma.sqlite3",
                              "error_count": 0, "errors": []},
-        "library_versions": {"stale": False, "serving": {"mempalace": VERSION, "chromadb": "1.5.9"},
-                             "packages": []},
-        "updates": {"server": {"enabled": False, "installed": VERSION}},
+        "library_versions": _library_versions(), "updates": _updates(),
     }
 
 
@@ -211,7 +293,11 @@ def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_mesh_peers")
 def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    return {"self": {"replica_id": REPLICA_ID, "name": None, "version_vector": {}, "profile": None},
+    seen = max((e["origin_seq"] for e in state.events if e.get("origin_replica") == state.replica),
+               default=0)
+    vector = {state.replica: seen} if seen else {}
+    return {"self": {"replica_id": state.replica, "name": None, "version_vector": vector,
+                     "profile": None},
             "peers": [], "unnamed_origins": [], "origin_profiles": {}, "sync_interval_s": 15.0,
             "estate_source": {}}
 
@@ -224,6 +310,7 @@ def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_b
     drawer_id = f"drawer_{wing}_{room}_{_digest(wing, room, content, size=24)}"
     if any(d["id"] == drawer_id for d in state.drawers):
         return {"success": True, "reason": "already_exists", "drawer_id": drawer_id}
+    state.initialised = True  # the first vector write creates the chroma database
     state.drawers.append({"id": drawer_id, "wing": wing, "room": room, "content": content,
                           "added_by": added_by, "source_file": source_file,
                           "created_at": _now().isoformat()})
@@ -351,6 +438,7 @@ def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
     if not isinstance(agent, str) or not agent.strip():
         return {"success": False, "error": "agent_name must be a non-empty string"}
     drawer = _diary_drawer(agent, entry, topic, wing)
+    state.initialised = True  # the first vector write creates the chroma database
     state.drawers.append(drawer)
     return {"success": True, "entry_id": drawer["id"], "agent": agent, "topic": topic,
             "timestamp": drawer["created_at"], "chunks": 1}
@@ -418,8 +506,8 @@ def _append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     when = _now()
     event = {
         "id": f"evt_{when.strftime('%Y%m%dT%H%M%S')}_{_digest(str(seq), str(args.get('body')))}",
-        "seq": seq, "origin_replica": REPLICA_ID, "origin_seq": seq,
-        "hlc": f"{int(when.timestamp() * 1000)}-{seq:06d}-{REPLICA_ID}",
+        "seq": seq, "origin_replica": state.replica, "origin_seq": seq,
+        "hlc": f"{int(when.timestamp() * 1000)}-{seq:06d}-{state.replica}",
         "type": args.get("type"), "stream": args.get("stream"), "room": args.get("room"),
         "topic": args.get("topic"), "from_agent": args.get("from_agent"),
         "to_agent": args.get("to_agent"), "correlation_id": args.get("correlation_id"),
@@ -490,7 +578,7 @@ def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     artifact = {"id": f"art_{when.strftime('%Y%m%dT%H%M%S')}_{sha[:12]}", "kind": args["kind"],
                 "sha256": sha, "size_bytes": len(content.encode()),
                 "created_by": args["created_by"], "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "origin_replica": REPLICA_ID}
+                "origin_replica": state.replica}
     state.artifacts.append({**artifact, "content": content, "metadata": args.get("metadata") or {}})
     return {"success": True, "artifact": artifact}
 
