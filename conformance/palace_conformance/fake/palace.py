@@ -36,10 +36,6 @@ AAAK_TEXT = ("AAAK is a compressed memory dialect that MemPalace uses for effici
              "(abridged)")
 
 
-class ToolFailure(Exception):
-    """An exception inside a tool handler; the brain maps it to -32000 ``Internal tool error``."""
-
-
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
@@ -192,6 +188,18 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
         return handler(state, args)
 
 
+def _not_a_name(args: dict[str, Any], *fields: str,
+                label: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """3.11's first check on a name or text argument: a string with something besides blanks,
+    else ``{"success": false, "error": "<field> must be a non-empty string"}``."""
+    for name in fields:
+        value = args.get(name)
+        if not isinstance(value, str) or not value.strip():
+            shown = (label or {}).get(name, name)
+            return {"success": False, "error": f"{shown} must be a non-empty string"}
+    return None
+
+
 # --- a fresh palace (no chroma database yet) ---------------------------------------------
 
 
@@ -319,6 +327,8 @@ def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_b
 
 @tool("mempalace_add_drawer", writes=True)
 def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (refused := _not_a_name(args, "wing", "room", "content")) is not None:
+        return refused
     return _file_drawer(state, args["wing"], args["room"], args["content"],
                         args.get("added_by", "mcp"), args.get("source_file", "?"))
 
@@ -326,8 +336,8 @@ def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_checkpoint", writes=True)
 def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     items = args["items"]
-    if not isinstance(items, list):
-        raise ToolFailure("items must be a list")
+    if not isinstance(items, list):  # 3.11: a plain result, no success key, nothing filed
+        return {"error": "items must be a list of {wing, room, content} objects"}
     diary = args.get("diary") if isinstance(args.get("diary"), dict) else None
     writer = args.get("added_by") or (diary or {}).get("agent_name") or "checkpoint"
     result: dict[str, Any] = {"added": [], "duplicates": [], "errors": []}
@@ -358,7 +368,8 @@ _WORD = re.compile(r"\w+")
 
 @tool("mempalace_search")
 def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    query = str(args["query"])
+    query = args["query"]
+    query.strip()  # like 3.11: a non-string query raises AttributeError (-32000)
     terms = {w.lower() for w in _WORD.findall(query)}
     limit = int(args.get("limit", 5))
     scored = []
@@ -435,8 +446,11 @@ def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                  wing: str | None) -> dict[str, Any]:
-    if not isinstance(agent, str) or not agent.strip():
-        return {"success": False, "error": "agent_name must be a non-empty string"}
+    # 3.11 names the entry 'content' in its complaint, whichever argument carried it
+    refused = _not_a_name({"agent_name": agent, "entry": entry}, "agent_name", "entry",
+                          label={"entry": "content"})
+    if refused is not None:
+        return refused
     drawer = _diary_drawer(agent, entry, topic, wing)
     state.initialised = True  # the first vector write creates the chroma database
     state.drawers.append(drawer)
@@ -472,6 +486,8 @@ def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (refused := _not_a_name(args, "subject", "predicate", "object")) is not None:
+        return refused
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
     triple_id = f"t_{subject}_{predicate}_{obj}_{_digest(subject, predicate, obj)}"
     state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
@@ -513,7 +529,9 @@ def _append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         "to_agent": args.get("to_agent"), "correlation_id": args.get("correlation_id"),
         "branch": args.get("branch"), "base_commit": args.get("base_commit"),
         "status": args.get("status"), "artifact_ids": list(args.get("artifact_ids") or []),
-        "body": args.get("body"), "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        # 3.11 stores a missing body as ""
+        "body": "" if args.get("body") is None else args["body"],
+        "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "metadata": dict(args.get("metadata") or {}),
     }
     state.events.append(event)
