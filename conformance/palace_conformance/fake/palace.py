@@ -22,6 +22,10 @@ from typing import Any
 
 VERSION = "3.11.0"
 EVENT_STATUSES = ("applied", "blocked", "claimed", "failed", "open", "ready", "superseded")
+ARTIFACT_KINDS = ("file", "json", "log", "note", "patch")
+#: what 3.11's event_list adds when given from_agent (which does not filter) without writer
+EVENT_LIST_NOTE = ("from_agent is your identity and does not filter event_list/event_wait. Filter "
+                   "by who wrote an event with writer=<agent>; for your inbox use to_agent=<you>.")
 SQLITE_VERSION = "3.40.1"
 CHROMA_VERSION = "1.5.9"
 PROTOCOL_TEXT = (
@@ -360,7 +364,7 @@ def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         if drawer["id"] == args["drawer_id"]:
             return {"drawer_id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
                     "content": drawer["content"], "added_by": drawer.get("added_by")}
-    return {"success": False, "error": f"drawer '{args['drawer_id']}' not found"}
+    return {"error": f"Drawer not found: {args['drawer_id']}"}  # 3.11: no success key
 
 
 _WORD = re.compile(r"\w+")
@@ -385,12 +389,16 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     results = []
     for _, _, drawer, overlap in scored[:limit]:
         distance = round(1.0 - overlap / max(len(terms), 1), 4)
-        results.append({
+        results.append({  # 3.11's 18 keys, in its order; the scores are word overlap
             "drawer_id": drawer["id"], "text": drawer["content"], "wing": drawer["wing"],
             "room": drawer["room"], "source_file": Path(drawer.get("source_file", "?")).name or "?",
             "source_path": "" if drawer.get("source_file", "?") == "?" else drawer["source_file"],
-            "created_at": drawer["created_at"], "similarity": round(1 - distance, 4),
-            "distance": distance, "matched_via": "drawer",
+            "created_at": drawer["created_at"], "filed_at": drawer["created_at"],
+            "authored_at": drawer["created_at"], "authored_at_source": "filed_at",
+            "content_date": None, "content_date_source": "unknown",
+            "similarity": round(1 - distance, 4), "distance": distance,
+            "effective_distance": distance, "closet_boost": 0.0, "matched_via": "drawer",
+            "bm25_score": float(overlap),
         })
     return {"query": query,
             "filters": {"wing": args.get("wing"), "room": args.get("room"),
@@ -493,7 +501,8 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
                           "object": obj, "valid_from": args.get("valid_from"),
                           "valid_to": args.get("valid_to"),
-                          "source_drawer_id": args.get("source_drawer_id")})
+                          "source_drawer_id": args.get("source_drawer_id"),
+                          "source_closet": args.get("source_closet")})
     return {"success": True, "triple_id": triple_id,
             "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
 
@@ -501,8 +510,26 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_kg_query")
 def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args["entity"]
-    facts = [t for t in state.triples if entity in (t["subject"], t["object"])]
-    return {"entity": entity, "facts": facts, "count": len(facts)}
+    as_of = args.get("as_of")
+    today = as_of or _now().strftime("%Y-%m-%d")
+    facts = []
+    for triple in state.triples:
+        if entity not in (triple["subject"], triple["object"]):
+            continue
+        ended = triple.get("valid_to") is not None and triple["valid_to"] <= today
+        facts.append({
+            "direction": "outgoing" if triple["subject"] == entity else "incoming",
+            "subject": triple["subject"], "predicate": triple["predicate"],
+            "object": triple["object"], "valid_from": triple.get("valid_from"),
+            "valid_to": triple.get("valid_to"), "confidence": 1.0,
+            "source_closet": triple.get("source_closet"), "current": not ended})
+    future = [f for f in facts if f["valid_from"] is not None and f["valid_from"] > today]
+    historical = [f for f in facts if not f["current"]]
+    active = [f for f in facts if f["current"] and f not in future]
+    # 3.11's shape: facts sorted into active, historical and future relative to now (or as_of)
+    return {"entity": entity, "as_of": as_of, "active_facts": active,
+            "historical_facts": historical, "future_facts": future, "facts": facts,
+            "count": len(facts)}
 
 
 # --- event log and artifacts ---------------------------------------------------------------
@@ -567,18 +594,21 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         events.reverse()
     limit = int(args.get("limit", 50) or 50)
     events = events[:limit]
+    if args.get("from_agent") is not None and args.get("writer") is None:
+        return {"events": events, "count": len(events), "note": EVENT_LIST_NOTE}
     return {"events": events, "count": len(events)}
 
 
 @tool("mempalace_event_ack", writes=True)
 def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    # like 3.11: the event's existence is checked before the status
+    target = next((e for e in state.events if e["id"] == args["event_id"]), None)
+    if target is None:
+        return {"success": False, "error": f"event '{args['event_id']}' not found"}
     status = args.get("status", "applied")
     if status not in EVENT_STATUSES:
         return {"success": False,
                 "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
-    target = next((e for e in state.events if e["id"] == args["event_id"]), None)
-    if target is None:
-        return {"success": False, "error": f"event '{args['event_id']}' not found"}
     event = _append_event(state, {
         "type": "ack", "stream": target["stream"], "room": target["room"],
         "topic": args.get("topic", target["topic"]), "from_agent": args["from_agent"],
@@ -590,6 +620,9 @@ def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_artifact_put", writes=True)
 def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if args["kind"] not in ARTIFACT_KINDS:
+        return {"success": False,
+                "error": f"kind={args['kind']!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
     content = str(args["content"])
     sha = hashlib.sha256(content.encode()).hexdigest()
     when = _now()
@@ -606,7 +639,7 @@ def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for artifact in state.artifacts:
         if artifact["id"] == args["artifact_id"]:
             return {"success": True, "artifact": artifact}
-    return {"success": False, "error": f"artifact '{args['artifact_id']}' not found"}
+    return {"error": f"artifact '{args['artifact_id']}' not found"}  # 3.11: no success key
 
 
 @tool("mempalace_event_wait")
