@@ -128,3 +128,48 @@ def test_search_items_have_3_11s_eighteen_keys(fake: FakeProcess) -> None:
                           "created_at", "filed_at", "authored_at", "authored_at_source",
                           "content_date", "content_date_source", "similarity", "distance",
                           "effective_distance", "closet_boost", "matched_via", "bm25_score"]
+
+
+# -- the name rules (mempalace-3.11-semantics.md section 5), checked in 3.11's order ----------
+
+
+@pytest.mark.parametrize(("arguments", "error"), [
+    ({"subject": "café", "predicate": "\u2192", "object": "ü"},  # section 4.1's own example
+     "predicate contains invalid characters"),
+    ({"subject": "s", "predicate": "p" * 129, "object": "o"},
+     "predicate exceeds maximum length of 128 characters"),
+    ({"subject": "s", "predicate": "a/b", "object": "o"},
+     "predicate contains invalid path characters"),
+    ({"subject": "s", "predicate": "a..b", "object": "o"},
+     "predicate contains invalid path characters"),
+    ({"subject": "s", "predicate": "a\x00b", "object": "o"}, "predicate contains null bytes"),
+    ({"subject": "s", "predicate": "_p", "object": "o"}, "predicate contains invalid characters"),
+    ({"subject": "x" * 129, "predicate": "p", "object": "o"},
+     "subject exceeds maximum length of 128 characters"),
+    ({"subject": "s", "predicate": "p", "object": "o\x00"}, "object contains null bytes"),
+])
+def test_kg_add_refuses_as_3_11(fake: FakeProcess, arguments: dict[str, Any], error: str) -> None:
+    assert payload(fake.call("mempalace_kg_add", arguments)) == {"success": False,
+                                                                 "error": error}
+
+
+def test_subjects_and_objects_only_need_text(fake: FakeProcess) -> None:
+    """café and ü pass as subject and object (section 5); the predicate is a name."""
+    added = payload(fake.call("mempalace_kg_add", {"subject": "café", "predicate": "likes",
+                                                   "object": "ü / ✓"}))
+    assert added["success"] is True and added["fact"] == "café \u2192 likes \u2192 ü / ✓"
+
+
+@pytest.mark.parametrize(("tool", "arguments", "error"), [
+    ("mempalace_add_drawer", {"wing": "a/b", "room": "r", "content": "c"},
+     "wing contains invalid path characters"),
+    ("mempalace_add_drawer", {"wing": "w", "room": "-r", "content": "c"},
+     "room contains invalid characters"),
+    ("mempalace_diary_write", {"agent_name": "pi@box", "entry": "e"},
+     "agent_name contains invalid characters"),
+    ("mempalace_diary_write", {"agent_name": "pi", "entry": "e", "topic": "a..b"},
+     "topic contains invalid path characters"),
+])
+def test_names_follow_3_11s_rule(fake: FakeProcess, tool: str, arguments: dict[str, Any],
+                                 error: str) -> None:
+    assert payload(fake.call(tool, arguments)) == {"success": False, "error": error}

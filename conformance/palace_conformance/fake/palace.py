@@ -192,15 +192,38 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
         return handler(state, args)
 
 
-def _not_a_name(args: dict[str, Any], *fields: str,
-                label: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """3.11's first check on a name or text argument: a string with something besides blanks,
-    else ``{"success": false, "error": "<field> must be a non-empty string"}``."""
-    for name in fields:
-        value = args.get(name)
-        if not isinstance(value, str) or not value.strip():
-            shown = (label or {}).get(name, name)
-            return {"success": False, "error": f"{shown} must be a non-empty string"}
+NAME_MAX = 128
+_SAFE_NAME = re.compile(r"^(?:[^\W_]|[^\W_][\w .'-]{0,126}[^\W_])$")
+
+
+def _problem(field: str, value: Any, rule: str) -> str | None:
+    """What 3.11 says of one argument, checked on its stripped value, or None when it passes.
+
+    ``rule`` is ``text`` (content: any non-blank string), ``value`` (a knowledge-graph subject or
+    object: also at most 128 characters, no NUL) or ``name`` (wing, room, topic, agent_name, a
+    predicate: also no path characters, and letters or digits at both ends with only word
+    characters, space, ``.``, ``'`` and ``-`` between)."""
+    if not isinstance(value, str) or not value.strip():
+        return f"{field} must be a non-empty string"
+    value = value.strip()
+    if rule == "text":
+        return None
+    if len(value) > NAME_MAX:
+        return f"{field} exceeds maximum length of {NAME_MAX} characters"
+    if rule == "name" and (".." in value or "/" in value or "\\" in value):
+        return f"{field} contains invalid path characters"
+    if "\x00" in value:
+        return f"{field} contains null bytes"
+    if rule == "name" and not _SAFE_NAME.match(value):
+        return f"{field} contains invalid characters"
+    return None
+
+
+def _refused(*checks: tuple[str, Any, str]) -> dict[str, Any] | None:
+    """The first failing ``(field, value, rule)`` check as 3.11's result, or None."""
+    for field, value, rule in checks:
+        if (problem := _problem(field, value, rule)) is not None:
+            return {"success": False, "error": problem}
     return None
 
 
@@ -331,7 +354,9 @@ def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_b
 
 @tool("mempalace_add_drawer", writes=True)
 def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    if (refused := _not_a_name(args, "wing", "room", "content")) is not None:
+    refused = _refused(("wing", args["wing"], "name"), ("room", args["room"], "name"),
+                       ("content", args["content"], "text"))
+    if refused is not None:
         return refused
     return _file_drawer(state, args["wing"], args["room"], args["content"],
                         args.get("added_by", "mcp"), args.get("source_file", "?"))
@@ -455,8 +480,9 @@ def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                  wing: str | None) -> dict[str, Any]:
     # 3.11 names the entry 'content' in its complaint, whichever argument carried it
-    refused = _not_a_name({"agent_name": agent, "entry": entry}, "agent_name", "entry",
-                          label={"entry": "content"})
+    refused = _refused(("agent_name", agent, "name"), ("content", entry, "text"),
+                       ("topic", topic, "name"),
+                       *((("wing", wing, "name"),) if wing is not None else ()))
     if refused is not None:
         return refused
     drawer = _diary_drawer(agent, entry, topic, wing)
@@ -494,7 +520,10 @@ def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    if (refused := _not_a_name(args, "subject", "predicate", "object")) is not None:
+    refused = _refused(("subject", args["subject"], "value"),
+                       ("predicate", args["predicate"], "name"),
+                       ("object", args["object"], "value"))
+    if refused is not None:
         return refused
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
     triple_id = f"t_{subject}_{predicate}_{obj}_{_digest(subject, predicate, obj)}"
