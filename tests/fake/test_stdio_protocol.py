@@ -68,7 +68,13 @@ def test_tools_list_ignores_params_and_pagination(fake: FakeProcess) -> None:
 
 @pytest.mark.parametrize("session", CAPTURED["sessions"], ids=lambda s: s["session"])
 def test_replay_captured_session(tmp_path: Path, session: dict[str, Any]) -> None:
-    with FakeProcess(tmp_path) as fake:
+    state = None
+    if "palace" in session:  # what the real palace already held when the session ran
+        state = tmp_path / "state.json"
+        events = session["palace"]["events"]
+        state.write_text(json.dumps({"events": events,
+                                     "replica": events[0]["origin_replica"]}), encoding="utf-8")
+    with FakeProcess(tmp_path, state=state) as fake:
         for step in session["steps"]:
             fake.send(step["send"])
             for expected in step["expect"]:

@@ -75,6 +75,9 @@ def test_a_new_session_rearms_it() -> None:
     ("mempalace_diary_read", PalaceToolError(-32602, "Missing required parameter")),
     ("mempalace_status", result({"error": "Backend open failed"}, is_error=True)),
     ("mempalace_diary_read", result({"success": False, "error": "agent_name must be ..."})),
+    # a fresh palace (mempalace 3.11, no chroma database yet): errors without success or isError
+    ("mempalace_status", result({"error": "Chroma database missing", "backend": "chroma"})),
+    ("mempalace_diary_read", result({"error": "Chroma database missing", "backend": "chroma"})),
 ])
 def test_failures_are_silent(tool: str, failure: Any) -> None:
     def answer(args: dict[str, Any]) -> Any:

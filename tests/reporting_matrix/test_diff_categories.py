@@ -363,3 +363,18 @@ def test_the_fakes_own_self_tests_are_never_compared() -> None:
     left.subject = right.subject = "fake"
     report = diff(left, right)  # ... as the fake's self-tests they are not compared at all
     assert report.drift == [] and report.agreed == []
+
+
+def test_two_palaces_replica_ids_are_one_value_wherever_they_appear() -> None:
+    """mempalace 3.11 (and the fake) mint a replica id per palace: in events, hlcs and the
+    version_vector's keys alike, two runs of one bridge must read the same."""
+    def mesh(replica: str) -> dict[str, Any]:
+        event = {"origin_replica": replica, "hlc": f"1796014199840-000000-{replica}"}
+        return {"self": {"replica_id": replica, "version_vector": {replica: 1}},
+                "events": [event], "note": f"written by {replica}"}
+
+    one, two = (volatile.Masker().value(mesh(r)) for r in (
+        "rep_e72c2f076408faadc4b073c46019005d", "rep_9d3aaca75da286d8520064056c989c68"))
+    assert one == two
+    assert one["self"]["version_vector"] == {"<replica>": 1}
+    assert one["note"] == "written by <replica>"

@@ -47,3 +47,24 @@ def test_bad_labels_and_references_are_one_line_problems(tmp_path: Path, events:
                                                          fragment: str) -> None:
     lines = problems_for(tmp_path, scenario(palace={"events": events}))
     assert any(fragment in line for line in lines), lines
+
+
+def test_a_fresh_palace_seeds_events_and_stays_fresh() -> None:
+    state = initial_state(Palace.from_json({"state": "fresh", "events": [_event("hi")]}))
+    assert state["initialised"] is False and len(state["events"]) == 1
+    assert state["events"][0]["origin_replica"] == state["replica"]
+    assert initial_state(Palace.from_json({}))["initialised"] is True
+
+
+@pytest.mark.parametrize("key", ["diary", "drawers"])
+def test_a_fresh_palace_with_filed_contents_is_a_one_line_problem(tmp_path: Path,
+                                                                  key: str) -> None:
+    item = ({"agent_name": "ann", "entry": "e"} if key == "diary"
+            else {"wing": "w", "room": "r", "content": "c"})
+    lines = problems_for(tmp_path, scenario(palace={"state": "fresh", key: [item]}))
+    assert any(f"/palace/{key}: a fresh palace holds no {key}" in line for line in lines), lines
+
+
+def test_an_unknown_palace_state_is_refused(tmp_path: Path) -> None:
+    lines = problems_for(tmp_path, scenario(palace={"state": "empty"}))
+    assert any("/palace/state" in line for line in lines), lines

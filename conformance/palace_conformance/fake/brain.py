@@ -14,7 +14,7 @@ from typing import Any
 from palace_conformance.fake.faults import STARTUP, Fault, FaultPlan
 from palace_conformance.fake.journal import Journal, JournalTail
 from palace_conformance.fake.lease import Contention, Lease
-from palace_conformance.fake.palace import PalaceStore, run_tool
+from palace_conformance.fake.palace import BACKEND_OPEN_FAILED, PalaceStore, run_tool
 from palace_conformance.resources import tool_catalogue
 
 PEER_WRITER_MESSAGE = "Peer MCP writer active; this server is read-only for mutating tools"
@@ -34,8 +34,13 @@ def rpc_result(request_id: Any, result: Any) -> dict[str, Any]:
 
 
 def tool_result(payload: Any) -> dict[str, Any]:
+    """The tools/call result 3.11 wraps a tool's answer in: one pretty-printed JSON text block,
+    flagged ``isError`` only for a backend that failed to open (a fresh palace's list_drawers)."""
     text = json.dumps(payload, indent=2, ensure_ascii=False)
-    return {"content": [{"type": "text", "text": text}]}
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+    if isinstance(payload, dict) and payload.get("error") == BACKEND_OPEN_FAILED:
+        result["isError"] = True
+    return result
 
 
 def _hashable(value: Any) -> bool:

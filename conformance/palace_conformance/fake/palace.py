@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +22,12 @@ from typing import Any
 
 VERSION = "3.11.0"
 EVENT_STATUSES = ("applied", "blocked", "claimed", "failed", "open", "ready", "superseded")
-REPLICA_ID = "rep_fakepalace000000000000000000000"
+ARTIFACT_KINDS = ("file", "json", "log", "note", "patch")
+#: what 3.11's event_list adds when given from_agent (which does not filter) without writer
+EVENT_LIST_NOTE = ("from_agent is your identity and does not filter event_list/event_wait. Filter "
+                   "by who wrote an event with writer=<agent>; for your inbox use to_agent=<you>.")
+SQLITE_VERSION = "3.40.1"
+CHROMA_VERSION = "1.5.9"
 PROTOCOL_TEXT = (
     "IMPORTANT \u2014 MemPalace Memory Protocol:\n"
     "1. ON WAKE-UP: Call mempalace_status to load palace overview + AAAK spec.\n"
@@ -34,10 +40,6 @@ AAAK_TEXT = ("AAAK is a compressed memory dialect that MemPalace uses for effici
              "(abridged)")
 
 
-class ToolFailure(Exception):
-    """An exception inside a tool handler; the brain maps it to -32000 ``Internal tool error``."""
-
-
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
@@ -46,17 +48,34 @@ def _digest(*parts: str, size: int = 12) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:size]
 
 
+def new_replica_id() -> str:
+    """A palace's replica id as 3.11 mints it: ``rep_`` and 32 random hex digits."""
+    return f"rep_{secrets.token_hex(16)}"
+
+
+def replica_id_for(path: str | os.PathLike[str]) -> str:
+    """A stable replica id for a state file written without one (the same in every process)."""
+    return f"rep_{hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:32]}"
+
+
 class PalaceState:
-    """Everything a palace holds. Plain data, so it round-trips through JSON."""
+    """Everything a palace holds. Plain data, so it round-trips through JSON.
+
+    ``initialised`` is false for a fresh palace: mempalace 3.11 has no chroma database until the
+    first vector write, and until then answers the tools of :data:`FRESH_ANSWERS` with "missing"
+    results. ``replica`` is the palace's own ``origin_replica`` (random per palace)."""
 
     def __init__(self, drawers: list[dict[str, Any]] | None = None,
                  triples: list[dict[str, Any]] | None = None,
                  events: list[dict[str, Any]] | None = None,
-                 artifacts: list[dict[str, Any]] | None = None) -> None:
+                 artifacts: list[dict[str, Any]] | None = None,
+                 initialised: bool = True, replica: str | None = None) -> None:
         self.drawers: list[dict[str, Any]] = drawers if drawers is not None else []
         self.triples: list[dict[str, Any]] = triples if triples is not None else []
         self.events: list[dict[str, Any]] = events if events is not None else []
         self.artifacts: list[dict[str, Any]] = artifacts if artifacts is not None else []
+        self.initialised = initialised
+        self.replica = replica or new_replica_id()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PalaceState) and self.to_json() == other.to_json()
@@ -70,6 +89,8 @@ class PalaceState:
             triples=list(data.get("triples", [])),
             events=list(data.get("events", [])),
             artifacts=list(data.get("artifacts", [])),
+            initialised=bool(data.get("initialised", True)),
+            replica=data.get("replica") if isinstance(data.get("replica"), str) else None,
         )
         for entry in data.get("diary", []):
             state.drawers.append(_diary_drawer(entry["agent_name"], entry["entry"],
@@ -78,7 +99,8 @@ class PalaceState:
         return state
 
     def to_json(self) -> dict[str, Any]:
-        return {"drawers": self.drawers, "triples": self.triples, "events": self.events,
+        return {"initialised": self.initialised, "replica": self.replica,
+                "drawers": self.drawers, "triples": self.triples, "events": self.events,
                 "artifacts": self.artifacts}
 
 
@@ -110,6 +132,8 @@ class PalaceStore:
         data = json.loads(text) if text.strip() else {}
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        if not isinstance(data.get("replica"), str):  # a file written without one
+            data["replica"] = replica_id_for(self.path)
         try:
             return PalaceState.from_json(data)
         except (TypeError, KeyError, AttributeError) as exc:
@@ -149,6 +173,10 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
              palace_path: str) -> dict[str, Any]:
     """Run one tool against the palace and return its (business) result object."""
     entry = _HANDLERS.get(name)
+    if entry is None and name in FRESH_ANSWERS:  # answered only while the palace is fresh
+        with store.transaction(write=False) as state:
+            if not state.initialised:
+                return FRESH_ANSWERS[name](palace_path)
     if entry is None:
         return {
             "success": False,
@@ -157,9 +185,100 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
         }
     handler, writes = entry
     with store.transaction(write=writes) as state:
+        if not state.initialised and name in FRESH_ANSWERS:
+            return FRESH_ANSWERS[name](palace_path)
         args = dict(args)
         args["__palace__"] = palace_path
         return handler(state, args)
+
+
+NAME_MAX = 128
+_SAFE_NAME = re.compile(r"^(?:[^\W_]|[^\W_][\w .'-]{0,126}[^\W_])$")
+
+
+def _problem(field: str, value: Any, rule: str) -> str | None:
+    """What 3.11 says of one argument, checked on its stripped value, or None when it passes.
+
+    ``rule`` is ``text`` (content: any non-blank string), ``value`` (a knowledge-graph subject or
+    object: also at most 128 characters, no NUL) or ``name`` (wing, room, topic, agent_name, a
+    predicate: also no path characters, and letters or digits at both ends with only word
+    characters, space, ``.``, ``'`` and ``-`` between)."""
+    if not isinstance(value, str) or not value.strip():
+        return f"{field} must be a non-empty string"
+    value = value.strip()
+    if rule == "text":
+        return None
+    if len(value) > NAME_MAX:
+        return f"{field} exceeds maximum length of {NAME_MAX} characters"
+    if rule == "name" and (".." in value or "/" in value or "\\" in value):
+        return f"{field} contains invalid path characters"
+    if "\x00" in value:
+        return f"{field} contains null bytes"
+    if rule == "name" and not _SAFE_NAME.match(value):
+        return f"{field} contains invalid characters"
+    return None
+
+
+def _refused(*checks: tuple[str, Any, str]) -> dict[str, Any] | None:
+    """The first failing ``(field, value, rule)`` check as 3.11's result, or None."""
+    for field, value, rule in checks:
+        if (problem := _problem(field, value, rule)) is not None:
+            return {"success": False, "error": problem}
+    return None
+
+
+# --- a fresh palace (no chroma database yet) ---------------------------------------------
+
+
+def _chroma_missing(palace: str) -> dict[str, Any]:
+    """What 3.11 answers a read that opens the chroma database before any vector write."""
+    return {"error": "Chroma database missing",
+            "details": f"Could not open missing database at {palace}/chroma.sqlite3.",
+            "hint": "Run: mempalace status or mempalace repair-status for diagnostics.",
+            "backend": "chroma"}
+
+
+def _library_versions() -> dict[str, Any]:
+    return {"stale": False, "serving": {"mempalace": VERSION, "chromadb": CHROMA_VERSION},
+            "packages": []}
+
+
+def _updates() -> dict[str, Any]:
+    return {"server": {"enabled": False, "installed": VERSION}}
+
+
+def _fresh_status(palace: str) -> dict[str, Any]:
+    sqlite_path = f"{palace}/chroma.sqlite3"
+    return {**_chroma_missing(palace),
+            "sqlite_integrity": {
+                "checked": False, "ok": None, "sqlite_version": SQLITE_VERSION, "palace": palace,
+                "sqlite_path": sqlite_path, "error_count": 0, "errors": [],
+                "reason": f"no quick_check ran: {sqlite_path} does not exist, so there was no "
+                          "SQLite database to open"},
+            "library_versions": _library_versions(), "updates": _updates()}
+
+
+def _fresh_search(palace: str) -> dict[str, Any]:
+    return {"error": "No palace found", "results": [],
+            "hint": "Run: mempalace init <dir> && mempalace mine <dir>"}
+
+
+def _backend_open_failed(palace: str) -> dict[str, Any]:
+    # only the error text is known from 3.11; the brain marks this result isError, as 3.11 does
+    return {"error": BACKEND_OPEN_FAILED}
+
+
+BACKEND_OPEN_FAILED = "Backend open failed"
+#: tools whose 3.11 answer differs while the palace is fresh; every other tool (the knowledge
+#: graph, the event log, artifacts, ...) works as usual, and the first vector write ends it
+FRESH_ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "mempalace_status": _fresh_status,
+    "mempalace_diary_read": _chroma_missing,
+    "mempalace_list_wings": _chroma_missing,
+    "mempalace_search": _fresh_search,
+    "mempalace_list_drawers": _backend_open_failed,
+    "mempalace_get_taxonomy": _backend_open_failed,
+}
 
 
 # --- palace overview -----------------------------------------------------------------------
@@ -177,12 +296,10 @@ def _status(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         "total_drawers": len(state.drawers), "wings": wings, "rooms": rooms,
         "protocol": PROTOCOL_TEXT, "aaak_dialect": AAAK_TEXT, "backend": "chroma",
         "embedding_device": "fake (deterministic word overlap)",
-        "sqlite_integrity": {"checked": True, "ok": True, "sqlite_version": "3.40.1",
+        "sqlite_integrity": {"checked": True, "ok": True, "sqlite_version": SQLITE_VERSION,
                              "palace": palace, "sqlite_path": f"{palace}/chroma.sqlite3",
                              "error_count": 0, "errors": []},
-        "library_versions": {"stale": False, "serving": {"mempalace": VERSION, "chromadb": "1.5.9"},
-                             "packages": []},
-        "updates": {"server": {"enabled": False, "installed": VERSION}},
+        "library_versions": _library_versions(), "updates": _updates(),
     }
 
 
@@ -211,7 +328,11 @@ def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_mesh_peers")
 def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    return {"self": {"replica_id": REPLICA_ID, "name": None, "version_vector": {}, "profile": None},
+    seen = max((e["origin_seq"] for e in state.events if e.get("origin_replica") == state.replica),
+               default=0)
+    vector = {state.replica: seen} if seen else {}
+    return {"self": {"replica_id": state.replica, "name": None, "version_vector": vector,
+                     "profile": None},
             "peers": [], "unnamed_origins": [], "origin_profiles": {}, "sync_interval_s": 15.0,
             "estate_source": {}}
 
@@ -224,6 +345,7 @@ def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_b
     drawer_id = f"drawer_{wing}_{room}_{_digest(wing, room, content, size=24)}"
     if any(d["id"] == drawer_id for d in state.drawers):
         return {"success": True, "reason": "already_exists", "drawer_id": drawer_id}
+    state.initialised = True  # the first vector write creates the chroma database
     state.drawers.append({"id": drawer_id, "wing": wing, "room": room, "content": content,
                           "added_by": added_by, "source_file": source_file,
                           "created_at": _now().isoformat()})
@@ -232,6 +354,10 @@ def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_b
 
 @tool("mempalace_add_drawer", writes=True)
 def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    refused = _refused(("wing", args["wing"], "name"), ("room", args["room"], "name"),
+                       ("content", args["content"], "text"))
+    if refused is not None:
+        return refused
     return _file_drawer(state, args["wing"], args["room"], args["content"],
                         args.get("added_by", "mcp"), args.get("source_file", "?"))
 
@@ -239,8 +365,8 @@ def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_checkpoint", writes=True)
 def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     items = args["items"]
-    if not isinstance(items, list):
-        raise ToolFailure("items must be a list")
+    if not isinstance(items, list):  # 3.11: a plain result, no success key, nothing filed
+        return {"error": "items must be a list of {wing, room, content} objects"}
     diary = args.get("diary") if isinstance(args.get("diary"), dict) else None
     writer = args.get("added_by") or (diary or {}).get("agent_name") or "checkpoint"
     result: dict[str, Any] = {"added": [], "duplicates": [], "errors": []}
@@ -263,7 +389,7 @@ def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         if drawer["id"] == args["drawer_id"]:
             return {"drawer_id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
                     "content": drawer["content"], "added_by": drawer.get("added_by")}
-    return {"success": False, "error": f"drawer '{args['drawer_id']}' not found"}
+    return {"error": f"Drawer not found: {args['drawer_id']}"}  # 3.11: no success key
 
 
 _WORD = re.compile(r"\w+")
@@ -271,7 +397,8 @@ _WORD = re.compile(r"\w+")
 
 @tool("mempalace_search")
 def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    query = str(args["query"])
+    query = args["query"]
+    query.strip()  # like 3.11: a non-string query raises AttributeError (-32000)
     terms = {w.lower() for w in _WORD.findall(query)}
     limit = int(args.get("limit", 5))
     scored = []
@@ -287,12 +414,16 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     results = []
     for _, _, drawer, overlap in scored[:limit]:
         distance = round(1.0 - overlap / max(len(terms), 1), 4)
-        results.append({
+        results.append({  # 3.11's 18 keys, in its order; the scores are word overlap
             "drawer_id": drawer["id"], "text": drawer["content"], "wing": drawer["wing"],
             "room": drawer["room"], "source_file": Path(drawer.get("source_file", "?")).name or "?",
             "source_path": "" if drawer.get("source_file", "?") == "?" else drawer["source_file"],
-            "created_at": drawer["created_at"], "similarity": round(1 - distance, 4),
-            "distance": distance, "matched_via": "drawer",
+            "created_at": drawer["created_at"], "filed_at": drawer["created_at"],
+            "authored_at": drawer["created_at"], "authored_at_source": "filed_at",
+            "content_date": None, "content_date_source": "unknown",
+            "similarity": round(1 - distance, 4), "distance": distance,
+            "effective_distance": distance, "closet_boost": 0.0, "matched_via": "drawer",
+            "bm25_score": float(overlap),
         })
     return {"query": query,
             "filters": {"wing": args.get("wing"), "room": args.get("room"),
@@ -348,9 +479,14 @@ def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                  wing: str | None) -> dict[str, Any]:
-    if not isinstance(agent, str) or not agent.strip():
-        return {"success": False, "error": "agent_name must be a non-empty string"}
+    # 3.11 names the entry 'content' in its complaint, whichever argument carried it
+    refused = _refused(("agent_name", agent, "name"), ("content", entry, "text"),
+                       ("topic", topic, "name"),
+                       *((("wing", wing, "name"),) if wing is not None else ()))
+    if refused is not None:
+        return refused
     drawer = _diary_drawer(agent, entry, topic, wing)
+    state.initialised = True  # the first vector write creates the chroma database
     state.drawers.append(drawer)
     return {"success": True, "entry_id": drawer["id"], "agent": agent, "topic": topic,
             "timestamp": drawer["created_at"], "chunks": 1}
@@ -384,12 +520,18 @@ def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    refused = _refused(("subject", args["subject"], "value"),
+                       ("predicate", args["predicate"], "name"),
+                       ("object", args["object"], "value"))
+    if refused is not None:
+        return refused
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
     triple_id = f"t_{subject}_{predicate}_{obj}_{_digest(subject, predicate, obj)}"
     state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
                           "object": obj, "valid_from": args.get("valid_from"),
                           "valid_to": args.get("valid_to"),
-                          "source_drawer_id": args.get("source_drawer_id")})
+                          "source_drawer_id": args.get("source_drawer_id"),
+                          "source_closet": args.get("source_closet")})
     return {"success": True, "triple_id": triple_id,
             "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
 
@@ -397,8 +539,26 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_kg_query")
 def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args["entity"]
-    facts = [t for t in state.triples if entity in (t["subject"], t["object"])]
-    return {"entity": entity, "facts": facts, "count": len(facts)}
+    as_of = args.get("as_of")
+    today = as_of or _now().strftime("%Y-%m-%d")
+    facts = []
+    for triple in state.triples:
+        if entity not in (triple["subject"], triple["object"]):
+            continue
+        ended = triple.get("valid_to") is not None and triple["valid_to"] <= today
+        facts.append({
+            "direction": "outgoing" if triple["subject"] == entity else "incoming",
+            "subject": triple["subject"], "predicate": triple["predicate"],
+            "object": triple["object"], "valid_from": triple.get("valid_from"),
+            "valid_to": triple.get("valid_to"), "confidence": 1.0,
+            "source_closet": triple.get("source_closet"), "current": not ended})
+    future = [f for f in facts if f["valid_from"] is not None and f["valid_from"] > today]
+    historical = [f for f in facts if not f["current"]]
+    active = [f for f in facts if f["current"] and f not in future]
+    # 3.11's shape: facts sorted into active, historical and future relative to now (or as_of)
+    return {"entity": entity, "as_of": as_of, "active_facts": active,
+            "historical_facts": historical, "future_facts": future, "facts": facts,
+            "count": len(facts)}
 
 
 # --- event log and artifacts ---------------------------------------------------------------
@@ -418,14 +578,16 @@ def _append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     when = _now()
     event = {
         "id": f"evt_{when.strftime('%Y%m%dT%H%M%S')}_{_digest(str(seq), str(args.get('body')))}",
-        "seq": seq, "origin_replica": REPLICA_ID, "origin_seq": seq,
-        "hlc": f"{int(when.timestamp() * 1000)}-{seq:06d}-{REPLICA_ID}",
+        "seq": seq, "origin_replica": state.replica, "origin_seq": seq,
+        "hlc": f"{int(when.timestamp() * 1000)}-{seq:06d}-{state.replica}",
         "type": args.get("type"), "stream": args.get("stream"), "room": args.get("room"),
         "topic": args.get("topic"), "from_agent": args.get("from_agent"),
         "to_agent": args.get("to_agent"), "correlation_id": args.get("correlation_id"),
         "branch": args.get("branch"), "base_commit": args.get("base_commit"),
         "status": args.get("status"), "artifact_ids": list(args.get("artifact_ids") or []),
-        "body": args.get("body"), "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        # 3.11 stores a missing body as ""
+        "body": "" if args.get("body") is None else args["body"],
+        "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "metadata": dict(args.get("metadata") or {}),
     }
     state.events.append(event)
@@ -461,18 +623,21 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         events.reverse()
     limit = int(args.get("limit", 50) or 50)
     events = events[:limit]
+    if args.get("from_agent") is not None and args.get("writer") is None:
+        return {"events": events, "count": len(events), "note": EVENT_LIST_NOTE}
     return {"events": events, "count": len(events)}
 
 
 @tool("mempalace_event_ack", writes=True)
 def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    # like 3.11: the event's existence is checked before the status
+    target = next((e for e in state.events if e["id"] == args["event_id"]), None)
+    if target is None:
+        return {"success": False, "error": f"event '{args['event_id']}' not found"}
     status = args.get("status", "applied")
     if status not in EVENT_STATUSES:
         return {"success": False,
                 "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
-    target = next((e for e in state.events if e["id"] == args["event_id"]), None)
-    if target is None:
-        return {"success": False, "error": f"event '{args['event_id']}' not found"}
     event = _append_event(state, {
         "type": "ack", "stream": target["stream"], "room": target["room"],
         "topic": args.get("topic", target["topic"]), "from_agent": args["from_agent"],
@@ -484,13 +649,16 @@ def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_artifact_put", writes=True)
 def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if args["kind"] not in ARTIFACT_KINDS:
+        return {"success": False,
+                "error": f"kind={args['kind']!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
     content = str(args["content"])
     sha = hashlib.sha256(content.encode()).hexdigest()
     when = _now()
     artifact = {"id": f"art_{when.strftime('%Y%m%dT%H%M%S')}_{sha[:12]}", "kind": args["kind"],
                 "sha256": sha, "size_bytes": len(content.encode()),
                 "created_by": args["created_by"], "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "origin_replica": REPLICA_ID}
+                "origin_replica": state.replica}
     state.artifacts.append({**artifact, "content": content, "metadata": args.get("metadata") or {}})
     return {"success": True, "artifact": artifact}
 
@@ -500,7 +668,7 @@ def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for artifact in state.artifacts:
         if artifact["id"] == args["artifact_id"]:
             return {"success": True, "artifact": artifact}
-    return {"success": False, "error": f"artifact '{args['artifact_id']}' not found"}
+    return {"error": f"artifact '{args['artifact_id']}' not found"}  # 3.11: no success key
 
 
 @tool("mempalace_event_wait")

@@ -265,6 +265,7 @@ def semantic_problems(data: dict[str, Any], path: Path,
     """Rules beyond the schema: names, references, transports and placeholders that fit."""
     return [*_identity(data, path, context), *_steps(data, context), *_faults(data, context),
             *_expectations(data, context), *_seed_only(data), *_palace_labels(data),
+            *_fresh_palace(data),
             *_placeholders(data), *paths.fixture_problems(data), *_declared_slack(data)]
 
 
@@ -508,6 +509,18 @@ def _transports_at(data: dict[str, Any], where: str) -> set[str]:
         limit = check.get("transport")
         return transports & {limit} if limit else transports
     return transports
+
+
+def _fresh_palace(data: dict[str, Any]) -> Found:
+    """A fresh palace has no chroma database, so it cannot hold what only a vector write files."""
+    palace = data.get("palace") or {}
+    if palace.get("state") != "fresh":
+        return
+    for key in ("diary", "drawers"):
+        if palace.get(key):
+            yield (f"/palace/{key}", f"a fresh palace holds no {key} (filing one is the vector "
+                   "write that ends freshness)",
+                   f'drop "{key}", or drop "state": "fresh" (an initialised palace)')
 
 
 def _palace_labels(data: dict[str, Any]) -> Found:

@@ -261,6 +261,7 @@ class Palace:
     events: tuple[Mapping[str, Any], ...] = ()
     lock_held: bool = False
     installed: bool = True  # false: no shims on PATH, no fake package on PYTHONPATH
+    fresh: bool = False  # state "fresh": no chroma database until the first vector write
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Palace:
@@ -268,7 +269,8 @@ class Palace:
         return cls(diary=tuple(data.get("diary", ())), drawers=tuple(data.get("drawers", ())),
                    events=tuple(data.get("events", ())),
                    lock_held=bool(data.get("lock", {}).get("held", False)),
-                   installed=bool(data.get("installed", True)))
+                   installed=bool(data.get("installed", True)),
+                   fresh=data.get("state", "initialised") == "fresh")
 
     @property
     def empty(self) -> bool:

@@ -46,6 +46,7 @@ def initial_state(palace: Palace) -> dict[str, Any]:
                 raise PalaceSeedError(f"palace {kind} #{index + 1}: {result.get('error')}")
             if kind == "event" and isinstance(item.get(LABEL), str):
                 ids[item[LABEL]] = result["event"]["id"]
+    store.state.initialised = not palace.fresh  # seeded events need no chroma database
     return store.state.to_json()
 
 

@@ -39,8 +39,12 @@ def parse_json_text(result: ToolResultLike) -> Any:
 
 
 def failed(result: ToolResultLike) -> bool:
-    """A tool result that did not do its job: ``isError`` or a ``{"success": false}`` body."""
+    """A tool result that did not do its job: ``isError``, a ``{"success": false}`` body, or an
+    ``{"error": ...}`` body without ``success: true`` (how mempalace 3.11 answers reads it could
+    not serve, such as a fresh palace's ``"Chroma database missing"``)."""
     if result.is_error:
         return True
     body = parse_json_text(result)
-    return isinstance(body, dict) and body.get("success") is False
+    if not isinstance(body, dict):
+        return False
+    return body.get("success") is False or ("error" in body and body.get("success") is not True)

@@ -32,6 +32,7 @@ SESSION_MASK = "<session>"
 SECRET_MASK = "<secret>"
 UUID_MASK = "<uuid>"
 TMP_MASK = "<tmp>"
+REPLICA_MASK = "<replica>"
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,10 @@ KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("session-ids", frozenset({"session", "session_id", "sessionid", "mcp-session-id"}),
             SESSION_MASK, "an HTTP session id is minted per connection",
             example={"mcp-session-id": "9f2c0d5e1b7a4c3d8e6f0a1b2c3d4e5f"}),
+    KeyRule("replicas", frozenset({"origin_replica", "replica_id", "replica"}), REPLICA_MASK,
+            "a palace's replica id is random per palace (mempalace 3.11, and the fake)",
+            example={"origin_replica": "rep_e72c2f076408faadc4b073c46019005d",
+                     "replica_id": "rep_9d3aaca75da286d8520064056c989c68"}),
     KeyRule("ids", frozenset({"id"}), ID_MASK,
             "ids the palace or the runner mint: JSON-RPC ids, drawer, event and entry ids",
             suffixes=("_id",), example={"drawer_id": "drawer_w_r_abc", "id": 7}),
@@ -124,6 +129,10 @@ TEXT_RULES: tuple[TextRule, ...] = (
     TextRule("loopback-port", re.compile(r"\b(127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0):\d+\b"),
              rf"\1:{PORT_MASK}", "a port on this machine",
              "cannot reach http://127.0.0.1:36195/mcp", f"cannot reach http://127.0.0.1:{PORT_MASK}/mcp"),
+    TextRule("replica-id", re.compile(rf"(?<![0-9A-Za-z])rep_{_HEX}{{32}}(?![0-9a-fA-F])"),
+             REPLICA_MASK, "a palace's replica id quoted in text, an hlc or a version_vector key",
+             "hlc 1796014199840-000000-rep_e72c2f076408faadc4b073c46019005d",
+             f"hlc 1796014199840-000000-{REPLICA_MASK}"),
     TextRule("uuid",
              re.compile(rf"(?<![0-9a-fA-F-]){_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-"
                         rf"{_HEX}{{12}}(?![0-9a-fA-F-])|(?<![0-9a-fA-F]){_HEX}{{32}}(?![0-9a-fA-F])"),
@@ -199,7 +208,9 @@ class Masker:
     def _inner(self, value: Any) -> Any:
         if isinstance(value, dict):
             value = _embedded_json(value)
-            return {k: self.value(v, str(k)) for k, v in value.items()}
+            # keys are masked as text too: a version_vector is keyed by replica ids
+            return {self.text(k) if isinstance(k, str) else k: self.value(v, str(k))
+                    for k, v in value.items()}
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if isinstance(value, str):

@@ -2,8 +2,9 @@
 
 Two runs of the same scenario (stdio and HTTP, or today and last week) must be comparable value by
 value, so volatile things are masked: ids (``id``, ``*_id``), times (``timestamp``, ``created_at``,
-ISO date-times inside strings, ...), and the run's own temp dir and fake URL (replaced by
-``${TMP}`` and ``${FAKE_URL}``). Tool results are compared as parsed JSON when their text parses.
+ISO date-times inside strings, ...), the palace's replica id (``origin_replica``,
+``rep_<hex32>``), and the run's own temp dir and fake URL (replaced by ``${TMP}`` and
+``${FAKE_URL}``). Tool results are compared as parsed JSON when their text parses.
 Parity compares these outcomes; the exact rules, for other runners, are fixtures/README.md's
 "Parity: the normalised outcome" (cases: fixtures/runner-tests/). ``diff`` masks more, by the data
 rules of ``runner/compare/volatile.py``, since two bridges (or two runs days apart) differ in more
@@ -22,6 +23,9 @@ from palace_conformance.runner.results import StepRecord
 
 ID_MASK = "<id>"
 TIME_MASK = "<time>"
+REPLICA_MASK = "<replica>"
+#: a palace's replica id (mempalace 3.11 mints one per palace: each transport's run has its own)
+_REPLICA = re.compile(r"(?<![0-9A-Za-z])rep_[0-9a-fA-F]{32}(?![0-9a-fA-F])")
 TIME_KEYS = frozenset({"timestamp", "created_at", "updated_at", "filed_at", "date", "time", "hlc",
                        "t", "ms", "elapsed_ms", "host_ms", "pid", "last_seen", "expires_at"})
 #: ASCII digits only (Python's ``\d`` takes any Unicode digit, ECMAScript's does not)
@@ -38,7 +42,7 @@ def mask_text(text: str, replacements: Sequence[tuple[str, str]]) -> str:
     for value, name in replacements:
         if value:
             text = text.replace(value, name)
-    return _ISO_TIME.sub(TIME_MASK, text)
+    return _REPLICA.sub(REPLICA_MASK, _ISO_TIME.sub(TIME_MASK, text))
 
 
 def replacement_list(values: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -53,6 +57,8 @@ def normalise(value: Any, replacements: Sequence[tuple[str, str]] = (), key: str
         return ID_MASK if value is not None else None
     if key in TIME_KEYS and value is not None and not isinstance(value, dict | list):
         return TIME_MASK
+    if key == "origin_replica" and value is not None:
+        return REPLICA_MASK
     if isinstance(value, dict):
         return {k: normalise(v, replacements, str(k)) for k, v in value.items()}
     if isinstance(value, list):

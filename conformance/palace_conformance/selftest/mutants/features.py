@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,19 @@ def _wakeup_rearmed(original: Any) -> Any:
             self.armed = armed
 
     return before_agent_start
+
+
+def _error_body_counts_as_memory(original: Any) -> Any:
+    def failed(result: Any) -> bool:  # only isError and success: false are failures
+        if result.is_error:
+            return True
+        try:
+            body = json.loads(result.text)
+        except (TypeError, ValueError):
+            return False
+        return isinstance(body, dict) and body.get("success") is False
+
+    return failed
 
 
 def _every_reason_fresh(original: Any) -> Any:
@@ -252,6 +266,10 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("wake-on-resume", "WAKE-03",
        "resumed, forked and reloaded sessions get a wake-up too",
        ("palace_bridge.features.wakeup:FRESH_REASONS", _every_reason_fresh)),
+    mutant("wake-fresh-palace-as-memory", "WAKE-04",
+       "a fresh palace's 'Chroma database missing' answer (an error body without success or "
+       "isError) is taken for the palace status and diary and injected as the wake-up",
+       ("palace_bridge.features.wakeup:failed", _error_body_counts_as_memory)),
     mutant("wake-failure-escapes", "WAKE-04",
        "a failing wake-up call raises into the host",
        ("palace_bridge.features.wakeup:PalaceError", never_caught)),
