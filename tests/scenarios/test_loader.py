@@ -339,3 +339,15 @@ def test_palace_installed_defaults_true_and_must_be_a_boolean(tmp_path: Path) ->
     assert load_scenario(write(tmp_path, absent)).palace.installed is False
     lines = problems_for(tmp_path / "bad", scenario(palace={"installed": "no"}))
     assert len(lines) == 1 and "/palace/installed" in lines[0], lines
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+    ('{"schema_version": ' + "9" * 5000 + "}", "number too long"),
+])
+def test_json_the_decoder_cannot_take_is_one_problem_line(tmp_path: Path, text: str,
+                                                         fragment: str) -> None:
+    """Issue 13: a RecursionError / digit-limit ValueError used to escape as a traceback."""
+    lines = problems_for(tmp_path, text, name="tool.sample.x", area="tool")
+    assert len(lines) == 1
+    assert fragment in lines[0] and lines[0].endswith("(fix the JSON syntax)")

@@ -79,6 +79,9 @@ class ControlApi:
             data = json.loads(body) if body.strip() else None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return 400, {"error": f"control body is not JSON ({exc})"}
+        except (ValueError, RecursionError):
+            return 400, {"error": "control body is not JSON the fake can decode (nested too "
+                                  "deeply or too long a number)"}
         try:
             return route(data)
         except ControlError as exc:
