@@ -120,13 +120,16 @@ class DriverClient:
         self._pipe_inodes: list[int] = []
         self._next_id = 1
         self.dead: DriverFailure | None = None
+        #: inherited by everything the host starts, so close() finds what detached (processes)
+        self.mark = procs.new_host_mark()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> DriverClient:
         try:
-            self.proc = warm_start.start(self.argv, warm=self.warm,
-                                         env=self.env if self.env is not None else os.environ,
+            env = {**(self.env if self.env is not None else os.environ),
+                   procs.HOST_MARK: self.mark}
+            self.proc = warm_start.start(self.argv, warm=self.warm, env=env,
                                          cwd=self.cwd or os.getcwd(), stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as exc:
@@ -212,9 +215,10 @@ class DriverClient:
         has a deadline (in all at most ``grace_s`` + :data:`CLOSE_WAIT_S` + 1.25 x
         :data:`PIPE_WAIT_S`).
 
-        A process that outlives the group and still holds the host's stdout or stderr (a daemon
-        that called ``setsid``) would keep the pipes open for ever: it is found by the pipe it
-        holds and killed too; a pipe still held after that is abandoned, never waited on."""
+        A process the host started that left the group (a daemon that called ``setsid``) is
+        found by the host's mark in its environment and killed too; one that still holds the
+        host's stdout or stderr without the mark (it cleared its environment) is found by the
+        pipe it holds; a pipe still held after that is abandoned, never waited on."""
         proc = self.proc
         if proc is None:
             return None
@@ -224,6 +228,7 @@ class DriverClient:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(grace_s)
         self._kill_group()
+        procs.kill_marked(self.mark)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(CLOSE_WAIT_S)
         if not self._join_pumps(PIPE_WAIT_S / 4):
