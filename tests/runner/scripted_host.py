@@ -10,6 +10,9 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
 * ``crash:OP``: writes a line to stderr and exits 3 when OP arrives;
 * ``longline:OP``: writes :data:`LONG_LINE_BYTES` bytes to stdout with no newline instead of the
   reply to OP, then stays alive;
+* ``loaddaemon:PIDFILE``: on ``load``, starts a sleeper as a bridge starts its palace (with the
+  environment ``load`` gave it), detached (``setsid``, stdio on ``/dev/null``), and appends its
+  pid to PIDFILE;
 * ``stderrflood:OP``: writes :data:`FLOOD_LINES` numbered lines to stderr, then answers OP;
 * ``version:N``: ``hello`` says protocol N;
 * ``fail-load``: ``load`` answers ``ok: false`` (kind exception);
@@ -25,6 +28,7 @@ and CAPS is a comma-separated capability list for ``hello`` (default ``stdio,htt
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 
@@ -76,6 +80,12 @@ def main() -> None:
             if mode == "wrong-id":
                 reply(request_id + 100)
                 continue
+        if mode == "loaddaemon" and op == "load":
+            sleeper = subprocess.Popen(["sleep", "600"], env=request["env"], start_new_session=True,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+            with open(target, "a", encoding="ascii") as handle:
+                handle.write(f"{sleeper.pid}\n")
         if op == "hello":
             protocol = int(target) if mode == "version" else 1
             reply(request_id, {"protocol": protocol, "impl": "scripted", "bridge": "none",

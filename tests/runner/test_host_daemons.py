@@ -26,6 +26,7 @@ from palace_conformance.runner.execution.driver import DriverClient
 from palace_conformance.scenarios.loader import scenarios_dir
 
 from .daemon_host import SLEEP_S
+from .support import scripted
 
 DAEMON_HOST = Path(__file__).resolve().parent / "daemon_host.py"
 SID = "tool.errors.rpc-errors-and-results-kept"
@@ -120,3 +121,18 @@ def test_marked_finds_a_detached_grandchild_by_its_mark_and_nothing_else(tmp_pat
         reap([sleeper])
         stranger.kill()
         stranger.wait()
+
+
+def test_close_kills_a_daemon_the_bridge_started_with_the_env_load_gave_it(tmp_path: Path) -> None:
+    """A host hands its bridge the environment ``load`` carries, not its own: the mark rides
+    along there too, so a detached palace child of the bridge is found."""
+    pid_file = tmp_path / "sleepers"
+    with DriverClient(scripted(f"loaddaemon:{pid_file}"), warm=False) as host:
+        host.hello()
+        assert host.request("load", {"env": {"PATH": os.environ["PATH"]}}, deadline_ms=5000).ok
+    [sleeper] = sleepers(pid_file)
+    procs.wait_gone([sleeper], 2.0)
+    try:
+        assert not procs.alive(sleeper), "the bridge's detached daemon outlived close()"
+    finally:
+        reap([sleeper])

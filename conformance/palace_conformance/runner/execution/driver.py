@@ -285,6 +285,9 @@ class DriverClient:
         request_id = self._next_id
         self._next_id += 1
         payload = {"id": request_id, "op": op, **(fields or {})}
+        if op == "load" and isinstance(payload.get("env"), Mapping):
+            # a host hands its bridge this environment, not its own: the mark goes along
+            payload["env"] = {**payload["env"], procs.HOST_MARK: self.mark}
         line = json.dumps(payload, ensure_ascii=False).encode() + b"\n"
         started = time.monotonic()
         try:
