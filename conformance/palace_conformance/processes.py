@@ -135,7 +135,7 @@ def kill_marked(mark: str, rounds: int = 3) -> list[int]:
     the first round runs), at most ``rounds`` times; returns those signalled."""
     killed: list[int] = []
     for _ in range(rounds):
-        found = [pid for pid in marked(mark) if alive(pid)]
+        found = [pid for pid in marked(mark) if pid not in killed and alive(pid)]
         if not found:
             break
         for pid in found:
