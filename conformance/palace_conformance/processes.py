@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -92,6 +93,56 @@ def pipe_holders(inodes: Collection[int]) -> list[int]:
                 holders.append(int(name))
                 break
     return holders
+
+
+#: the environment variable that marks a host's processes: each host gets a value of its own,
+#: which every process it starts inherits (see :func:`marked`)
+HOST_MARK = "PALACE_CONFORMANCE_HOST_MARK"
+
+
+def new_host_mark() -> str:
+    """A value of :data:`HOST_MARK` no other host of any run shares."""
+    return secrets.token_hex(16)
+
+
+def marked(mark: str) -> list[int]:
+    """Every process but this one whose environment holds ``HOST_MARK=mark`` (Linux ``/proc``;
+    empty elsewhere): what a host started, however it detached (``setsid``, a double fork,
+    stdio on ``/dev/null``), as long as it kept the environment it was given. A process's
+    ``environ`` is the one it was exec'd with, so a stranger cannot carry the value by chance,
+    and a warm-forked host (not exec'd) is found by its process group instead."""
+    entry = f"{HOST_MARK}={mark}".encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:  # gone, or not ours to look at
+            continue
+        if entry in environ.split(b"\0"):
+            found.append(int(name))
+    return found
+
+
+def kill_marked(mark: str, rounds: int = 3) -> list[int]:
+    """SIGKILL every process :func:`marked` finds, again until none is left (one may fork while
+    the first round runs), at most ``rounds`` times; returns those signalled."""
+    killed: list[int] = []
+    for _ in range(rounds):
+        found = [pid for pid in marked(mark) if pid not in killed and alive(pid)]
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+    return killed
 
 
 class Stoppable(Protocol):

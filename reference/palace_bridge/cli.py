@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from . import jsonrpc
 from .client import PalaceClient, create_client
 from .config import BridgeConfig
 from .errors import (
@@ -76,6 +77,9 @@ def parse_arguments(text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"JSON-ARGS is not JSON ({exc.msg} at column {exc.colno}); "
+                         "pass an object such as '{\"limit\": 3}'") from None
+    except (ValueError, RecursionError) as exc:  # too long a number, nested too deeply
+        raise UsageError(f"JSON-ARGS is not JSON ({jsonrpc.decode_failure(exc)}); "
                          "pass an object such as '{\"limit\": 3}'") from None
     if not isinstance(value, dict):
         raise UsageError("JSON-ARGS must be a JSON object such as '{\"limit\": 3}'")
@@ -176,7 +180,7 @@ async def _run(client: PalaceClient) -> int:
             arguments = item.get("arguments") or {}
             if not isinstance(arguments, dict):
                 raise ValueError
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deeply
             _print({"ok": False, "error": {"type": "UsageError", "message":
                     'each line must be {"tool": NAME, "arguments": {...}}'}})
             worst = max(worst, EXIT_USAGE)

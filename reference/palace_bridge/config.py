@@ -143,7 +143,7 @@ def parse_preamble(raw: str) -> tuple[str, dict[str, Any]] | None:
     """``{"tool": name, "arguments": {...}}`` as (name, arguments); ``None`` if malformed."""
     try:
         data = json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, nested too deeply or too long a number
         return None
     if not isinstance(data, dict) or not isinstance(data.get("tool"), str) or not data["tool"]:
         return None

@@ -278,7 +278,7 @@ def _error_body(body: bytes, content_type: str) -> Response | None:
         return None
     try:
         data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, nested too deeply or too long a number
         return None
     message = jsonrpc.classify(data)
     return message if isinstance(message, Response) and message.error is not None else None

@@ -164,10 +164,18 @@ def parse(line: bytes | str) -> Message:
     """Decode one framed message; bad JSON is :class:`Invalid`, never an exception."""
     try:
         data = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: also a number past int()'s limit
         text = line.decode(errors="replace") if isinstance(line, bytes) else line
-        return Invalid(f"not JSON ({exc.msg if hasattr(exc, 'msg') else exc})", text[:200])
+        return Invalid(f"not JSON ({decode_failure(exc)})", text[:200])
     return classify(data)
+
+
+def decode_failure(exc: ValueError | RecursionError) -> str:
+    """What ``json.loads`` could not take, in a few words: its own message for a syntax error,
+    a fixed one for nesting past the recursion limit (whose message names no position)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(getattr(exc, "msg", exc)).split(";", 1)[0]
 
 
 def _short(data: Any) -> str:

@@ -85,6 +85,16 @@ def test_stall_is_a_timeout_within_timeout_plus_slack(scenario, in_process):
     assert elapsed < 0.4 + 2 * SLACK_S + 2.0  # interpreter start-up included
 
 
+def test_run_answers_a_line_nested_too_deeply_and_goes_on(scenario):
+    """Issue 13: a RecursionError from ``json.loads`` ended ``run`` with a traceback."""
+    lines = "[" * 100_000 + "]" * 100_000 + "\n" + json.dumps({"tool": "mempalace_status"}) + "\n"
+    proc = bridge(scenario.env, "run", stdin=lines)
+    out = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [answer["ok"] for answer in out] == [False, True], proc.stderr
+    assert out[0]["error"]["type"] == "UsageError"
+    assert "Traceback" not in proc.stderr
+
+
 def test_crash_is_a_respawn_with_a_new_pid(scenario):
     """The smoke test of ``run``: calls read from a real stdin pipe."""
     scenario.faults = ["exit@mempalace_status#1,code=75"]
@@ -126,6 +136,10 @@ def test_404_is_one_reinitialize_and_one_retry(tmp_path, in_process):
      "mempalace error -32602: Unknown parameter 'agent' for tool mempalace_diary_read"),
     (["call", "mempalace_status", "[1]"], 2, "JSON-ARGS must be a JSON object"),
     (["call", "mempalace_status", "{oops"], 2, "JSON-ARGS is not JSON"),
+    # issue 13: past the decoder's recursion limit, past int()'s digit limit
+    (["call", "mempalace_status", "[" * 100_000], 2, "JSON-ARGS is not JSON (nested too deeply)"),
+    (["call", "mempalace_status", '{"limit": ' + "9" * 5000 + "}"], 2,
+     "JSON-ARGS is not JSON (Exceeds the limit (4300 digits)"),
 ])
 def test_failures_are_one_line_and_a_distinct_exit_code(scenario, in_process, args, code,
                                                          needle):

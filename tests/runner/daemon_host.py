@@ -3,8 +3,9 @@ stdout and stderr, then becomes the reference host (``exec``), as a shell wrappe
 helper daemon does.
 
 Usage: ``python daemon_host.py MODE PIDFILE`` where MODE is ``plain`` (the sleeper stays in the
-host's process group) or ``setsid`` (the sleeper detaches into a session of its own); the
-sleeper's pid is appended to PIDFILE, one a line.
+host's process group), ``setsid`` (the sleeper detaches into a session of its own) or ``daemon``
+(it detaches and lets go of the host's stdio too, its streams on ``/dev/null``, as a real daemon
+does); the sleeper's pid is appended to PIDFILE, one a line.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ SLEEP_S = 600  # far past every deadline of a run: only a kill ends it in time
 
 def main() -> None:
     mode, pid_file = sys.argv[1], sys.argv[2]
+    detached = subprocess.DEVNULL if mode == "daemon" else None
     sleeper = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({SLEEP_S})"],
-                               start_new_session=mode == "setsid")
+                               start_new_session=mode in ("setsid", "daemon"), stdin=detached,
+                               stdout=detached, stderr=detached)
     with open(pid_file, "a", encoding="ascii") as handle:
         handle.write(f"{sleeper.pid}\n")
     os.execv(sys.executable, [sys.executable, "-m", "palace_conformance.hosts.reference"])

@@ -8,6 +8,12 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
 * ``stray:OP``: answers OP, then writes an extra line nobody asked for;
 * ``wrong-id:OP``: answers OP with another id;
 * ``crash:OP``: writes a line to stderr and exits 3 when OP arrives;
+* ``longline:OP``: writes :data:`LONG_LINE_BYTES` bytes to stdout with no newline instead of the
+  reply to OP, then stays alive;
+* ``loaddaemon:PIDFILE``: on ``load``, starts a sleeper as a bridge starts its palace (with the
+  environment ``load`` gave it), detached (``setsid``, stdio on ``/dev/null``), and appends its
+  pid to PIDFILE;
+* ``stderrflood:OP``: writes :data:`FLOOD_LINES` numbered lines to stderr, then answers OP;
 * ``version:N``: ``hello`` says protocol N;
 * ``fail-load``: ``load`` answers ``ok: false`` (kind exception);
 * ``no-reload``: like ``good``, but ``reload`` is an op it does not serve (``bad_request``, as
@@ -22,10 +28,13 @@ and CAPS is a comma-separated capability list for ``hello`` (default ``stdio,htt
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 
 NO_PALACE = "spawn mempalace-mcp ENOENT"
+LONG_LINE_BYTES = 8 * 1024 * 1024
+FLOOD_LINES = 100_000  # "stderr line 000000\n": 19 bytes each
 
 
 def reply(request_id: object, result: object = None, ok: bool = True,
@@ -56,6 +65,14 @@ def main() -> None:
                 sys.stdout.write("this is not JSON\n")
                 sys.stdout.flush()
                 continue
+            if mode == "longline":
+                for _ in range(LONG_LINE_BYTES // 65536):
+                    sys.stdout.write("x" * 65536)
+                sys.stdout.flush()
+                time.sleep(3600)
+            if mode == "stderrflood":
+                sys.stderr.writelines(f"stderr line {n:06d}\n" for n in range(FLOOD_LINES))
+                sys.stderr.flush()
             if mode == "crash":
                 sys.stderr.write(f"scripted host: crashing on {op}\n")
                 sys.stderr.flush()
@@ -63,6 +80,12 @@ def main() -> None:
             if mode == "wrong-id":
                 reply(request_id + 100)
                 continue
+        if mode == "loaddaemon" and op == "load":
+            sleeper = subprocess.Popen(["sleep", "600"], env=request["env"], start_new_session=True,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+            with open(target, "a", encoding="ascii") as handle:
+                handle.write(f"{sleeper.pid}\n")
         if op == "hello":
             protocol = int(target) if mode == "version" else 1
             reply(request_id, {"protocol": protocol, "impl": "scripted", "bridge": "none",

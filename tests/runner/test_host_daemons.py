@@ -1,7 +1,10 @@
 """Issue 13, item 4: a host that leaves a daemon holding its stdout and stderr. The driver
 client's close used to wait on those pipes until the daemon exited (for ever, for one that never
 does); now every wait in close has a deadline, the daemon is killed whether or not it detached
-with ``setsid``, and a pipe nobody can free is abandoned rather than waited on."""
+with ``setsid``, and a pipe nobody can free is abandoned rather than waited on.
+
+A real daemon (``setsid`` and its stdio on ``/dev/null``: mode ``daemon``) holds none of the
+host's pipes and used to outlive the run; it is found by the host's mark in its environment."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import contextlib
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,6 +26,7 @@ from palace_conformance.runner.execution.driver import DriverClient
 from palace_conformance.scenarios.loader import scenarios_dir
 
 from .daemon_host import SLEEP_S
+from .support import scripted
 
 DAEMON_HOST = Path(__file__).resolve().parent / "daemon_host.py"
 SID = "tool.errors.rpc-errors-and-results-kept"
@@ -39,7 +44,7 @@ def reap(pids: list[int]) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("mode", ["plain", "setsid"])
+@pytest.mark.parametrize("mode", ["plain", "setsid", "daemon"])
 def test_close_kills_a_daemon_that_holds_the_hosts_pipes(tmp_path: Path, mode: str) -> None:
     pid_file = tmp_path / "sleepers"
     host = DriverClient([sys.executable, str(DAEMON_HOST), mode, str(pid_file)], warm=False)
@@ -58,8 +63,10 @@ def test_close_kills_a_daemon_that_holds_the_hosts_pipes(tmp_path: Path, mode: s
 
 def test_a_pipe_nobody_can_free_is_abandoned_after_the_deadline(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A holder close cannot find (another user's, say): close still returns, leaving the pipe."""
+    """A holder close cannot find (another user's, or one that cleared its environment): close
+    still returns, leaving the pipe."""
     monkeypatch.setattr(driver.procs, "pipe_holders", lambda inodes: [])
+    monkeypatch.setattr(driver.procs, "marked", lambda mark: [])
     pid_file = tmp_path / "sleepers"
     host = DriverClient([sys.executable, str(DAEMON_HOST), "setsid", str(pid_file)], warm=False)
     try:
@@ -77,7 +84,7 @@ def test_a_pipe_nobody_can_free_is_abandoned_after_the_deadline(
         reap(sleepers(pid_file))
 
 
-@pytest.mark.parametrize("mode", ["plain", "setsid"])
+@pytest.mark.parametrize("mode", ["plain", "setsid", "daemon"])
 def test_a_run_with_a_daemon_leaving_host_ends_and_leaves_no_daemon(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, mode: str) -> None:
     pid_file = tmp_path / "sleepers"
@@ -94,3 +101,38 @@ def test_a_run_with_a_daemon_leaving_host_ends_and_leaves_no_daemon(
         assert [pid for pid in pids if procs.alive(pid)] == []
     finally:
         reap(pids)
+
+
+def test_marked_finds_a_detached_grandchild_by_its_mark_and_nothing_else(tmp_path: Path) -> None:
+    """A shell (standing in for a bridge) double-forks a ``setsid`` sleeper with its stdio on
+    /dev/null; a sleeper started without the mark beside it is left alone."""
+    mark, pid_file = procs.new_host_mark(), tmp_path / "sleepers"
+    script = (f"setsid sleep {SLEEP_S} </dev/null >/dev/null 2>&1 & echo $! >> '{pid_file}'")
+    env = {**os.environ, procs.HOST_MARK: mark}
+    subprocess.run(["sh", "-c", script], env=env, check=True, timeout=30)
+    stranger = subprocess.Popen(["sleep", str(SLEEP_S)], start_new_session=True)
+    [sleeper] = sleepers(pid_file)
+    try:
+        assert procs.marked(mark) == [sleeper]
+        assert procs.kill_marked(mark) == [sleeper]
+        procs.wait_gone([sleeper], 2.0)
+        assert not procs.alive(sleeper) and stranger.poll() is None
+    finally:
+        reap([sleeper])
+        stranger.kill()
+        stranger.wait()
+
+
+def test_close_kills_a_daemon_the_bridge_started_with_the_env_load_gave_it(tmp_path: Path) -> None:
+    """A host hands its bridge the environment ``load`` carries, not its own: the mark rides
+    along there too, so a detached palace child of the bridge is found."""
+    pid_file = tmp_path / "sleepers"
+    with DriverClient(scripted(f"loaddaemon:{pid_file}"), warm=False) as host:
+        host.hello()
+        assert host.request("load", {"env": {"PATH": os.environ["PATH"]}}, deadline_ms=5000).ok
+    [sleeper] = sleepers(pid_file)
+    procs.wait_gone([sleeper], 2.0)
+    try:
+        assert not procs.alive(sleeper), "the bridge's detached daemon outlived close()"
+    finally:
+        reap([sleeper])

@@ -354,3 +354,15 @@ def test_every_duration_of_a_scenario_declares_its_slack(tmp_path: Path) -> None
     data["steps"][3]["expect"]["elapsed_ms"]["slack_ms"] = 2000
     data["expect"]["journal"][1]["ms"]["slack_ms"] = 500
     assert problems_for(tmp_path, data) == []
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+    ('{"schema_version": ' + "9" * 5000 + "}", "number too long"),
+])
+def test_json_the_decoder_cannot_take_is_one_problem_line(tmp_path: Path, text: str,
+                                                         fragment: str) -> None:
+    """Issue 13: a RecursionError / digit-limit ValueError used to escape as a traceback."""
+    lines = problems_for(tmp_path, text, name="tool.sample.x", area="tool")
+    assert len(lines) == 1
+    assert fragment in lines[0] and lines[0].endswith("(fix the JSON syntax)")

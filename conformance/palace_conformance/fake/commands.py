@@ -25,7 +25,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="add one fault in compact syntax; repeatable (env PALACE_FAKE_FAULT, "
                         "';'-separated). See 'palace-conformance fake faults'.")
     parser.add_argument("--journal", metavar="FILE", help="append the wire journal here "
-                        "(env PALACE_FAKE_JOURNAL)")
+                        "(env PALACE_FAKE_JOURNAL); default: the newest 10000 records in memory")
     parser.add_argument("--state", metavar="FILE", help="palace contents, shared by every process "
                         "of a scenario (env PALACE_FAKE_STATE); default: in memory")
     parser.add_argument("--palace", metavar="DIR", help="palace path used for the writer lock and "

@@ -399,11 +399,29 @@ def load_plan(path: str | os.PathLike[str]) -> FaultPlan:
     return plan
 
 
-def _parse_value(text: str) -> Any:
+#: a count (``#NTH``, ``xTIMES``) is at most this many ASCII digits: no fault needs more, and a
+#: longer one would reach ``int()``'s digit limit
+_COUNT_DIGITS = 9
+
+
+def _count(text: str) -> int | None:
+    """``text`` as a count when it is 1 to :data:`_COUNT_DIGITS` ASCII digits, else None
+    (``str.isdigit`` also says yes to ``'²'`` and an Arabic-Indic one)."""
+    if text.isascii() and text.isdigit() and len(text) <= _COUNT_DIGITS:
+        return int(text)
+    return None
+
+
+def _parse_value(text: str, key: str, spec: str) -> Any:
+    """A ``key=value`` value: JSON when it parses, the text itself otherwise; JSON nested
+    past the decoder's recursion limit, or a number past ``int()``'s digit limit, is refused."""
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+    except (RecursionError, ValueError):
+        raise FaultPlanError(f"--fault {spec!r}: the value of {key!r} is nested too deeply or "
+                             "is too long a number; write a --plan file for that") from None
 
 
 def parse_compact(spec: str, index: int = 0) -> Fault:
@@ -425,17 +443,18 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
                 raise FaultPlanError(
                     f"--fault {spec!r}: expected key=value after ',', got {part!r}"
                 )
-        params = {k: _parse_value(v) for k, v in params.items()}
+        params = {k: _parse_value(v, k, spec) for k, v in params.items()}
     times: int | None = None if EVERY in params else 1  # every=N: forever unless xTIMES
     if "x" in head.rsplit("#", 1)[-1] or ("#" not in head and "x" in head.rsplit("@", 1)[-1]):
         base, _, times_text = head.rpartition("x")
         if times_text == "*":
             times = None
         elif times_text.isdigit():
-            times = int(times_text)
-            if times < 1:
+            counted = _count(times_text)
+            if counted is None or counted < 1:
                 raise FaultPlanError(f"--fault {spec!r}: 'x' must be followed by a number >= 1 "
                                      "or '*' (forever)")
+            times = counted
         else:
             base = head  # an 'x' that belongs to a name: times keeps its default
         if base != head:
@@ -443,9 +462,10 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
     nth = 1
     if "#" in head:
         head, _, nth_text = head.rpartition("#")
-        if not nth_text.isdigit() or int(nth_text) < 1:
+        counted = _count(nth_text)
+        if counted is None or counted < 1:
             raise FaultPlanError(f"--fault {spec!r}: '#' must be followed by a number >= 1")
-        nth = int(nth_text)
+        nth = counted
     action, _, target = head.partition("@")
     on: dict[str, Any] = {"nth": nth}
     if EVERY in params:

@@ -13,8 +13,10 @@ import json
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +50,28 @@ def _encode(entry: dict[str, Any]) -> bytes:
         return (json.dumps({**head, "unrecordable": type(exc).__name__}) + "\n").encode()
 
 
-class Journal:
-    """Appends records to a JSON-lines file (or keeps them in memory when no path is given)."""
+#: records a journal without a file keeps (the newest); a fake that runs for long without
+#: ``--journal`` would otherwise grow without bound
+MEMORY_KEEP = 10_000
+TAIL_CHUNK = 1024 * 1024  # bytes a JournalTail reads at a time
 
-    def __init__(self, path: str | os.PathLike[str] | None, transport: str) -> None:
+
+def encode_record(entry: dict[str, Any]) -> bytes:
+    """One record as its journal line, without the newline."""
+    return _encode(entry)[:-1]
+
+
+class Journal:
+    """Appends records to a JSON-lines file, or, when no path is given, keeps the newest
+    ``memory_keep`` in memory and counts the rest as :attr:`dropped`."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, transport: str, *,
+                 memory_keep: int = MEMORY_KEEP) -> None:
         self.path = Path(path) if path else None
         self.transport = transport
         self.pid = os.getpid()
-        self.memory: list[dict[str, Any]] = []
+        self.memory: deque[dict[str, Any]] = deque(maxlen=memory_keep)
+        self.recorded = 0  # records ever put in memory: the first kept is number recorded - len
         self._lock = threading.RLock()
         self._fd: int | None = None
         if self.path is not None:
@@ -76,7 +92,13 @@ class Journal:
                 os.write(self._fd, line)
             else:
                 self.memory.append(entry)
+                self.recorded += 1
         return entry
+
+    @property
+    def dropped(self) -> int:
+        """Records a memory journal no longer holds (always 0 with a file)."""
+        return self.recorded - len(self.memory)
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -122,26 +144,30 @@ class JournalTail:
         self.offset = 0
         self._pending = b""
 
-    def new_records(self) -> list[dict[str, Any]]:
+    def new_records(self) -> Iterator[dict[str, Any]]:
+        """The records appended since the last call, read :data:`TAIL_CHUNK` bytes at a time
+        (a long journal the fake was started on is never held whole)."""
         if self.journal.path is None:
-            records = self.journal.memory[self.offset :]
-            self.offset = len(self.journal.memory)
-            return records
+            journal = self.journal
+            with journal._lock:
+                first = journal.recorded - len(journal.memory)  # the number of memory[0]
+                records = list(islice(journal.memory, max(self.offset - first, 0), None))
+                self.offset = journal.recorded
+            yield from records
+            return
         try:
-            with open(self.journal.path, "rb") as handle:
-                handle.seek(self.offset)
-                chunk = handle.read()
+            handle = open(self.journal.path, "rb")  # noqa: SIM115  # closed below
         except FileNotFoundError:
-            return []
-        self.offset += len(chunk)
-        data = self._pending + chunk
-        lines = data.split(b"\n")
-        self._pending = lines.pop()
-        out = []
-        for raw in lines:
-            if raw.strip():
-                try:
-                    out.append(json.loads(raw))
-                except json.JSONDecodeError:
-                    continue
-        return out
+            return
+        with handle:
+            handle.seek(self.offset)
+            while chunk := handle.read(TAIL_CHUNK):
+                self.offset += len(chunk)
+                lines = (self._pending + chunk).split(b"\n")
+                self._pending = lines.pop()
+                for raw in lines:
+                    if raw.strip():
+                        try:
+                            yield json.loads(raw)
+                        except (ValueError, RecursionError):
+                            continue

@@ -35,7 +35,7 @@ def opens_session(body: bytes) -> bool:
     """Whether a POST body is an ``initialize`` request, the only message that opens a session."""
     try:
         message = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, nested too deeply or too long a number
         return False
     return isinstance(message, dict) and message.get("method") == "initialize" and "id" in message
 

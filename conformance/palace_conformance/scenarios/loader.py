@@ -137,6 +137,12 @@ def _read(path: Path) -> tuple[Any, bytes, list[Problem]]:
         return None, content, [Problem(
             display(path), f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
             "fix the JSON syntax")]
+    except RecursionError:
+        return None, content, [Problem(display(path), "malformed JSON: JSON nested too deeply",
+                                       "fix the JSON syntax")]
+    except ValueError:  # a number past int()'s digit limit
+        return None, content, [Problem(display(path), "malformed JSON: a number too long to read",
+                                       "fix the JSON syntax")]
 
 
 def version_problem(data: Any, path: Path) -> Problem | None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from palace_conformance.fake.journal import REDACTED, Journal, read_journal
+from palace_conformance.processes import HOST_MARK
 
 PROGRAM = "mempalace-pi-session"
 RECORD_KIND = "feed_prepare"
@@ -79,9 +80,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _env_subset(env: dict[str, str]) -> dict[str, str]:
-    """The variables a bridge is expected to pass on; anything secret-looking is redacted."""
+    """The variables a bridge is expected to pass on; anything secret-looking is redacted. The
+    runner's host mark is its own bookkeeping (every process a host starts carries it), left
+    out so a journal reads the same from run to run."""
     out = {}
     for key, value in sorted(env.items()):
+        if key == HOST_MARK:
+            continue
         if key.startswith(("MEMPALACE_", "PALACE_")) or key == "HOME":
             out[key] = REDACTED if any(w in key for w in _SECRET_WORDS) else value
     return out

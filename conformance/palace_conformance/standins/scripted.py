@@ -15,8 +15,9 @@ a feeding bridge runs) and of ``mempalace`` (the CLI a bridge must never run) is
 
 The journal path and behaviour are in the configuration file, found from the scripts' own
 location, so a bridge that scrubs its helpers' environment is still journaled. This module is
-imported on every helper run: standard library, the journal module and the path policy
-(``scenarios.paths``, which confines what the feed helper writes to the run's directory) only.
+imported on every helper run: standard library, the journal module, the path policy
+(``scenarios.paths``, which confines what the feed helper writes to the run's directory) and
+``processes`` (the host mark's name) only.
 """
 
 from __future__ import annotations
@@ -69,8 +70,13 @@ def config_in(shim_dir: str | os.PathLike[str] | None) -> Path | None:
 
 
 def _env_subset(env: Mapping[str, str]) -> dict[str, str]:
+    """As feed_session's: the runner's host mark is left out (its bookkeeping, not the bridge's)."""
+    from palace_conformance.processes import HOST_MARK  # standard library only
+
     out = {}
     for key, value in sorted(env.items()):
+        if key == HOST_MARK:
+            continue
         if key.startswith(("MEMPALACE_", "PALACE_")) or key == "HOME":
             out[key] = "<redacted>" if any(w in key for w in _SECRET_WORDS) else value
     return out

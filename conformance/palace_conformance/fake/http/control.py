@@ -15,7 +15,9 @@ DELETE   /_fake/faults             disarm every fault; 200 ``{"cleared": n}``
 POST     /_fake/sessions/forget    forget every session, or ``{"id": ...}`` only that one;
                                    200 ``{"forgotten": [ids]}``; 404 for an unknown id
 POST     /_fake/token              ``{"token": "..."}`` (or null for none) replaces the token
-GET      /_fake/journal            200 with the journal records as a JSON array
+GET      /_fake/journal            200 with the journal records as a JSON array, streamed
+                                   (a memory journal's ``X-Fake-Journal-Dropped`` header counts
+                                   the records its ring no longer holds)
 POST     /_fake/reset              disarm faults, forget sessions, empty the palace
 =======  ========================  ===========================================================
 """
@@ -23,17 +25,72 @@ POST     /_fake/reset              disarm faults, forget sessions, empty the pal
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import STARTUP, FaultPlanError, check_targets, fault_from_json
-from palace_conformance.fake.journal import read_journal
+from palace_conformance.fake.journal import Journal, encode_record
 from palace_conformance.fake.palace import PalaceState
 from palace_conformance.fake.sessions import SessionTable
 
 PREFIX = "/_fake/"
 Answer = tuple[int, Any]
+JOURNAL_CHUNK = 1024 * 1024  # bytes of journal file read (and answered) at a time
+DROPPED_HEADER = "X-Fake-Journal-Dropped"
+
+
+class JournalBody:
+    """The ``GET /_fake/journal`` answer, made in pieces (:meth:`pieces`, run off the event
+    loop) so that a large journal is neither held whole nor blocks the fake's other clients.
+
+    It is the journal as it stood when the call arrived: a file up to its size then (the call's
+    own ``control`` record comes after), a memory journal's ring as copied then."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.path = journal.path
+        self.size = self.path.stat().st_size if self.path is not None and self.path.exists() else 0
+        self.memory: list[dict[str, Any]] = []
+        self.dropped = 0
+        if self.path is None:
+            with journal.exclusive():  # the ring, as one consistent copy
+                self.memory, self.dropped = list(journal.memory), journal.dropped
+
+    def pieces(self) -> Iterator[bytes]:
+        """``[``, the records' lines joined by commas (a torn or unreadable line skipped, as
+        :func:`read_journal` does), ``]``."""
+        yield b"["
+        first = True
+        for batch in self._line_batches():
+            if batch:
+                yield (b"" if first else b",") + b",".join(batch)
+                first = False
+        yield b"]"
+
+    def _line_batches(self) -> Iterator[list[bytes]]:
+        if self.path is None:
+            for start in range(0, len(self.memory), 1000):
+                yield [encode_record(r) for r in self.memory[start:start + 1000]]
+            return
+        with open(self.path, "rb") as handle:
+            left, pending = self.size, b""
+            while left > 0 and (chunk := handle.read(min(JOURNAL_CHUNK, left))):
+                left -= len(chunk)
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                yield [line for line in lines if _whole(line)]
+            if _whole(pending):
+                yield [pending]
+
+
+def _whole(line: bytes) -> bool:
+    """Whether a journal line is one whole record (a killed writer can leave a torn one)."""
+    if not line.strip():
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 class ControlError(Exception):
@@ -79,6 +136,9 @@ class ControlApi:
             data = json.loads(body) if body.strip() else None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return 400, {"error": f"control body is not JSON ({exc})"}
+        except (ValueError, RecursionError):
+            return 400, {"error": "control body is not JSON the fake can decode (nested too "
+                                  "deeply or too long a number)"}
         try:
             return route(data)
         except ControlError as exc:
@@ -140,9 +200,7 @@ class ControlApi:
         return 200, {"auth": token is not None}
 
     def journal(self, data: Any) -> Answer:
-        journal = self.server.brain.journal
-        records = read_journal(journal.path) if journal.path else list(journal.memory)
-        return 200, records
+        return 200, JournalBody(self.server.brain.journal)
 
     def reset(self, data: Any) -> Answer:
         server = self.server

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 from palace_conformance.fake.brain import Brain, Exchange, rpc_error
 from palace_conformance.fake.faults import Fault
+from palace_conformance.fake.http.control import DROPPED_HEADER, ControlApi, JournalBody
 from palace_conformance.fake.http.control import PREFIX as CONTROL_PREFIX
-from palace_conformance.fake.http.control import ControlApi
 from palace_conformance.fake.http.port import (
     JSON_TYPE,
     SSE_HEADERS,
@@ -29,6 +29,7 @@ from palace_conformance.fake.http.wire import (
     Headers,
     RequestHead,
     Wire,
+    client_deadline,
     error_page,
 )
 from palace_conformance.fake.journal import redact_headers
@@ -122,7 +123,7 @@ class FakeHttpServer:
 
     async def _serve_one(self, call: Call) -> None:
         try:
-            async with asyncio.timeout(READ_SECONDS):
+            async with client_deadline(READ_SECONDS):
                 call.head = await call.wire.read_head()
         except TimeoutError:
             return
@@ -253,7 +254,7 @@ class FakeHttpServer:
             await self._json(call, 413, TOO_LARGE)
             return
         try:
-            async with asyncio.timeout(READ_SECONDS):
+            async with client_deadline(READ_SECONDS):
                 body = await call.wire.read_body(BODY_LIMIT)
         except (TimeoutError, BadRequest) as exc:
             log(f"HTTP JSON-RPC read or parse error: {exc or 'timed out'}")
@@ -360,13 +361,28 @@ class FakeHttpServer:
     async def _control(self, call: Call) -> None:
         assert call.head is not None and self.control is not None
         try:
-            async with asyncio.timeout(READ_SECONDS):
+            async with client_deadline(READ_SECONDS):
                 body = await call.wire.read_body(CONTROL_BODY_LIMIT)
         except (TimeoutError, BadRequest):
             await self._json(call, 400, {"error": "could not read the control request body"})
             return
         status, payload = self.control.handle(call.head.method, call.head.path, body)
-        await self._json(call, status, payload)
+        if isinstance(payload, JournalBody):
+            await self._stream_journal(call, payload)
+        else:
+            await self._json(call, status, payload)
+
+    async def _stream_journal(self, call: Call, body: JournalBody) -> None:
+        """Each piece is made in a worker thread and written with back-pressure, so the loop
+        stays free for other clients and at most a piece is held at once."""
+        headers = [("Content-Type", JSON_TYPE)]
+        if body.dropped:
+            headers.append((DROPPED_HEADER, str(body.dropped)))
+        await call.wire.start_stream(200, headers)
+        pieces = body.pieces()
+        while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
+            await call.wire.stream(piece)
+        await call.wire.end_stream()
 
 
 def _declared_length(head: RequestHead) -> int:

@@ -15,7 +15,7 @@ import http.client
 import io
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
@@ -32,6 +32,37 @@ DRAIN_SECONDS = 0.5
 RESET_GRACE_SECONDS = 0.05
 
 Headers = list[tuple[str, str]]
+
+
+#: how late a deadline's timer may run before the loop counts as having been busy past it
+LOOP_LAG_SECONDS = 0.25
+
+
+@contextlib.asynccontextmanager
+async def client_deadline(seconds: float) -> AsyncIterator[None]:
+    """``asyncio.timeout(seconds)`` for reading from a client, except that time the loop spent
+    busy elsewhere is not the client's: when the timer runs late (the loop was blocked past the
+    deadline) the read gets :data:`LOOP_LAG_SECONDS` more, enough for the loop to read what
+    arrived meanwhile. With a plain timeout the late timer ran before that read, and a client
+    that had sent its whole request in time was answered 400."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(None) as timeout:
+        due = loop.time() + seconds
+
+        def check() -> None:
+            nonlocal due, handle
+            now = loop.time()
+            if now - due > LOOP_LAG_SECONDS:
+                due = now + LOOP_LAG_SECONDS
+                handle = loop.call_at(due, check)
+            else:
+                timeout.reschedule(now)
+
+        handle = loop.call_at(due, check)
+        try:
+            yield
+        finally:
+            handle.cancel()
 
 
 class ConnectionGone(Exception):

@@ -35,7 +35,11 @@ from palace_conformance.contract import (
 from palace_conformance.runner.execution import warm_client as warm_start
 
 DEFAULT_GRACE_MS = 3000  # runner-side slack past the host's own deadline
-STDERR_KEEP = 256 * 1024  # bytes of host stderr kept in memory
+STDERR_KEEP = 256 * 1024  # bytes of host stderr kept in memory (the tail of its copy too)
+STDERR_FILE_HEAD = 1024 * 1024  # bytes at the head of the stderr copy (``stderr_path``)
+#: the longest stdout line the runner reads: far past any reply a scenario asks for, short of
+#: what a host could take from the runner's memory (a line is held whole until it is parsed)
+MAX_LINE_BYTES = 16 * 1024 * 1024
 CLOSE_WAIT_S = 5.0  # how long close() waits for the host to die once its group is killed
 PIPE_WAIT_S = 2.0  # how long close() waits for the host's pipes to reach EOF, per attempt
 
@@ -63,6 +67,18 @@ class Reply:
 
 
 _EOF = object()
+
+
+@dataclass(frozen=True)
+class _OverLong:
+    """What the stdout pump queues for a line past :data:`MAX_LINE_BYTES`: its start only."""
+
+    limit: int
+    head: bytes
+
+    def describe(self, op: str) -> str:
+        return (f"host sent an over-long line (more than {self.limit} bytes without a newline) "
+                f"on stdout during {op!r}: {self.head[:60]!r}...; killed it")
 
 
 #: the line that names an error: ``Error: Cannot find module 'x'``, ``Error [ERR_...]: ...``,
@@ -104,13 +120,16 @@ class DriverClient:
         self._pipe_inodes: list[int] = []
         self._next_id = 1
         self.dead: DriverFailure | None = None
+        #: inherited by everything the host starts, so close() finds what detached (processes)
+        self.mark = procs.new_host_mark()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> DriverClient:
         try:
-            self.proc = warm_start.start(self.argv, warm=self.warm,
-                                         env=self.env if self.env is not None else os.environ,
+            env = {**(self.env if self.env is not None else os.environ),
+                   procs.HOST_MARK: self.mark}
+            self.proc = warm_start.start(self.argv, warm=self.warm, env=env,
                                          cwd=self.cwd or os.getcwd(), stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError as exc:
@@ -136,26 +155,52 @@ class DriverClient:
         return self.proc.pid if self.proc is not None else None
 
     def _pump_stdout(self) -> None:
+        """Queue each stdout line; a line past :data:`MAX_LINE_BYTES` is queued as
+        :class:`_OverLong` and the rest of the stream is read and dropped (the host is killed
+        for it), so memory stays bounded whatever the host writes."""
         assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
+        stream = cast(io.BufferedReader, self.proc.stdout)  # Popen's pipes are buffered
+        limit = MAX_LINE_BYTES
+        while line := stream.readline(limit + 1):
+            if len(line) > limit and not line.endswith(b"\n"):
+                self._lines.put(_OverLong(limit, line[:120]))
+                del line
+                while stream.read1(65536):
+                    pass
+                break
             self._lines.put(line)
         self._lines.put(_EOF)
 
     def _pump_stderr(self) -> None:
+        """Keep the last :data:`STDERR_KEEP` bytes in memory; copy the stream to
+        ``stderr_path`` up to :data:`STDERR_FILE_HEAD` bytes, then, at its end, the kept tail
+        after a line that says how many bytes between the two were dropped."""
         assert self.proc is not None and self.proc.stderr is not None
         sink = open(self.stderr_path, "ab") if self.stderr_path else None  # noqa: SIM115
+        head_room, total, copied = STDERR_FILE_HEAD, 0, 0
         try:
             stream = cast(io.BufferedReader, self.proc.stderr)  # Popen's pipes are buffered
             for chunk in iter(lambda: stream.read1(65536), b""):
+                total += len(chunk)
                 with self._stderr_lock:
                     self._stderr.extend(chunk)
                     if len(self._stderr) > STDERR_KEEP:
                         del self._stderr[: len(self._stderr) - STDERR_KEEP]
-                if sink is not None:
-                    sink.write(chunk)
+                if sink is not None and copied < head_room:
+                    sink.write(chunk[:head_room - copied])
                     sink.flush()
+                    copied += min(len(chunk), head_room - copied)
         finally:
             if sink is not None:
+                with self._stderr_lock:
+                    tail = bytes(self._stderr[len(self._stderr) - min(total - copied,
+                                                                      len(self._stderr)):])
+                dropped = total - copied - len(tail)
+                if dropped:
+                    sink.write(f"\n[palace-conformance: {dropped} bytes of the host's stderr "
+                               f"dropped here; the first {copied} and the last {len(tail)} are "
+                               "kept]\n".encode())
+                sink.write(tail)
                 sink.close()
 
     def stderr_text(self) -> str:
@@ -170,9 +215,10 @@ class DriverClient:
         has a deadline (in all at most ``grace_s`` + :data:`CLOSE_WAIT_S` + 1.25 x
         :data:`PIPE_WAIT_S`).
 
-        A process that outlives the group and still holds the host's stdout or stderr (a daemon
-        that called ``setsid``) would keep the pipes open for ever: it is found by the pipe it
-        holds and killed too; a pipe still held after that is abandoned, never waited on."""
+        A process the host started that left the group (a daemon that called ``setsid``) is
+        found by the host's mark in its environment and killed too; one that still holds the
+        host's stdout or stderr without the mark (it cleared its environment) is found by the
+        pipe it holds; a pipe still held after that is abandoned, never waited on."""
         proc = self.proc
         if proc is None:
             return None
@@ -182,6 +228,7 @@ class DriverClient:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(grace_s)
         self._kill_group()
+        procs.kill_marked(self.mark)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(CLOSE_WAIT_S)
         if not self._join_pumps(PIPE_WAIT_S / 4):
@@ -238,6 +285,9 @@ class DriverClient:
         request_id = self._next_id
         self._next_id += 1
         payload = {"id": request_id, "op": op, **(fields or {})}
+        if op == "load" and isinstance(payload.get("env"), Mapping):
+            # a host hands its bridge this environment, not its own: the mark goes along
+            payload["env"] = {**payload["env"], procs.HOST_MARK: self.mark}
         line = json.dumps(payload, ensure_ascii=False).encode() + b"\n"
         started = time.monotonic()
         try:
@@ -257,6 +307,8 @@ class DriverClient:
                                 "it") from None
             if raw is _EOF:
                 raise self._exited(op)
+            if isinstance(raw, _OverLong):
+                raise self._die(PROTOCOL_VIOLATION, op, raw.describe(op))
             if not raw.strip():
                 continue
             reply = self._parse(raw, op, request_id)
@@ -272,6 +324,8 @@ class DriverClient:
             if raw is _EOF:
                 self._lines.put(_EOF)
                 return None
+            if isinstance(raw, _OverLong):
+                return f"an over-long line (more than {raw.limit} bytes): {raw.head[:60]!r}..."
             if raw.strip():
                 line: str = raw.decode("utf-8", "replace").strip()[:120]
                 return line
