@@ -48,6 +48,7 @@ async def client_deadline(seconds: float) -> AsyncIterator[None]:
     loop = asyncio.get_running_loop()
     async with asyncio.timeout(None) as timeout:
         due = loop.time() + seconds
+        handle: asyncio.TimerHandle
 
         def check() -> None:
             nonlocal due, handle
