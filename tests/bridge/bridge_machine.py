@@ -242,8 +242,10 @@ class BridgeMachine(RuleBasedStateMachine):
         self.tally.call_errors[kind] = self.tally.call_errors.get(kind, 0) + 1
 
     def next_marker(self) -> str:
+        """Unique across the test's examples: they share one HTTP fake, and a write an earlier
+        example left in flight may land after the next one has started watching."""
         self.writes += 1
-        return f"sm-write-{self.writes}"
+        return f"sm-{self.root.name}-write-{self.writes}"
 
     def write_args(self, marker: str) -> dict[str, Any]:
         return {"wing": "wing_sm", "room": "room_sm", "content": f"drawer {marker} body"}

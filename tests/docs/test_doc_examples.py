@@ -71,7 +71,7 @@ def test_the_documents_show_kit_commands(record_property: pytest.RecordProperty)
     assert sum(runs_a_kit_program(c.text) for c in commands) >= 40
     joined = [c.text for c in commands if c.doc == "docs/baselines.md"]
     assert joined[1].startswith("palace-conformance baseline update --from report.json")
-    assert joined[1].endswith("--expires 2026-06-30")  # three lines, continuations joined
+    assert joined[1].endswith("--expires 2027-06-30")  # three lines, continuations joined
     tally = counts()
     record_property("documented_commands", tally)  # tests/conftest.py prints it in the summary
     assert tally["found"] == tally["run"] + tally["skipped"] and tally["run"] >= 25
