@@ -42,6 +42,20 @@ def test_the_memory_journal_is_a_ring_that_counts_what_it_dropped() -> None:
     assert [r["n"] for r in tail.new_records()] == [25]
 
 
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_skip_to_end_leaves_only_what_follows(tmp_path: Path, on_disk: bool) -> None:
+    """``new_records`` is lazy: calling it without iterating skips nothing (a watcher that did
+    so saw earlier examples' writes as its own); ``skip_to_end`` is the way to skip."""
+    journal = Journal(tmp_path / "j.jsonl" if on_disk else None, "http")
+    tail = JournalTail(journal)
+    for n in range(3):
+        journal.record("recv", n=n)
+    tail.new_records()  # not iterated: reads nothing
+    tail.skip_to_end()
+    journal.record("recv", n=3)
+    assert [r["n"] for r in tail.new_records()] == [3]
+
+
 @pytest.fixture(scope="module")
 def big_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("journal") / "big.jsonl"

@@ -144,9 +144,22 @@ class JournalTail:
         self.offset = 0
         self._pending = b""
 
+    def skip_to_end(self) -> None:
+        """Treat everything journaled so far as read (a watcher that only wants what follows)."""
+        if self.journal.path is None:
+            with self.journal._lock:
+                self.offset = self.journal.recorded
+            return
+        try:
+            self.offset = os.path.getsize(self.journal.path)
+        except FileNotFoundError:
+            self.offset = 0
+        self._pending = b""
+
     def new_records(self) -> Iterator[dict[str, Any]]:
         """The records appended since the last call, read :data:`TAIL_CHUNK` bytes at a time
-        (a long journal the fake was started on is never held whole)."""
+        (a long journal the fake was started on is never held whole). A generator: nothing is
+        read until it is iterated, so skipping what is there is :meth:`skip_to_end`."""
         if self.journal.path is None:
             journal = self.journal
             with journal._lock:
