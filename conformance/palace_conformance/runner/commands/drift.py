@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
+from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.usage import (
     RunUsageError,
     at_least_one,
@@ -45,10 +46,11 @@ class _AddSource(argparse.Action):
 def _selection(args: argparse.Namespace) -> Any:
     from palace_conformance.runner.compare.sources import Selection
 
-    at_least_one("--jobs", args.jobs)
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    at_least_one("--jobs", jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
-    return Selection(tuple(args.select), transports, args.jobs, args.op_timeout_ms, args.level)
+    return Selection(tuple(args.select), transports, jobs, args.op_timeout_ms, args.level)
 
 
 def _command_line(prog: str, args: argparse.Namespace) -> str:
@@ -148,8 +150,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="only scenario ids matching this glob; repeatable")
     parser.add_argument("--transport", choices=(*TRANSPORTS, "both"), default="both",
                         help="which transports (default both)")
-    parser.add_argument("--jobs", type=int, default=2, metavar="N",
-                        help="runs in parallel per bridge (default 2)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="runs in parallel per bridge (default: two per CPU, as run; "
+                        "the bridges run one after the other)")
     parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                         help=f"an op's deadline when its step sets none (default "
                         f"{DEFAULT_OP_TIMEOUT_MS})")
