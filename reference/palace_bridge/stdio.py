@@ -286,8 +286,11 @@ class StdioConnection:
         budget = ReapBudget(grace_ms)
         self._close_session(self.closed_reason or reason)
         if self.proc.returncode is None:
-            self._signal_group(signal.SIGTERM)
-            if not await self._wait_exit(budget.grace_ms):
+            # a zero grace is no time to act on SIGTERM: SIGKILL at once (docs/choices.md), so
+            # whether the child noted a SIGTERM never depends on how fast it ran
+            if budget.grace_ms > 0:
+                self._signal_group(signal.SIGTERM)
+            if budget.grace_ms <= 0 or not await self._wait_exit(budget.grace_ms):
                 self.log.debug(f"pid {self.proc.pid} ignored SIGTERM; sending SIGKILL")
                 self._signal_group(signal.SIGKILL)
                 if not await self._wait_exit(budget.after_kill_ms):
