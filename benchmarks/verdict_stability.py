@@ -59,8 +59,9 @@ def stop_load(burners: list[subprocess.Popen[bytes]]) -> None:
         burner.wait(timeout=10)
 
 
-def one_run(run_args: list[str], report: Path) -> dict[tuple[str, str], tuple[str, str]]:
-    """(scenario, transport) -> (status, reason) for one ``palace-conformance run``."""
+def one_run(run_args: list[str], report: Path) -> dict[tuple[str, str], tuple[str, str]] | None:
+    """(scenario, transport) -> (status, reason) for one ``palace-conformance run``; None when
+    it wrote no readable report."""
     command = [*CLI, "run", "--json", str(report),
                *run_args]
     subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -69,7 +70,7 @@ def one_run(run_args: list[str], report: Path) -> dict[tuple[str, str], tuple[st
     except (OSError, ValueError) as exc:  # said, and counted as a run whose verdicts all moved
         print(f"verdict_stability.py: the run wrote no readable report ({exc}); run it by hand "
               f"to see why: {' '.join(command)}", flush=True)
-        return {}
+        return None
     return {(r["scenario"], r["transport"]): (r["status"], r.get("reason", ""))
             for r in data.get("results", ())}
 
@@ -85,12 +86,15 @@ def main(argv: list[str]) -> int:
     burners = start_load(options.load)
     verdicts: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     durations = []
+    unreadable = 0  # runs without a report: nothing was compared, so nothing may be called stable
     try:
         with tempfile.TemporaryDirectory(prefix="verdict-stability-") as scratch:
             for index in range(options.runs):
                 started = time.monotonic()
-                results = one_run(run_args, Path(scratch) / f"run-{index}.json")
+                found = one_run(run_args, Path(scratch) / f"run-{index}.json")
                 durations.append(time.monotonic() - started)
+                unreadable += found is None
+                results = found or {}
                 for key, verdict in results.items():
                     verdicts[key].append(verdict)
                 moved = sum(1 for v in verdicts.values() if len({s for s, _ in v}) > 1)
@@ -104,6 +108,10 @@ def main(argv: list[str]) -> int:
             else f"{options.load} busy Python processes")
     print(f"\n{options.runs} runs under {load}, {len(verdicts)} results each; "
           f"median run {sorted(durations)[len(durations) // 2]:.1f} s")
+    if unreadable:
+        print(f"{unreadable} of {options.runs} runs wrote no readable report: nothing to call "
+              "stable (a --json of yours overrides the script's; leave it out)")
+        return 1
     if not moved:
         print("every verdict was the same in every run")
         return 0
