@@ -67,30 +67,33 @@ def pipe_inode(fd: int) -> int:
     return os.fstat(fd).st_ino
 
 
+def other_pids() -> list[int]:
+    """Every process of the machine but this one (Linux ``/proc``; empty elsewhere)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(name) for name in entries if name.isdigit() and int(name) != os.getpid()]
+
+
 def pipe_holders(inodes: Collection[int]) -> list[int]:
     """Every process but this one that has one of these pipes open (Linux ``/proc``; empty
     elsewhere). Holding the runner's own pipe is what makes a process one of the run's: a
     daemon a host detached with ``setsid`` is still found this way, and no stranger is."""
     wanted = {f"pipe:[{inode}]" for inode in inodes}
     holders = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
+    for pid in other_pids():
         try:
-            fds = os.listdir(f"/proc/{name}/fd")
+            fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:  # gone, or not ours to look at
             continue
         for fd in fds:
             try:
-                target = os.readlink(f"/proc/{name}/fd/{fd}")
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
             except OSError:
                 continue
             if target in wanted:
-                holders.append(int(name))
+                holders.append(pid)
                 break
     return holders
 
@@ -113,20 +116,14 @@ def marked(mark: str) -> list[int]:
     and a warm-forked host (not exec'd) is found by its process group instead."""
     entry = f"{HOST_MARK}={mark}".encode()
     found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
+    for pid in other_pids():
         try:
-            with open(f"/proc/{name}/environ", "rb") as handle:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
                 environ = handle.read()
         except OSError:  # gone, or not ours to look at
             continue
         if entry in environ.split(b"\0"):
-            found.append(int(name))
+            found.append(pid)
     return found
 
 
