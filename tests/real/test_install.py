@@ -77,8 +77,7 @@ def test_isolation_drops_every_inherited_palace_variable(tmp_path: Path) -> None
     assert env["MEMPALACE_HUB_FORWARD"] == "0" and env["X"] == "1"
 
 
-@pytest.mark.skipif(not os.environ.get(ENV_PYTHON),
-                    reason=f"needs {ENV_PYTHON} (tox -e real-palace sets it)")
+@pytest.mark.real_palace
 def test_the_installed_real_server_is_found() -> None:
     found = locate()
     assert found.version == PINNED_VERSION
