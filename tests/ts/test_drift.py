@@ -34,12 +34,16 @@ LAUNCH = "from palace_conformance.cli import main; main()"
 MIRROR = f"pi-extension:{EXTENSIONS / 'mirror.ts'}?capabilities=stdio,http,wakeup"
 MIRROR_LABEL = "pi-extension:mirror.ts"
 DEPARTURE = "wake.fresh-session.inject-once"
+#: a fresh palace's "Chroma database missing" reads are failures to the mirror as to the reference
+#: (nothing injected at the first prompt); only the planted departure (no disarming) shows, later
+FRESH_PALACE = "wake.fresh-palace.silent-until-first-write"
 MIRROR_SELECTION = (
     "tool.register.schemas-passed-through",
     "tool.errors.codes-and-data-kept",
     DEPARTURE,
     "wake.new-session.injects-with-agent-name",
     "wake.resumed-session.no-injection",  # stdio only
+    FRESH_PALACE,
 )
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run")
@@ -98,9 +102,15 @@ def test_diff_names_exactly_the_mirrors_planted_departure(tmp_path: Path) -> Non
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["incomparable"] == [] and report["not_applicable"] == []
-    assert sorted(d["id"] for d in report["drift"]) == [f"{DEPARTURE}[http]",
-                                                        f"{DEPARTURE}[stdio]"]
+    assert sorted(d["id"] for d in report["drift"]) == [
+        f"{FRESH_PALACE}[http]", f"{FRESH_PALACE}[stdio]",
+        f"{DEPARTURE}[http]", f"{DEPARTURE}[stdio]"]
+    fresh = [d for d in report["drift"] if d["id"].startswith(FRESH_PALACE)]
+    for drift in fresh:  # a mirror that injected the missing-database text drifts at the first
+        assert drift["step"]["label"] == "second-prompt", drift["step"]
     for drift in report["drift"]:
+        if drift in fresh:
+            continue
         assert drift["kind"] == "trace" and drift["statuses"] == ["passed", "failed"]
         assert drift["step"]["label"] == "second-prompt"
         assert drift["step"]["op"] == "event before_agent_start"
@@ -113,7 +123,11 @@ def test_diff_names_exactly_the_mirrors_planted_departure(tmp_path: Path) -> Non
         "mempalace-mailbox messages (only one side has mailbox, declared or detected)",
         "helper runs (exec effects, helper_run records) and mempalace_mine calls (only one side "
         "has feeding, declared or detected)"]
+    for drift in fresh:  # the mirror reads the palace again: only the wire shows it
+        assert [c["category"] for c in drift["categories"]] == ["wire"]
     for drift in report["drift"]:  # the departure is agent-facing first, then on the wire
+        if drift in fresh:
+            continue
         assert [c["category"] for c in drift["categories"]] == ["injected", "wire"]
         wire = drift["categories"][1]
         assert wire["step"]["label"] == "second-prompt" and wire["left"] is None

@@ -20,6 +20,21 @@ function text(result: { content?: Array<{ type: string; text?: string }> }): str
   return (result.content ?? []).filter((part) => part.type === "text").map((part) => part.text ?? "").join("\n");
 }
 
+// the reference's rule (features/ports.py failed()): isError, {"success": false}, or an "error" body
+// without success: true, as mempalace 3.11 answers reads on a fresh palace ("Chroma database missing")
+function failed(result: { isError?: unknown; content?: Array<{ type: string; text?: string }> }): boolean {
+  if (result.isError) return true;
+  let body: unknown;
+  try {
+    body = JSON.parse(text(result));
+  } catch {
+    return false;
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
+  const record = body as Record<string, unknown>;
+  return record.success === false || ("error" in record && record.success !== true);
+}
+
 export default function mirror(pi: ExtensionAPI) {
   let client: McpClient | undefined;
   let fresh = false;
@@ -68,7 +83,7 @@ export default function mirror(pi: ExtensionAPI) {
     try {
       const status = await client.callTool("mempalace_status", {});
       const diary = await client.callTool("mempalace_diary_read", { agent_name: agentName });
-      if (status.isError || diary.isError) return undefined;
+      if (failed(status) || failed(diary)) return undefined;
       return {
         message: {
           customType: "mempalace-wakeup",
