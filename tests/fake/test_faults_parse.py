@@ -11,6 +11,7 @@ import pytest
 from palace_conformance.fake.faults import (
     ACTIONS,
     PLAN_SCHEMA_VERSION,
+    SHOWN_SPEC,
     STARTUP,
     Fault,
     FaultPlanError,
@@ -241,3 +242,33 @@ def test_a_plan_file_with_a_typo_d_tool_is_refused(tmp_path: Path) -> None:
     with pytest.raises(FaultPlanError, match=r"\(s\): no tool 'mempalace_serch'.*did you mean"):
         load_plan(path)
 
+
+
+@pytest.mark.parametrize("spec", [
+    "delay@initialize,ms=100000000000000000000000000",  # an int, so it passed the type check
+    "stall@mempalace_search,ms=86400001",
+    "flood_stderr@initialize,bytes=2147483649",
+])
+def test_a_value_that_could_never_fire_within_a_run_is_refused(spec: str) -> None:
+    with pytest.raises(FaultPlanError, match="over its limit"):
+        parse_compact(spec)
+
+
+def test_the_limits_themselves_still_parse() -> None:
+    assert parse_compact("stall@mempalace_search,ms=86400000").params["ms"] == 86_400_000
+
+
+@pytest.mark.parametrize("spec", [
+    "delay@initialize,ms=" + "x" * 5000,
+    "bogus@initialize",
+    "z" * 5000 + "@initialize",
+    "stall@initialize," + "y" * 5000,
+    "stall@mempalace_" + "q" * 5000,
+])
+def test_a_refused_spec_is_quoted_short_whatever_its_length(spec: str, tmp_path: Path) -> None:
+    done = run_cli(["fake", "stdio", "--fault", spec], tmp_path)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    for filler in "xyzq":  # the long part is cut, whatever the rest of the message lists
+        assert filler * (SHOWN_SPEC + 1) not in line, line[:300]
+    assert len(line) < 1000

@@ -15,6 +15,7 @@ PARAMS = sorted({p for _, params in ACTIONS.values() for p in params} | {"bogus"
 VALUES = st.sampled_from([
     None, -300, -255, -1, 0, 1, 5, 99, 404, 599, 600, True, False, "text", "before_reply",
     "after_reply", "reply", "stall", "exit", {"a": 1}, [1], 1.5,
+    86_400_000, 86_400_001, 2**31, 2**31 + 1, 10**26,  # the ceilings of durations and sizes
 ])
 
 
@@ -77,6 +78,8 @@ def test_known_good_and_bad_faults() -> None:
          "code": 1, "stderr": "held"},
         {"action": "http_status", "status": 404, "headers": {"x": "y"}},
         {"action": "error", "code": -32001, "data": {"failure_kind": "peer_contention"}},
+        {"action": "stall", "ms": 86_400_000},
+        {"action": "flood_stderr", "bytes": 2**31},
     ]
     bad = [
         {"action": "startup_fail"},
@@ -84,6 +87,9 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "error"},
         {"action": "exit", "when": "later"},
         {"action": "stall", "on": {"tool": "mempalace_search", "method": "ping"}},
+        {"action": "stall", "ms": 86_400_001},  # past a day: a typo that would overflow a sleep
+        {"action": "delay", "ms": 10**26},
+        {"action": "flood_stderr", "bytes": 2**31 + 1},
     ]
     for fault in good:
         assert _schema_accepts(fault) and _python_accepts(fault), fault

@@ -209,7 +209,8 @@ def fault_from_json(data: Any, index: int, where: str | None = None) -> Fault:
     action = data.get("action")
     if not isinstance(action, str) or action not in ACTIONS:
         raise FaultPlanError(
-            f"{where}: unknown action {action!r}; use one of: {', '.join(sorted(ACTIONS))}"
+            f"{where}: unknown action {_shown(str(action))}; "
+            f"use one of: {', '.join(sorted(ACTIONS))}"
         )
     fid = data.get("id", f"fault-{index + 1}")
     if not isinstance(fid, str) or not fid:
@@ -291,12 +292,12 @@ def check_targets(fault: Fault, where: str) -> None:
     checked by the scenario loader against the scenario's own catalogue, with JSON pointers.)"""
     method, tool = fault.on.method, fault.on.tool
     if method not in MATCHABLE_METHODS and not method.startswith("notifications/"):
-        raise FaultPlanError(f"{where}: the fake serves no method {method!r}"
+        raise FaultPlanError(f"{where}: the fake serves no method {_shown(str(method))}"
                              f"{_nearest(method, MATCHABLE_METHODS)}; a fault on it would never "
                              f"fire (use one of {', '.join(sorted(MATCHABLE_METHODS))}, or a "
                              "notifications/... method)")
     if tool is not None and tool != "*" and tool not in known_tools():
-        raise FaultPlanError(f"{where}: no tool {tool!r} in mempalace 3.11.0's catalogue"
+        raise FaultPlanError(f"{where}: no tool {_shown(str(tool))} in mempalace 3.11.0's catalogue"
                              f"{_nearest(tool, known_tools())}; a fault on it would never fire")
 
 
@@ -318,6 +319,10 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
             return
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise FaultPlanError(f"{where}: {name!r} must be an integer >= {minimum}")
+        ceiling = MAX_MS if name.endswith("ms") else MAX_COUNT
+        if value > ceiling:
+            raise FaultPlanError(f"{where}: {name!r} is over its limit {ceiling} "
+                                 "(a fault that could never fire within a run)")
 
     for name in ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
                  "event_delay_ms", "keepalives", "lifetime_ms"):
@@ -404,6 +409,19 @@ def load_plan(path: str | os.PathLike[str]) -> FaultPlan:
 _COUNT_DIGITS = 9
 
 
+#: how much of a refused --fault spec an error line repeats (a 5000-character spec stays one line)
+SHOWN_SPEC = 80
+#: a fault's durations and sizes beyond which it could never fire within a run (a day, 2**31):
+#: larger values are typos, and would overflow the fake's sleeps
+MAX_MS = 86_400_000
+MAX_COUNT = 2**31
+
+
+def _shown(spec: str) -> str:
+    """``spec`` as an error line quotes it: repr'd, cut to :data:`SHOWN_SPEC` characters."""
+    return repr(spec if len(spec) <= SHOWN_SPEC else spec[:SHOWN_SPEC] + "…")
+
+
 def _count(text: str) -> int | None:
     """``text`` as a count when it is 1 to :data:`_COUNT_DIGITS` ASCII digits, else None
     (``str.isdigit`` also says yes to ``'²'`` and an Arabic-Indic one)."""
@@ -420,8 +438,9 @@ def _parse_value(text: str, key: str, spec: str) -> Any:
     except json.JSONDecodeError:
         return text
     except (RecursionError, ValueError):
-        raise FaultPlanError(f"--fault {spec!r}: the value of {key!r} is nested too deeply or "
-                             "is too long a number; write a --plan file for that") from None
+        raise FaultPlanError(f"--fault {_shown(spec)}: the value of {key!r} is nested too "
+                             "deeply or is too long a number; write a --plan file for that"
+                             ) from None
 
 
 def parse_compact(spec: str, index: int = 0) -> Fault:
@@ -441,7 +460,7 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
                 params[key] += "," + part
             else:
                 raise FaultPlanError(
-                    f"--fault {spec!r}: expected key=value after ',', got {part!r}"
+                    f"--fault {_shown(spec)}: expected key=value after ',', got {_shown(part)}"
                 )
         params = {k: _parse_value(v, k, spec) for k, v in params.items()}
     times: int | None = None if EVERY in params else 1  # every=N: forever unless xTIMES
@@ -452,8 +471,8 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
         elif times_text.isdigit():
             counted = _count(times_text)
             if counted is None or counted < 1:
-                raise FaultPlanError(f"--fault {spec!r}: 'x' must be followed by a number >= 1 "
-                                     "or '*' (forever)")
+                raise FaultPlanError(f"--fault {_shown(spec)}: 'x' must be followed by a "
+                                     "number >= 1 or '*' (forever)")
             times = counted
         else:
             base = head  # an 'x' that belongs to a name: times keeps its default
@@ -464,7 +483,7 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
         head, _, nth_text = head.rpartition("#")
         counted = _count(nth_text)
         if counted is None or counted < 1:
-            raise FaultPlanError(f"--fault {spec!r}: '#' must be followed by a number >= 1")
+            raise FaultPlanError(f"--fault {_shown(spec)}: '#' must be followed by a number >= 1")
         nth = counted
     action, _, target = head.partition("@")
     on: dict[str, Any] = {"nth": nth}
@@ -484,8 +503,8 @@ def parse_compact(spec: str, index: int = 0) -> Fault:
     }
     reserved = sorted(RESERVED & set(params))
     if reserved:
-        raise FaultPlanError(f"--fault {spec!r}: {', '.join(reserved)} cannot be set with "
+        raise FaultPlanError(f"--fault {_shown(spec)}: {', '.join(reserved)} cannot be set with "
                              "key=value; write a --plan file for that")
-    fault = fault_from_json(data, index, where=f"--fault {spec!r}")
-    check_targets(fault, f"--fault {spec!r}")
+    fault = fault_from_json(data, index, where=f"--fault {_shown(spec)}")
+    check_targets(fault, f"--fault {_shown(spec)}")
     return fault
