@@ -152,6 +152,9 @@ SKIPPED: dict[str, str] = {
     "ruff check": "lint; tox -e lint runs it on the checkout",
     "palace-conformance hosts install": "downloads Node and npm packages",
     "python benchmarks/": "a benchmark: minutes of timing, figures in BENCHMARKS.md",
+    "python -m palace_conformance.real.provision": "installs the real mempalace (525 MB); "
+                                                   "tests/real/test_provision.py tests it",
+    "PALACE_REAL_PYTHON=": "needs the real mempalace installed (tox -e real-palace runs it)",
     "python -m mutation": "runs from the checkout with cosmic-ray installed (tox -e mutation, "
                           "tox -e mutation-sample); tests/mutation_tool tests its parts",
     # placeholders that name no real file, URL or tool

@@ -7,9 +7,13 @@ the venv's Python, which is what ``--real-python`` and ``PALACE_REAL_PYTHON`` ta
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import subprocess
 import sys
+import time
 import venv
+from collections.abc import Iterator
 from pathlib import Path
 
 from palace_conformance.real.install import PINNED_VERSION, RealServerMissing, locate
@@ -17,9 +21,38 @@ from palace_conformance.real.install import PINNED_VERSION, RealServerMissing, l
 INSTALL_TIMEOUT_S = 1200.0
 
 
+@contextlib.contextmanager
+def _locked(target: Path, timeout_s: float = INSTALL_TIMEOUT_S) -> Iterator[None]:
+    """Hold ``TARGET.lock`` (flock), so two installers of one venv (``.ci/run``'s background
+    install and this command) take turns instead of writing the same files at once."""
+    lock_path = target.with_name(target.name + ".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a") as lock:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RealServerMissing(f"{lock_path} stayed locked for {timeout_s:.0f} s: "
+                                            "another install of the real server is stuck; "
+                                            "stop it or delete the venv") from None
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def provision(target: Path) -> Path:
     """The Python of a venv at ``target`` holding mempalace==PINNED_VERSION, installing it if
     needed; raises :class:`RealServerMissing` when the install fails."""
+    with _locked(target):
+        return _provision(target)
+
+
+def _provision(target: Path) -> Path:
     python = target / "bin" / "python"
     try:
         return locate(str(python)).python
