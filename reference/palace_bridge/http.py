@@ -286,7 +286,7 @@ class HttpTransport:
         return None
 
     def _answer_soon(self, message: ServerRequest, headers: dict[str, str]) -> None:
-        """Answer a server request seen on a stream, at once (LIFE-07): ``ping`` → ``{}``,
+        """Answer a server request seen on a stream, at once (TOOL-07): ``ping`` → ``{}``,
         anything else -32601, so a server awaiting it (an elicitation) is not left waiting."""
         answer = jsonrpc.answer_server_request(message)
 

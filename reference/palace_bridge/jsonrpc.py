@@ -136,7 +136,7 @@ SERVED_SERVER_REQUESTS = frozenset({"ping"})
 
 
 def answer_server_request(message: ServerRequest) -> dict[str, Any]:
-    """The answer to a request the server sent us, to go back at once (LIFE-07): ``ping`` gets
+    """The answer to a request the server sent us, to go back at once (TOOL-07): ``ping`` gets
     ``{}``; anything else (``elicitation/create``, ``sampling/createMessage``, ``roots/list``...)
     -32601, so a server awaiting it fails fast instead of holding the call to its timeout."""
     if message.method in SERVED_SERVER_REQUESTS:

@@ -211,7 +211,7 @@ class StdioConnection:
                            f"{message.raw[:120]}")
 
     def _answer_server_request(self, message: ServerRequest) -> None:
-        """Answer the child's request at once (LIFE-07): a ping, or -32601 for anything else."""
+        """Answer the child's request at once (TOOL-07): a ping, or -32601 for anything else."""
         self._send_soon(jsonrpc.answer_server_request(message))
 
     async def _drain_stderr(self) -> None:
