@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     merge_commands.add_commands(sub)
     record_commands.add_commands(sub)
+    from palace_conformance.official import commands as official_commands  # light, too
+
+    official_commands.add_commands(sub)
     return parser
 
 

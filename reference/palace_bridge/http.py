@@ -3,10 +3,12 @@
 Every request carries ``Accept: application/json, text/event-stream`` and, when configured,
 ``Authorization: Bearer <token>`` (HTTP-01). A response may be one JSON object or an SSE stream
 (comments and slow events included, HTTP-10); on a stream the server may ping us first, and we
-answer. No idle GET stream is ever opened (HTTP-07). Protocol breakage fails fast instead of
-hanging: a 202 to a request, a wrong content type, bad JSON, a stream that ends without our answer.
-choice: such a stream is not resumed with ``GET`` + ``Last-Event-ID`` (that would be the GET the
-bridge never opens); the call fails at once and the caller may call again.
+answer, and refuse any other request at once (-32601, :func:`.jsonrpc.answer_server_request`).
+No idle GET stream is ever opened (HTTP-07). Protocol breakage fails fast instead of hanging: a 202
+to a request, a wrong content type, bad JSON. A stream that ends before our answer is resumed as
+the MCP spec says, with ``GET`` + ``Last-Event-ID`` after the server's ``retry`` (HTTP-12; when
+and how often is :mod:`.resume`'s decision); that GET belongs to one call and ends with it, so it
+is not the idle stream HTTP-07 forbids. A stream with no event id still fails the call at once.
 
 This module reports what happened (status, session id, the JSON-RPC answer); the session rules that
 judge it live in :mod:`.session`. No POST goes out without a deadline: a request's is applied by
@@ -38,11 +40,13 @@ from .deadlines import Deadline, TimeoutPolicy
 from .errors import PalaceConnectionClosed, PalaceProtocolError, PalaceTimeout, PalaceUnavailable
 from .jsonrpc import Invalid, Notification, Response, ServerRequest
 from .log import Log
+from .resume import GiveUp, StreamResume
 from .session import SESSION_HEADER
 from .sse import SSEDecoder, SSEEventTooLarge
 from .version import __version__
 
 ACCEPT = "application/json, text/event-stream"
+LAST_EVENT_ID = "Last-Event-ID"
 MAX_BODY = 64 * 1024 * 1024
 MAX_EVENT = MAX_BODY  # one SSE line or event, in characters
 CONNECT_TIMEOUT_S = 10.0
@@ -100,8 +104,11 @@ class HttpTransport:
 
     # -- requests ----------------------------------------------------------------------------
 
-    async def post_request(self, message: dict[str, Any], headers: dict[str, str]) -> HttpReply:
-        """POST one request and return its answer; never waits past the end of the body."""
+    async def post_request(self, message: dict[str, Any], headers: dict[str, str],
+                           deadline: Deadline | None = None) -> HttpReply:
+        """POST one request and return its answer; never waits past the end of the body (or of
+        the streams resuming it). ``deadline`` is the call's, which the caller enforces; here it
+        only bounds the resumption of an early-closed stream (None: no deadline)."""
         method = message["method"]
         request_id = message["id"]
         request = self._client.build_request(
@@ -109,7 +116,7 @@ class HttpTransport:
         async with self._exchange(method) as send:
             response = await send(request)
             try:
-                return await self._read_reply(response, method, request_id, headers)
+                return await self._read_reply(response, method, request_id, headers, deadline)
             finally:
                 await response.aclose()
 
@@ -174,7 +181,7 @@ class HttpTransport:
             raise PalaceConnectionClosed(f"{what} failed ({_reason(exc)})") from None
 
     async def _read_reply(self, response: httpx.Response, method: str, request_id: Any,
-                          headers: dict[str, str]) -> HttpReply:
+                          headers: dict[str, str], deadline: Deadline | None = None) -> HttpReply:
         status = response.status_code
         session_id = response.headers.get(SESSION_HEADER)
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -190,7 +197,8 @@ class HttpTransport:
             body = await _read_limited(response)
             return HttpReply(status, session_id, _json_answer(body, method, request_id))
         if content_type == "text/event-stream":
-            answer = await self._read_stream(response, method, request_id, headers)
+            resume = StreamResume(deadline or Deadline.start(SYSTEM_CLOCK, 0))
+            answer = await self._read_stream(response, method, request_id, headers, resume)
             return HttpReply(status, session_id, answer)
         await _read_limited(response)
         raise PalaceProtocolError(
@@ -198,8 +206,52 @@ class HttpTransport:
             "(expected application/json or text/event-stream)")
 
     async def _read_stream(self, response: httpx.Response, method: str, request_id: Any,
-                           headers: dict[str, str]) -> Response:
+                           headers: dict[str, str], resume: StreamResume) -> Response:
+        """Our answer from this SSE stream, or from the GETs that resume it (HTTP-12)."""
         decoder = SSEDecoder(MAX_EVENT)
+        stream = response  # the POST's own stream (its caller closes it), then each GET's
+        try:
+            while True:
+                answer = await self._read_events(stream, decoder, method, request_id, headers)
+                if answer is not None:
+                    return answer
+                decision = resume.on_stream_end(decoder.last_event_id, decoder.retry_ms)
+                if isinstance(decision, GiveUp):
+                    raise PalaceProtocolError(
+                        f"SSE stream ended without a response to {method} ({decision.reason})")
+                self.log.debug(f"{method}: SSE stream ended before the response; resuming "
+                               f"after {decision.delay_ms} ms from event "
+                               f"{decision.last_event_id!r}")
+                await asyncio.sleep(decision.delay_ms / 1000.0)
+                await stream.aclose()
+                stream = await self._resume_get(decision.last_event_id, method, headers)
+                decoder = decoder.resumed()
+        finally:
+            if stream is not response:
+                await stream.aclose()
+
+    async def _resume_get(self, last_event_id: str, method: str,
+                          headers: dict[str, str]) -> httpx.Response:
+        """The GET that resumes a stream: session headers and ``Last-Event-ID``; an answer other
+        than a 2xx event stream fails the call (the server cannot replay)."""
+        request = self._client.build_request(
+            "GET", self.url, headers={**self._headers({**headers, LAST_EVENT_ID: last_event_id},
+                                                      body=False), "Accept": "text/event-stream"})
+        response = await self._client.send(request, stream=True)
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if 200 <= response.status_code < 300 and content_type == "text/event-stream":
+            return response
+        try:
+            await _read_limited(response)
+        finally:
+            await response.aclose()
+        raise PalaceProtocolError(
+            f"SSE stream for {method} ended early and resuming it failed: GET with "
+            f"Last-Event-ID answered HTTP {response.status_code} {content_type or 'no body'}")
+
+    async def _read_events(self, response: httpx.Response, decoder: SSEDecoder, method: str,
+                           request_id: Any, headers: dict[str, str]) -> Response | None:
+        """Read one stream to our answer (returned) or to its end (None)."""
         size = 0
         dropped = 0
         async for chunk in response.aiter_bytes():
@@ -231,15 +283,12 @@ class HttpTransport:
                 elif isinstance(message, Invalid):
                     raise PalaceProtocolError(
                         f"bad SSE data in answer to {method}: {message.reason}")
-        raise PalaceProtocolError(f"SSE stream ended without a response to {method}")
+        return None
 
     def _answer_soon(self, message: ServerRequest, headers: dict[str, str]) -> None:
-        """Answer a server request seen on a stream: ``ping`` → ``{}``, others -32601."""
-        if message.method == "ping":
-            answer = jsonrpc.result_response(message.id, {})
-        else:
-            answer = jsonrpc.error_response(message.id, -32601,
-                                            f"Method not found: {message.method}")
+        """Answer a server request seen on a stream, at once (TOOL-07): ``ping`` → ``{}``,
+        anything else -32601, so a server awaiting it (an elicitation) is not left waiting."""
+        answer = jsonrpc.answer_server_request(message)
 
         async def post() -> None:
             with contextlib.suppress(Exception):

@@ -131,6 +131,18 @@ class Invalid:
 
 Message = Response | ServerRequest | Notification | Invalid
 
+#: the only server-to-client request this bridge serves (it declares no client capabilities)
+SERVED_SERVER_REQUESTS = frozenset({"ping"})
+
+
+def answer_server_request(message: ServerRequest) -> dict[str, Any]:
+    """The answer to a request the server sent us, to go back at once (TOOL-07): ``ping`` gets
+    ``{}``; anything else (``elicitation/create``, ``sampling/createMessage``, ``roots/list``...)
+    -32601, so a server awaiting it fails fast instead of holding the call to its timeout."""
+    if message.method in SERVED_SERVER_REQUESTS:
+        return result_response(message.id, {})
+    return error_response(message.id, -32601, f"Method not found: {message.method}")
+
 
 def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))

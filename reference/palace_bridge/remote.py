@@ -190,7 +190,7 @@ class RemoteEngine:
         try:
             async with asyncio.timeout(deadline.remaining_s()):
                 return await self.transport.post_request(request(request_id, method, params),
-                                                         headers)
+                                                         headers, deadline)
         except TimeoutError:
             if method != "initialize":  # MCP: a client never cancels initialize
                 self._cancel_soon(request_id, headers)

@@ -41,6 +41,23 @@ class SSEDecoder:
         self._retry: int | None = None
         self._bom_checked = False
         self._decoder_tail = b""
+        #: the id of the last event dispatched (MCP: what a resuming GET sends as Last-Event-ID)
+        self.last_event_id: str | None = None
+
+    def resumed(self) -> SSEDecoder:
+        """A decoder for the stream that resumes this one: the last event id and ``retry`` carry
+        over (a resumed stream that ends before any new event resumes from the same point)."""
+        decoder = SSEDecoder(self.max_event)
+        decoder.last_event_id = self.last_event_id
+        decoder._retry = self._retry
+        decoder._id = self.last_event_id
+        return decoder
+
+    @property
+    def retry_ms(self) -> int | None:
+        """The server's reconnection time, from the last ``retry`` field seen (it applies at
+        once, dispatched or not, as the standard says)."""
+        return self._retry
 
     def feed(self, chunk: bytes) -> list[Event]:
         data = self._decoder_tail + chunk
@@ -125,6 +142,7 @@ class SSEDecoder:
         return None
 
     def _dispatch(self) -> Event | None:
+        self.last_event_id = self._id  # set even for an event without data (the standard's order)
         if not self._data:
             self._event = ""
             return None

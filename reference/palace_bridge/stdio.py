@@ -203,16 +203,16 @@ class StdioConnection:
             if not future.done():
                 future.set_result(message)
         elif isinstance(message, ServerRequest):
-            if message.method == "ping":
-                self._send_soon(jsonrpc.result_response(message.id, {}))
-            else:
-                self._send_soon(jsonrpc.error_response(
-                    message.id, -32601, f"Method not found: {message.method}"))
+            self._answer_server_request(message)
         elif isinstance(message, Notification):
             self.log.debug(f"notification {message.method}")
         elif isinstance(message, Invalid):
             self.log.debug(f"dropping a malformed line from mempalace-mcp ({message.reason}): "
                            f"{message.raw[:120]}")
+
+    def _answer_server_request(self, message: ServerRequest) -> None:
+        """Answer the child's request at once (TOOL-07): a ping, or -32601 for anything else."""
+        self._send_soon(jsonrpc.answer_server_request(message))
 
     async def _drain_stderr(self) -> None:
         """Read stderr to its end; forwarded in debug mode, with no secret cut in two by a chunk

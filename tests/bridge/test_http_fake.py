@@ -494,6 +494,43 @@ def test_http_protocol_breakage_fails_fast(make_remote, fault, needle):
     assert needle in str(error) and elapsed < 2.0 and not after.is_error
 
 
+def test_http12_a_stream_closed_early_is_resumed_from_its_last_event_id(make_remote):
+    remote = make_remote(faults=[
+        "sse@mempalace_status,close_without_response=true,priming_id=p-1,retry_ms=100"])
+
+    async def main():
+        client = remote.client(MEMPALACE_MCP_TIMEOUT_MS="10000")
+        await client.start()
+        result = await status(client)
+        await client.stop()
+        return result
+
+    result = run(main())
+    assert not result.is_error and '"total_drawers"' in result.text
+    gets = [r for r in remote.fake.records("http_request") if r["method"] == "GET"]
+    assert [g["headers"].get("last-event-id") for g in gets] == ["p-1"]
+    assert [r["last_event_id"] for r in remote.fake.records("http_resumed")] == ["p-1"]
+
+
+def test_http12_a_retry_past_the_deadline_fails_the_call_at_once(make_remote):
+    remote = make_remote(faults=[
+        "sse@mempalace_status,close_without_response=true,priming_id=p-1,retry_ms=60000"])
+
+    async def main():
+        client = remote.client(MEMPALACE_MCP_TIMEOUT_MS="3000")
+        await client.start()
+        began = time.monotonic()
+        with pytest.raises(PalaceProtocolError) as caught:
+            await status(client)
+        elapsed = time.monotonic() - began
+        await client.stop()
+        return caught.value, elapsed
+
+    error, elapsed = run(main())
+    assert "deadline" in str(error) and elapsed < 2.0
+    assert not [r for r in remote.fake.records("http_request") if r["method"] == "GET"]
+
+
 def test_http11_timeout_sends_cancelled_and_the_session_stays_usable(make_remote):
     remote = make_remote(sessions=True, faults=["stall@mempalace_status"])
 

@@ -186,6 +186,10 @@ SKIPPED: dict[str, str] = {
     "palace-conformance run --bridge pi-mcp": "needs the Node hosts",
     "palace-conformance diff --bridge reference --bridge pi-mcp": "needs the Node hosts",
     "palace-conformance matrix --bridge reference --bridge pi-mcp": "needs the Node hosts",
+    # needs Node >= 22 and the official suite from npm (docs/official-suite.md)
+    "palace-conformance official": "installs and runs the official MCP suite (Node, npm); "
+                                   "tests/ts/test_official_suite.py and "
+                                   "tests/real/test_official_server.py run it",
     # failure bundles and long runs
     "palace-conformance replay report/bundles/": "needs a failure bundle; the reference passes "
                                                  "(tests/reporting/test_bundle.py replays one)",

@@ -38,6 +38,9 @@ def test_the_wheel_carries_the_fixtures_the_catalogue_and_the_node_hosts() -> No
     hosts = SITE / "palace_conformance" / "hosts" / "pi"
     for name in ("package.json", "package-lock.json", "extension-host.mjs", "mcp-host.mjs"):
         assert (hosts / name).is_file(), name
+    official = SITE / "palace_conformance" / "official"
+    for name in ("suite/package.json", "suite/package-lock.json", "baseline.yaml"):
+        assert (official / name).is_file(), name
 
 
 def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:

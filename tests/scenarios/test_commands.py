@@ -50,7 +50,7 @@ def test_validate_reports_one_line_per_problem_and_exits_1(
     (tmp_path / "tool").mkdir()
     data = json.loads(good.path.read_text())
     (tmp_path / "tool" / f"{good.id}.json").write_text(json.dumps(data))
-    data["covers"] = ["TOOL-77"]
+    data["covers"] = ["TOOL-88"]
     copy = tmp_path / "tool" / "tool.register.copy.json"
     copy.write_text(json.dumps({**data, "id": "tool.register.copy"}))
     (tmp_path / "tool" / "tool.broken.json").write_text("{\n  \"id\": ,\n}")
@@ -61,7 +61,7 @@ def test_validate_reports_one_line_per_problem_and_exits_1(
     assert lines == [
         "tool/tool.broken.json: malformed JSON at line 2, column 9: Expecting value "
         "(fix the JSON syntax)",
-        "tool/tool.register.copy.json: /covers/0: unknown behaviour ID 'TOOL-77' "
+        "tool/tool.register.copy.json: /covers/0: unknown behaviour ID 'TOOL-88' "
         "(use an ID from fixtures/behaviours.json)",
     ]
     assert err == "2 problem(s) in 2 of 3 path(s)\n"

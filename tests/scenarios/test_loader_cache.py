@@ -72,11 +72,11 @@ def test_a_changed_fixture_is_checked_again(tmp_path: Path, cache_home: Path,
     changed = load_catalogue([tmp_path])
     assert changed.ok and changed.scenarios[0].title == "A search still goes through"
     assert checks_counted == [path, path]
-    write(tmp_path, scenario(covers=["TOOL-77"]))  # same name, now broken
+    write(tmp_path, scenario(covers=["TOOL-88"]))  # same name, now broken
     broken = load_catalogue([tmp_path])
     assert not broken.scenarios and checks_counted == [path] * 3
     assert [str(p) for p in broken.problems] == uncached([tmp_path], monkeypatch) == [
-        f"{path}: /covers/0: unknown behaviour ID 'TOOL-77' (use an ID from "
+        f"{path}: /covers/0: unknown behaviour ID 'TOOL-88' (use an ID from "
         "fixtures/behaviours.json)"]
     assert load_catalogue([tmp_path]).problems == broken.problems  # problems are never cached
     assert checks_counted == [path] * 5  # the uncached load checked it too

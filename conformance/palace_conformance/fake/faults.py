@@ -54,7 +54,8 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "reset": (frozenset({"http"}), frozenset({"after_bytes"})),
     "sse": (
         frozenset({"http"}),
-        frozenset({"event_delay_ms", "keepalives", "close_without_response", "priming_id"}),
+        frozenset({"event_delay_ms", "keepalives", "close_without_response", "priming_id",
+                   "retry_ms"}),
     ),
     "accept_202": (frozenset({"http"}), frozenset()),
     "content_type": (frozenset({"http"}), frozenset({"value"})),
@@ -325,7 +326,7 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
                                  "(a fault that could never fire within a run)")
 
     for name in ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
-                 "event_delay_ms", "keepalives", "lifetime_ms"):
+                 "event_delay_ms", "keepalives", "lifetime_ms", "retry_ms"):
         need_int(name)
     if action in {"exit", "startup_fail", "partial_line"}:
         need_int("code")

@@ -229,6 +229,28 @@ def ensure_installed(*, force: bool = False,
         return found
 
 
+def ensure_runtime(log: Callable[[str], None] = _stderr_log) -> tuple[str, str]:
+    """(node, version): a Node >= the hosts' minimum, the system's or the pinned npm runtime in
+    the hosts' cache, for other npm tools the kit runs (the official MCP conformance suite)."""
+    home = node_home()
+    found = read_installation(home)
+    if found is not None:
+        return found.node, found.node_version
+    with _install_lock(home):
+        node, version, _source = _choose_node(home, _npm(), log)
+    return node, version
+
+
+def npm_ci(source: Path, target: Path, log: Callable[[str], None] = _stderr_log, *,
+           done: Callable[[], bool] | None = None) -> None:
+    """``npm ci`` of the ``package.json`` + lockfile in ``source`` into ``target``, one installer
+    at a time per target, skipped when ``done()`` says another one finished while we waited;
+    :class:`NodeHostError` with the fix when it fails."""
+    with _install_lock(target):
+        if done is None or not done():
+            _npm_ci(_npm(), source, target, log)
+
+
 def status() -> dict[str, object]:
     """What ``hosts status`` reports, without installing anything."""
     home = node_home()

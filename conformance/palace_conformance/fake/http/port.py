@@ -137,7 +137,9 @@ class HttpPort:
         await self.wire.start_stream(200, [*SSE_HEADERS, *self.call.extra])
         params = self._sse_params
         if params.get("priming_id") is not None:
-            await self.wire.stream(f"id: {params['priming_id']}\nretry: {SSE_RETRY_MS}\n"
+            retry = params.get("retry_ms")
+            retry = SSE_RETRY_MS if retry is None else int(retry)
+            await self.wire.stream(f"id: {params['priming_id']}\nretry: {retry}\n"
                                    "data: \n\n".encode())
         for _ in range(int(params.get("keepalives", 0))):
             await pause(int(params.get("event_delay_ms", 0)))

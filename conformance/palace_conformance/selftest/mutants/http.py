@@ -192,6 +192,27 @@ def _no_keepalive(original: Any) -> Any:
     return _keep_alive
 
 
+def _sse_never_resumed(original: Any) -> Any:
+    from palace_bridge.resume import GiveUp
+
+    def on_stream_end(self: Any, last_event_id: str | None, retry_ms: int | None) -> Any:
+        return GiveUp("this bridge never resumes a stream")
+
+    return on_stream_end
+
+
+def _sse_retry_ignored(original: Any) -> Any:
+    import dataclasses
+
+    def on_stream_end(self: Any, last_event_id: str | None, retry_ms: int | None) -> Any:
+        decision = original(self, last_event_id, retry_ms)
+        if hasattr(decision, "delay_ms"):
+            return dataclasses.replace(decision, delay_ms=0)  # the GET goes out at once
+        return decision
+
+    return on_stream_end
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # HTTP
     mutant("http-token-in-debug-log", "HTTP-01",
@@ -239,4 +260,10 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("http-no-cancel-on-timeout", "HTTP-11",
        "a timed-out call gets no notifications/cancelled",
        (f"{REMOTE}:RemoteEngine._cancel_soon", _cancel_never_sent)),
+    mutant("http-sse-not-resumed", "HTTP-12",
+       "an answer stream that closes before the response fails the call; no GET resumes it",
+       ("palace_bridge.resume:StreamResume.on_stream_end", _sse_never_resumed)),
+    mutant("http-sse-retry-ignored", "HTTP-12",
+       "a closed answer stream is resumed at once, without waiting the server's retry",
+       ("palace_bridge.resume:StreamResume.on_stream_end", _sse_retry_ignored)),
 )

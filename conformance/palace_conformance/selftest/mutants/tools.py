@@ -80,6 +80,22 @@ def _ids_matched_as_text(original: Any) -> Any:
     return id_key
 
 
+def _server_requests_ignored_http(original: Any) -> Any:
+    def _answer_soon(self: Any, message: Any, headers: dict[str, str]) -> None:
+        if message.method == "ping":  # only what it serves is answered; the rest is dropped
+            original(self, message, headers)
+
+    return _answer_soon
+
+
+def _server_requests_ignored_stdio(original: Any) -> Any:
+    def _answer_server_request(self: Any, message: Any) -> None:
+        if message.method == "ping":
+            original(self, message)
+
+    return _answer_server_request
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # TOOL
     mutant("tool-schemas-loosened", "TOOL-01",
@@ -101,4 +117,10 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("tool-ids-matched-as-text", "TOOL-06",
        "responses are matched to requests by the id's text, so \"7\" answers request 7",
        ("palace_bridge.jsonrpc:id_key", _ids_matched_as_text)),
+    mutant("tool-server-requests-ignored", "TOOL-07",
+       "a server request other than ping (elicitation/create, sampling/createMessage) is ignored, "
+       "never refused",
+       ("palace_bridge.http:HttpTransport._answer_soon", _server_requests_ignored_http),
+       ("palace_bridge.stdio:StdioConnection._answer_server_request",
+        _server_requests_ignored_stdio)),
 )
