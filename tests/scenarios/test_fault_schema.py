@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from palace_conformance.fake.faults import ACTIONS, FaultPlanError, fault_from_json, plan_from_json
+from palace_conformance.fake.faults import (
+    ACTIONS,
+    INTEGER_PARAMS,
+    MAX_COUNT,
+    MAX_MS,
+    FaultPlanError,
+    fault_from_json,
+    plan_from_json,
+)
 from palace_conformance.scenarios.schema import FAULT_PLAN_SCHEMA, schema_problems, validator
 
 ABSENT = object()
@@ -103,3 +112,24 @@ def test_plan_level_shapes() -> None:
         plan_from_json(plan)
     assert schema_problems({"schema_version": 2, "faults": []}, FAULT_PLAN_SCHEMA)
     assert schema_problems({"faults": [], "extra": 1}, FAULT_PLAN_SCHEMA)
+
+
+#: what an action needs besides the parameter under test, to be valid at all
+_REQUIRED: dict[str, dict[str, Any]] = {
+    "http_status": {"status": 500}, "error": {"code": -32001}, "server_request": {"method": "x"},
+    "notify": {"method": "x"}, "negotiate_version": {"version": "2025-03-26"},
+    "rotate_token": {"token": "t"}, "startup_fail": {"on": {"method": "$startup"}},
+    "spawn_grandchild": {"on": {"method": "$startup"}},
+}
+
+
+@pytest.mark.parametrize(("action", "name"), sorted(
+    (action, name) for action, (_, params) in ACTIONS.items() for name in params
+    if name in INTEGER_PARAMS))
+def test_every_integer_parameter_has_its_ceiling_in_schema_and_loader(action: str,
+                                                                      name: str) -> None:
+    ceiling = MAX_MS if name.endswith("ms") else MAX_COUNT
+    fault = {"action": action, **_REQUIRED.get(action, {})}
+    assert _schema_accepts({**fault, name: ceiling}) and _python_accepts({**fault, name: ceiling})
+    over = {**fault, name: ceiling + 1}
+    assert not _schema_accepts(over) and not _python_accepts(over), over

@@ -325,8 +325,7 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
             raise FaultPlanError(f"{where}: {name!r} is over its limit {ceiling} "
                                  "(a fault that could never fire within a run)")
 
-    for name in ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
-                 "event_delay_ms", "keepalives", "lifetime_ms", "retry_ms"):
+    for name in INTEGER_PARAMS:
         need_int(name)
     if action in {"exit", "startup_fail", "partial_line"}:
         need_int("code")
@@ -416,6 +415,9 @@ SHOWN_SPEC = 80
 #: larger values are typos, and would overflow the fake's sleeps
 MAX_MS = 86_400_000
 MAX_COUNT = 2**31
+#: the non-negative integer parameters: a duration (``*ms``) up to MAX_MS, else up to MAX_COUNT
+INTEGER_PARAMS = ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
+                  "event_delay_ms", "keepalives", "lifetime_ms", "retry_ms")
 
 
 def _shown(spec: str) -> str:
