@@ -56,6 +56,10 @@ def log(text: str) -> None:
 Route = Callable[[Call], Awaitable[None]]
 
 
+#: GET routes 3.11 serves only with the token (/statusz, the logstream, and every /sync/ path)
+TOKEN_GETS = frozenset({"/statusz", "/logstream/stream"})
+
+
 class FakeHttpServer:
     """The HTTP face of one :class:`Brain`: routing, checks, faults and the listening socket."""
 
@@ -181,6 +185,10 @@ class FakeHttpServer:
                 return self._healthz, False
             if mcp:
                 return self._get_mcp, self.stateful or head.header("last-event-id") is not None
+            if head.path in TOKEN_GETS or head.path.startswith("/sync/"):
+                # mempalace's ops routes (unmodelled here: 404 once past the token) follow the
+                # bearer policy: without the token they are 401, like 3.11's
+                return self._not_found, True
             return self._not_found, False  # mempalace: unknown GETs need no token
         if head.method == "DELETE":
             return (self._delete_session if mcp else self._not_found), True
