@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     merge_commands.add_commands(sub)
     record_commands.add_commands(sub)
+    from palace_conformance.fidelity import command as fidelity_command  # light, like selftest
+
+    fidelity_command.add_commands(sub)
     return parser
 
 
