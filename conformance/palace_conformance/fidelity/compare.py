@@ -17,6 +17,7 @@ from palace_conformance.fidelity.normalise import Rule, normalise
 SHOWN_PATHS = 4
 VALUE_WIDTH = 90
 _ABSENT = "<absent>"
+_RECORDED = "<recorded>"
 
 
 @dataclass
@@ -67,7 +68,7 @@ class Comparison:
 
 
 def _short(value: Any) -> str:
-    text = value if value == _ABSENT else json.dumps(value, ensure_ascii=False)
+    text = value if value in (_ABSENT, _RECORDED) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= VALUE_WIDTH else text[:VALUE_WIDTH - 1] + "…"
 
 
@@ -109,7 +110,7 @@ def compare_records(left: dict[str, Any], right: dict[str, Any], rules: list[Rul
         section = (a or b or {}).get("section", "")
         if a is None or b is None:
             verdicts.append(PointVerdict(point_id, section, "different", diff=[
-                ("", "recorded" if a else _ABSENT, "recorded" if b else _ABSENT)]))
+                ("(point)", _RECORDED if a else _ABSENT, _RECORDED if b else _ABSENT)]))
             continue
         raw_a, raw_b = _bare(a), _bare(b)
         if raw_a == raw_b:
