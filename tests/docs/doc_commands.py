@@ -183,6 +183,9 @@ SKIPPED: dict[str, str] = {
     "palace-conformance run --bridge pi-mcp": "needs the Node hosts",
     "palace-conformance diff --bridge reference --bridge pi-mcp": "needs the Node hosts",
     "palace-conformance matrix --bridge reference --bridge pi-mcp": "needs the Node hosts",
+    # needs the real mempalace (about 525 MB; tox -e real-palace provisions it)
+    "palace-conformance fidelity": "needs the real mempalace 3.11.0 (tox -e real-palace runs it; "
+                                   "tests/fidelity covers its parts without it)",
     # failure bundles and long runs
     "palace-conformance replay report/bundles/": "needs a failure bundle; the reference passes "
                                                  "(tests/reporting/test_bundle.py replays one)",

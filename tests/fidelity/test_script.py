@@ -39,6 +39,8 @@ def test_sections_and_transports() -> None:
     lock = next(s for s in SCRIPT.sessions if s.id == "lock")
     assert {step.action for step in lock.steps} >= {"send", "cli", "http_start", "kill", "eof"}
     assert {step.proc for step in lock.steps if step.action == "send"} == {"A", "B"}
+    ends = {step.action for s in SCRIPT.sessions for step in s.steps if step.section == "shutdown"}
+    assert ends == {"eof", "term"}
 
 
 def test_initialised_sessions_start_with_the_setup_writes() -> None:

@@ -139,6 +139,19 @@ class StdioServer:
         self._err_thread.join(timeout=5)
         return code
 
+    def terminate(self, deadline_s: float = EXIT_DEADLINE_S) -> int | None:
+        """SIGTERM this server (the process itself, as a supervisor would) and wait; the exit
+        code, or None if it had to be killed."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=deadline_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+        self._err_thread.join(timeout=5)
+        return code
+
     def kill(self) -> None:
         """SIGKILL this server's own process group (and nothing else)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -320,6 +333,10 @@ class SessionRun:
         if action == "eof":
             server = self.stdio.pop(str(spec))
             code = server.close()
+            return {"exit": code, "stderr": _matching(server.stderr, step.stderr_match)}
+        if action == "term":
+            server = self.stdio.pop(str(spec))
+            code = server.terminate()
             return {"exit": code, "stderr": _matching(server.stderr, step.stderr_match)}
         if action == "kill":
             self.stdio.pop(str(spec)).kill()
