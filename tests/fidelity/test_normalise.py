@@ -30,6 +30,8 @@ def test_every_rule_says_what_it_masks_and_why() -> None:
     ("evt_20261202T003731_1dc3769a1845", "evt_<STAMP>_<HASH>", "event-ids"),
     ("art_20261202T003756_3a922652d981", "art_<STAMP>_<HASH>", "event-ids"),
     ("rep_d2e605d37d30ddf3afe1ff1a33703dc6", "rep_<REPLICA>", "replica-ids"),
+    ("Open MemPalace task task_compare_48da26f8 as", "Open MemPalace task task_compare_<HASH> as",
+     "task-ids"),
 ])
 def test_pattern_rules(text: str, expected: str, rule: str) -> None:
     assert _masked(text) == (expected, {rule})
