@@ -64,6 +64,8 @@ class Target:
     http_prefix: tuple[str, ...]
     http_style: str  # "real": --transport http --palace P; "fake": fake http --no-control
     embedding_url: str
+    #: how the HTTP server's argv[0:3] reads (a lock holder names it): masked as <HTTP_SERVER>
+    http_argv: str = ""
 
     def stdio_command(self) -> list[str]:
         return list(self.stdio)
@@ -87,16 +89,24 @@ class Target:
 
     def placeholders(self, world: World) -> dict[str, str]:
         """The world's paths, longest first, as the ``world-paths`` rule masks them."""
-        return {"<SOURCE>": str(world.source), "<PALACE>": str(world.palace),
-                "<HOME>": str(world.home), "<BIN>": str(self.bin_dir), "<WORLD>": str(world.root)}
+        found = {"<SOURCE>": str(world.source), "<PALACE>": str(world.palace),
+                 "<HOME>": str(world.home), "<BIN>": str(self.bin_dir),
+                 "<WORLD>": str(world.root)}
+        if self.http_argv:
+            found["<HTTP_SERVER>"] = self.http_argv
+        return found
 
 
 def real_target(server: RealServer, embedding_url: str) -> Target:
     """The real mempalace: its ``mempalace-mcp``, ``mempalace`` and ``-m mempalace.mcp_server``."""
+    # ``-m`` makes argv[0] the module's file, in the venv's site-packages
+    mains = sorted(server.bin_dir.parent.glob(
+        "lib/python*/site-packages/mempalace/mcp_server/__main__.py"))
+    http_argv = f"{mains[0]} --transport http" if mains else ""
     return Target(name="real", bin_dir=server.bin_dir, stdio=tuple(server.stdio_command()),
                   cli=(str(server.bin_dir / "mempalace"),),
                   http_prefix=(str(server.python), "-m", "mempalace.mcp_server"),
-                  http_style="real", embedding_url=embedding_url)
+                  http_style="real", embedding_url=embedding_url, http_argv=http_argv)
 
 
 def fake_target(shim_dir: Path, embedding_url: str) -> Target:
@@ -108,4 +118,5 @@ def fake_target(shim_dir: Path, embedding_url: str) -> Target:
             else (sys.executable, "-c", "from palace_conformance.cli import main; main()"))
     return Target(name="fake", bin_dir=shim_dir, stdio=(str(shim_dir / "mempalace-mcp"),),
                   cli=(str(shim_dir / "mempalace"),), http_prefix=(*http, "fake", "http"),
-                  http_style="fake", embedding_url=embedding_url)
+                  http_style="fake", embedding_url=embedding_url,
+                  http_argv=f"{kit if kit.is_file() else '-c'} fake http")
