@@ -249,16 +249,18 @@ class HttpServer:
             self.stop()
             return None
 
-    def stop(self) -> None:
-        """SIGTERM its own process group, then SIGKILL after the deadline."""
+    def stop(self) -> int | None:
+        """SIGTERM its own process group, then SIGKILL after the deadline; the exit code of a
+        server that stopped on SIGTERM, else None."""
         for signum, wait in ((signal.SIGTERM, EXIT_DEADLINE_S), (signal.SIGKILL, 5.0)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signum)
             try:
-                self.process.wait(timeout=wait)
-                return
+                code = self.process.wait(timeout=wait)
             except subprocess.TimeoutExpired:
                 continue
+            return code if signum == signal.SIGTERM else None
+        return None
 
     def stderr_lines(self) -> list[str]:
         return self.err.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -338,6 +340,11 @@ class SessionRun:
             server = self.stdio.pop(str(spec))
             code = server.terminate()
             return {"exit": code, "stderr": _matching(server.stderr, step.stderr_match)}
+        if action == "http_stop":
+            assert self.http is not None  # script.py: only in http sessions
+            code = self.http.stop()
+            self.http = None
+            return {"exit": code, "stderr": _matching(self._http_lines(), step.stderr_match)}
         if action == "kill":
             self.stdio.pop(str(spec)).kill()
             return None
@@ -370,6 +377,11 @@ class SessionRun:
         except OSError as exc:
             return {"connect_failed": type(exc).__name__}
         return observe_http(*answered)
+
+    def _http_lines(self) -> list[str]:
+        """The session's HTTP server's stderr, once it has stopped."""
+        text = (self.world.root / "http.stderr").read_text(encoding="utf-8", errors="replace")
+        return text.splitlines()
 
     def _cli(self, spec: Any, step: Step) -> Observation:
         try:

@@ -5,7 +5,8 @@ server started with the session), a palace state (``fresh``, or ``initialised`` 
 ``initialise`` steps first) and steps. A step does one thing (its *action* key): ``send`` JSON-RPC
 values or ``raw`` lines to a stdio server, ``rpc`` (POST /mcp) or ``http`` (any request) to the
 session's HTTP server, ``cli`` (run the ``mempalace`` CLI), ``http_start`` (start another HTTP
-server and watch it exit), ``kill`` (SIGKILL), ``term`` (SIGTERM) or ``eof`` a stdio server.
+server and watch it exit), ``http_stop`` (SIGTERM the session's HTTP server), ``kill``
+(SIGKILL), ``term`` (SIGTERM) or ``eof`` a stdio server.
 A step with an ``id`` is a point.
 
 The ``tools`` table gives each of the 47 tools a minimal valid call and a wrong-typed one; a
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 SCRIPT_FILE = Path(__file__).with_name("script.json")
-ACTIONS = ("send", "raw", "rpc", "http", "cli", "http_start", "kill", "eof", "term")
+ACTIONS = ("send", "raw", "rpc", "http", "cli", "http_start", "http_stop", "kill", "eof",
+           "term")
 MATRIX_KINDS = ("no-args", "wrong-type", "fresh", "initialised")
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_STDERR = r"^mempalace: |stdin EOF|Writable MCP HTTP startup"
