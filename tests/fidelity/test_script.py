@@ -40,7 +40,7 @@ def test_sections_and_transports() -> None:
     assert {step.action for step in lock.steps} >= {"send", "cli", "http_start", "kill", "eof"}
     assert {step.proc for step in lock.steps if step.action == "send"} == {"A", "B"}
     ends = {step.action for s in SCRIPT.sessions for step in s.steps if step.section == "shutdown"}
-    assert ends == {"eof", "term"}
+    assert ends == {"eof", "term", "http_stop"}
 
 
 def test_initialised_sessions_start_with_the_setup_writes() -> None:
@@ -73,6 +73,8 @@ def test_quick_is_a_subset_of_every_kind_but_the_tool_matrix() -> None:
         {"id": "a", "send": {}}, {"id": "a", "send": {}}]}]}, "repeated: a"),
     ({"sessions": [{"id": "s", "transport": "stdio", "tool_matrix": ["sideways"]}]},
      "tool_matrix kind"),
+    ({"sessions": [{"id": "s", "transport": "stdio", "steps": [{"id": "a", "rpc": {}}]}]},
+     "a needs the session's HTTP server"),
 ])
 def test_a_bad_script_is_one_line(data: dict[str, object], problem: str) -> None:
     with pytest.raises(ScriptError) as exc:

@@ -18,7 +18,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -341,10 +341,10 @@ class SessionRun:
             code = server.terminate()
             return {"exit": code, "stderr": _matching(server.stderr, step.stderr_match)}
         if action == "http_stop":
-            assert self.http is not None  # script.py: only in http sessions
-            code = self.http.stop()
-            self.http = None
-            return {"exit": code, "stderr": _matching(self._http_lines(), step.stderr_match)}
+            http, self.http = self.http, None
+            assert http is not None  # script.py: only in http sessions
+            code = http.stop()
+            return {"exit": code, "stderr": _matching(http.stderr_lines(), step.stderr_match)}
         if action == "kill":
             self.stdio.pop(str(spec)).kill()
             return None
@@ -377,11 +377,6 @@ class SessionRun:
         except OSError as exc:
             return {"connect_failed": type(exc).__name__}
         return observe_http(*answered)
-
-    def _http_lines(self) -> list[str]:
-        """The session's HTTP server's stderr, once it has stopped."""
-        text = (self.world.root / "http.stderr").read_text(encoding="utf-8", errors="replace")
-        return text.splitlines()
 
     def _cli(self, spec: Any, step: Step) -> Observation:
         try:
@@ -441,9 +436,3 @@ def run_script(script: Script, target: Target, root: Path,
             points[point_id] = {**observation, "session": session.id}
     return {"target": target.name, "points": points,
             "worlds": {name: target.placeholders(world) for name, world in worlds.items()}}
-
-
-@contextlib.contextmanager
-def timed() -> Iterator[Callable[[], float]]:
-    start = time.monotonic()
-    yield lambda: time.monotonic() - start

@@ -23,6 +23,7 @@ from typing import Any
 SCRIPT_FILE = Path(__file__).with_name("script.json")
 ACTIONS = ("send", "raw", "rpc", "http", "cli", "http_start", "http_stop", "kill", "eof",
            "term")
+HTTP_ACTIONS = ("rpc", "http", "http_stop")  # they talk to the session's own HTTP server
 MATRIX_KINDS = ("no-args", "wrong-type", "fresh", "initialised")
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_STDERR = r"^mempalace: |stdin EOF|Writable MCP HTTP startup"
@@ -132,6 +133,11 @@ def parse_script(data: dict[str, Any]) -> Script:
                                   made.stderr_match, made.full_only))
         steps += tool_matrix(tools, raw.get("tool_matrix", []), section)
         steps += [_step(step, section, where) for step in raw.get("steps", [])]
+        misplaced = [s.id or s.action for s in steps if s.action in HTTP_ACTIONS
+                     and raw["transport"] != "http"]
+        if misplaced:
+            raise ScriptError(f"{where}: {misplaced[0]} needs the session's HTTP server: "
+                              "give the session transport http")
         sessions.append(Session(id=raw["id"], transport=raw["transport"],
                                 palace=raw.get("palace", "fresh"), steps=tuple(steps),
                                 token=raw.get("token"), env=dict(raw.get("env", {})),
