@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     from palace_conformance.official import commands as official_commands  # light, too
 
     official_commands.add_commands(sub)
+    from palace_conformance.fidelity import command as fidelity_command  # light, like selftest
+
+    fidelity_command.add_commands(sub)
     return parser
 
 

@@ -190,6 +190,9 @@ SKIPPED: dict[str, str] = {
     "palace-conformance official": "installs and runs the official MCP suite (Node, npm); "
                                    "tests/ts/test_official_suite.py and "
                                    "tests/real/test_official_server.py run it",
+    # needs the real mempalace (about 525 MB; tox -e real-palace provisions it)
+    "palace-conformance fidelity": "needs the real mempalace 3.11.0 (tox -e real-palace runs it; "
+                                   "tests/fidelity covers its parts without it)",
     # failure bundles and long runs
     "palace-conformance replay report/bundles/": "needs a failure bundle; the reference passes "
                                                  "(tests/reporting/test_bundle.py replays one)",

@@ -114,3 +114,51 @@ def test_a_busy_port_is_a_one_line_error(fake: Fake, tmp_path: Path) -> None:
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{fake.port}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_stderr_shows_the_peer_sync_line_and_each_error_the_way_3_11_logs_it(
+        tmp_path: Path) -> None:
+    """mempalace 3.11's stderr (seen by palace-conformance fidelity): its peer sync thread's
+    start-up line before "listening", and per refused request the reason, the stdlib's
+    ``code N, message M`` line, then the access line."""
+    fake = start_fake(tmp_path, "--token", "t0ken")
+    try:
+        fake.post(ping())
+        fake.http.get(f"{fake.base}/nope")
+        lines = fake.stderr().splitlines()
+    finally:
+        fake.stop()
+    start = lines.index("MemPalace MCP HTTP server starting...")
+    assert lines[start + 1] == "peer sync thread started (interval 15s)"
+    assert lines[start + 2].startswith("MemPalace MCP HTTP server listening on ")
+    refused = lines.index("HTTP request rejected: missing/invalid bearer token")
+    assert lines[refused + 1:refused + 3] == ['HTTP 127.0.0.1 - code 401, message Unauthorized',
+                                              'HTTP 127.0.0.1 - "POST /mcp HTTP/1.1" 401 -']
+    missing = lines.index("HTTP 127.0.0.1 - code 404, message Not Found")
+    assert lines[missing + 1] == 'HTTP 127.0.0.1 - "GET /nope HTTP/1.1" 404 -'
+
+
+def test_no_peer_sync_line_when_the_interval_is_0(tmp_path: Path) -> None:
+    fake = start_fake(tmp_path, env={"MEMPALACE_SYNC_INTERVAL": "0"})
+    try:
+        assert "listening on" in fake.stderr() and "peer sync" not in fake.stderr()
+    finally:
+        fake.stop()
+
+
+def test_a_body_that_is_not_json_is_logged_in_the_http_wording(tmp_path: Path) -> None:
+    """3.11's HTTP handler logs ``HTTP JSON-RPC read or parse error: <decoder message>`` (not
+    stdio's ``Server error: ...``), and a chunked body reads as an empty one."""
+    fake = start_fake(tmp_path)
+    try:
+        assert fake.post(b"{bad").status_code == 400
+        chunked = fake.http.post(fake.url, content=iter([b"{}"]),
+                                 headers={"Content-Type": "application/json"})
+        assert chunked.status_code == 400
+        lines = fake.stderr().splitlines()
+    finally:
+        fake.stop()
+    assert ("HTTP JSON-RPC read or parse error: Expecting property name enclosed in double "
+            "quotes: line 1 column 2 (char 1)") in lines
+    assert "HTTP JSON-RPC read or parse error: Expecting value: line 1 column 1 (char 0)" in lines
+    assert not [line for line in lines if line.startswith("Server error")]

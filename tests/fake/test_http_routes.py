@@ -274,6 +274,17 @@ def test_healthz_and_unknown_gets_need_no_token(locked: Fake) -> None:
     assert locked.http.get(locked.url).status_code == 404
 
 
+@pytest.mark.parametrize("path", ["/statusz", "/logstream/stream", "/sync/version_vector",
+                                  "/sync/ops?origin=x"])
+def test_ops_gets_follow_the_token_like_3_11(locked: Fake, path: str) -> None:
+    """mempalace 3.11 serves /statusz, the logstream and /sync/* only with the token (seen by
+    palace-conformance fidelity: 401 without it); the fake models none of them, so with the
+    token they are its 404."""
+    assert locked.http.get(f"{locked.base}{path}").status_code == 401
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    assert locked.http.get(f"{locked.base}{path}", headers=good).status_code == 404
+
+
 def test_the_token_never_reaches_the_journal_or_stderr(locked: Fake) -> None:
     locked.post(ping(), headers={"Authorization": f"Bearer {TOKEN}"})
     locked.post(ping(), headers={"Authorization": "Bearer not-it"})

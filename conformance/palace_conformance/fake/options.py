@@ -40,10 +40,12 @@ WATCH_ENV = "PALACE_FAKE_WATCH_PID"  # an HTTP fake stops when this process is g
 TOKEN_ENV = "MEMPALACE_MCP_HTTP_TOKEN"
 WRITER_WAIT_ENV = "MEMPALACE_MCP_WRITER_WAIT_SECONDS"
 EXTRA_HOSTS_ENV = "MEMPALACE_MCP_EXTRA_ALLOWED_HOSTS"
+SYNC_INTERVAL_ENV = "MEMPALACE_SYNC_INTERVAL"  # the HTTP server's peer sync (only its log line)
 
 __all__ = ["ENV_ARGV0", "ENV_CATALOGUE", "ENV_FAULT", "ENV_JOURNAL", "ENV_PLAN", "ENV_PRESET",
            "ENV_STATE",
-           "EXTRA_HOSTS_ENV", "TOKEN_ENV", "WATCH_ENV", "WRITER_WAIT_ENV", "FakeOptions",
+           "EXTRA_HOSTS_ENV", "SYNC_INTERVAL_ENV", "TOKEN_ENV", "WATCH_ENV", "WRITER_WAIT_ENV",
+           "FakeOptions",
            "FakeSetupError", "build_brain", "load_fault_plan"]
 
 

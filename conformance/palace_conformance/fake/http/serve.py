@@ -15,6 +15,7 @@ from pathlib import Path
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.http.server import LOOPBACK_HOSTS, FakeHttpServer, log
 from palace_conformance.fake.options import (
+    SYNC_INTERVAL_ENV,
     TOKEN_ENV,
     WATCH_ENV,
     WRITER_WAIT_ENV,
@@ -82,6 +83,15 @@ async def _take_lease(brain: Brain) -> bool:
     return True
 
 
+def _peer_sync_interval() -> float:
+    """``MEMPALACE_SYNC_INTERVAL`` as 3.11 reads it: seconds, 15 when unset or not a number,
+    0 (or less) for no peer sync thread."""
+    try:
+        return float(os.environ.get(SYNC_INTERVAL_ENV, "") or 15)
+    except ValueError:
+        return 15.0
+
+
 def _write_ready_file(path: str, url: str, port: int) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -132,6 +142,9 @@ async def _serve(brain: Brain, *, host: str, port: int, token: str | None, sessi
             "pick another --port (0 picks a free one)")
         brain.lease.release()
         return 2
+    interval = _peer_sync_interval()
+    if interval > 0:  # the fake has no peers to sync; this is the line 3.11 prints on start-up
+        log(f"peer sync thread started (interval {interval:.0f}s)")
     stopped = asyncio.Event()
     loop = asyncio.get_running_loop()
     reason: list[str] = []

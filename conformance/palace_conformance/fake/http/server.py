@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,6 +32,7 @@ from palace_conformance.fake.http.wire import (
     Wire,
     client_deadline,
     error_page,
+    reason_phrase,
 )
 from palace_conformance.fake.journal import redact_headers
 from palace_conformance.fake.options import EXTRA_HOSTS_ENV
@@ -54,6 +56,10 @@ def log(text: str) -> None:
 
 
 Route = Callable[[Call], Awaitable[None]]
+
+
+#: GET routes 3.11 serves only with the token (/statusz, the logstream, and every /sync/ path)
+TOKEN_GETS = frozenset({"/statusz", "/logstream/stream"})
 
 
 class FakeHttpServer:
@@ -130,7 +136,7 @@ class FakeHttpServer:
         except BadRequest as exc:
             self.brain.journal.record("http_request", method=None, path=None, error=str(exc),
                                       conn=call.conn)
-            await call.wire.send_error(exc.status)
+            await self._send_error(call, exc.status)
             return
         if call.head is not None:
             await self.respond(call)
@@ -159,19 +165,30 @@ class FakeHttpServer:
                                       headers=redact_headers(head.headers), conn=call.conn)
             if head.method not in self.methods:
                 reason = f"Unsupported method ({head.method!r})"
-                await call.wire.send_error(501, reason, reason=reason)
+                await self._send_error(call, 501, reason, reason=reason)
                 return
         if not self._host_allowed(head) or not self._origin_allowed(head):
-            await call.wire.send_error(403)
+            await self._send_error(call, 403)
             return
         if call.control:
             await self._control(call)
             return
         route, needs_token = self._route(head)
         if needs_token and not self._authorized(head):
-            await call.wire.send_error(401)
+            await self._unauthorized(call)
             return
         await route(call)
+
+    async def _send_error(self, call: Call, status: int, message: str | None = None,
+                          reason: str | None = None) -> None:
+        """``BaseHTTPRequestHandler.send_error``: its ``log_error`` line first (3.11 logs it as
+        ``HTTP <peer> - code N, message M``, before the access line), then the stock page."""
+        log(f"HTTP {call.wire.peer} - code {status}, message {message or reason_phrase(status)}")
+        await call.wire.send_error(status, message, reason=reason)
+
+    async def _unauthorized(self, call: Call) -> None:
+        log("HTTP request rejected: missing/invalid bearer token")
+        await self._send_error(call, 401)
 
     def _route(self, head: RequestHead) -> tuple[Route, bool]:
         """(handler, whether it needs the token) for a request that passed Host and Origin."""
@@ -181,6 +198,10 @@ class FakeHttpServer:
                 return self._healthz, False
             if mcp:
                 return self._get_mcp, self.stateful or head.header("last-event-id") is not None
+            if head.path in TOKEN_GETS or head.path.startswith("/sync/"):
+                # mempalace's ops routes (unmodelled here: 404 once past the token) follow the
+                # bearer policy: without the token they are 401, like 3.11's
+                return self._not_found, True
             return self._not_found, False  # mempalace: unknown GETs need no token
         if head.method == "DELETE":
             return (self._delete_session if mcp else self._not_found), True
@@ -221,7 +242,7 @@ class FakeHttpServer:
         await call.wire.send(200, [("Content-Type", "text/plain; charset=utf-8")], b"ok\n")
 
     async def _not_found(self, call: Call) -> None:
-        await call.wire.send_error(404)
+        await self._send_error(call, 404)
 
     async def _get_mcp(self, call: Call) -> None:
         head = call.head
@@ -234,7 +255,7 @@ class FakeHttpServer:
         elif self.stateful:
             await self._json(call, 405, NO_STANDALONE_STREAM, [("Allow", "POST, DELETE")])
         else:
-            await call.wire.send_error(404)
+            await self._send_error(call, 404)
 
     async def _delete_session(self, call: Call) -> None:
         if await self._admit(call, None):
@@ -248,7 +269,9 @@ class FakeHttpServer:
         head = call.head
         assert head is not None
         if "chunked" in (head.header("transfer-encoding") or "").lower():
-            await self._json(call, 400, PARSE_ERROR)  # mempalace reads Content-Length bodies only
+            # mempalace reads Content-Length bodies only: a chunked one is an empty body to it
+            log(f"HTTP JSON-RPC read or parse error: {_parse_problem(b'')}")
+            await self._json(call, 400, PARSE_ERROR)
             return
         if _declared_length(head) > BODY_LIMIT:
             await self._json(call, 413, TOO_LARGE)
@@ -265,7 +288,12 @@ class FakeHttpServer:
         meta = {"http": {"method": head.method, "path": head.path,
                          "headers": redact_headers(head.headers)}, "conn": call.conn}
         exchange = self.brain.receive(body, meta=meta)
-        if exchange.log:
+        # a body the brain could not parse: over HTTP 3.11 words it so, not as stdio's
+        # "Server error: ..." (parsed again only then, so a good body costs one parse)
+        problem = _parse_problem(body) if exchange.kind == "invalid" and exchange.log else None
+        if problem is not None:
+            log(f"HTTP JSON-RPC read or parse error: {problem}")
+        elif exchange.log:
             log(exchange.log)
         await self.answer(call, exchange)
 
@@ -294,7 +322,7 @@ class FakeHttpServer:
         elif (rotate := fault("rotate_token")) is not None:
             self.token = str(rotate.params["token"])
             self.brain.journal.record("http_token_rotated", conn=call.conn)
-            await call.wire.send_error(401)
+            await self._unauthorized(call)
         elif fault("forget_session") is not None:
             if call.session_id is not None and self.sessions.forget(call.session_id):
                 self.brain.journal.record("session", event="forgotten", session=call.session_id,
@@ -383,6 +411,16 @@ class FakeHttpServer:
         while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
             await call.wire.stream(piece)
         await call.wire.end_stream()
+
+
+def _parse_problem(body: bytes) -> str | None:
+    """What 3.11's HTTP handler logs for a body it cannot read as JSON (``str`` of the
+    exception from ``json.loads(body.decode("utf-8"))``), or None for a JSON body."""
+    try:
+        json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return str(exc)
+    return None
 
 
 def _declared_length(head: RequestHead) -> int:

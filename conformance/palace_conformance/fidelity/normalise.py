@@ -1,0 +1,124 @@
+"""Declared normalisation rules (rules.json): what may differ between two honest runs and why.
+
+Three kinds, applied in this order to every string and value of an observation:
+
+- ``world``: the session's own paths (HOME, palace, mine source, the launchers' directory)
+  become ``<HOME>``, ``<PALACE>``, ``<SOURCE>``, ``<BIN>``;
+- ``pattern``: a regular expression replaced in every string (ids, PIDs, ports, timestamps);
+- ``keys``: the value under any of the named object keys is replaced (scores, clocks).
+
+A rule masks a value, never a whole answer: a tool that answers differently still differs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RULES_FILE = Path(__file__).with_name("rules.json")
+KINDS = ("world", "pattern", "keys")
+
+
+class RulesError(Exception):
+    """The rules file is not valid; one line naming the rule and the problem."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One declared rule: its id, what it masks and why (both shown in reports)."""
+
+    id: str
+    kind: str
+    masks: str
+    why: str
+    pattern: re.Pattern[str] | None = None
+    replacement: str = ""
+    keys: frozenset[str] = frozenset()
+
+
+def parse_rules(data: Mapping[str, Any]) -> list[Rule]:
+    rules: list[Rule] = []
+    for index, raw in enumerate(data.get("rules", [])):
+        rule_id = raw.get("id") or f"#{index}"
+        kind = raw.get("kind")
+        if kind not in KINDS:
+            raise RulesError(f"rule {rule_id}: kind must be one of {', '.join(KINDS)}")
+        if not raw.get("masks") or not raw.get("why"):
+            raise RulesError(f"rule {rule_id}: every rule says what it masks and why "
+                             "('masks' and 'why')")
+        pattern = None
+        if kind == "pattern":
+            try:
+                pattern = re.compile(raw["pattern"])
+            except (KeyError, re.error) as exc:
+                raise RulesError(f"rule {rule_id}: bad or missing 'pattern' ({exc})") from None
+        if kind == "keys" and not raw.get("keys"):
+            raise RulesError(f"rule {rule_id}: a keys rule names its 'keys'")
+        rules.append(Rule(id=rule_id, kind=kind, masks=raw["masks"], why=raw["why"],
+                          pattern=pattern, replacement=raw.get("replacement", "<MASKED>"),
+                          keys=frozenset(raw.get("keys", []))))
+    ids = [rule.id for rule in rules]
+    if len(set(ids)) != len(ids):
+        raise RulesError("rule ids must be unique")
+    return rules
+
+
+def load_rules(path: Path = RULES_FILE) -> list[Rule]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RulesError(f"cannot read the rules file {path}: {exc}") from None
+    return parse_rules(data)
+
+
+class Normaliser:
+    """Applies the rules to one observation; ``fired`` collects the ids of rules that changed
+    something (a point explained by rules names them)."""
+
+    def __init__(self, rules: list[Rule], world: Mapping[str, str] | None = None) -> None:
+        self.rules = rules
+        # longest path first: the palace sits inside the world root
+        self.world = sorted(((name, path) for name, path in (world or {}).items() if path),
+                            key=lambda item: -len(item[1]))
+        self.fired: set[str] = set()
+
+    def _string(self, text: str) -> str:
+        for rule in self.rules:
+            before = text
+            if rule.kind == "world":
+                for name, path in self.world:
+                    text = text.replace(path, name)
+            elif rule.kind == "pattern" and rule.pattern is not None:
+                text = rule.pattern.sub(rule.replacement, text)
+            if text != before:
+                self.fired.add(rule.id)
+        return text
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._string(value)
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                rule = next((r for r in self.rules if r.kind == "keys" and key in r.keys), None)
+                if rule is not None and item is not None and not isinstance(item, (dict, list)):
+                    if item != rule.replacement:
+                        self.fired.add(rule.id)
+                    out[key] = rule.replacement
+                else:
+                    out[key] = self.value(item)
+            return out
+        return value
+
+
+def normalise(observation: Any, rules: list[Rule],
+              world: Mapping[str, str] | None = None) -> tuple[Any, set[str]]:
+    """The observation with every rule applied, and the ids of the rules that changed it."""
+    normaliser = Normaliser(rules, world)
+    return normaliser.value(observation), normaliser.fired

@@ -1,0 +1,73 @@
+"""Every declared rule masks exactly what it says, and a bad rules file is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from palace_conformance.fidelity.normalise import RulesError, load_rules, normalise, parse_rules
+
+RULES = load_rules()
+
+
+def _masked(value: object, world: dict[str, str] | None = None) -> tuple[object, set[str]]:
+    return normalise(value, RULES, world)
+
+
+def test_every_rule_says_what_it_masks_and_why() -> None:
+    assert len(RULES) >= 10
+    assert all(rule.masks and rule.why for rule in RULES)
+
+
+@pytest.mark.parametrize(("text", "expected", "rule"), [
+    ("is held by PID 4242 (x)", "is held by PID <PID> (x)", "pids"),
+    ("http://127.0.0.1:34701/mcp", "http://127.0.0.1:<PORT>/mcp", "ports"),
+    ("2026-12-02T00:35:53.957440", "<TIME>", "timestamps"),
+    ("2026-12-02T00:37:31Z", "<TIME>", "timestamps"),
+    ("diary_wing_probe-agent_20261202_003553957440_59668c7a9825",
+     "diary_wing_probe-agent_<STAMP>_<HASH>", "diary-entry-ids"),
+    ("drawer_probe_notes_4a989d15e619d112e9029839", "drawer_probe_notes_<HASH>", "drawer-ids"),
+    ("t_probe_ran_on_loser_cff4a0b46367", "t_probe_ran_on_loser_<HASH>", "triple-ids"),
+    ("evt_20261202T003731_1dc3769a1845", "evt_<STAMP>_<HASH>", "event-ids"),
+    ("art_20261202T003756_3a922652d981", "art_<STAMP>_<HASH>", "event-ids"),
+    ("rep_d2e605d37d30ddf3afe1ff1a33703dc6", "rep_<REPLICA>", "replica-ids"),
+    ("Open MemPalace task task_compare_48da26f8 as", "Open MemPalace task task_compare_<HASH> as",
+     "task-ids"),
+])
+def test_pattern_rules(text: str, expected: str, rule: str) -> None:
+    assert _masked(text) == (expected, {rule})
+
+
+@pytest.mark.parametrize("text", [
+    "2026-12-02",  # a date alone is compared
+    "drawer_nope", "evt_nope", "t_short_abc",  # ids a probe chose are compared
+    "PID file", "port 80",
+])
+def test_pattern_rules_leave_other_text_alone(text: str) -> None:
+    assert _masked(text) == (text, set())
+
+
+def test_key_rules_mask_values_not_structure() -> None:
+    value = {"results": [{"distance": 0.35, "text": "a", "hlc": "1-0-rep"}], "count": 1}
+    assert _masked(value) == ({"results": [{"distance": "<SCORE>", "text": "a",
+                                            "hlc": "<HLC>"}], "count": 1},
+                              {"similarity", "hybrid-clocks"})
+    assert _masked({"distance": None}) == ({"distance": None}, set())
+    assert _masked({"distance": [1]})[0] == {"distance": [1]}
+
+
+def test_world_paths_longest_first() -> None:
+    world = {"<WORLD>": "/tmp/w", "<PALACE>": "/tmp/w/palace"}
+    assert _masked("at /tmp/w/palace/chroma.sqlite3 in /tmp/w", world) == (
+        "at <PALACE>/chroma.sqlite3 in <WORLD>", {"world-paths"})
+
+
+@pytest.mark.parametrize(("raw", "problem"), [
+    ({"id": "x", "kind": "guess", "masks": "m", "why": "w"}, "kind must be one of"),
+    ({"id": "x", "kind": "pattern", "masks": "m"}, "says what it masks and why"),
+    ({"id": "x", "kind": "pattern", "pattern": "(", "masks": "m", "why": "w"}, "bad or missing"),
+    ({"id": "x", "kind": "keys", "masks": "m", "why": "w"}, "names its 'keys'"),
+])
+def test_a_bad_rule_is_one_line(raw: dict[str, object], problem: str) -> None:
+    with pytest.raises(RulesError) as exc:
+        parse_rules({"rules": [raw]})
+    assert problem in str(exc.value) and "\n" not in str(exc.value)
