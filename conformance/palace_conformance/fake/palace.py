@@ -13,8 +13,10 @@ import fcntl
 import hashlib
 import json
 import os
+import platform
 import re
 import secrets
+import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +38,8 @@ PROTOCOL_TEXT = (
     "4. AFTER EACH SESSION: call mempalace_diary_write to record what happened.\n"
     "(fake palace: abridged protocol text)"
 )
+#: what 3.11's hook_settings answers before anything was set
+HOOK_SETTINGS = {"silent_save": True, "desktop_toast": False}
 AAAK_TEXT = ("AAAK is a compressed memory dialect that MemPalace uses for efficient storage.\n"
              "(abridged)")
 
@@ -69,11 +73,16 @@ class PalaceState:
                  triples: list[dict[str, Any]] | None = None,
                  events: list[dict[str, Any]] | None = None,
                  artifacts: list[dict[str, Any]] | None = None,
-                 initialised: bool = True, replica: str | None = None) -> None:
+                 initialised: bool = True, replica: str | None = None,
+                 tunnels: list[dict[str, Any]] | None = None,
+                 hook_settings: dict[str, Any] | None = None) -> None:
         self.drawers: list[dict[str, Any]] = drawers if drawers is not None else []
         self.triples: list[dict[str, Any]] = triples if triples is not None else []
         self.events: list[dict[str, Any]] = events if events is not None else []
         self.artifacts: list[dict[str, Any]] = artifacts if artifacts is not None else []
+        self.tunnels: list[dict[str, Any]] = tunnels if tunnels is not None else []
+        self.hook_settings: dict[str, Any] = (hook_settings if hook_settings is not None
+                                              else dict(HOOK_SETTINGS))
         self.initialised = initialised
         self.replica = replica or new_replica_id()
 
@@ -91,6 +100,9 @@ class PalaceState:
             artifacts=list(data.get("artifacts", [])),
             initialised=bool(data.get("initialised", True)),
             replica=data.get("replica") if isinstance(data.get("replica"), str) else None,
+            tunnels=list(data.get("tunnels", [])),
+            hook_settings=(dict(data["hook_settings"]) if isinstance(data.get("hook_settings"),
+                                                                     dict) else None),
         )
         for entry in data.get("diary", []):
             state.drawers.append(_diary_drawer(entry["agent_name"], entry["entry"],
@@ -101,7 +113,8 @@ class PalaceState:
     def to_json(self) -> dict[str, Any]:
         return {"initialised": self.initialised, "replica": self.replica,
                 "drawers": self.drawers, "triples": self.triples, "events": self.events,
-                "artifacts": self.artifacts}
+                "artifacts": self.artifacts, "tunnels": self.tunnels,
+                "hook_settings": self.hook_settings}
 
 
 def _diary_drawer(agent: str, entry: str, topic: str, wing: str | None,
@@ -125,6 +138,9 @@ class PalaceStore:
         self.state = PalaceState.from_json(initial or {})
         if self.path is not None and self.path.exists():
             self.state = self._read()
+        #: 3.11 checks the chroma database's integrity once, when the server starts: a palace
+        #: initialised later in the same process still reports "no quick_check ran"
+        self.started_initialised = self.state.initialised
 
     def _read(self) -> PalaceState:
         assert self.path is not None
@@ -173,23 +189,20 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
              palace_path: str) -> dict[str, Any]:
     """Run one tool against the palace and return its (business) result object."""
     entry = _HANDLERS.get(name)
-    if entry is None and name in FRESH_ANSWERS:  # answered only while the palace is fresh
-        with store.transaction(write=False) as state:
-            if not state.initialised:
-                return FRESH_ANSWERS[name](palace_path)
     if entry is None:
-        return {
-            "success": False,
-            "error": f"{name} is not modelled by the palace-conformance fake palace",
-            "fake_unmodelled": True,
-        }
+        return unmodelled(name)
     handler, writes = entry
     with store.transaction(write=writes) as state:
-        if not state.initialised and name in FRESH_ANSWERS:
-            return FRESH_ANSWERS[name](palace_path)
         args = dict(args)
         args["__palace__"] = palace_path
+        args["__integrity_checked__"] = store.started_initialised
         return handler(state, args)
+
+
+def unmodelled(what: str) -> dict[str, Any]:
+    """The visible answer for what the fake does not model (README, "Fidelity")."""
+    return {"success": False, "error": f"{what} is not modelled by the palace-conformance fake "
+                                       "palace", "fake_unmodelled": True}
 
 
 NAME_MAX = 128
@@ -248,14 +261,16 @@ def _updates() -> dict[str, Any]:
 
 
 def _fresh_status(palace: str) -> dict[str, Any]:
-    sqlite_path = f"{palace}/chroma.sqlite3"
-    return {**_chroma_missing(palace),
-            "sqlite_integrity": {
-                "checked": False, "ok": None, "sqlite_version": SQLITE_VERSION, "palace": palace,
-                "sqlite_path": sqlite_path, "error_count": 0, "errors": [],
-                "reason": f"no quick_check ran: {sqlite_path} does not exist, so there was no "
-                          "SQLite database to open"},
+    return {**_chroma_missing(palace), "sqlite_integrity": _unchecked_integrity(palace),
             "library_versions": _library_versions(), "updates": _updates()}
+
+
+def _unchecked_integrity(palace: str) -> dict[str, Any]:
+    sqlite_path = f"{palace}/chroma.sqlite3"
+    return {"checked": False, "ok": None, "sqlite_version": SQLITE_VERSION, "palace": palace,
+            "sqlite_path": sqlite_path, "error_count": 0, "errors": [],
+            "reason": f"no quick_check ran: {sqlite_path} does not exist, so there was no "
+                      "SQLite database to open"}
 
 
 def _fresh_search(palace: str) -> dict[str, Any]:
@@ -263,22 +278,20 @@ def _fresh_search(palace: str) -> dict[str, Any]:
             "hint": "Run: mempalace init <dir> && mempalace mine <dir>"}
 
 
-def _backend_open_failed(palace: str) -> dict[str, Any]:
-    # only the error text is known from 3.11; the brain marks this result isError, as 3.11 does
-    return {"error": BACKEND_OPEN_FAILED}
-
-
 BACKEND_OPEN_FAILED = "Backend open failed"
-#: tools whose 3.11 answer differs while the palace is fresh; every other tool (the knowledge
-#: graph, the event log, artifacts, ...) works as usual, and the first vector write ends it
-FRESH_ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
-    "mempalace_status": _fresh_status,
-    "mempalace_diary_read": _chroma_missing,
-    "mempalace_list_wings": _chroma_missing,
-    "mempalace_search": _fresh_search,
-    "mempalace_list_drawers": _backend_open_failed,
-    "mempalace_get_taxonomy": _backend_open_failed,
-}
+
+
+def fresh(state: PalaceState, args: dict[str, Any]) -> dict[str, Any] | None:
+    """3.11's answer of a tool that opens the chroma database while there is none, else None."""
+    return None if state.initialised else _chroma_missing(args["__palace__"])
+
+
+def optional_name(field: str, value: Any) -> str | None:
+    """3.11's check of an optional name filter (wing, room): a non-string raises
+    AttributeError on ``strip`` (-32000), a bad name is the problem text, absent is None."""
+    if value is None or not value.strip():
+        return None
+    return _problem(field, value, "name")
 
 
 # --- palace overview -----------------------------------------------------------------------
@@ -286,25 +299,31 @@ FRESH_ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
 
 @tool("mempalace_status")
 def _status(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    palace = args["__palace__"]
+    if not state.initialised:
+        return _fresh_status(palace)
     wings: dict[str, int] = {}
     rooms: dict[str, int] = {}
     for drawer in state.drawers:
         wings[drawer["wing"]] = wings.get(drawer["wing"], 0) + 1
         rooms[drawer["room"]] = rooms.get(drawer["room"], 0) + 1
-    palace = args["__palace__"]
+    integrity = ({"checked": True, "ok": True, "sqlite_version": SQLITE_VERSION,
+                  "palace": palace, "sqlite_path": f"{palace}/chroma.sqlite3",
+                  "error_count": 0, "errors": []}
+                 if args["__integrity_checked__"] else _unchecked_integrity(palace))
     return {
         "total_drawers": len(state.drawers), "wings": wings, "rooms": rooms,
         "protocol": PROTOCOL_TEXT, "aaak_dialect": AAAK_TEXT, "backend": "chroma",
         "embedding_device": "fake (deterministic word overlap)",
-        "sqlite_integrity": {"checked": True, "ok": True, "sqlite_version": SQLITE_VERSION,
-                             "palace": palace, "sqlite_path": f"{palace}/chroma.sqlite3",
-                             "error_count": 0, "errors": []},
+        "sqlite_integrity": integrity,
         "library_versions": _library_versions(), "updates": _updates(),
     }
 
 
 @tool("mempalace_list_wings")
 def _list_wings(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (missing := fresh(state, args)) is not None:
+        return missing
     wings: dict[str, int] = {}
     for drawer in state.drawers:
         wings[drawer["wing"]] = wings.get(drawer["wing"], 0) + 1
@@ -314,11 +333,26 @@ def _list_wings(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_list_rooms")
 def _list_rooms(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     wing = args.get("wing")
+    if (problem := optional_name("wing", wing)) is not None:
+        return {"error": problem}
+    if (missing := fresh(state, args)) is not None:
+        return missing
     rooms: dict[str, int] = {}
     for drawer in state.drawers:
-        if wing is None or drawer["wing"] == wing:
+        if not wing or drawer["wing"] == wing.strip():
             rooms[drawer["room"]] = rooms.get(drawer["room"], 0) + 1
-    return {"wing": wing or "all", "rooms": rooms}
+    return {"wing": wing.strip() if wing else "all", "rooms": rooms}
+
+
+@tool("mempalace_get_taxonomy")
+def _get_taxonomy(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (missing := fresh(state, args)) is not None:
+        return missing
+    taxonomy: dict[str, dict[str, int]] = {}
+    for drawer in state.drawers:
+        rooms = taxonomy.setdefault(drawer["wing"], {})
+        rooms[drawer["room"]] = rooms.get(drawer["room"], 0) + 1
+    return {"taxonomy": taxonomy}
 
 
 @tool("mempalace_get_aaak_spec")
@@ -328,13 +362,20 @@ def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_mesh_peers")
 def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    # 3.11 advertises this host's profile; a palace with a database is also a replica
+    profile = {"roles": ["replica", "compute"] if state.initialised else ["compute"],
+               "accelerator": {"embedder": "fake", "provider": "CPU"},
+               "hardware": platform.platform(),
+               "drawers": len(state.drawers) if state.initialised else None,
+               "advertised_at": _now().isoformat()}
     seen = max((e["origin_seq"] for e in state.events if e.get("origin_replica") == state.replica),
                default=0)
     vector = {state.replica: seen} if seen else {}
-    return {"self": {"replica_id": state.replica, "name": None, "version_vector": vector,
-                     "profile": None},
-            "peers": [], "unnamed_origins": [], "origin_profiles": {}, "sync_interval_s": 15.0,
-            "estate_source": {}}
+    return {"self": {"replica_id": state.replica, "name": socket.gethostname(),
+                     "version_vector": vector, "profile": profile},
+            "peers": [], "unnamed_origins": [], "origin_profiles": {state.replica: profile},
+            "sync_interval_s": 15.0,
+            "estate_source": {"in_process": False, "published_at": None, "writer_alive": False}}
 
 
 # --- drawers -------------------------------------------------------------------------------
@@ -371,7 +412,10 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     writer = args.get("added_by") or (diary or {}).get("agent_name") or "checkpoint"
     result: dict[str, Any] = {"added": [], "duplicates": [], "errors": []}
     for item in items:
-        if not isinstance(item, dict) or not all(k in item for k in ("wing", "room", "content")):
+        if not isinstance(item, dict):
+            result["errors"].append({"item": item, "error": "item must be an object"})
+            continue
+        if not all(k in item for k in ("wing", "room", "content")):  # text not captured
             result["errors"].append({"item": item, "error": "item needs wing, room and content"})
             continue
         filed = _file_drawer(state, item["wing"], item["room"], item["content"], writer)
@@ -385,6 +429,10 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_get_drawer")
 def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (missing := fresh(state, args)) is not None:
+        return missing
+    if not isinstance(args["drawer_id"], str):  # chroma's complaint, as 3.11 passes it on
+        return {"error": f"Expected ID to be a str, got {args['drawer_id']!r} in get."}
     for drawer in state.drawers:
         if drawer["id"] == args["drawer_id"]:
             return {"drawer_id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
@@ -399,6 +447,8 @@ _WORD = re.compile(r"\w+")
 def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     query = args["query"]
     query.strip()  # like 3.11: a non-string query raises AttributeError (-32000)
+    if not state.initialised:
+        return _fresh_search(args["__palace__"])
     terms = {w.lower() for w in _WORD.findall(query)}
     limit = int(args.get("limit", 5))
     scored = []
@@ -451,9 +501,9 @@ def _files_under(root: Path, cap: int) -> list[Path]:
 
 @tool("mempalace_mine", writes=True)
 def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    source = Path(os.path.expanduser(args["source"]))
-    if not source.exists():
-        return {"success": False, "error": f"Source not found: {source}"}
+    source = Path(os.path.expanduser(args["source"]))  # a non-string: TypeError, -32000
+    if not args["source"] or not source.exists():
+        return {"success": False, "error": f"source not found: {args['source']!r}"}
     limit = int(args.get("limit", 0) or 0)
     cap = min(limit, MINE_FILE_CAP) if limit > 0 else MINE_FILE_CAP
     files = [source] if source.is_file() else _files_under(source, cap)
@@ -501,6 +551,12 @@ def _diary_write(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_diary_read")
 def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     agent = args["agent_name"]
+    problem = _problem("agent_name", agent, "name") or (
+        _problem("wing", args["wing"], "name") if args.get("wing") else None)
+    if problem is not None:
+        return {"error": problem}
+    if (missing := fresh(state, args)) is not None:
+        return missing
     wing = args.get("wing") or f"wing_{agent}"
     last_n = max(1, min(100, int(args.get("last_n", 10))))
     entries = [d for d in state.drawers if d["room"] == "diary" and d["wing"] == wing]
@@ -539,6 +595,8 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_kg_query")
 def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args["entity"]
+    if (problem := _problem("entity", entity, "value")) is not None:
+        return {"error": problem}
     as_of = args.get("as_of")
     today = as_of or _now().strftime("%Y-%m-%d")
     facts = []
@@ -566,14 +624,18 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_event_append", writes=True)
 def _event_append(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    refused = _refused(*((field, args[field], "text")
+                         for field in ("type", "stream", "room", "from_agent")))
+    if refused is not None:
+        return refused
     status = args.get("status")
     if status is not None and status not in EVENT_STATUSES:
         return {"success": False,
                 "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
-    return {"success": True, "event": _append_event(state, args)}
+    return {"success": True, "event": append_event(state, args)}
 
 
-def _append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+def append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     seq = max((e["seq"] for e in state.events), default=0) + 1
     when = _now()
     event = {
@@ -608,8 +670,23 @@ def _event_selected(event: dict[str, Any], args: dict[str, Any]) -> bool:
     return wanted is None or event.get("to_agent") in (wanted, "*")
 
 
+#: the filters 3.11 refuses when given but not a non-blank string (its first check: stream)
+_CHECKED_FILTERS = ("stream", "room", "topic", "type", "to_agent", "writer", "correlation_id",
+                    "status")
+
+
+def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
+    for key in _CHECKED_FILTERS:
+        value = args.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            return {"error": f"{key} must be a non-empty string"}
+    return None
+
+
 @tool("mempalace_event_list")
 def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (refused := _bad_filter(args)) is not None:
+        return refused
     events = list(state.events)
     ids = [e["id"] for e in events]
     if args.get("since_event_id") in ids:
@@ -630,6 +707,10 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_event_ack", writes=True)
 def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    refused = _refused(("event_id", args["event_id"], "text"),
+                       ("from_agent", args["from_agent"], "text"))
+    if refused is not None:
+        return refused
     # like 3.11: the event's existence is checked before the status
     target = next((e for e in state.events if e["id"] == args["event_id"]), None)
     if target is None:
@@ -638,7 +719,7 @@ def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if status not in EVENT_STATUSES:
         return {"success": False,
                 "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
-    event = _append_event(state, {
+    event = append_event(state, {
         "type": "ack", "stream": target["stream"], "room": target["room"],
         "topic": args.get("topic", target["topic"]), "from_agent": args["from_agent"],
         "to_agent": target["from_agent"], "correlation_id": target["correlation_id"],
@@ -652,35 +733,50 @@ def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if args["kind"] not in ARTIFACT_KINDS:
         return {"success": False,
                 "error": f"kind={args['kind']!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
-    content = str(args["content"])
+    artifact = store_artifact(state, args["kind"], str(args["content"]), args["created_by"],
+                              args.get("metadata"))
+    return {"success": True, "artifact": artifact}
+
+
+def store_artifact(state: PalaceState, kind: str, content: str, created_by: Any,
+                   metadata: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """File an artifact; returns what 3.11 answers of it (its content stays in the palace)."""
     sha = hashlib.sha256(content.encode()).hexdigest()
     when = _now()
-    artifact = {"id": f"art_{when.strftime('%Y%m%dT%H%M%S')}_{sha[:12]}", "kind": args["kind"],
+    artifact = {"id": f"art_{when.strftime('%Y%m%dT%H%M%S')}_{sha[:12]}", "kind": kind,
                 "sha256": sha, "size_bytes": len(content.encode()),
-                "created_by": args["created_by"], "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "origin_replica": state.replica}
-    state.artifacts.append({**artifact, "content": content, "metadata": args.get("metadata") or {}})
-    return {"success": True, "artifact": artifact}
+                "created_by": created_by, "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "origin_replica": state.replica, **(extra or {})}
+    state.artifacts.append({**artifact, "content": content, "metadata": metadata or {}})
+    return artifact
 
 
 @tool("mempalace_artifact_get")
 def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (problem := _problem("artifact_id", args["artifact_id"], "text")) is not None:
+        return {"error": problem}
     for artifact in state.artifacts:
         if artifact["id"] == args["artifact_id"]:
-            return {"success": True, "artifact": artifact}
+            return {"artifact": artifact}  # 3.11: no success key here either
     return {"error": f"artifact '{args['artifact_id']}' not found"}  # 3.11: no success key
 
 
 @tool("mempalace_event_wait")
 def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    # The brain holds the reply for timeout_ms when nothing matches (see brain.hold_for).
-    events = [e for e in state.events if _event_selected(e, args)]
-    ids = [e["id"] for e in state.events]
+    """3.11 lists what matches (oldest first, after ``since_event_id`` when given) and answers
+    at once when anything does; the brain holds an empty answer for ``timeout_ms``."""
+    if (refused := _bad_filter(args)) is not None:
+        return refused
+    events = list(state.events)
+    ids = [e["id"] for e in events]
     if args.get("since_event_id") in ids:
-        after = ids.index(args["since_event_id"])
-        events = [e for e in events if ids.index(e["id"]) > after]
-    else:
-        events = []
-    if events:
-        return {"timed_out": False, "events": events, "count": len(events)}
-    return {"timed_out": True, "events": [], "count": 0}
+        events = events[ids.index(args["since_event_id"]) + 1 :]
+    events = [e for e in events if _event_selected(e, args)][: int(args.get("limit", 50) or 50)]
+    result: dict[str, Any] = {"timed_out": not events, "events": events, "count": len(events)}
+    if args.get("from_agent") is not None and args.get("writer") is None:
+        result["note"] = EVENT_LIST_NOTE
+    return result
+
+
+# the rest of the catalogue registers itself with @tool
+from palace_conformance.fake import palace_graph, palace_records  # noqa: E402,F401
