@@ -183,12 +183,14 @@ def run_cli_mine(source: str | None, palace: str, journal_path: str | None,
         print(text, file=sys.stderr)
         return 1
     try:
-        from palace_conformance.fake.palace import PalaceStore, run_tool
+        from palace_conformance.fake.palace import PalaceStore, mine_source
 
         if source is None:
             result = {"success": False, "error": "mine needs a source directory"}
         else:
-            result = run_tool(PalaceStore(state), "mempalace_mine", {"source": source}, palace)
+            store = PalaceStore(state)
+            with store.transaction(write=True) as contents:
+                result = mine_source(contents, {"source": source})
     except (OSError, ValueError) as exc:
         result = {"success": False, "error": f"cannot use palace state {state}: {exc}"}
     finally:

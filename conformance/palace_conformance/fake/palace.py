@@ -120,13 +120,20 @@ class PalaceState:
 def _diary_drawer(agent: str, entry: str, topic: str, wing: str | None,
                   timestamp: str | None = None) -> dict[str, Any]:
     when = datetime.fromisoformat(timestamp) if timestamp else _now()
-    wing = wing or f"wing_{agent}"
+    agent = agent.strip().lower()  # 3.11 files (and reads) diaries under the lower-cased name
+    wing = wing.strip() if wing else default_diary_wing(agent)
     stamp = when.strftime("%Y%m%d_%H%M%S%f")
     return {
-        "id": f"diary_{wing}_{stamp}_{_digest(agent, entry, stamp)}",
+        "id": f"diary_{wing}_{stamp}_{hashlib.sha256(entry.encode()).hexdigest()[:12]}",
         "wing": wing, "room": "diary", "content": entry, "topic": topic, "agent": agent,
         "added_by": agent, "source_file": "?", "created_at": when.isoformat(),
     }
+
+
+def default_diary_wing(agent: str) -> str:
+    """The wing 3.11 files an agent's diary in when none is named: ``wing_`` + the lower-cased
+    name with spaces as ``_``."""
+    return "wing_" + agent.strip().lower().replace(" ", "_")
 
 
 class PalaceStore:
@@ -499,15 +506,16 @@ def _files_under(root: Path, cap: int) -> list[Path]:
     return found
 
 
-@tool("mempalace_mine", writes=True)
-def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+def mine_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    """Mine ``args["source"]``: the counts (files, drawers filed, wing), or 3.11's refusal."""
     source = Path(os.path.expanduser(args["source"]))  # a non-string: TypeError, -32000
     if not args["source"] or not source.exists():
         return {"success": False, "error": f"source not found: {args['source']!r}"}
     limit = int(args.get("limit", 0) or 0)
     cap = min(limit, MINE_FILE_CAP) if limit > 0 else MINE_FILE_CAP
     files = [source] if source.is_file() else _files_under(source, cap)
-    wing = args.get("wing") or (source.parent.name if source.is_file() else source.name)
+    wing = args.get("wing") or re.sub(r"[^\w]+", "_", (
+        source.parent.name if source.is_file() else source.name)).lower()
     agent = args.get("agent", "mempalace")
     filed = 0
     if not args.get("dry_run"):
@@ -524,6 +532,36 @@ def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             "drawers_filed": filed, "agent": agent, "dry_run": bool(args.get("dry_run"))}
 
 
+_RULE, _THIN = "=" * 55, "-" * 55
+
+
+def mine_report(counts: dict[str, Any], palace: str) -> str:
+    """The CLI report 3.11's mine tool returns as ``output``: its layout, the fake's counts."""
+    dry = counts["dry_run"]
+    skipped = counts["files_processed"] - counts["drawers_filed"]
+    return "".join([
+        f"\n{_RULE}\n  MemPalace Mine\n{_RULE}\n", f"  Wing:    {counts['wing']}\n",
+        f"  Rooms:   {counts['mode']}\n", f"  Files:   {counts['files_processed']}\n",
+        f"  Palace:  {palace}\n", "  Device:  fake (deterministic word overlap)\n",
+        "  DRY RUN -- nothing will be filed\n" if dry else "", f"{_THIN}\n\n\n{_RULE}\n",
+        "  Done.\n", f"  Files processed: {counts['drawers_filed']}\n",
+        f"  Files skipped ({'read error or too short' if dry else 'already filed or other'}): "
+        f"{skipped}\n", f"  Drawers filed: {counts['drawers_filed']}\n\n  By room:\n",
+        f"    {counts['mode']}: {counts['drawers_filed']}\n" if counts["drawers_filed"] else "",
+        "\n  Next: mempalace search \"what you're looking for\"\n", f"{_RULE}\n\n"])
+
+
+@tool("mempalace_mine", writes=True)
+def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    counts = mine_source(state, args)
+    if not counts["success"]:
+        return counts
+    # 3.11's shape: the CLI's text report as output (its chunking and room detection are not
+    # modelled: one drawer per file, in a room named after the mode)
+    return {"success": True, "mode": counts["mode"], "dry_run": counts["dry_run"],
+            "output": mine_report(counts, args["__palace__"])}
+
+
 # --- diary ---------------------------------------------------------------------------------
 
 
@@ -538,7 +576,7 @@ def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
     drawer = _diary_drawer(agent, entry, topic, wing)
     state.initialised = True  # the first vector write creates the chroma database
     state.drawers.append(drawer)
-    return {"success": True, "entry_id": drawer["id"], "agent": agent, "topic": topic,
+    return {"success": True, "entry_id": drawer["id"], "agent": drawer["agent"], "topic": topic,
             "timestamp": drawer["created_at"], "chunks": 1}
 
 
@@ -557,9 +595,13 @@ def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return {"error": problem}
     if (missing := fresh(state, args)) is not None:
         return missing
-    wing = args.get("wing") or f"wing_{agent}"
+    agent = agent.strip().lower()
+    wing = (args.get("wing") or "").strip()
     last_n = max(1, min(100, int(args.get("last_n", 10))))
-    entries = [d for d in state.drawers if d["room"] == "diary" and d["wing"] == wing]
+    # 3.11: the agent's entries in every wing it wrote to, unless a wing is named
+    entries = [d for d in state.drawers if d["room"] == "diary" and wing in ("", d["wing"])
+               and (d["agent"] == agent if "agent" in d
+                    else d["wing"] == default_diary_wing(agent))]
     if not entries:
         return {"agent": agent, "entries": [], "message": "No diary entries yet."}
     entries.sort(key=lambda d: d["created_at"], reverse=True)
