@@ -18,6 +18,7 @@ import pytest
 from palace_conformance.fake.palace import PalaceStore, run_tool
 from palace_conformance.fake.truth_table import (
     KINDS,
+    POPULATED_SEED,
     STATES,
     Recording,
     derived_extra_required,
@@ -26,6 +27,7 @@ from palace_conformance.fake.truth_table import (
     normalise,
     probe_plan,
     record,
+    resolve,
 )
 from palace_conformance.resources import tool_catalogue
 
@@ -45,11 +47,15 @@ def test_the_fake_answers_every_probe_as_the_real_server_did(
     assert fake_recording.tools == CATALOGUE["tools"]
 
 
-def test_the_table_probes_every_tool_in_both_states_in_the_plan_order() -> None:
+def test_the_table_probes_every_tool_in_every_state_in_the_plan_order() -> None:
     plan = probe_plan(CATALOGUE)
+    assert STATES == ("fresh", "initialised", "populated")
     for state in STATES:
         probes = [(p["tool"], p["arguments"]) for p in TRUTH["probes"] if p["state"] == state]
-        assert probes == plan
+        assert probes == probe_plan(CATALOGUE, state)
+        assert probes[-len(plan):] == plan  # the populated palace's seed and hits come first
+    seeded = probe_plan(CATALOGUE, "populated")[:len(POPULATED_SEED)]
+    assert seeded == POPULATED_SEED
     assert {tool for tool, _ in plan} == {t["name"] for t in CATALOGUE["tools"]}
     # every tool without required arguments is called bare; one with them is refused bare
     bare = {tool for tool, arguments in plan if not arguments}
@@ -85,6 +91,27 @@ def test_normalise_masks_what_varies_between_runs_and_machines() -> None:
         "entry_id": "diary_wing_a_<STAMP>", "profiles": {"<REPLICA>": {"embedder": "<EMBEDDER>"}},
         "self": {"replica_id": "<REPLICA>", "name": "<HOSTNAME>"},
     }
+
+
+def test_references_name_an_earlier_answer() -> None:
+    payloads = [{"drawer_id": "d1"}, {"event": {"id": "e1"}}]
+    assert resolve({"ids": ["$ref:0:drawer_id", "x"], "e": "$ref:1:event.id"}, payloads) == {
+        "ids": ["d1", "x"], "e": "e1"}
+    assert resolve("$ref:5:drawer_id", payloads) is None
+    assert resolve("$ref:1:event.missing", payloads) is None
+
+
+def test_the_populated_palace_is_hit_by_its_probes() -> None:
+    """The recorded hits found what the seed filed (a probe of a miss would pin nothing)."""
+    answers = {(p["tool"], json.dumps(p["arguments"], sort_keys=True)): p["answer"]
+               for p in TRUTH["probes"] if p["state"] == "populated"}
+    drawer = answers[("mempalace_get_drawer", '{"drawer_id": "$ref:0:drawer_id"}')]["result"]
+    assert drawer["content"] == "lighthouse storms notebook" and "metadata" in drawer
+    search = answers[("mempalace_search", '{"query": "lighthouse storms", "wing": "probe"}')]
+    assert [r["text"] for r in search["result"]["results"]] == ["lighthouse storms notebook"]
+    ack = answers[("mempalace_event_ack",
+                   '{"event_id": "$ref:3:event.id", "from_agent": "probe@y"}')]["result"]
+    assert ack["event"]["type"] == "event.ack" and ack["event"]["status"] is None
 
 
 def test_policies_are_read_off_the_probes() -> None:

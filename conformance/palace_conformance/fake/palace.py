@@ -130,6 +130,28 @@ def _diary_drawer(agent: str, entry: str, topic: str, wing: str | None,
     }
 
 
+def drawer_metadata(drawer: dict[str, Any]) -> dict[str, Any]:
+    """The metadata 3.11 shows of a drawer (get_drawer, list_drawers): a diary entry's, or a
+    filed drawer's, keys sorted as 3.11 stores them."""
+    if drawer["room"] == "diary" and "agent" in drawer:
+        return {"agent": drawer["agent"], "chunk_index": 0, "date": drawer["created_at"][:10],
+                "filed_at": drawer["created_at"], "hall": "hall_diary",
+                "last_modified": drawer["created_at"], "room": "diary",
+                "topic": drawer.get("topic", "general"), "type": "diary_entry",
+                "wing": drawer["wing"]}
+    source = drawer.get("source_file", "?")
+    return {"added_by": drawer.get("added_by"), "chunk_index": 0,
+            "filed_at": drawer["created_at"], "id_recipe": "v3",
+            "last_modified": drawer["created_at"], "room": drawer["room"],
+            "source_file": "" if source == "?" else source, "wing": drawer["wing"]}
+
+
+def drawer_view(drawer: dict[str, Any]) -> dict[str, Any]:
+    """One drawer as 3.11's get_drawer and get_drawers answer it."""
+    return {"drawer_id": drawer["id"], "content": drawer["content"], "wing": drawer["wing"],
+            "room": drawer["room"], "metadata": drawer_metadata(drawer)}
+
+
 def default_diary_wing(agent: str) -> str:
     """The wing 3.11 files an agent's diary in when none is named: ``wing_`` + the lower-cased
     name with spaces as ``_``."""
@@ -370,7 +392,8 @@ def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_mesh_peers")
 def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     # 3.11 advertises this host's profile; a palace with a database is also a replica
-    profile = {"roles": ["replica", "compute"] if state.initialised else ["compute"],
+    roles = (["replica"] if state.initialised else []) + (["agents"] if state.events else [])
+    profile = {"roles": [*roles, "compute"],
                "accelerator": {"embedder": "fake", "provider": "CPU"},
                "hardware": platform.platform(),
                "drawers": len(state.drawers) if state.initialised else None,
@@ -442,8 +465,7 @@ def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return {"error": f"Expected ID to be a str, got {args['drawer_id']!r} in get."}
     for drawer in state.drawers:
         if drawer["id"] == args["drawer_id"]:
-            return {"drawer_id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
-                    "content": drawer["content"], "added_by": drawer.get("added_by")}
+            return drawer_view(drawer)
     return {"error": f"Drawer not found: {args['drawer_id']}"}  # 3.11: no success key
 
 
@@ -465,8 +487,8 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for order, drawer in enumerate(candidates):
         words = {w.lower() for w in _WORD.findall(drawer["content"])}
         overlap = len(terms & words)
-        if overlap:
-            scored.append((-overlap, order, drawer, overlap))
+        # like 3.11's vector search: the nearest drawers come back even when no word is shared
+        scored.append((-overlap, order, drawer, overlap))
     scored.sort(key=lambda item: (item[0], item[1]))
     results = []
     for _, _, drawer, overlap in scored[:limit]:
@@ -757,14 +779,15 @@ def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     target = next((e for e in state.events if e["id"] == args["event_id"]), None)
     if target is None:
         return {"success": False, "error": f"event '{args['event_id']}' not found"}
-    status = args.get("status", "applied")
-    if status not in EVENT_STATUSES:
+    status = args.get("status")  # 3.11: an ack carries no status unless one is given
+    if status is not None and status not in EVENT_STATUSES:
         return {"success": False,
                 "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
     event = append_event(state, {
-        "type": "ack", "stream": target["stream"], "room": target["room"],
-        "topic": args.get("topic", target["topic"]), "from_agent": args["from_agent"],
-        "to_agent": target["from_agent"], "correlation_id": target["correlation_id"],
+        "type": "event.ack", "stream": target["stream"], "room": target["room"],
+        "topic": args.get("topic") if args.get("topic") is not None else target["topic"],
+        "from_agent": args["from_agent"], "to_agent": target["from_agent"],
+        "correlation_id": target["correlation_id"] or target["id"],
         "status": status, "body": args.get("body"), "metadata": {"ack_of": target["id"]},
     })
     return {"success": True, "event": event}

@@ -124,7 +124,9 @@ def _traverse(state: PalaceState, args: dict[str, Any]) -> Any:
     start = args["start_room"]
     rooms = _wings_of_rooms(state)
     if start not in rooms:  # a list start_room: TypeError (unhashable), -32000 as in 3.11
-        hits = sorted(r for r in rooms if start and start.lower() in r.lower())
+        known = set(rooms) | {t[end]["room"] for t in state.tunnels for end in ("source",
+                                                                                "target")}
+        hits = sorted(r for r in known if start.lower() in r.lower())
         return {"error": f"Room '{start}' not found", "suggestions": hits}
     # approximated: rooms linked by a shared wing, one hop per step (3.11 also follows halls)
     max_hops = max(0, int(args.get("max_hops", 2)))
@@ -167,10 +169,11 @@ def _graph_stats(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         for wing in wings:
             per_wing[wing] = per_wing.get(wing, 0) + 1
     shared = sum(1 for wings in rooms.values() if len(wings) > 1)
+    passive = sum(len(wings) * (len(wings) - 1) // 2 for wings in rooms.values())
     return {"total_rooms": len(rooms), "total_room_instances": sum(per_wing.values()),
             "tunnel_rooms": shared, "passive_tunnel_rooms": shared,
-            "explicit_tunnels": len(state.tunnels), "total_edges": len(state.tunnels),
-            "total_connections": len(state.tunnels), "rooms_per_wing": per_wing,
+            "explicit_tunnels": len(state.tunnels), "total_edges": passive,
+            "total_connections": passive + len(state.tunnels), "rooms_per_wing": per_wing,
             "top_tunnels": []}
 
 
@@ -236,7 +239,11 @@ def _delete_hallway(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     return {"deleted": False}
 
 
-@tool("mempalace_follow_tunnels")
+#: what one follow adds to a tunnel's strength (3.11 records every follow)
+FOLLOW_STRENGTH = 0.05
+
+
+@tool("mempalace_follow_tunnels", writes=True)
 def _follow_tunnels(state: PalaceState, args: dict[str, Any]) -> Any:
     for field in ("wing", "room"):
         if (problem := _problem(field, args[field], "name")) is not None:
@@ -249,6 +256,9 @@ def _follow_tunnels(state: PalaceState, args: dict[str, Any]) -> Any:
         for direction, near, far in (("outgoing", "source", "target"),
                                      ("incoming", "target", "source")):
             if tunnel[near] == here:
+                tunnel["access_count"] = tunnel.get("access_count", 0) + 1
+                tunnel["strength"] = round(tunnel.get("strength", 1.0) + FOLLOW_STRENGTH, 6)
+                tunnel["last_activated"] = datetime.now(UTC).isoformat()
                 links.append({"direction": direction, "connected_wing": tunnel[far]["wing"],
                               "connected_room": tunnel[far]["room"], "label": tunnel["label"],
                               "drawer_id": None, "tunnel_id": tunnel["id"]})

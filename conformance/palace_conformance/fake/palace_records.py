@@ -19,6 +19,8 @@ from palace_conformance.fake.palace import (
     _problem,
     _refused,
     append_event,
+    drawer_metadata,
+    drawer_view,
     fresh,
     optional_name,
     store_artifact,
@@ -109,9 +111,7 @@ def _get_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         if drawer is None:
             results.append({"drawer_id": drawer_id, "error": f"Drawer not found: {drawer_id}"})
         else:
-            results.append({"drawer_id": drawer["id"], "wing": drawer["wing"],
-                            "room": drawer["room"], "content": drawer["content"],
-                            "added_by": drawer.get("added_by")})
+            results.append(drawer_view(drawer))
     return {"results": results, "count": len(results),
             "errors": sum(1 for r in results if "error" in r)}
 
@@ -132,12 +132,7 @@ def _list_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                if wing in ("", d["wing"]) and room in ("", d["room"])]
     limit, offset = max(0, int(args.get("limit", 20))), max(0, int(args.get("offset", 0)))
     page = [{"drawer_id": d["id"], "wing": d["wing"], "room": d["room"],
-             "content_preview": d["content"][:200],
-             "metadata": {"added_by": d.get("added_by"), "chunk_index": 0,
-                          "filed_at": d["created_at"], "id_recipe": "v3",
-                          "last_modified": d["created_at"], "room": d["room"],
-                          "source_file": "" if d.get("source_file", "?") == "?"
-                          else d["source_file"], "wing": d["wing"]}}
+             "content_preview": d["content"][:200], "metadata": drawer_metadata(d)}
             for d in drawers[offset:offset + limit]]
     return {"drawers": page, "total": len(drawers), "count": len(page), "offset": offset,
             "limit": limit}

@@ -1,9 +1,10 @@
 """The fake's truth table: what mempalace answers a fixed set of probe calls, per tool.
 
 ``palace-conformance fake catalog --from-real`` starts the real server (isolated world, offline
-embedding stub), reads its ``tools/list`` and, on a fresh and on an initialised-but-empty palace,
-calls every tool with the probes of :func:`probe_plan` (no arguments, wrong-typed ones, blank
-strings, minimal valid ones). The answers are normalised (ids, timestamps, replica ids, scores,
+embedding stub), reads its ``tools/list`` and, on a fresh, an initialised-but-empty and a
+populated palace, calls every tool with the probes of :func:`probe_plan` (no arguments,
+wrong-typed ones, blank strings, minimal valid ones; the populated palace is first filled and
+then probed for what it holds). The answers are normalised (ids, timestamps, replica ids, scores,
 paths) and written beside the catalogue as reviewable JSON, so a new release is one command and a
 reviewed diff. The default test suite replays the same probes against the fake (:func:`record`
 with :func:`fake_command`) and asserts equal answers: the fake's fidelity is pinned in CI without
@@ -36,7 +37,7 @@ from palace_conformance.resources import fixtures_dir
 SCHEMA_VERSION = 1
 TRUTH_FILE = "mempalace-3.11.0-answers.json"
 CATALOGUE_FILE = "mempalace-3.11.0-tools.json"
-STATES = ("fresh", "initialised")
+STATES = ("fresh", "initialised", "populated")
 KINDS = ("none", "wrong", "blank", "valid")
 #: arguments every probe of a tool carries (event_wait would otherwise block for 60 s)
 PROBE_EXTRAS: dict[str, dict[str, Any]] = {"mempalace_event_wait": {"timeout_ms": 0}}
@@ -46,6 +47,40 @@ WRONG = {"string": ["x"], "array": "x", "object": "x", "integer": "x", "number":
 VALID = {"string": "x", "array": ["x"], "object": {}, "integer": 1, "number": 0.5,
          "boolean": False}
 SETUP_DRAWER = {"wing": "probe_setup", "room": "probe_setup", "content": "probe setup drawer"}
+#: what the populated palace is filled with (recorded like any probe), then calls that hit it;
+#: ``$ref:N:a.b`` is the value at ``a.b`` in the answer to the session's probe N
+POPULATED_SEED: list[tuple[str, dict[str, Any]]] = [
+    ("mempalace_add_drawer", {"wing": "probe", "room": "notes",
+                              "content": "lighthouse storms notebook"}),
+    ("mempalace_diary_write", {"agent_name": "Probe Agent", "entry": "probe diary entry"}),
+    ("mempalace_kg_add", {"subject": "probe", "predicate": "knows", "object": "palace",
+                          "valid_from": "2020-01-01"}),
+    ("mempalace_event_append", {"type": "note", "stream": "probe", "room": "r",
+                                "from_agent": "probe@x", "to_agent": "*", "body": "hello"}),
+    ("mempalace_artifact_put", {"kind": "note", "content": "artifact text\n",
+                                "created_by": "probe"}),
+    ("mempalace_create_tunnel", {"source_wing": "probe", "source_room": "notes",
+                                 "target_wing": "wing_probe_agent", "target_room": "diary"}),
+    ("mempalace_get_drawer", {"drawer_id": "$ref:0:drawer_id"}),
+    ("mempalace_get_drawers", {"drawer_ids": ["$ref:0:drawer_id", "x"]}),
+    ("mempalace_list_drawers", {"wing": "probe"}),
+    ("mempalace_list_rooms", {"wing": "probe"}),
+    ("mempalace_search", {"query": "lighthouse storms", "wing": "probe"}),
+    ("mempalace_check_duplicate", {"content": "lighthouse storms notebook"}),
+    ("mempalace_diary_read", {"agent_name": "Probe Agent"}),
+    ("mempalace_kg_query", {"entity": "probe"}),
+    ("mempalace_kg_timeline", {"entity": "probe"}),
+    ("mempalace_event_list", {"stream": "probe"}),
+    ("mempalace_event_wait", {"stream": "probe", "timeout_ms": 0}),
+    ("mempalace_artifact_get", {"artifact_id": "$ref:4:artifact.id"}),
+    ("mempalace_traverse", {"start_room": "notes"}),
+    ("mempalace_follow_tunnels", {"wing": "probe", "room": "notes"}),
+    ("mempalace_list_tunnels", {}),
+    ("mempalace_event_ack", {"event_id": "$ref:3:event.id", "from_agent": "probe@y"}),
+    ("mempalace_mine", {"source": "mine_src", "dry_run": True}),
+    ("mempalace_delete_drawer", {"drawer_id": "$ref:0:drawer_id"}),
+]
+MINE_SOURCE = {"mine_src/notes.md": "A mined note about the lighthouse and its keeper.\n" * 8}
 CALL_TIMEOUT_S = 90.0
 START_TIMEOUT_S = 120.0
 PROTOCOL_VERSION = "2025-06-18"
@@ -55,7 +90,7 @@ MASKED_KEYS = {
     "similarity": "<SCORE>", "distance": "<SCORE>", "effective_distance": "<SCORE>",
     "bm25_score": "<SCORE>", "embedding_device": "<EMBEDDER>", "protocol": "<TEXT>",
     "aaak_dialect": "<TEXT>", "aaak_spec": "<TEXT>", "sqlite_version": "<SQLITE>",
-    "hardware": "<PLATFORM>", "embedder": "<EMBEDDER>",
+    "hardware": "<PLATFORM>", "embedder": "<EMBEDDER>", "output": "<REPORT>",
 }
 _MASKS = [
     (re.compile(r"\d{13}-\d{6}-rep_[0-9a-f]{32}"), "<HLC>"),
@@ -121,8 +156,9 @@ def _arguments(tool: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return {**valid, **{name: "" for name in blanks}, **extras}
 
 
-def probe_plan(catalogue: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Every probe of one session, in order: ``(tool, arguments)``."""
+def probe_plan(catalogue: dict[str, Any], state: str = "fresh") -> list[tuple[str, dict[str, Any]]]:
+    """Every probe of one session, in order: ``(tool, arguments)``; a populated palace's
+    session starts with :data:`POPULATED_SEED`."""
     tools: list[dict[str, Any]] = catalogue["tools"]
     lease_taking = set(catalogue.get("policies", {}).get("lease_taking", []))
 
@@ -131,7 +167,10 @@ def probe_plan(catalogue: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             return 0
         return 2 if tool["name"] in lease_taking else 1
 
-    plan: list[tuple[str, dict[str, Any]]] = []
+    listed = {tool["name"] for tool in tools}
+    plan: list[tuple[str, dict[str, Any]]] = [
+        (name, arguments) for name, arguments in POPULATED_SEED
+        if state == "populated" and name in listed]
     for tool in sorted(tools, key=writer_rank):
         for kind in KINDS:
             arguments = _arguments(tool, kind)
@@ -285,14 +324,39 @@ def run_session(command: Sequence[str], env: Mapping[str, str], cwd: Path,
                                       CALL_TIMEOUT_S)
             if '"success": true' not in json.dumps(deleted).replace('\\"', '"'):
                 raise TruthTableError(f"{label}: the setup drawer was not deleted: {deleted}")
-        answers = []
+        answers, payloads = [], []
         for tool, arguments in plan:
-            reply = session.request("tools/call", {"name": tool, "arguments": arguments},
+            reply = session.request("tools/call", {"name": tool,
+                                                   "arguments": resolve(arguments, payloads)},
                                     CALL_TIMEOUT_S)
             answers.append(answer_of(reply, places))
+            payloads.append(_payload(reply))
         return plan, answers, tools
     finally:
         session.close()
+
+
+def _payload(reply: dict[str, Any]) -> Any:
+    try:
+        return json.loads(reply["result"]["content"][0]["text"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def resolve(value: Any, payloads: list[Any]) -> Any:
+    """``value`` with each ``$ref:N:a.b`` replaced by the value at ``a.b`` in answer N (None
+    when that answer has none: the probe then shows what the server says to null)."""
+    if isinstance(value, dict):
+        return {key: resolve(item, payloads) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve(item, payloads) for item in value]
+    if isinstance(value, str) and value.startswith("$ref:"):
+        _, index, path = value.split(":", 2)
+        found: Any = payloads[int(index)] if int(index) < len(payloads) else None
+        for key in path.split("."):
+            found = found.get(key) if isinstance(found, dict) else None
+        return found
+    return value
 
 
 def _drawer_id(reply: dict[str, Any], label: str) -> str:
@@ -357,15 +421,18 @@ def _record_all(command: list[str], make_env: Callable[[Path, Path], dict[str, s
     probes: list[dict[str, Any]] = []
     listed: list[dict[str, Any]] = []
 
-    def plan_for(tools: list[dict[str, Any]]) -> Plan:
-        return probe_plan({"tools": tools, "policies": policies})
-
     for state in STATES:
+        def plan_for(tools: list[dict[str, Any]], state: str = state) -> Plan:
+            return probe_plan({"tools": tools, "policies": policies}, state)
+
         with tempfile.TemporaryDirectory(prefix=f"palace-probe-{state}-") as root:
             base = Path(root).resolve()
             home, palace, cwd = base / "home", base / "palace", base / "cwd"
             for directory in (home, cwd):
                 directory.mkdir()
+            for name, text in MINE_SOURCE.items():
+                (cwd / name).parent.mkdir(parents=True, exist_ok=True)
+                (cwd / name).write_text(text, encoding="utf-8")
             places = {str(palace): "<PALACE>", str(home): "<HOME>", str(cwd): "<CWD>"}
             argv = [part.replace("{palace}", str(palace)) for part in command]
             plan, answers, listed = run_session(argv, make_env(home, palace), cwd, plan_for,
