@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
-import platform
 import re
 import secrets
-import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -219,6 +218,9 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
     """Run one tool against the palace and return its (business) result object."""
     entry = _HANDLERS.get(name)
     if entry is None:
+        _load_the_rest()
+        entry = _HANDLERS.get(name)
+    if entry is None:
         return unmodelled(name)
     handler, writes = entry
     with store.transaction(write=writes) as state:
@@ -226,6 +228,13 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
         args["__palace__"] = palace_path
         args["__integrity_checked__"] = store.started_initialised
         return handler(state, args)
+
+
+@functools.cache
+def _load_the_rest() -> None:
+    """Register the tools of palace_graph and palace_records on first use: a bridge respawns
+    the fake often, and most sessions never call them."""
+    from palace_conformance.fake import palace_graph, palace_records  # noqa: F401
 
 
 def unmodelled(what: str) -> dict[str, Any]:
@@ -391,6 +400,9 @@ def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_mesh_peers")
 def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    import platform  # here, not at the top: every (re)spawn of the fake pays its imports
+    import socket
+
     # 3.11 advertises this host's profile; a palace with a database is also a replica
     roles = (["replica"] if state.initialised else []) + (["agents"] if state.events else [])
     profile = {"roles": [*roles, "compute"],
@@ -842,6 +854,3 @@ def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         result["note"] = EVENT_LIST_NOTE
     return result
 
-
-# the rest of the catalogue registers itself with @tool
-from palace_conformance.fake import palace_graph, palace_records  # noqa: E402,F401
