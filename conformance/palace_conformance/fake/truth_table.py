@@ -322,9 +322,10 @@ def run_session(command: Sequence[str], env: Mapping[str, str], cwd: Path,
             deleted = session.request("tools/call", {"name": "mempalace_delete_drawer",
                                                      "arguments": {"drawer_id": drawer_id}},
                                       CALL_TIMEOUT_S)
-            if '"success": true' not in json.dumps(deleted).replace('\\"', '"'):
+            if (_payload(deleted) or {}).get("success") is not True:
                 raise TruthTableError(f"{label}: the setup drawer was not deleted: {deleted}")
-        answers, payloads = [], []
+        answers: list[dict[str, Any]] = []
+        payloads: list[Any] = []
         for tool, arguments in plan:
             reply = session.request("tools/call", {"name": tool,
                                                    "arguments": resolve(arguments, payloads)},
