@@ -322,7 +322,8 @@ def run_session(command: Sequence[str], env: Mapping[str, str], cwd: Path,
             deleted = session.request("tools/call", {"name": "mempalace_delete_drawer",
                                                      "arguments": {"drawer_id": drawer_id}},
                                       CALL_TIMEOUT_S)
-            if (_payload(deleted) or {}).get("success") is not True:
+            answer = _payload(deleted)
+            if not isinstance(answer, dict) or answer.get("success") is not True:
                 raise TruthTableError(f"{label}: the setup drawer was not deleted: {deleted}")
         answers: list[dict[str, Any]] = []
         payloads: list[Any] = []
