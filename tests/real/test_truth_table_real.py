@@ -10,9 +10,11 @@ import pytest
 from palace_conformance.fake.truth_table import (
     catalogue_path,
     differences,
+    light_path,
     load_truth,
     record,
     updated_catalogue,
+    updated_light_catalogue,
 )
 
 
@@ -22,3 +24,5 @@ def test_re_recording_the_real_server_changes_nothing() -> None:
     lines = differences(load_truth(), recording.table)
     assert not lines, "\n".join(lines)
     assert updated_catalogue(recording) == json.loads(catalogue_path().read_text("utf-8"))
+    assert recording.light is not None and len(recording.light.tools) == 3
+    assert updated_light_catalogue(recording) == json.loads(light_path().read_text("utf-8"))

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from palace_conformance.resources import fixtures_dir
+from palace_conformance.resources import CATALOGUES, fixtures_dir
 
 SCHEMA_VERSION = 1
 TRUTH_FILE = "mempalace-3.11.0-answers.json"
@@ -114,6 +114,10 @@ class TruthTableError(Exception):
 
 def catalogue_path() -> Path:
     return fixtures_dir() / "catalogue" / CATALOGUE_FILE
+
+
+def light_path() -> Path:
+    return fixtures_dir() / "catalogue" / CATALOGUES["light"]
 
 
 def truth_path() -> Path:
@@ -303,16 +307,15 @@ Plan = list[tuple[str, dict[str, Any]]]
 
 def run_session(command: Sequence[str], env: Mapping[str, str], cwd: Path,
                 plan_for: Callable[[list[dict[str, Any]]], Plan], setup: bool,
-                places: Mapping[str, str], label: str) -> tuple[Plan, list[dict[str, Any]],
-                                                                list[dict[str, Any]]]:
+                places: Mapping[str, str], label: str) -> Session:
     """Handshake, tools/list, the optional setup (one drawer filed and deleted again) and every
-    probe ``plan_for`` makes of the listed tools; returns the plan, its normalised answers and
-    the listed tools."""
+    probe ``plan_for`` makes of the listed tools."""
     session = StdioSession(command, env, cwd, label)
     try:
-        session.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-                                       "clientInfo": {"name": "palace-conformance-probe",
-                                                      "version": "1"}}, START_TIMEOUT_S)
+        hello = session.request("initialize", {
+            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "palace-conformance-probe", "version": "1"}}, START_TIMEOUT_S)
+        server_info = (hello.get("result") or {}).get("serverInfo")
         tools = _tools_of(session.request("tools/list", {}, CALL_TIMEOUT_S).get("result"))
         plan = plan_for(tools)
         if setup:
@@ -333,9 +336,21 @@ def run_session(command: Sequence[str], env: Mapping[str, str], cwd: Path,
                                     CALL_TIMEOUT_S)
             answers.append(answer_of(reply, places))
             payloads.append(_payload(reply))
-        return plan, answers, tools
+        return Session(plan, answers, tools, server_info)
     finally:
         session.close()
+
+
+class Session:
+    """What one probe session gave: the plan, its normalised answers, the listed tools and the
+    server's ``serverInfo``."""
+
+    def __init__(self, plan: Plan, answers: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 server_info: Any) -> None:
+        self.plan = plan
+        self.answers = answers
+        self.tools = tools
+        self.server_info = server_info
 
 
 def _payload(reply: dict[str, Any]) -> Any:
@@ -382,11 +397,15 @@ def fake_command() -> list[str]:
 
 
 class Recording:
-    """What one recording gave: the probe table and the tools the server listed."""
+    """What one recording gave: the probe table, the tools the server listed and its
+    ``serverInfo``, and (real server only) the light server's ``serverInfo`` and tools."""
 
-    def __init__(self, table: dict[str, Any], tools: list[dict[str, Any]]) -> None:
+    def __init__(self, table: dict[str, Any], tools: list[dict[str, Any]], server_info: Any,
+                 light: Session | None = None) -> None:
         self.table = table
         self.tools = tools
+        self.server_info = server_info
+        self.light = light
 
 
 def record(server: str, real_python: str | None = None) -> Recording:
@@ -400,8 +419,18 @@ def record(server: str, real_python: str | None = None) -> Recording:
 
         installed = locate(real_python)
         with running_stub() as url:
-            return _record_all(installed.stdio_command(), lambda home, palace: (
-                isolated_environment(home, palace, environment(url))), "real")
+            def real_env(home: Path, palace: Path) -> dict[str, str]:
+                return isolated_environment(home, palace, environment(url))
+
+            recording = _record_all(installed.stdio_command(), real_env, "real")
+            with tempfile.TemporaryDirectory(prefix="palace-probe-light-") as root:
+                base = Path(root).resolve()
+                (base / "home").mkdir()
+                recording.light = run_session(
+                    [str(installed.bin_dir / "mempalace-light-mcp")],
+                    real_env(base / "home", base / "palace"), base, lambda tools: [], False, {},
+                    "real/light")
+            return recording
     if server != "fake":
         raise ValueError(f"server must be 'real' or 'fake', not {server!r}")
 
@@ -421,7 +450,6 @@ def _record_all(command: list[str], make_env: Callable[[Path, Path], dict[str, s
                 label: str) -> Recording:
     policies = json.loads(catalogue_path().read_text(encoding="utf-8")).get("policies", {})
     probes: list[dict[str, Any]] = []
-    listed: list[dict[str, Any]] = []
 
     for state in STATES:
         def plan_for(tools: list[dict[str, Any]], state: str = state) -> Plan:
@@ -437,13 +465,13 @@ def _record_all(command: list[str], make_env: Callable[[Path, Path], dict[str, s
                 (cwd / name).write_text(text, encoding="utf-8")
             places = {str(palace): "<PALACE>", str(home): "<HOME>", str(cwd): "<CWD>"}
             argv = [part.replace("{palace}", str(palace)) for part in command]
-            plan, answers, listed = run_session(argv, make_env(home, palace), cwd, plan_for,
-                                                state == "initialised", places,
-                                                f"{label}/{state}")
-            for (tool, arguments), answer in zip(plan, answers, strict=True):
+            session = run_session(argv, make_env(home, palace), cwd, plan_for,
+                                  state == "initialised", places, f"{label}/{state}")
+            for (tool, arguments), answer in zip(session.plan, session.answers, strict=True):
                 probes.append({"state": state, "tool": tool, "arguments": arguments,
                                "answer": answer})
-    return Recording({"schema_version": SCHEMA_VERSION, "probes": probes}, listed)
+    return Recording({"schema_version": SCHEMA_VERSION, "probes": probes}, session.tools,
+                     session.server_info)
 
 
 def _tools_of(tools_result: Any) -> list[dict[str, Any]]:
@@ -479,9 +507,19 @@ def derived_extra_required(table: dict[str, Any], tools: list[dict[str, Any]]) -
 def updated_catalogue(recording: Recording) -> dict[str, Any]:
     """The checked-in catalogue with the recorded tools and the policies read off the probes."""
     catalogue: dict[str, Any] = json.loads(catalogue_path().read_text(encoding="utf-8"))
+    catalogue["server"] = recording.server_info
     catalogue["tools"] = recording.tools
     catalogue["policies"]["extra_required"] = derived_extra_required(recording.table,
                                                                      recording.tools)
+    return catalogue
+
+
+def updated_light_catalogue(recording: Recording) -> dict[str, Any]:
+    """The checked-in light catalogue with the light server's recorded serverInfo and tools."""
+    catalogue: dict[str, Any] = json.loads(light_path().read_text(encoding="utf-8"))
+    if recording.light is not None:
+        catalogue["server"] = recording.light.server_info
+        catalogue["tools"] = recording.light.tools
     return catalogue
 
 
@@ -494,21 +532,24 @@ def run_catalog(from_real: bool, real_python: str | None, check: bool) -> int:
         what = "the fake"
     else:
         recording = record("real", real_python)
-        catalogue = updated_catalogue(recording)
-        old_catalogue = catalogue_path().read_text(encoding="utf-8")
-        new_catalogue = json.dumps(catalogue, ensure_ascii=False, indent=2)  # as checked in
+        catalogues = [(catalogue_path(), updated_catalogue(recording)),
+                      (light_path(), updated_light_catalogue(recording))]
         if not check:
-            catalogue_path().write_text(new_catalogue, encoding="utf-8")
+            for path, catalogue in catalogues:  # as checked in: 2-space indent, same ending
+                ending = "\n" if path.read_text(encoding="utf-8").endswith("\n") else ""
+                path.write_text(json.dumps(catalogue, ensure_ascii=False, indent=2) + ending,
+                                encoding="utf-8")
             truth_path().write_text(dump(recording.table), encoding="utf-8")
-            print(f"wrote {catalogue_path().name} ({len(recording.tools)} tools) and "
-                  f"{truth_path().name} ({len(recording.table['probes'])} probes); review them "
-                  "with git diff, then make the fake answer alike (palace-conformance fake "
-                  "catalog --check)")
+            print(f"wrote {catalogue_path().name} ({len(recording.tools)} tools), "
+                  f"{light_path().name} and {truth_path().name} "
+                  f"({len(recording.table['probes'])} probes); review them with git diff, then "
+                  "make the fake answer alike (palace-conformance fake catalog --check)")
             return 0
         lines = differences(load_truth(), recording.table)
-        if json.loads(old_catalogue) != catalogue:
-            lines.insert(0, f"{catalogue_path().name}: the real server's tools or policies "
-                            "differ")
+        for path, catalogue in reversed(catalogues):
+            if json.loads(path.read_text(encoding="utf-8")) != catalogue:
+                lines.insert(0, f"{path.name}: the real server's serverInfo, tools or policies "
+                                "differ")
         what = "the real server"
     if lines:
         print("\n".join(lines))
