@@ -1,9 +1,12 @@
 """The fake palace's contents and the tool handlers that read and change them.
 
-Good enough for the tools bridges use (status, diary, drawers, checkpoint, search, mine, the
-knowledge graph, the event log and artifacts), deterministic (no embeddings: search is a word
-overlap score), and persistable to a JSON file so that a respawned child sees what its predecessor
-wrote, as a real on-disk palace would. Result shapes follow mempalace 3.11.0's captures.
+All 47 tools of mempalace 3.11.0 answer as the real server did to the probes of the truth table
+(``fixtures/catalogue/mempalace-3.11.0-answers.json``, ``palace-conformance fake catalog``):
+argument checks, fresh, empty and populated palaces. This module holds the palace, the overview,
+drawer, search, mine, diary, knowledge-graph core and event-log tools; ``palace_graph`` and
+``palace_records`` the rest (registered on first use). Deterministic (no embeddings: search is a
+word overlap score) and persistable to a JSON file so that a respawned child sees what its
+predecessor wrote, as a real on-disk palace would.
 """
 
 from __future__ import annotations
@@ -65,8 +68,8 @@ class PalaceState:
     """Everything a palace holds. Plain data, so it round-trips through JSON.
 
     ``initialised`` is false for a fresh palace: mempalace 3.11 has no chroma database until the
-    first vector write, and until then answers the tools of :data:`FRESH_ANSWERS` with "missing"
-    results. ``replica`` is the palace's own ``origin_replica`` (random per palace)."""
+    first vector write, and until then the tools that open it answer "missing" results (see
+    :func:`fresh`). ``replica`` is the palace's own ``origin_replica`` (random per palace)."""
 
     def __init__(self, drawers: list[dict[str, Any]] | None = None,
                  triples: list[dict[str, Any]] | None = None,
