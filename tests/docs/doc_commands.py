@@ -166,6 +166,9 @@ SKIPPED: dict[str, str] = {
     "palace-conformance fake ctl --url U": "synopsis: U names no running fake",
     "palace-conformance fake journal [-f] FILE": "synopsis: FILE placeholder",
     "palace-conformance fake hold-lock": "runs until killed; P placeholder",
+    "python -m palace_conformance.real.provision DIR": "installs mempalace (about 525 MB) "
+                                                       "into DIR, a placeholder",
+    "PALACE_REAL_PYTHON=DIR/bin/python": "the real_palace tests; DIR is a placeholder",
     "palace-conformance fake catalog --from-real": "needs the real mempalace and rewrites "
                                                    "fixtures/catalogue "
                                                    "(tests/real/test_truth_table_real.py "
