@@ -169,6 +169,10 @@ SKIPPED: dict[str, str] = {
     "palace-conformance fake ctl --url U": "synopsis: U names no running fake",
     "palace-conformance fake journal [-f] FILE": "synopsis: FILE placeholder",
     "palace-conformance fake hold-lock": "runs until killed; P placeholder",
+    "palace-conformance fake catalog --from-real": "needs the real mempalace and rewrites "
+                                                   "fixtures/catalogue "
+                                                   "(tests/real/test_truth_table_real.py "
+                                                   "records it)",
     "palace-bridge call TOOL": "synopsis: TOOL placeholder",
     "palace-conformance baseline update --from REPORT.json": "synopsis: REPORT.json placeholder",
     "palace-conformance profile init --bridge B": "synopsis: B, FILE placeholders",

@@ -183,12 +183,14 @@ def run_cli_mine(source: str | None, palace: str, journal_path: str | None,
         print(text, file=sys.stderr)
         return 1
     try:
-        from palace_conformance.fake.palace import PalaceStore, run_tool
+        from palace_conformance.fake.palace import PalaceStore, mine_source
 
         if source is None:
             result = {"success": False, "error": "mine needs a source directory"}
         else:
-            result = run_tool(PalaceStore(state), "mempalace_mine", {"source": source}, palace)
+            store = PalaceStore(state)
+            with store.transaction(write=True) as contents:
+                result = mine_source(contents, {"source": source})
     except (OSError, ValueError) as exc:
         result = {"success": False, "error": f"cannot use palace state {state}: {exc}"}
     finally:
@@ -246,6 +248,25 @@ def mempalace_cli_main(argv: Sequence[str] | None = None, argv0: str | None = No
         sys.exit(2)
     sys.exit(run_cli_mine(args.source, palace, journal_path, os.environ.get(ENV_STATE),
                           [argv0, *argv]))
+
+
+def _catalog(args: argparse.Namespace) -> int:
+    from palace_conformance.fake.truth_table import TruthTableError, run_catalog
+    from palace_conformance.real.install import RealServerMissing
+
+    if args.real_python and not args.from_real:
+        print("palace-conformance fake catalog: --real-python needs --from-real",
+              file=sys.stderr)
+        return 2
+    if not args.from_real and not args.check:
+        print("palace-conformance fake catalog: give --from-real (record the real server) "
+              "or --check (check the fake against the recorded answers)", file=sys.stderr)
+        return 2
+    try:
+        return run_catalog(args.from_real, args.real_python, args.check)
+    except (RealServerMissing, TruthTableError) as exc:
+        print(f"palace-conformance fake catalog: {exc}", file=sys.stderr)
+        return 1
 
 
 def _faults_help(args: argparse.Namespace) -> int:
@@ -322,6 +343,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     presets = fake_sub.add_parser("presets", help="list the named fault presets (for --preset), "
                                   "one line each: name, transports, what the harness sees")
     presets.set_defaults(handler=_presets)
+
+    catalog = fake_sub.add_parser(
+        "catalog", help="record the real mempalace's catalogue and its answers to fixed probe "
+        "calls (--from-real), or check the fake against the recorded answers")
+    catalog.add_argument("--from-real", action="store_true", help="start the real server (an "
+                         "isolated world, offline embeddings) and record it: writes the fake's "
+                         "catalogue and truth table under fixtures/catalogue/")
+    catalog.add_argument("--real-python", metavar="PY", help="a Python with mempalace installed "
+                         "(default: $PALACE_REAL_PYTHON)")
+    catalog.add_argument("--check", action="store_true", help="write nothing: exit 1 with the "
+                         "differences when the recording differs from the checked-in data")
+    catalog.set_defaults(handler=_catalog)
 
     from palace_conformance.fake.ctl import add_ctl
     from palace_conformance.fake.journal_view import add_journal

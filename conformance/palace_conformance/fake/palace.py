@@ -1,15 +1,19 @@
 """The fake palace's contents and the tool handlers that read and change them.
 
-Good enough for the tools bridges use (status, diary, drawers, checkpoint, search, mine, the
-knowledge graph, the event log and artifacts), deterministic (no embeddings: search is a word
-overlap score), and persistable to a JSON file so that a respawned child sees what its predecessor
-wrote, as a real on-disk palace would. Result shapes follow mempalace 3.11.0's captures.
+All 47 tools of mempalace 3.11.0 answer as the real server did to the probes of the truth table
+(``fixtures/catalogue/mempalace-3.11.0-answers.json``, ``palace-conformance fake catalog``):
+argument checks, fresh, empty and populated palaces. This module holds the palace, the overview,
+drawer, search, mine, diary, knowledge-graph core and event-log tools; ``palace_graph`` and
+``palace_records`` the rest (registered on first use). Deterministic (no embeddings: search is a
+word overlap score) and persistable to a JSON file so that a respawned child sees what its
+predecessor wrote, as a real on-disk palace would.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -36,6 +40,8 @@ PROTOCOL_TEXT = (
     "4. AFTER EACH SESSION: call mempalace_diary_write to record what happened.\n"
     "(fake palace: abridged protocol text)"
 )
+#: what 3.11's hook_settings answers before anything was set
+HOOK_SETTINGS = {"silent_save": True, "desktop_toast": False}
 AAAK_TEXT = ("AAAK is a compressed memory dialect that MemPalace uses for efficient storage.\n"
              "(abridged)")
 
@@ -62,18 +68,23 @@ class PalaceState:
     """Everything a palace holds. Plain data, so it round-trips through JSON.
 
     ``initialised`` is false for a fresh palace: mempalace 3.11 has no chroma database until the
-    first vector write, and until then answers the tools of :data:`FRESH_ANSWERS` with "missing"
-    results. ``replica`` is the palace's own ``origin_replica`` (random per palace)."""
+    first vector write, and until then the tools that open it answer "missing" results (see
+    :func:`fresh`). ``replica`` is the palace's own ``origin_replica`` (random per palace)."""
 
     def __init__(self, drawers: list[dict[str, Any]] | None = None,
                  triples: list[dict[str, Any]] | None = None,
                  events: list[dict[str, Any]] | None = None,
                  artifacts: list[dict[str, Any]] | None = None,
-                 initialised: bool = True, replica: str | None = None) -> None:
+                 initialised: bool = True, replica: str | None = None,
+                 tunnels: list[dict[str, Any]] | None = None,
+                 hook_settings: dict[str, Any] | None = None) -> None:
         self.drawers: list[dict[str, Any]] = drawers if drawers is not None else []
         self.triples: list[dict[str, Any]] = triples if triples is not None else []
         self.events: list[dict[str, Any]] = events if events is not None else []
         self.artifacts: list[dict[str, Any]] = artifacts if artifacts is not None else []
+        self.tunnels: list[dict[str, Any]] = tunnels if tunnels is not None else []
+        self.hook_settings: dict[str, Any] = (hook_settings if hook_settings is not None
+                                              else dict(HOOK_SETTINGS))
         self.initialised = initialised
         self.replica = replica or new_replica_id()
 
@@ -91,6 +102,9 @@ class PalaceState:
             artifacts=list(data.get("artifacts", [])),
             initialised=bool(data.get("initialised", True)),
             replica=data.get("replica") if isinstance(data.get("replica"), str) else None,
+            tunnels=list(data.get("tunnels", [])),
+            hook_settings=(dict(data["hook_settings"]) if isinstance(data.get("hook_settings"),
+                                                                     dict) else None),
         )
         for entry in data.get("diary", []):
             state.drawers.append(_diary_drawer(entry["agent_name"], entry["entry"],
@@ -101,19 +115,49 @@ class PalaceState:
     def to_json(self) -> dict[str, Any]:
         return {"initialised": self.initialised, "replica": self.replica,
                 "drawers": self.drawers, "triples": self.triples, "events": self.events,
-                "artifacts": self.artifacts}
+                "artifacts": self.artifacts, "tunnels": self.tunnels,
+                "hook_settings": self.hook_settings}
 
 
 def _diary_drawer(agent: str, entry: str, topic: str, wing: str | None,
                   timestamp: str | None = None) -> dict[str, Any]:
     when = datetime.fromisoformat(timestamp) if timestamp else _now()
-    wing = wing or f"wing_{agent}"
+    agent = agent.strip().lower()  # 3.11 files (and reads) diaries under the lower-cased name
+    wing = wing.strip() if wing else default_diary_wing(agent)
     stamp = when.strftime("%Y%m%d_%H%M%S%f")
     return {
-        "id": f"diary_{wing}_{stamp}_{_digest(agent, entry, stamp)}",
+        "id": f"diary_{wing}_{stamp}_{hashlib.sha256(entry.encode()).hexdigest()[:12]}",
         "wing": wing, "room": "diary", "content": entry, "topic": topic, "agent": agent,
         "added_by": agent, "source_file": "?", "created_at": when.isoformat(),
     }
+
+
+def drawer_metadata(drawer: dict[str, Any]) -> dict[str, Any]:
+    """The metadata 3.11 shows of a drawer (get_drawer, list_drawers): a diary entry's, or a
+    filed drawer's, keys sorted as 3.11 stores them."""
+    if drawer["room"] == "diary" and "agent" in drawer:
+        return {"agent": drawer["agent"], "chunk_index": 0, "date": drawer["created_at"][:10],
+                "filed_at": drawer["created_at"], "hall": "hall_diary",
+                "last_modified": drawer["created_at"], "room": "diary",
+                "topic": drawer.get("topic", "general"), "type": "diary_entry",
+                "wing": drawer["wing"]}
+    source = drawer.get("source_file", "?")
+    return {"added_by": drawer.get("added_by"), "chunk_index": 0,
+            "filed_at": drawer["created_at"], "id_recipe": "v3",
+            "last_modified": drawer["created_at"], "room": drawer["room"],
+            "source_file": "" if source == "?" else source, "wing": drawer["wing"]}
+
+
+def drawer_view(drawer: dict[str, Any]) -> dict[str, Any]:
+    """One drawer as 3.11's get_drawer and get_drawers answer it."""
+    return {"drawer_id": drawer["id"], "content": drawer["content"], "wing": drawer["wing"],
+            "room": drawer["room"], "metadata": drawer_metadata(drawer)}
+
+
+def default_diary_wing(agent: str) -> str:
+    """The wing 3.11 files an agent's diary in when none is named: ``wing_`` + the lower-cased
+    name with spaces as ``_``."""
+    return "wing_" + agent.strip().lower().replace(" ", "_")
 
 
 class PalaceStore:
@@ -125,6 +169,9 @@ class PalaceStore:
         self.state = PalaceState.from_json(initial or {})
         if self.path is not None and self.path.exists():
             self.state = self._read()
+        #: 3.11 checks the chroma database's integrity once, when the server starts: a palace
+        #: initialised later in the same process still reports "no quick_check ran"
+        self.started_initialised = self.state.initialised
 
     def _read(self) -> PalaceState:
         assert self.path is not None
@@ -173,23 +220,30 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
              palace_path: str) -> dict[str, Any]:
     """Run one tool against the palace and return its (business) result object."""
     entry = _HANDLERS.get(name)
-    if entry is None and name in FRESH_ANSWERS:  # answered only while the palace is fresh
-        with store.transaction(write=False) as state:
-            if not state.initialised:
-                return FRESH_ANSWERS[name](palace_path)
     if entry is None:
-        return {
-            "success": False,
-            "error": f"{name} is not modelled by the palace-conformance fake palace",
-            "fake_unmodelled": True,
-        }
+        _load_the_rest()
+        entry = _HANDLERS.get(name)
+    if entry is None:
+        return unmodelled(name)
     handler, writes = entry
     with store.transaction(write=writes) as state:
-        if not state.initialised and name in FRESH_ANSWERS:
-            return FRESH_ANSWERS[name](palace_path)
         args = dict(args)
         args["__palace__"] = palace_path
+        args["__integrity_checked__"] = store.started_initialised
         return handler(state, args)
+
+
+@functools.cache
+def _load_the_rest() -> None:
+    """Register the tools of palace_graph and palace_records on first use: a bridge respawns
+    the fake often, and most sessions never call them."""
+    from palace_conformance.fake import palace_graph, palace_records  # noqa: F401
+
+
+def unmodelled(what: str) -> dict[str, Any]:
+    """The visible answer for what the fake does not model (README, "Fidelity")."""
+    return {"success": False, "error": f"{what} is not modelled by the palace-conformance fake "
+                                       "palace", "fake_unmodelled": True}
 
 
 NAME_MAX = 128
@@ -248,14 +302,16 @@ def _updates() -> dict[str, Any]:
 
 
 def _fresh_status(palace: str) -> dict[str, Any]:
-    sqlite_path = f"{palace}/chroma.sqlite3"
-    return {**_chroma_missing(palace),
-            "sqlite_integrity": {
-                "checked": False, "ok": None, "sqlite_version": SQLITE_VERSION, "palace": palace,
-                "sqlite_path": sqlite_path, "error_count": 0, "errors": [],
-                "reason": f"no quick_check ran: {sqlite_path} does not exist, so there was no "
-                          "SQLite database to open"},
+    return {**_chroma_missing(palace), "sqlite_integrity": _unchecked_integrity(palace),
             "library_versions": _library_versions(), "updates": _updates()}
+
+
+def _unchecked_integrity(palace: str) -> dict[str, Any]:
+    sqlite_path = f"{palace}/chroma.sqlite3"
+    return {"checked": False, "ok": None, "sqlite_version": SQLITE_VERSION, "palace": palace,
+            "sqlite_path": sqlite_path, "error_count": 0, "errors": [],
+            "reason": f"no quick_check ran: {sqlite_path} does not exist, so there was no "
+                      "SQLite database to open"}
 
 
 def _fresh_search(palace: str) -> dict[str, Any]:
@@ -263,22 +319,20 @@ def _fresh_search(palace: str) -> dict[str, Any]:
             "hint": "Run: mempalace init <dir> && mempalace mine <dir>"}
 
 
-def _backend_open_failed(palace: str) -> dict[str, Any]:
-    # only the error text is known from 3.11; the brain marks this result isError, as 3.11 does
-    return {"error": BACKEND_OPEN_FAILED}
-
-
 BACKEND_OPEN_FAILED = "Backend open failed"
-#: tools whose 3.11 answer differs while the palace is fresh; every other tool (the knowledge
-#: graph, the event log, artifacts, ...) works as usual, and the first vector write ends it
-FRESH_ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
-    "mempalace_status": _fresh_status,
-    "mempalace_diary_read": _chroma_missing,
-    "mempalace_list_wings": _chroma_missing,
-    "mempalace_search": _fresh_search,
-    "mempalace_list_drawers": _backend_open_failed,
-    "mempalace_get_taxonomy": _backend_open_failed,
-}
+
+
+def fresh(state: PalaceState, args: dict[str, Any]) -> dict[str, Any] | None:
+    """3.11's answer of a tool that opens the chroma database while there is none, else None."""
+    return None if state.initialised else _chroma_missing(args["__palace__"])
+
+
+def optional_name(field: str, value: Any) -> str | None:
+    """3.11's check of an optional name filter (wing, room): a non-string raises
+    AttributeError on ``strip`` (-32000), a bad name is the problem text, absent is None."""
+    if value is None or not value.strip():
+        return None
+    return _problem(field, value, "name")
 
 
 # --- palace overview -----------------------------------------------------------------------
@@ -286,25 +340,31 @@ FRESH_ANSWERS: dict[str, Callable[[str], dict[str, Any]]] = {
 
 @tool("mempalace_status")
 def _status(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    palace = args["__palace__"]
+    if not state.initialised:
+        return _fresh_status(palace)
     wings: dict[str, int] = {}
     rooms: dict[str, int] = {}
     for drawer in state.drawers:
         wings[drawer["wing"]] = wings.get(drawer["wing"], 0) + 1
         rooms[drawer["room"]] = rooms.get(drawer["room"], 0) + 1
-    palace = args["__palace__"]
+    integrity = ({"checked": True, "ok": True, "sqlite_version": SQLITE_VERSION,
+                  "palace": palace, "sqlite_path": f"{palace}/chroma.sqlite3",
+                  "error_count": 0, "errors": []}
+                 if args["__integrity_checked__"] else _unchecked_integrity(palace))
     return {
         "total_drawers": len(state.drawers), "wings": wings, "rooms": rooms,
         "protocol": PROTOCOL_TEXT, "aaak_dialect": AAAK_TEXT, "backend": "chroma",
         "embedding_device": "fake (deterministic word overlap)",
-        "sqlite_integrity": {"checked": True, "ok": True, "sqlite_version": SQLITE_VERSION,
-                             "palace": palace, "sqlite_path": f"{palace}/chroma.sqlite3",
-                             "error_count": 0, "errors": []},
+        "sqlite_integrity": integrity,
         "library_versions": _library_versions(), "updates": _updates(),
     }
 
 
 @tool("mempalace_list_wings")
 def _list_wings(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (missing := fresh(state, args)) is not None:
+        return missing
     wings: dict[str, int] = {}
     for drawer in state.drawers:
         wings[drawer["wing"]] = wings.get(drawer["wing"], 0) + 1
@@ -314,11 +374,26 @@ def _list_wings(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_list_rooms")
 def _list_rooms(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     wing = args.get("wing")
+    if (problem := optional_name("wing", wing)) is not None:
+        return {"error": problem}
+    if (missing := fresh(state, args)) is not None:
+        return missing
     rooms: dict[str, int] = {}
     for drawer in state.drawers:
-        if wing is None or drawer["wing"] == wing:
+        if not wing or drawer["wing"] == wing.strip():
             rooms[drawer["room"]] = rooms.get(drawer["room"], 0) + 1
-    return {"wing": wing or "all", "rooms": rooms}
+    return {"wing": wing.strip() if wing else "all", "rooms": rooms}
+
+
+@tool("mempalace_get_taxonomy")
+def _get_taxonomy(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (missing := fresh(state, args)) is not None:
+        return missing
+    taxonomy: dict[str, dict[str, int]] = {}
+    for drawer in state.drawers:
+        rooms = taxonomy.setdefault(drawer["wing"], {})
+        rooms[drawer["room"]] = rooms.get(drawer["room"], 0) + 1
+    return {"taxonomy": taxonomy}
 
 
 @tool("mempalace_get_aaak_spec")
@@ -328,13 +403,24 @@ def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_mesh_peers")
 def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    import platform  # here, not at the top: every (re)spawn of the fake pays its imports
+    import socket
+
+    # 3.11 advertises this host's profile; a palace with a database is also a replica
+    roles = (["replica"] if state.initialised else []) + (["agents"] if state.events else [])
+    profile = {"roles": [*roles, "compute"],
+               "accelerator": {"embedder": "fake", "provider": "CPU"},
+               "hardware": platform.platform(),
+               "drawers": len(state.drawers) if state.initialised else None,
+               "advertised_at": _now().isoformat()}
     seen = max((e["origin_seq"] for e in state.events if e.get("origin_replica") == state.replica),
                default=0)
     vector = {state.replica: seen} if seen else {}
-    return {"self": {"replica_id": state.replica, "name": None, "version_vector": vector,
-                     "profile": None},
-            "peers": [], "unnamed_origins": [], "origin_profiles": {}, "sync_interval_s": 15.0,
-            "estate_source": {}}
+    return {"self": {"replica_id": state.replica, "name": socket.gethostname(),
+                     "version_vector": vector, "profile": profile},
+            "peers": [], "unnamed_origins": [], "origin_profiles": {state.replica: profile},
+            "sync_interval_s": 15.0,
+            "estate_source": {"in_process": False, "published_at": None, "writer_alive": False}}
 
 
 # --- drawers -------------------------------------------------------------------------------
@@ -371,7 +457,10 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     writer = args.get("added_by") or (diary or {}).get("agent_name") or "checkpoint"
     result: dict[str, Any] = {"added": [], "duplicates": [], "errors": []}
     for item in items:
-        if not isinstance(item, dict) or not all(k in item for k in ("wing", "room", "content")):
+        if not isinstance(item, dict):
+            result["errors"].append({"item": item, "error": "item must be an object"})
+            continue
+        if not all(k in item for k in ("wing", "room", "content")):  # text not captured
             result["errors"].append({"item": item, "error": "item needs wing, room and content"})
             continue
         filed = _file_drawer(state, item["wing"], item["room"], item["content"], writer)
@@ -385,10 +474,13 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_get_drawer")
 def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (missing := fresh(state, args)) is not None:
+        return missing
+    if not isinstance(args["drawer_id"], str):  # chroma's complaint, as 3.11 passes it on
+        return {"error": f"Expected ID to be a str, got {args['drawer_id']!r} in get."}
     for drawer in state.drawers:
         if drawer["id"] == args["drawer_id"]:
-            return {"drawer_id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
-                    "content": drawer["content"], "added_by": drawer.get("added_by")}
+            return drawer_view(drawer)
     return {"error": f"Drawer not found: {args['drawer_id']}"}  # 3.11: no success key
 
 
@@ -399,6 +491,8 @@ _WORD = re.compile(r"\w+")
 def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     query = args["query"]
     query.strip()  # like 3.11: a non-string query raises AttributeError (-32000)
+    if not state.initialised:
+        return _fresh_search(args["__palace__"])
     terms = {w.lower() for w in _WORD.findall(query)}
     limit = int(args.get("limit", 5))
     scored = []
@@ -408,8 +502,8 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for order, drawer in enumerate(candidates):
         words = {w.lower() for w in _WORD.findall(drawer["content"])}
         overlap = len(terms & words)
-        if overlap:
-            scored.append((-overlap, order, drawer, overlap))
+        # like 3.11's vector search: the nearest drawers come back even when no word is shared
+        scored.append((-overlap, order, drawer, overlap))
     scored.sort(key=lambda item: (item[0], item[1]))
     results = []
     for _, _, drawer, overlap in scored[:limit]:
@@ -449,15 +543,16 @@ def _files_under(root: Path, cap: int) -> list[Path]:
     return found
 
 
-@tool("mempalace_mine", writes=True)
-def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    source = Path(os.path.expanduser(args["source"]))
-    if not source.exists():
-        return {"success": False, "error": f"Source not found: {source}"}
+def mine_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    """Mine ``args["source"]``: the counts (files, drawers filed, wing), or 3.11's refusal."""
+    source = Path(os.path.expanduser(args["source"]))  # a non-string: TypeError, -32000
+    if not args["source"] or not source.exists():
+        return {"success": False, "error": f"source not found: {args['source']!r}"}
     limit = int(args.get("limit", 0) or 0)
     cap = min(limit, MINE_FILE_CAP) if limit > 0 else MINE_FILE_CAP
     files = [source] if source.is_file() else _files_under(source, cap)
-    wing = args.get("wing") or (source.parent.name if source.is_file() else source.name)
+    wing = args.get("wing") or re.sub(r"[^\w]+", "_", (
+        source.parent.name if source.is_file() else source.name)).lower()
     agent = args.get("agent", "mempalace")
     filed = 0
     if not args.get("dry_run"):
@@ -474,6 +569,36 @@ def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             "drawers_filed": filed, "agent": agent, "dry_run": bool(args.get("dry_run"))}
 
 
+_RULE, _THIN = "=" * 55, "-" * 55
+
+
+def mine_report(counts: dict[str, Any], palace: str) -> str:
+    """The CLI report 3.11's mine tool returns as ``output``: its layout, the fake's counts."""
+    dry = counts["dry_run"]
+    skipped = counts["files_processed"] - counts["drawers_filed"]
+    return "".join([
+        f"\n{_RULE}\n  MemPalace Mine\n{_RULE}\n", f"  Wing:    {counts['wing']}\n",
+        f"  Rooms:   {counts['mode']}\n", f"  Files:   {counts['files_processed']}\n",
+        f"  Palace:  {palace}\n", "  Device:  fake (deterministic word overlap)\n",
+        "  DRY RUN -- nothing will be filed\n" if dry else "", f"{_THIN}\n\n\n{_RULE}\n",
+        "  Done.\n", f"  Files processed: {counts['drawers_filed']}\n",
+        f"  Files skipped ({'read error or too short' if dry else 'already filed or other'}): "
+        f"{skipped}\n", f"  Drawers filed: {counts['drawers_filed']}\n\n  By room:\n",
+        f"    {counts['mode']}: {counts['drawers_filed']}\n" if counts["drawers_filed"] else "",
+        "\n  Next: mempalace search \"what you're looking for\"\n", f"{_RULE}\n\n"])
+
+
+@tool("mempalace_mine", writes=True)
+def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    counts = mine_source(state, args)
+    if not counts["success"]:
+        return counts
+    # 3.11's shape: the CLI's text report as output (its chunking and room detection are not
+    # modelled: one drawer per file, in a room named after the mode)
+    return {"success": True, "mode": counts["mode"], "dry_run": counts["dry_run"],
+            "output": mine_report(counts, args["__palace__"])}
+
+
 # --- diary ---------------------------------------------------------------------------------
 
 
@@ -488,7 +613,7 @@ def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
     drawer = _diary_drawer(agent, entry, topic, wing)
     state.initialised = True  # the first vector write creates the chroma database
     state.drawers.append(drawer)
-    return {"success": True, "entry_id": drawer["id"], "agent": agent, "topic": topic,
+    return {"success": True, "entry_id": drawer["id"], "agent": drawer["agent"], "topic": topic,
             "timestamp": drawer["created_at"], "chunks": 1}
 
 
@@ -501,9 +626,19 @@ def _diary_write(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_diary_read")
 def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     agent = args["agent_name"]
-    wing = args.get("wing") or f"wing_{agent}"
+    problem = _problem("agent_name", agent, "name") or (
+        _problem("wing", args["wing"], "name") if args.get("wing") else None)
+    if problem is not None:
+        return {"error": problem}
+    if (missing := fresh(state, args)) is not None:
+        return missing
+    agent = agent.strip().lower()
+    wing = (args.get("wing") or "").strip()
     last_n = max(1, min(100, int(args.get("last_n", 10))))
-    entries = [d for d in state.drawers if d["room"] == "diary" and d["wing"] == wing]
+    # 3.11: the agent's entries in every wing it wrote to, unless a wing is named
+    entries = [d for d in state.drawers if d["room"] == "diary" and wing in ("", d["wing"])
+               and (d["agent"] == agent if "agent" in d
+                    else d["wing"] == default_diary_wing(agent))]
     if not entries:
         return {"agent": agent, "entries": [], "message": "No diary entries yet."}
     entries.sort(key=lambda d: d["created_at"], reverse=True)
@@ -539,6 +674,8 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_kg_query")
 def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args["entity"]
+    if (problem := _problem("entity", entity, "value")) is not None:
+        return {"error": problem}
     as_of = args.get("as_of")
     today = as_of or _now().strftime("%Y-%m-%d")
     facts = []
@@ -566,14 +703,18 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_event_append", writes=True)
 def _event_append(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    refused = _refused(*((field, args[field], "text")
+                         for field in ("type", "stream", "room", "from_agent")))
+    if refused is not None:
+        return refused
     status = args.get("status")
     if status is not None and status not in EVENT_STATUSES:
         return {"success": False,
                 "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
-    return {"success": True, "event": _append_event(state, args)}
+    return {"success": True, "event": append_event(state, args)}
 
 
-def _append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+def append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     seq = max((e["seq"] for e in state.events), default=0) + 1
     when = _now()
     event = {
@@ -608,8 +749,23 @@ def _event_selected(event: dict[str, Any], args: dict[str, Any]) -> bool:
     return wanted is None or event.get("to_agent") in (wanted, "*")
 
 
+#: the filters 3.11 refuses when given but not a non-blank string (its first check: stream)
+_CHECKED_FILTERS = ("stream", "room", "topic", "type", "to_agent", "writer", "correlation_id",
+                    "status")
+
+
+def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
+    for key in _CHECKED_FILTERS:
+        value = args.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            return {"error": f"{key} must be a non-empty string"}
+    return None
+
+
 @tool("mempalace_event_list")
 def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (refused := _bad_filter(args)) is not None:
+        return refused
     events = list(state.events)
     ids = [e["id"] for e in events]
     if args.get("since_event_id") in ids:
@@ -630,18 +786,23 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_event_ack", writes=True)
 def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    refused = _refused(("event_id", args["event_id"], "text"),
+                       ("from_agent", args["from_agent"], "text"))
+    if refused is not None:
+        return refused
     # like 3.11: the event's existence is checked before the status
     target = next((e for e in state.events if e["id"] == args["event_id"]), None)
     if target is None:
         return {"success": False, "error": f"event '{args['event_id']}' not found"}
-    status = args.get("status", "applied")
-    if status not in EVENT_STATUSES:
+    status = args.get("status")  # 3.11: an ack carries no status unless one is given
+    if status is not None and status not in EVENT_STATUSES:
         return {"success": False,
                 "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
-    event = _append_event(state, {
-        "type": "ack", "stream": target["stream"], "room": target["room"],
-        "topic": args.get("topic", target["topic"]), "from_agent": args["from_agent"],
-        "to_agent": target["from_agent"], "correlation_id": target["correlation_id"],
+    event = append_event(state, {
+        "type": "event.ack", "stream": target["stream"], "room": target["room"],
+        "topic": args.get("topic") if args.get("topic") is not None else target["topic"],
+        "from_agent": args["from_agent"], "to_agent": target["from_agent"],
+        "correlation_id": target["correlation_id"] or target["id"],
         "status": status, "body": args.get("body"), "metadata": {"ack_of": target["id"]},
     })
     return {"success": True, "event": event}
@@ -652,35 +813,47 @@ def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if args["kind"] not in ARTIFACT_KINDS:
         return {"success": False,
                 "error": f"kind={args['kind']!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
-    content = str(args["content"])
+    artifact = store_artifact(state, args["kind"], str(args["content"]), args["created_by"],
+                              args.get("metadata"))
+    return {"success": True, "artifact": artifact}
+
+
+def store_artifact(state: PalaceState, kind: str, content: str, created_by: Any,
+                   metadata: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """File an artifact; returns what 3.11 answers of it (its content stays in the palace)."""
     sha = hashlib.sha256(content.encode()).hexdigest()
     when = _now()
-    artifact = {"id": f"art_{when.strftime('%Y%m%dT%H%M%S')}_{sha[:12]}", "kind": args["kind"],
+    artifact = {"id": f"art_{when.strftime('%Y%m%dT%H%M%S')}_{sha[:12]}", "kind": kind,
                 "sha256": sha, "size_bytes": len(content.encode()),
-                "created_by": args["created_by"], "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "origin_replica": state.replica}
-    state.artifacts.append({**artifact, "content": content, "metadata": args.get("metadata") or {}})
-    return {"success": True, "artifact": artifact}
+                "created_by": created_by, "created_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "origin_replica": state.replica, **(extra or {})}
+    state.artifacts.append({**artifact, "content": content, "metadata": metadata or {}})
+    return artifact
 
 
 @tool("mempalace_artifact_get")
 def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (problem := _problem("artifact_id", args["artifact_id"], "text")) is not None:
+        return {"error": problem}
     for artifact in state.artifacts:
         if artifact["id"] == args["artifact_id"]:
-            return {"success": True, "artifact": artifact}
+            return {"artifact": artifact}  # 3.11: no success key here either
     return {"error": f"artifact '{args['artifact_id']}' not found"}  # 3.11: no success key
 
 
 @tool("mempalace_event_wait")
 def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    # The brain holds the reply for timeout_ms when nothing matches (see brain.hold_for).
-    events = [e for e in state.events if _event_selected(e, args)]
-    ids = [e["id"] for e in state.events]
+    """3.11 lists what matches (oldest first, after ``since_event_id`` when given) and answers
+    at once when anything does; the brain holds an empty answer for ``timeout_ms``."""
+    if (refused := _bad_filter(args)) is not None:
+        return refused
+    events = list(state.events)
+    ids = [e["id"] for e in events]
     if args.get("since_event_id") in ids:
-        after = ids.index(args["since_event_id"])
-        events = [e for e in events if ids.index(e["id"]) > after]
-    else:
-        events = []
-    if events:
-        return {"timed_out": False, "events": events, "count": len(events)}
-    return {"timed_out": True, "events": [], "count": 0}
+        events = events[ids.index(args["since_event_id"]) + 1 :]
+    events = [e for e in events if _event_selected(e, args)][: int(args.get("limit", 50) or 50)]
+    result: dict[str, Any] = {"timed_out": not events, "events": events, "count": len(events)}
+    if args.get("from_agent") is not None and args.get("writer") is None:
+        result["note"] = EVENT_LIST_NOTE
+    return result
+
