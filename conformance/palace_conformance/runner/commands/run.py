@@ -8,12 +8,14 @@ even answer ``hello``, broken scenario files) reported in one line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
@@ -38,6 +40,9 @@ from palace_conformance.runner.usage import (
 )
 
 if TYPE_CHECKING:
+    from palace_conformance.runner.execution.real_world import RealServerSetup
+    from palace_conformance.runner.profile import Profile
+    from palace_conformance.runner.verdict.baseline import Baseline
     from palace_conformance.scenarios.model import Scenario
 
 PROG = "palace-conformance run"
@@ -67,19 +72,6 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
 def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner import last_failed
     from palace_conformance.runner.execution import warm_client
-    from palace_conformance.runner.execution.execute import RunOptions
-    from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
-    from palace_conformance.runner.reports.console import make_progress, render_summary
-    from palace_conformance.runner.reports.hints import capability_hints
-    from palace_conformance.runner.reports.junit import write_junit
-    from palace_conformance.runner.reports.report_dir import (
-        JUNIT,
-        RESULTS,
-        RUNS,
-        clear_previous,
-        public_run,
-        write_reports,
-    )
     from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
     from palace_conformance.scenarios.loader import (
         load_catalogue,
@@ -137,12 +129,58 @@ def _run_checked(args: argparse.Namespace) -> int:
         print(plan.note, file=human, flush=True)
     if args.list:
         return _listing(scenarios, transports, only)
+    with _server(args) as real:
+        return _run_suite(args, scenarios, transports, only, real, argv=argv, profile=profile,
+                          factor=factor, baseline=baseline, report_dir=report_dir, human=human,
+                          json_stdout=json_stdout, paths=(json_path, junit_path, markdown_path),
+                          shard=shard, record=record, recorded=recorded)
+
+
+@contextlib.contextmanager
+def _server(args: argparse.Namespace) -> Iterator[RealServerSetup | None]:
+    """Nothing for the fake (each world starts its own); for ``--server real`` the located
+    real server, the embedding stub and the template palace, or a one-line usage error."""
+    if args.server != "real":
+        yield None
+        return
+    from palace_conformance.real.install import RealServerMissing
+    from palace_conformance.runner.execution.real_world import real_server_setup
+
+    try:
+        with real_server_setup(args.real_python) as setup:
+            yield setup
+    except RealServerMissing as exc:
+        raise RunUsageError(f"--server real: {exc}") from None
+
+
+def _run_suite(args: argparse.Namespace, scenarios: list[Scenario], transports: tuple[str, ...],
+               only: Mapping[str, frozenset[str]] | None, real: RealServerSetup | None, *,
+               argv: tuple[str, ...], profile: Profile | None, factor: float,
+               baseline: Baseline | None, report_dir: Path | None, human: TextIO,
+               json_stdout: bool, paths: tuple[Path | None, Path | None, Path | None],
+               shard: tuple[int, int] | None, record: Path, recorded: Any) -> int:
+    from palace_conformance.runner import last_failed
+    from palace_conformance.runner.execution.execute import RunOptions
+    from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
+    from palace_conformance.runner.reports.console import make_progress, render_summary
+    from palace_conformance.runner.reports.hints import capability_hints
+    from palace_conformance.runner.reports.junit import write_junit
+    from palace_conformance.runner.reports.report_dir import (
+        JUNIT,
+        RESULTS,
+        RUNS,
+        clear_previous,
+        public_run,
+        write_reports,
+    )
+
+    json_path, junit_path, markdown_path = paths
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
                        artifacts=report_dir / RUNS if report_dir else None,
                        warm_start=not args.cold_start,
                        level=args.level or default_level(args.bridge, profile),
-                       profile=profile, slack_factor=factor),
+                       profile=profile, slack_factor=factor, real=real),
         jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
         only=only)
     if report_dir is not None:
@@ -164,6 +202,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     run.bridge = args.bridge
+    run.server = args.server
     run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
     run.slack_factor = factor
     render_summary(run, human, quiet=args.quiet)
@@ -287,4 +326,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      "results.json, junit.xml, summary.md and a repro bundle per failure "
                      "(bundles/<scenario>--<transport>/), under DIR; the --last-failed "
                      "record is kept there too")
+    run.add_argument("--server", choices=("fake", "real"), default="fake",
+                     help="the palace behind the bridge: the fake (default; every scenario) or "
+                     "the real mempalace 3.11.0 (scenarios it cannot serve are not applicable, "
+                     "with the reason; docs/real-server.md)")
+    run.add_argument("--real-python", metavar="PY", default=None,
+                     help="with --server real: a Python with mempalace==3.11.0 installed "
+                     "(default: $PALACE_REAL_PYTHON; `tox -e real-palace` provisions one)")
     run.set_defaults(handler=one_line(PROG)(_run_checked))

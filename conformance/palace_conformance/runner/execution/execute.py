@@ -24,6 +24,7 @@ from palace_conformance.redaction import Redactor, environment_secrets, scenario
 from palace_conformance.runner.execution import profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
+from palace_conformance.runner.execution.real_world import RealServerSetup, RealWorld
 from palace_conformance.runner.execution.settle import EventSettle, window_end
 from palace_conformance.runner.execution.world import SIGNALS, SetupError, World
 from palace_conformance.runner.profile import Profile
@@ -48,6 +49,7 @@ from palace_conformance.runner.verdict.reach import unreached_reason
 from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.checks import live_descendants, process_facts
 from palace_conformance.scenarios.model import Scenario, Step
+from palace_conformance.scenarios.server_needs import FAKE_SERVER, unmet_reason
 
 HELLO_TIMEOUT_MS = 10000
 EXIT_TIMEOUT_MS = 3000
@@ -78,6 +80,8 @@ class RunOptions:
     detected_capabilities: tuple[str, ...] | None = None
     #: ``run --slack-factor``: multiplies every declared slack (``slack_ms``) when judging
     slack_factor: float = 1.0
+    #: ``run --server real``: the real mempalace behind the bridge instead of the fake
+    real: RealServerSetup | None = None
 
 
 def not_applicable_reason(scenario: Scenario, transport: str, capabilities: Iterable[str],
@@ -174,9 +178,20 @@ class _Execution:
             why = profile_edges.inapplicable(profile, self.original, self.transport)
             if why:
                 return self._not_applicable(why)
+        real = self.options.real
+        why = unmet_reason(self.original, self.transport,
+                           real.traits if real is not None else FAKE_SERVER)
+        if why:
+            return self._not_applicable(why)
         try:
-            self.world = World(self.original, self.transport, work_root=self.options.work_root,
-                               warm_start=self.options.warm_start)
+            if real is not None:
+                self.world = RealWorld(real, self.original, self.transport,
+                                       work_root=self.options.work_root,
+                                       warm_start=self.options.warm_start)
+            else:
+                self.world = World(self.original, self.transport,
+                                   work_root=self.options.work_root,
+                                   warm_start=self.options.warm_start)
             try:
                 self.world.open()
             except SetupError as exc:

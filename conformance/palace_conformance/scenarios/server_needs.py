@@ -1,0 +1,133 @@
+"""What a scenario needs of the palace server behind the bridge, derived from the scenario itself.
+
+Bridges declare capabilities in ``hello``; servers declare theirs here. The fake can do anything a
+scenario asks (it was built for the catalogue); the real ``mempalace`` cannot inject faults, has
+no control API and no stateful sessions, and journals only what a relay or proxy can see. Each
+need is read off the scenario in one place (:func:`needs`), so a new scenario is classified
+without any hand list, and the reason a run is *not applicable* names exactly what is missing:
+``needs fault injection (crash, stall)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from palace_conformance.scenarios.model import Check, Scenario
+
+#: the capabilities a server may declare, and how a missing one reads in a reason
+SERVER_CAPABILITIES = {
+    "fault_injection": "needs fault injection",
+    "control_api": "needs the fake's control API",
+    "stateful_sessions": "needs stateful HTTP sessions",
+    "fake_journal": "checks journal records only the fake writes",
+    "fake_self_test": "a self-test of the fake",
+    "lock_holder": "needs a palace lock holder",
+    "palace_seed": "needs a seeded palace",
+    "server_kill": "needs the server killed mid-run",
+}
+#: server actions that go through the fake's control API
+CONTROL_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rotate_token"})
+
+
+@dataclass(frozen=True)
+class Need:
+    """One thing a run asks of the server: a capability and what exactly (``crash, stall``)."""
+
+    capability: str
+    detail: str = ""
+
+    def reason(self) -> str:
+        label = SERVER_CAPABILITIES[self.capability]
+        return f"{label} ({self.detail})" if self.detail else label
+
+
+@dataclass(frozen=True)
+class ServerTraits:
+    """What a server can do: its name, capabilities and the journal kinds it writes
+    (``None``: every kind a scenario may check)."""
+
+    name: str
+    capabilities: frozenset[str]
+    journal_kinds: frozenset[str] | None = None
+
+
+FAKE_SERVER = ServerTraits("fake", frozenset(SERVER_CAPABILITIES))
+
+
+def _journal_checks(scenario: Scenario, transport: str) -> Iterator[Check]:
+    yield from (c for c in scenario.expect.journal if c.applies_to(transport))
+    for step in scenario.steps_for(transport):
+        if step.expect is not None:
+            yield from (c for c in step.expect.journal if c.applies_to(transport))
+
+
+def _kinds(value: Any) -> Iterator[str]:
+    """Every journal ``kind`` a check's patterns name (``match``, ``items``, ``first``, ...)."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        if isinstance(kind, str):
+            yield kind
+        for inner in value.values():
+            yield from _kinds(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _kinds(inner)
+
+
+def checked_kinds(scenario: Scenario, transport: str) -> set[str]:
+    """The journal kinds a run's checks must find (an ``absent`` check finds nothing: it holds
+    on any server that never writes that kind, which is what it says)."""
+    return {kind for check in _journal_checks(scenario, transport) if check.kind != "absent"
+            for kind in _kinds({k: v for k, v in check.raw.items() if k != "check"})}
+
+
+def needs(scenario: Scenario, transport: str, journal_kinds: Iterable[str] | None = None
+          ) -> list[Need]:
+    """Everything the run of ``scenario`` on ``transport`` asks of its server; with
+    ``journal_kinds``, the checked kinds outside it are a ``fake_journal`` need."""
+    found: list[Need] = []
+    if scenario.subject == "fake":
+        found.append(Need("fake_self_test"))
+    faults = scenario.faults.for_transport(transport).faults
+    if faults:
+        found.append(Need("fault_injection", ", ".join(sorted({f.action for f in faults}))))
+    actions = [str(s.params.get("action")) for s in scenario.steps_for(transport)
+               if s.op == "server"]
+    control = sorted({a for a in actions if a in CONTROL_ACTIONS})
+    if control:
+        found.append(Need("control_api", ", ".join(control)))
+    if "kill" in actions:
+        found.append(Need("server_kill"))
+    if transport == "http" and scenario.http.sessions:
+        found.append(Need("stateful_sessions"))
+    if scenario.palace.lock_held:
+        found.append(Need("lock_holder"))
+    palace = scenario.palace
+    seeded = [name for name, items in (("diary", palace.diary), ("drawers", palace.drawers),
+                                       ("events", palace.events)) if items]
+    if seeded:
+        found.append(Need("palace_seed", ", ".join(seeded)))
+    if journal_kinds is not None:
+        outside = sorted(checked_kinds(scenario, transport) - set(journal_kinds))
+        if outside:
+            found.append(Need("fake_journal", ", ".join(outside)))
+    return found
+
+
+def unmet_reason(scenario: Scenario, transport: str, server: ServerTraits) -> str | None:
+    """Why ``server`` cannot serve this run (every unmet need, in one line), or None."""
+    unmet = [need.reason() for need in needs(scenario, transport, server.journal_kinds)
+             if need.capability not in server.capabilities]
+    if not unmet:
+        return None
+    return f"on the {server.name} server, " + "; ".join(unmet)
+
+
+def reason_label(reason: str) -> str:
+    """The first unmet need's label in a reason :func:`unmet_reason` wrote, details dropped:
+    what a summary counts not-applicable results by."""
+    head = reason.split("; ", 1)[0]
+    head = head.split(" server, ", 1)[-1]
+    return head.split(" (", 1)[0]
