@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import itertools
 import json
 import threading
+from typing import Any
 
 from palace_conformance.fake.http.wire import Headers, RequestHead
 from palace_conformance.fake.journal import Journal, redact_headers
@@ -24,6 +26,9 @@ from palace_conformance.record.proxy import HttpRelay
 from palace_conformance.record.relay import TO_PALACE, Message
 
 START_S = 15.0
+#: the request being relayed, in its connection's task (and the exchange task it starts): what
+#: the fake adds to a ``recv`` and ``http_response`` (``conn``, and ``http`` to a ``recv``)
+_REQUEST: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("request")
 
 
 class _JournalingRelay(HttpRelay):
@@ -34,17 +39,24 @@ class _JournalingRelay(HttpRelay):
 
     def _message(self, message: Message) -> None:
         line = json.dumps(message.message).encode()
+        request = _REQUEST.get({})
         if message.direction == TO_PALACE:
-            self.journal.record("recv", **recv_fields(line))
+            self.journal.record("recv", **recv_fields(line), **request)
         else:
             self.journal.record("send", **send_fields(line))
 
     def seen_request(self, head: RequestHead) -> None:
+        headers = redact_headers(head.headers)
+        conn = next(self._conns)
+        _REQUEST.set({"http": {"method": head.method, "path": head.path, "headers": headers},
+                      "conn": conn})
         self.journal.record("http_request", method=head.method, path=head.path,
-                            headers=redact_headers(head.headers), conn=next(self._conns))
+                            headers=headers, conn=conn)
 
     def seen_response(self, status: int, headers: Headers) -> None:
-        self.journal.record("http_response", status=status, headers=redact_headers(headers))
+        conn = _REQUEST.get({}).get("conn")
+        self.journal.record("http_response", status=status, headers=redact_headers(headers),
+                            conn=conn)
 
 
 class JournalProxy:

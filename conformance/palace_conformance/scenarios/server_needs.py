@@ -63,24 +63,39 @@ def _journal_checks(scenario: Scenario, transport: str) -> Iterator[Check]:
             yield from (c for c in step.expect.journal if c.applies_to(transport))
 
 
-def _kinds(value: Any) -> Iterator[str]:
-    """Every journal ``kind`` a check's patterns name (``match``, ``items``, ``first``, ...)."""
-    if isinstance(value, dict):
-        kind = value.get("kind")
-        if isinstance(kind, str):
-            yield kind
-        for inner in value.values():
-            yield from _kinds(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            yield from _kinds(inner)
+#: where a journal check holds its record patterns
+PATTERN_KEYS = ("match", "items", "from", "to", "first", "then", "after")
+
+
+def _pattern_kinds(pattern: Any) -> Iterator[str]:
+    """The ``kind`` a record pattern names (a string, or the strings of an ``$in``); a
+    ``kind`` nested deeper belongs to a message's content, not to the journal."""
+    if not isinstance(pattern, dict):
+        return
+    kind = pattern.get("kind")
+    if isinstance(kind, str):
+        yield kind
+    elif isinstance(kind, dict) and isinstance(kind.get("$in"), list):
+        yield from (k for k in kind["$in"] if isinstance(k, str))
+
+
+def _finds_nothing(check: Check) -> bool:
+    """An ``absent`` check, or a ``count`` of exactly 0: it holds on any server that never
+    writes the kind, which is what it says."""
+    return check.kind == "absent" or (check.kind == "count" and check.raw.get("equals") == 0)
 
 
 def checked_kinds(scenario: Scenario, transport: str) -> set[str]:
-    """The journal kinds a run's checks must find (an ``absent`` check finds nothing: it holds
-    on any server that never writes that kind, which is what it says)."""
-    return {kind for check in _journal_checks(scenario, transport) if check.kind != "absent"
-            for kind in _kinds({k: v for k, v in check.raw.items() if k != "check"})}
+    """The journal kinds a run's checks must find records of."""
+    found: set[str] = set()
+    for check in _journal_checks(scenario, transport):
+        if _finds_nothing(check):
+            continue
+        for key in PATTERN_KEYS:
+            value = check.raw.get(key)
+            for pattern in value if isinstance(value, list) else [value]:
+                found.update(_pattern_kinds(pattern))
+    return found
 
 
 def needs(scenario: Scenario, transport: str, journal_kinds: Iterable[str] | None = None

@@ -8,16 +8,16 @@ even answer ``hello``, broken scenario files) reported in one line.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
+from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
@@ -129,28 +129,11 @@ def _run_checked(args: argparse.Namespace) -> int:
         print(plan.note, file=human, flush=True)
     if args.list:
         return _listing(scenarios, transports, only)
-    with _server(args) as real:
+    with chosen_server(args) as real:
         return _run_suite(args, scenarios, transports, only, real, argv=argv, profile=profile,
                           factor=factor, baseline=baseline, report_dir=report_dir, human=human,
                           json_stdout=json_stdout, paths=(json_path, junit_path, markdown_path),
                           shard=shard, record=record, recorded=recorded)
-
-
-@contextlib.contextmanager
-def _server(args: argparse.Namespace) -> Iterator[RealServerSetup | None]:
-    """Nothing for the fake (each world starts its own); for ``--server real`` the located
-    real server, the embedding stub and the template palace, or a one-line usage error."""
-    if args.server != "real":
-        yield None
-        return
-    from palace_conformance.real.install import RealServerMissing
-    from palace_conformance.runner.execution.real_world import real_server_setup
-
-    try:
-        with real_server_setup(args.real_python) as setup:
-            yield setup
-    except RealServerMissing as exc:
-        raise RunUsageError(f"--server real: {exc}") from None
 
 
 def _run_suite(args: argparse.Namespace, scenarios: list[Scenario], transports: tuple[str, ...],
@@ -326,11 +309,5 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      "results.json, junit.xml, summary.md and a repro bundle per failure "
                      "(bundles/<scenario>--<transport>/), under DIR; the --last-failed "
                      "record is kept there too")
-    run.add_argument("--server", choices=("fake", "real"), default="fake",
-                     help="the palace behind the bridge: the fake (default; every scenario) or "
-                     "the real mempalace 3.11.0 (scenarios it cannot serve are not applicable, "
-                     "with the reason; docs/real-server.md)")
-    run.add_argument("--real-python", metavar="PY", default=None,
-                     help="with --server real: a Python with mempalace==3.11.0 installed "
-                     "(default: $PALACE_REAL_PYTHON; `tox -e real-palace` provisions one)")
+    add_server_options(run)
     run.set_defaults(handler=one_line(PROG)(_run_checked))

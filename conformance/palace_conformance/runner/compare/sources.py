@@ -58,6 +58,8 @@ class Selection:
     jobs: int = 2
     op_timeout_ms: int = 15000
     level: str | None = None  # None: core when any source is not the reference, else seed
+    #: ``--server real``: a ``RealServerSetup`` every bridge's run shares; None: the fake
+    real: Any = None
 
 
 def bridge_label(spec: str) -> str:
@@ -147,7 +149,8 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
 
     options = SuiteOptions(run=RunOptions(host_argv=tuple(argv),
                                           op_timeout_ms=selection.op_timeout_ms,
-                                          level=level, profile=profile),
+                                          level=level, profile=profile,
+                                          real=selection.real),
                            jobs=selection.jobs, transports=selection.transports)
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)

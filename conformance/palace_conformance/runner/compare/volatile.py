@@ -33,6 +33,7 @@ SECRET_MASK = "<secret>"
 UUID_MASK = "<uuid>"
 TMP_MASK = "<tmp>"
 REPLICA_MASK = "<replica>"
+SCORE_MASK = "<score>"
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,10 @@ KEY_RULES: tuple[KeyRule, ...] = (
                                 "time", "hlc", "t", "ms", "elapsed_ms", "host_ms", "last_seen",
                                 "expires_at"}), TIME_MASK,
             "clock readings and durations", example={"filed_at": "2026-08-01T09:30:00"}),
+    KeyRule("scores", frozenset({"similarity", "distance"}), SCORE_MASK,
+            "a search's similarity and distance are the embedder's (the real server's runs use "
+            "the kit's embedding stub; another embedder ranks otherwise)",
+            example={"similarity": 0.8123, "distance": 0.1877}),
     KeyRule("ports", frozenset({"port"}), PORT_MASK, "a listening port is the kernel's choice",
             example={"port": 36195}),
     KeyRule("secrets", frozenset({"token", "authorization", "password", "secret", "api_key",

@@ -148,7 +148,7 @@ def _totals(run: RunResult) -> str:
     if run.slack_factor != 1.0:
         text += f", every declared slack x {run.slack_factor:g} (--slack-factor)"
     fake = run.counts("fake")
-    if any(fake.values()):
+    if any(fake[status] for status in (PASSED, FAILED, NOT_TESTABLE)):
         others = fake[FAILED] + fake[NOT_TESTABLE]
         text += (f"; the fake's own self-tests, not counted as the bridge's: {fake[PASSED]} "
                  f"passed{f', {others} failed' if others else ''}")
@@ -169,7 +169,11 @@ def not_applicable_by_reason(run: RunResult) -> list[tuple[str, int]]:
         if result.status != NOT_APPLICABLE:
             continue
         reason = result.reason.removeprefix("Not applicable: ")
-        counted[reason_label(reason) if " server, " in reason else reason] += 1
+        if result.transport == PARITY:
+            reason = "parity, a transport not applicable"
+        elif " server, " in reason:
+            reason = reason_label(reason)
+        counted[reason] += 1
     return sorted(counted.items(), key=lambda item: (-item[1], item[0]))
 
 

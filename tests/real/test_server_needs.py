@@ -1,0 +1,134 @@
+"""Which scenarios a server can serve, read off each scenario (no real server needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palace_conformance.real.traits import REAL_SERVER
+from palace_conformance.runner.reports.console import not_applicable_by_reason
+from palace_conformance.runner.results import NOT_APPLICABLE, PASSED, RunResult, ScenarioResult
+from palace_conformance.scenarios.loader import load_catalogue, shipped_roots
+from palace_conformance.scenarios.model import Scenario
+from palace_conformance.scenarios.server_needs import (
+    FAKE_SERVER,
+    SERVER_CAPABILITIES,
+    checked_kinds,
+    needs,
+    reason_label,
+    unmet_reason,
+)
+
+
+def _scenario(**fields: Any) -> Scenario:
+    data: dict[str, Any] = {"schema_version": 1, "id": "x.y.z", "title": "t", "covers": [],
+                            "transports": ["stdio", "http"],
+                            "steps": [{"op": "load"}, {"op": "shutdown"}]}
+    data.update(fields)
+    return Scenario.from_json(data, Path("x.json"))
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> list[Scenario]:
+    loaded = load_catalogue(shipped_roots(slow=True))
+    assert not loaded.problems
+    return loaded.scenarios
+
+
+def test_the_fake_serves_every_scenario_of_the_catalogue(catalogue: list[Scenario]) -> None:
+    assert FAKE_SERVER.capabilities == frozenset(SERVER_CAPABILITIES)
+    for scenario in catalogue:
+        for transport in scenario.transports:
+            assert unmet_reason(scenario, transport, FAKE_SERVER) is None, scenario.id
+
+
+def test_a_plain_scenario_needs_nothing() -> None:
+    assert needs(_scenario(), "stdio", REAL_SERVER.journal_kinds) == []
+    assert unmet_reason(_scenario(), "http", REAL_SERVER) is None
+
+
+def test_faults_name_their_actions_on_the_transport_they_apply_to() -> None:
+    scenario = _scenario(faults=[
+        {"id": "a", "on": {"method": "tools/call"}, "action": "stall"},
+        {"id": "b", "on": {"method": "tools/call"}, "action": "exit"},
+        {"id": "c", "on": {"method": "tools/call"}, "action": "http_status", "status": 500}])
+    assert unmet_reason(scenario, "stdio", REAL_SERVER) == (
+        "on the real server, needs fault injection (exit, stall)")
+    assert "exit, http_status, stall" in (unmet_reason(scenario, "http", REAL_SERVER) or "")
+
+
+def test_control_actions_sessions_and_the_fakes_self_tests() -> None:
+    steps = [{"op": "load"}, {"op": "server", "action": "rotate_token", "token": "t2"},
+             {"op": "server", "action": "forget_sessions"}, {"op": "shutdown"}]
+    scenario = _scenario(steps=steps, transports=["http"], http={"sessions": True})
+    reason = unmet_reason(scenario, "http", REAL_SERVER)
+    assert reason == ("on the real server, needs the fake's control API (forget_sessions, "
+                      "rotate_token); needs stateful HTTP sessions")
+    fake = _scenario(subject="fake", steps=[{"op": "rpc", "message": {"jsonrpc": "2.0",
+                                                                      "method": "ping",
+                                                                      "id": 1}}])
+    assert unmet_reason(fake, "stdio", REAL_SERVER) == "on the real server, a self-test of the fake"
+
+
+def test_seeds_kills_and_lock_holders_are_needs_the_real_server_meets() -> None:
+    scenario = _scenario(
+        palace={"diary": [{"agent_name": "pi", "entry": "e", "topic": "general"}],
+                "lock": {"held": True}},
+        steps=[{"op": "load"}, {"op": "server", "action": "kill"}, {"op": "shutdown"}])
+    found = {need.capability for need in needs(scenario, "stdio")}
+    assert found == {"palace_seed", "server_kill", "lock_holder"}
+    assert unmet_reason(scenario, "stdio", REAL_SERVER) is None
+
+
+def test_journal_kinds_only_the_fake_writes_but_absent_checks_hold_anywhere() -> None:
+    scenario = _scenario(expect={"journal": [
+        {"check": "count", "match": {"kind": "fault"}, "equals": 1},
+        {"check": "sequence", "items": [{"kind": "recv"}, {"kind": "session"}]},
+        {"check": "absent", "match": {"kind": "lease"}}]})
+    assert checked_kinds(scenario, "stdio") == {"fault", "recv", "session"}
+    assert unmet_reason(scenario, "stdio", REAL_SERVER) == (
+        "on the real server, checks journal records only the fake writes (fault, session)")
+
+
+def test_every_catalogue_need_is_a_declared_capability(catalogue: list[Scenario]) -> None:
+    seen = set()
+    for scenario in catalogue:
+        for transport in scenario.transports:
+            for need in needs(scenario, transport, REAL_SERVER.journal_kinds):
+                assert need.capability in SERVER_CAPABILITIES
+                seen.add(need.capability)
+    # the catalogue exercises every need (else a capability is dead vocabulary)
+    assert seen == set(SERVER_CAPABILITIES)
+
+
+def test_reasons_are_counted_by_their_first_label() -> None:
+    assert reason_label("on the real server, needs fault injection (stall); needs stateful "
+                        "HTTP sessions") == "needs fault injection"
+
+    def result(status: str, reason: str = "", transport: str = "stdio") -> ScenarioResult:
+        return ScenarioResult(scenario="s", transport=transport, status=status, reason=reason)
+
+    run = RunResult(results=[
+        result(NOT_APPLICABLE, "Not applicable: on the real server, needs fault injection (a)"),
+        result(NOT_APPLICABLE, "Not applicable: on the real server, needs fault injection (b)"),
+        result(NOT_APPLICABLE, "Not applicable: the host does not declare mailbox"),
+        result(NOT_APPLICABLE, "Not applicable: not run on stdio, http", "parity"),
+        result(PASSED)], server="real")
+    assert not_applicable_by_reason(run) == [("needs fault injection", 2),
+                                             ("parity, a transport not applicable", 1),
+                                             ("the host does not declare mailbox", 1)]
+    assert RunResult.from_json(json.loads(json.dumps(run.to_json()))).server == "real"
+
+
+def test_only_a_patterns_own_kind_counts_not_one_inside_a_message() -> None:
+    scenario = _scenario(expect={"journal": [
+        {"check": "count", "equals": 1,
+         "match": {"kind": "recv", "message": {"params": {"arguments": {"kind": "note"}}}}},
+        {"check": "count", "match": {"kind": "fault"}, "equals": 0},
+        {"check": "order", "first": {"kind": {"$in": ["lease", "recv"]}},
+         "then": {"kind": "send"}},
+        {"check": "gap", "from": {"kind": "signal"}, "to": {"kind": "process_exit"}, "ms": 10}]})
+    assert checked_kinds(scenario, "stdio") == {"recv", "lease", "send", "signal", "process_exit"}
