@@ -152,6 +152,9 @@ SKIPPED: dict[str, str] = {
     "ruff check": "lint; tox -e lint runs it on the checkout",
     "palace-conformance hosts install": "downloads Node and npm packages",
     "python benchmarks/": "a benchmark: minutes of timing, figures in BENCHMARKS.md",
+    "python -m palace_conformance.real.provision": "installs the real mempalace (525 MB); "
+                                                   "tests/real/test_provision.py tests it",
+    "PALACE_REAL_PYTHON=": "needs the real mempalace installed (tox -e real-palace runs it)",
     "python -m mutation": "runs from the checkout with cosmic-ray installed (tox -e mutation, "
                           "tox -e mutation-sample); tests/mutation_tool tests its parts",
     # placeholders that name no real file, URL or tool
@@ -164,6 +167,9 @@ SKIPPED: dict[str, str] = {
     "palace-conformance record --upstream URL --out DRAFT.json [": "synopsis: URL, DRAFT.json, "
                                                                    "ID, N, MS placeholders",
     "palace-conformance fake ctl --url U": "synopsis: U names no running fake",
+    "palace-conformance run --server real --real-python DIR/": "DIR placeholder: needs the real "
+                                                               "mempalace (tests/real/"
+                                                               "test_real_run.py runs it)",
     "palace-conformance fake journal [-f] FILE": "synopsis: FILE placeholder",
     "palace-conformance fake hold-lock": "runs until killed; P placeholder",
     "palace-bridge call TOOL": "synopsis: TOOL placeholder",

@@ -45,7 +45,7 @@ SELECTION = {
     "http.auth.bearer-on-every-request": None,  # the real server's token check
     "stdio.respawn.after-crash": "needs fault injection",
     "http.session.stateful-id-on-every-request": "needs stateful HTTP sessions",
-    "http.auth.rotated-token-fails-fast": "needs fault injection",
+    "http.auth.rotated-token-fails-fast": "needs the fake's control API",
 }
 
 
