@@ -132,3 +132,20 @@ def test_only_a_patterns_own_kind_counts_not_one_inside_a_message() -> None:
          "then": {"kind": "send"}},
         {"check": "gap", "from": {"kind": "signal"}, "to": {"kind": "process_exit"}, "ms": 10}]})
     assert checked_kinds(scenario, "stdio") == {"recv", "lease", "send", "signal", "process_exit"}
+
+
+def test_the_runner_declares_such_a_run_not_applicable_before_building_a_world(
+        catalogue: list[Scenario], tmp_path: Path) -> None:
+    from palace_conformance.real.install import RealServer
+    from palace_conformance.runner.execution.execute import RunOptions, run_scenario
+    from palace_conformance.runner.execution.real_world import RealServerSetup
+
+    # a server that does not exist: nothing may be started for a run it cannot serve
+    setup = RealServerSetup(server=RealServer(python=tmp_path / "none", version="3.11.0"),
+                            embedding_url="http://127.0.0.1:9/v1", template_home=tmp_path)
+    scenario = next(s for s in catalogue if s.id == "stdio.respawn.after-crash")
+    result = run_scenario(scenario, "stdio", RunOptions(host_argv=("false",), real=setup))
+    assert result.status == NOT_APPLICABLE
+    assert result.reason == ("Not applicable: on the real server, needs fault injection "
+                             f"({', '.join(sorted({f.action for f in scenario.faults.faults}))})")
+    assert list(tmp_path.iterdir()) == []

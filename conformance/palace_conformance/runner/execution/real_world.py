@@ -94,13 +94,14 @@ def free_port() -> int:
 class RealWorld(World):
     """:class:`World` with the real server; create with ``RealWorld(setup, scenario, ...)``."""
 
-    def __init__(self, setup: RealServerSetup, scenario: Scenario, transport: str,
-                 **kwargs: object) -> None:
-        super().__init__(scenario, transport, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, setup: RealServerSetup, scenario: Scenario, transport: str, *,
+                 work_root: str | os.PathLike[str] | None = None, keep: bool = False,
+                 warm_start: bool = True) -> None:
+        super().__init__(scenario, transport, work_root=work_root, keep=keep,
+                         warm_start=warm_start)
         self.setup = setup
         self.palace = seeding.palace_of(self.home)
         self.proxy: JournalProxy | None = None
-        self.event_ids: dict[str, str] = {}  # seeded event label -> the real server's id
 
     def open(self) -> World:
         self.home.mkdir(parents=True)
@@ -139,8 +140,8 @@ class RealWorld(World):
         if palace.diary or palace.drawers or palace.events:
             env = self.setup.server_env(self.home, self.palace)
             try:
-                self.event_ids = seeding.seed(self.setup.server, env, palace.diary,
-                                              palace.drawers, palace.events)
+                seeding.seed(self.setup.server, env, palace.diary, palace.drawers,
+                             palace.events)
             except seeding.SeedError as exc:
                 raise SetupError(f"cannot seed the real palace: {exc}") from None
 
@@ -161,8 +162,8 @@ class RealWorld(World):
 
     def _bridge_env(self) -> dict[str, str]:
         env = self._base_env()
-        if not self.scenario.palace.installed:
-            env["PATH"] = self._runner_path()
+        if not self.scenario.palace.installed:  # nothing that starts a palace is in reach
+            env["PATH"] = os.environ.get("PATH", os.defpath)
         if self.transport == "http" and self.fake_url:
             env[REMOTE_URL] = self.fake_url
             if self.scenario.http.token is not None:
@@ -173,10 +174,6 @@ class RealWorld(World):
             else:
                 env[key] = value
         return env
-
-    @staticmethod
-    def _runner_path() -> str:
-        return os.environ.get("PATH", os.defpath)
 
     def _hold_lock(self) -> None:
         """The fake's holder on the real server's lock file: the real palace path, named."""
