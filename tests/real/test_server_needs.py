@@ -149,3 +149,16 @@ def test_the_runner_declares_such_a_run_not_applicable_before_building_a_world(
     assert result.reason == ("Not applicable: on the real server, needs fault injection "
                              f"({', '.join(sorted({f.action for f in scenario.faults.faults}))})")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stop_that_must_never_signal_needs_a_prompt_exit_on_eof(
+        catalogue: list[Scenario]) -> None:
+    polite = next(s for s in catalogue if s.id == "life.shutdown.stdio-polite-close")
+    assert unmet_reason(polite, "stdio", REAL_SERVER) == (
+        "on the real server, needs the server to exit on stdin EOF inside the bridge's stop "
+        "grace")
+    relaxed = _scenario(expect={"processes": {"signals": {"SIGTERM": {"at_most": 1}}}})
+    assert unmet_reason(relaxed, "stdio", REAL_SERVER) is None
+    strict = _scenario(expect={"processes": {"signals": {"SIGTERM": 0}}})
+    assert unmet_reason(strict, "stdio", REAL_SERVER) is not None
+    assert unmet_reason(strict, "http", REAL_SERVER) is None  # no child to signal there

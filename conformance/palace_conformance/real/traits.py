@@ -4,7 +4,9 @@
 It can be seeded (through real tool calls), killed (its relay or its HTTP process), and contended
 for by a lock holder (the fake's holder takes the real lock file). It cannot inject faults, has no
 control API and no stateful HTTP sessions, and its journal holds only what the stdio relay and the
-HTTP proxy see, plus the runner's own stand-ins (``helper_run``).
+HTTP proxy see, plus the runner's own stand-ins (``helper_run``). It takes 1-2 s to exit after
+stdin EOF (more on a loaded machine), so a run that forbids any SIGTERM through the bridge's stop
+(whose grace is 2 s) would pass or fail by the machine's load: not applicable either.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ SERVER_CAPABILITIES = {
     "lock_holder": "needs a palace lock holder",
     "palace_seed": "needs a seeded palace",
     "server_kill": "needs the server killed mid-run",
+    "prompt_eof_exit": "needs the server to exit on stdin EOF inside the bridge's stop grace",
 }
 #: server actions that go through the fake's control API
 CONTROL_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rotate_token"})
@@ -98,6 +99,17 @@ def checked_kinds(scenario: Scenario, transport: str) -> set[str]:
     return found
 
 
+def _forbids_sigterm(scenario: Scenario) -> bool:
+    """Whether the whole run, its stop included, must see no SIGTERM to the child: a
+    scenario-level ``absent`` check of ``signal`` records, or ``processes.signals.SIGTERM: 0``."""
+    processes = scenario.expect.processes
+    sigterm = processes.signals.get("SIGTERM") if processes is not None else None
+    if sigterm is not None and sigterm.equals == 0:
+        return True
+    return any(c.kind == "absent" and "signal" in set(_pattern_kinds(c.raw.get("match")))
+               for c in scenario.expect.journal if c.applies_to("stdio"))
+
+
 def needs(scenario: Scenario, transport: str, journal_kinds: Iterable[str] | None = None
           ) -> list[Need]:
     """Everything the run of ``scenario`` on ``transport`` asks of its server; with
@@ -119,6 +131,9 @@ def needs(scenario: Scenario, transport: str, journal_kinds: Iterable[str] | Non
         found.append(Need("stateful_sessions"))
     if scenario.palace.lock_held:
         found.append(Need("lock_holder"))
+    stops = any(s.op in ("shutdown", "reload") for s in scenario.steps_for(transport))
+    if transport == "stdio" and stops and _forbids_sigterm(scenario):
+        found.append(Need("prompt_eof_exit"))
     palace = scenario.palace
     seeded = [name for name, items in (("diary", palace.diary), ("drawers", palace.drawers),
                                        ("events", palace.events)) if items]
