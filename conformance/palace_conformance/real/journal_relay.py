@@ -9,8 +9,9 @@ server) and ``process_exit`` with the server's exit code. Lines go through byte 
 
 The real server stays in the relay's process group, and dies with the relay (``PR_SET_PDEATHSIG``
 on Linux), so a bridge that SIGKILLs its child, or its child's group, leaves no real server
-holding the palace lease. Standard library and the journal module only: this starts on every
-spawn, and the real server's own cold start is slow enough.
+holding the palace lease. Standard library, the journal module and the recorder's line copying
+(``record/relay.py``) only: this starts on every spawn, and the real server's own cold start is
+slow enough.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.journal import Journal
+from palace_conformance.record.relay import lines, write_all
 
 #: the relay's configuration, written by the world beside the launcher
 CONFIG_NAME = ".real-relay.json"
 EXIT_WAIT_S = 10.0  # how long the server may take to exit after EOF or a signal
-READ_SIZE = 65536
 RAW_KEEP = 4096  # a non-JSON line is journaled up to this many characters, as the fake does
 
 
@@ -63,32 +64,6 @@ def send_fields(line: bytes) -> dict[str, Any]:
     if not isinstance(message, dict):
         return {"message": message, "method": None, "id": None}
     return {"message": message, "method": message.get("method"), "id": message.get("id")}
-
-
-def _lines(fd: int) -> Any:
-    pending = b""
-    while True:
-        try:
-            chunk = os.read(fd, READ_SIZE)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            if pending:
-                yield pending
-            return
-        pending += chunk
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            yield line + b"\n"
-
-
-def _write_all(fd: int, data: bytes) -> bool:
-    try:
-        while data:
-            data = data[os.write(fd, data):]
-    except OSError:
-        return False
-    return True
 
 
 def _die_with_parent() -> None:
@@ -123,10 +98,10 @@ class JournalingRelay:
     def _up(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdin is not None
         server_in = proc.stdin.fileno()
-        for line in _lines(0):
+        for line in lines(0):
             if line.strip():
                 self.journal.record("recv", **recv_fields(line))
-            if not _write_all(server_in, line):
+            if not write_all(server_in, line):
                 break
         else:
             if self.signalled is None:
@@ -136,10 +111,10 @@ class JournalingRelay:
 
     def _down(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
-        for line in _lines(proc.stdout.fileno()):
+        for line in lines(proc.stdout.fileno()):
             if line.strip():
                 self.journal.record("send", **send_fields(line))
-            if not _write_all(1, line):
+            if not write_all(1, line):
                 if self.signalled is None:
                     self.reason = "stdout closed"
                 break

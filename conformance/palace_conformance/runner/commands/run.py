@@ -8,13 +8,13 @@ even answer ``hello``, broken scenario files) reported in one line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
 import threading
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
@@ -40,9 +40,6 @@ from palace_conformance.runner.usage import (
 )
 
 if TYPE_CHECKING:
-    from palace_conformance.runner.execution.real_world import RealServerSetup
-    from palace_conformance.runner.profile import Profile
-    from palace_conformance.runner.verdict.baseline import Baseline
     from palace_conformance.scenarios.model import Scenario
 
 PROG = "palace-conformance run"
@@ -72,6 +69,19 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
 def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner import last_failed
     from palace_conformance.runner.execution import warm_client
+    from palace_conformance.runner.execution.execute import RunOptions
+    from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
+    from palace_conformance.runner.reports.console import make_progress, render_summary
+    from palace_conformance.runner.reports.hints import capability_hints
+    from palace_conformance.runner.reports.junit import write_junit
+    from palace_conformance.runner.reports.report_dir import (
+        JUNIT,
+        RESULTS,
+        RUNS,
+        clear_previous,
+        public_run,
+        write_reports,
+    )
     from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
     from palace_conformance.scenarios.loader import (
         load_catalogue,
@@ -129,35 +139,15 @@ def _run_checked(args: argparse.Namespace) -> int:
         print(plan.note, file=human, flush=True)
     if args.list:
         return _listing(scenarios, transports, only)
-    with chosen_server(args) as real:
-        return _run_suite(args, scenarios, transports, only, real, argv=argv, profile=profile,
-                          factor=factor, baseline=baseline, report_dir=report_dir, human=human,
-                          json_stdout=json_stdout, paths=(json_path, junit_path, markdown_path),
-                          shard=shard, record=record, recorded=recorded)
-
-
-def _run_suite(args: argparse.Namespace, scenarios: list[Scenario], transports: tuple[str, ...],
-               only: Mapping[str, frozenset[str]] | None, real: RealServerSetup | None, *,
-               argv: tuple[str, ...], profile: Profile | None, factor: float,
-               baseline: Baseline | None, report_dir: Path | None, human: TextIO,
-               json_stdout: bool, paths: tuple[Path | None, Path | None, Path | None],
-               shard: tuple[int, int] | None, record: Path, recorded: Any) -> int:
-    from palace_conformance.runner import last_failed
-    from palace_conformance.runner.execution.execute import RunOptions
-    from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
-    from palace_conformance.runner.reports.console import make_progress, render_summary
-    from palace_conformance.runner.reports.hints import capability_hints
-    from palace_conformance.runner.reports.junit import write_junit
-    from palace_conformance.runner.reports.report_dir import (
-        JUNIT,
-        RESULTS,
-        RUNS,
-        clear_previous,
-        public_run,
-        write_reports,
-    )
-
-    json_path, junit_path, markdown_path = paths
+    server = contextlib.ExitStack()  # the real server's setup lives as long as the runs
+    real = server.enter_context(chosen_server(args))  # first: a missing one clears no reports
+    if report_dir is not None:
+        try:
+            clear_previous(report_dir)
+        except OSError as exc:
+            server.close()
+            raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
+                                f"reports ({exc.strerror}); choose another directory") from None
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
                        artifacts=report_dir / RUNS if report_dir else None,
@@ -166,12 +156,6 @@ def _run_suite(args: argparse.Namespace, scenarios: list[Scenario], transports: 
                        profile=profile, slack_factor=factor, real=real),
         jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
         only=only)
-    if report_dir is not None:
-        try:
-            clear_previous(report_dir)
-        except OSError as exc:
-            raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
-                                f"reports ({exc.strerror}); choose another directory") from None
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         run = run_suite(scenarios, options,
@@ -184,6 +168,7 @@ def _run_suite(args: argparse.Namespace, scenarios: list[Scenario], transports: 
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        server.close()
     run.bridge = args.bridge
     run.server = args.server
     run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
