@@ -162,3 +162,21 @@ def test_a_stop_that_must_never_signal_needs_a_prompt_exit_on_eof(
     strict = _scenario(expect={"processes": {"signals": {"SIGTERM": 0}}})
     assert unmet_reason(strict, "stdio", REAL_SERVER) is not None
     assert unmet_reason(strict, "http", REAL_SERVER) is None  # no child to signal there
+
+
+def test_a_load_gets_the_real_servers_start_allowance_unless_the_scenario_bounds_it(
+        tmp_path: Path) -> None:
+    from palace_conformance.real.install import RealServer
+    from palace_conformance.runner.execution.execute import RunOptions, op_deadline
+    from palace_conformance.runner.execution.real_world import RealServerSetup
+    from palace_conformance.scenarios.model import Step
+
+    setup = RealServerSetup(server=RealServer(python=tmp_path / "none", version="3.11.0"),
+                            embedding_url="http://127.0.0.1:9/v1", template_home=tmp_path)
+    fake, real = RunOptions(host_argv=("h",)), RunOptions(host_argv=("h",), real=setup)
+    load = Step.from_json(0, {"op": "load"})
+    bounded = Step.from_json(0, {"op": "load", "timeout_ms": 4000})
+    call = Step.from_json(1, {"op": "call_tool", "name": "mempalace_status", "args": {}})
+    assert op_deadline(load, real) == op_deadline(load, fake) + setup.start_allowance_ms
+    assert op_deadline(bounded, real) == op_deadline(bounded, fake) == 4000
+    assert op_deadline(call, real) == op_deadline(call, fake)

@@ -115,6 +115,15 @@ def host_deadline(step: Step, default_ms: int) -> int:
     return default_ms
 
 
+def op_deadline(step: Step, options: RunOptions) -> int:
+    """:func:`host_deadline`, plus the real server's start allowance for a ``load`` or
+    ``reload`` that sets no ``timeout_ms`` (the runner's own budget; a scenario's is kept)."""
+    deadline = host_deadline(step, options.op_timeout_ms)
+    if options.real is not None and step.op in ("load", "reload") and step.timeout_ms is None:
+        deadline += options.real.start_allowance_ms
+    return deadline
+
+
 def _cannot_reload(step: Step, record: StepRecord) -> bool:
     """A ``reload`` the host refused as a request it does not serve (DRIVER.md: a host that
     cannot reload its bridge, or predates the op, answers ``bad_request``): the host's limit,
@@ -301,7 +310,7 @@ class _Execution:
     def _host_step(self, step: Step, record: StepRecord) -> None:
         assert self.driver is not None and self.world is not None
         request = step.driver_request()
-        deadline = host_deadline(step, self.options.op_timeout_ms)
+        deadline = op_deadline(step, self.options)
         request["timeout_ms"] = deadline
         if step.op == "load":
             request.update(env=self.world.env, cwd=str(self.world.root), options={})

@@ -60,6 +60,11 @@ class RealServerSetup:
     embedding_url: str
     template_home: Path  # a HOME whose palace is initialised and empty
     traits: ServerTraits = REAL_SERVER
+    #: added to the runner's own deadline for a ``load``/``reload`` that sets none: a stdio
+    #: bridge that starts its palace eagerly waits out the real server's cold start (1-5 s,
+    #: over 15 s with two cold starts at once on a loaded machine); a step's ``timeout_ms``,
+    #: the scenario's bound, is never widened
+    start_allowance_ms: int = 30000
 
     def server_env(self, home: Path, palace: Path,
                    extra: dict[str, str] | None = None) -> dict[str, str]:
