@@ -44,7 +44,6 @@ from palace_conformance.runner.execution.world import (
 )
 from palace_conformance.scenarios.model import Scenario
 from palace_conformance.scenarios.server_needs import ServerTraits
-from palace_conformance.standins import scripted as standins
 
 HTTP_READY_S = 60.0  # the real HTTP server's cold start: 1.6-2.7 s, far more on a loaded machine
 HEALTH_POLL_S = 0.1
@@ -120,12 +119,7 @@ class RealWorld(World):
         self._palace(early)
         if early.palace.installed:
             self._install_relay()
-            feed = early.feed_helper
-            standins.install(self.bin, {"journal": str(self.journal), "root": str(self.root),
-                                        "feed": {"mine_source": feed.mine_source,
-                                                 "files": dict(feed.files),
-                                                 "delay_ms": feed.delay_ms,
-                                                 "exit_code": feed.exit_code}})
+            self._install_standins(early)
         if self.transport == "http":
             self._start_http_server()
             assert self.fake_url is not None
