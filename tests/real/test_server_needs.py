@@ -117,6 +117,9 @@ def test_reasons_are_counted_by_their_first_label() -> None:
         result(NOT_APPLICABLE, "Not applicable: the host does not declare mailbox"),
         result(NOT_APPLICABLE, "Not applicable: not run on stdio, http", "parity"),
         result(PASSED)], server="real")
+    run.results.append(ScenarioResult(scenario="fake.x", transport="stdio", subject="fake",
+                                      status=NOT_APPLICABLE, reason="Not applicable: on the "
+                                      "real server, a self-test of the fake"))
     assert not_applicable_by_reason(run) == [("needs fault injection", 2),
                                              ("parity, a transport not applicable", 1),
                                              ("the host does not declare mailbox", 1)]
@@ -180,3 +183,24 @@ def test_a_load_gets_the_real_servers_start_allowance_unless_the_scenario_bounds
     assert op_deadline(load, real) == op_deadline(load, fake) + setup.start_allowance_ms
     assert op_deadline(bounded, real) == op_deadline(bounded, fake) == 4000
     assert op_deadline(call, real) == op_deadline(call, fake)
+
+
+def test_the_summary_counts_the_bridges_results_by_reason_and_the_fakes_apart() -> None:
+    import io
+
+    from palace_conformance.runner.reports.console import render_summary
+
+    run = RunResult(server="real", results=[
+        ScenarioResult(scenario="a", transport="stdio", status=NOT_APPLICABLE,
+                       reason="Not applicable: on the real server, needs fault injection (exit)"),
+        ScenarioResult(scenario="fake.x", transport="http", subject="fake",
+                       status=NOT_APPLICABLE,
+                       reason="Not applicable: on the real server, a self-test of the fake"),
+        ScenarioResult(scenario="b", transport="stdio", status=PASSED)])
+    out = io.StringIO()
+    render_summary(run, out, quiet=True)
+    totals, reasons = out.getvalue().strip().splitlines()[-2:]
+    assert "1 passed" in totals and "1 not applicable" in totals
+    assert totals.endswith("against the real mempalace server (the fake's own self-tests: 1 not "
+                           "applicable)")
+    assert reasons == "not applicable, by reason: 1 needs fault injection"

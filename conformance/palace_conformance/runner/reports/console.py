@@ -154,6 +154,8 @@ def _totals(run: RunResult) -> str:
                  f"passed{f', {others} failed' if others else ''}")
     if run.server != "fake":
         text += f"; against the {run.server} mempalace server"
+        if fake[NOT_APPLICABLE]:
+            text += f" (the fake's own self-tests: {fake[NOT_APPLICABLE]} not applicable)"
         reasons = not_applicable_by_reason(run)
         if reasons:
             text += "\nnot applicable, by reason: " + "; ".join(
@@ -162,11 +164,11 @@ def _totals(run: RunResult) -> str:
 
 
 def not_applicable_by_reason(run: RunResult) -> list[tuple[str, int]]:
-    """How many results (the fake's self-tests included) were not applicable, per reason: the
-    first unmet need of a server reason, a host's reason as written; most frequent first."""
+    """How many of the bridge's results were not applicable, per reason: the first unmet need
+    of a server reason, a host's reason as written; most frequent first."""
     counted: Counter[str] = Counter()
     for result in run.results:
-        if result.status != NOT_APPLICABLE:
+        if result.status != NOT_APPLICABLE or result.subject == "fake":
             continue
         reason = result.reason.removeprefix("Not applicable: ")
         if result.transport == PARITY:
