@@ -204,3 +204,17 @@ def test_the_summary_counts_the_bridges_results_by_reason_and_the_fakes_apart() 
     assert totals.endswith("against the real mempalace server (the fake's own self-tests: 1 not "
                            "applicable)")
     assert reasons == "not applicable, by reason: 1 needs fault injection"
+
+
+def test_a_diff_against_the_real_server_masks_the_random_part_of_event_ids() -> None:
+    from palace_conformance.runner.compare import volatile
+    from palace_conformance.runner.compare.drift_trace import Masks
+
+    [rule] = volatile.REAL_SERVER_TEXT_RULES
+    text = "evt_20261202T003408_661adc631c0f (seq 3)"
+    assert volatile.Masker().text(text) == "evt_<time>_661adc631c0f (seq 3)"  # the fake's counts
+    assert volatile.Masker(extra=[rule]).text(text) == "evt_<time>_<id> (seq 3)"
+    assert volatile.Masker(extra=[rule]).text(rule.example) == rule.masked
+    masks = Masks.between((), (), real_server=True)
+    assert masks.real_server and any("real server" in m for m in masks.describe())
+    assert not Masks.between((), ()).real_server

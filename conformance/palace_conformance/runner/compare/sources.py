@@ -156,7 +156,9 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)
     previous = signal.signal(signal.SIGTERM, interrupt)  # like run: a CI timeout cleans up
     try:
-        return run_suite(scenarios, options, progress=make_progress(stream))
+        run = run_suite(scenarios, options, progress=make_progress(stream))
+        run.server = "real" if selection.real is not None else "fake"
+        return run
     except HostProbeError as exc:
         raise RunUsageError(f"--bridge {spec}: the bridge host failed: {exc}") from None
     finally:
