@@ -167,6 +167,9 @@ SKIPPED: dict[str, str] = {
     "palace-conformance record --upstream URL --out DRAFT.json [": "synopsis: URL, DRAFT.json, "
                                                                    "ID, N, MS placeholders",
     "palace-conformance fake ctl --url U": "synopsis: U names no running fake",
+    "palace-conformance run --server real --real-python DIR/": "DIR placeholder: needs the real "
+                                                               "mempalace (tests/real/"
+                                                               "test_real_run.py runs it)",
     "palace-conformance fake journal [-f] FILE": "synopsis: FILE placeholder",
     "palace-conformance fake hold-lock": "runs until killed; P placeholder",
     "palace-conformance fake catalog --from-real": "needs the real mempalace and rewrites "

@@ -251,6 +251,7 @@ class HttpRelay:
         except (BadRequest, ValueError) as exc:
             await self._fail(wire, getattr(exc, "status", 400), f"bad request: {exc}")
             return
+        self.seen_request(head)
         for message in messages_of(body):
             self._record(TO_PALACE, message)
         exchange = asyncio.ensure_future(self._exchange(wire, head, body))
@@ -263,6 +264,14 @@ class HttpRelay:
             ended = await asyncio.gather(exchange, hangup, return_exceptions=True)
         if isinstance(ended[0], Exception):
             raise ended[0]
+
+    def seen_request(self, head: RequestHead) -> None:
+        """A request the relay is about to pass up (its body read): a hook for a subclass that
+        journals the exchange; the recorder needs none."""
+
+    def seen_response(self, status: int, headers: Headers) -> None:
+        """The palace's status and headers, before its body is passed on: a hook, like
+        :meth:`seen_request`."""
 
     def _upstream_headers(self, head: RequestHead) -> Headers:
         headers = relayed(head.headers)
@@ -316,11 +325,13 @@ class HttpRelay:
         kind = response.headers.get("content-type", "").lower()
         if SSE_TYPE not in kind and "content-length" in response.headers:
             data = b"".join([chunk async for chunk in response.aiter_raw()])
+            for message in messages_of(data):  # as the fake journals: what it sends, then how
+                self._record(FROM_PALACE, message)
+            self.seen_response(response.status_code, response.headers.multi_items())
             await wire.send(response.status_code, headers, data,
                             reason=response.reason_phrase or None)
-            for message in messages_of(data):
-                self._record(FROM_PALACE, message)
             return
+        self.seen_response(response.status_code, response.headers.multi_items())
         await wire.start_stream(response.status_code, headers)
         events = EventStream() if SSE_TYPE in kind else None
         whole: list[bytes] = []  # a body of unknown length that is not a stream: kept whole

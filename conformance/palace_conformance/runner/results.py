@@ -279,6 +279,7 @@ class RunResult:
     bridge: str = ""  # the ``--bridge`` spec it ran against (how ``merge`` tells runs apart)
     shard: str = ""  # ``K/N`` when the run was one shard of a split catalogue (``run --shard``)
     slack_factor: float = 1.0  # ``run --slack-factor``: every declared slack was multiplied by it
+    server: str = "fake"  # the palace behind the bridge (``run --server``)
 
     def counts(self, subject: str = "bridge") -> dict[str, int]:
         """Statuses of the bridge's results (``subject="fake"``: of the fake's self-tests)."""
@@ -316,6 +317,7 @@ class RunResult:
                 "fake_counts": self.counts("fake"), "stale_baseline": self.stale_baseline,
                 "not_run": [{"scenario": s, "transport": t} for s, t in self.not_run],
                 "bridge": self.bridge, "shard": self.shard, "slack_factor": self.slack_factor,
+                "server": self.server,
                 "results": [r.to_json(journal=journal) for r in self.results]}
 
     @classmethod
@@ -328,7 +330,8 @@ class RunResult:
                    level=data.get("level", SEED),
                    not_run=[(n["scenario"], n["transport"]) for n in data.get("not_run", ())],
                    bridge=str(data.get("bridge") or ""), shard=str(data.get("shard") or ""),
-                   slack_factor=float(data.get("slack_factor", 1.0)))
+                   slack_factor=float(data.get("slack_factor", 1.0)),
+                   server=str(data.get("server") or "fake"))
 
 
 def counts_at(check_level: str, run_level: str) -> bool:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import replace
 from typing import Any
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
+from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.usage import (
     RunUsageError,
@@ -85,7 +87,8 @@ def _diff_checked(args: argparse.Namespace) -> int:
     selection = _selection(args)
     json_path = writable("--json", args.json)
     md_path = writable("--markdown", args.markdown)
-    left, right = collect(specs, selection, args.paths)
+    with chosen_server(args) as real:
+        left, right = collect(specs, replace(selection, real=real), args.paths)
     report = compare(left, right, include_ui=args.include_ui)
     sys.stdout.write(render_text(report))
     write_text(json_path, json.dumps(report.to_json(), indent=1, ensure_ascii=False, default=str))
@@ -111,7 +114,8 @@ def _matrix_checked(args: argparse.Namespace) -> int:
     html_path = writable("--html", args.html)
     save_dir = directory("--save-runs", args.save_runs)
     baselines = load_baselines(args.baseline)
-    sources = collect(specs, selection, args.paths)
+    with chosen_server(args) as real:
+        sources = collect(specs, replace(selection, real=real), args.paths)
     apply_baselines(sources, baselines)
     if save_dir is not None:
         for source in sources:
@@ -153,6 +157,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="runs in parallel per bridge (default: two per CPU, as run; "
                         "the bridges run one after the other)")
+    add_server_options(parser)
     parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                         help=f"an op's deadline when its step sets none (default "
                         f"{DEFAULT_OP_TIMEOUT_MS})")

@@ -15,6 +15,7 @@ from datetime import date
 from pathlib import Path
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.selection import default_level, host_argv, load_profile_arg
 from palace_conformance.runner.usage import RunUsageError, at_least_one, one_line, writable
@@ -52,12 +53,14 @@ def _replay_checked(args: argparse.Namespace) -> int:
           f"{bridge}", flush=True)
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
-        run = replay(bundle, argv, op_timeout_ms=args.op_timeout_ms,
-                     progress=make_progress(), level=level, profile=profile)
+        with chosen_server(args) as real:
+            run = replay(bundle, argv, op_timeout_ms=args.op_timeout_ms,
+                         progress=make_progress(), level=level, profile=profile, real=real)
     except HostProbeError as exc:
         raise RunUsageError(f"the bridge host failed: {exc}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+    run.server = args.server
     render_summary(run)
     print(verdict(bundle, run), flush=True)
     if json_path is not None:
@@ -143,6 +146,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         metavar="MS", help="an op's deadline when its step sets no timeout_ms "
                         f"(default {DEFAULT_OP_TIMEOUT_MS})")
     replay.add_argument("--json", metavar="FILE", help="write the replay's result model as JSON")
+    add_server_options(replay)
     replay.set_defaults(handler=one_line(REPLAY)(_replay_checked))
 
     baseline = sub.add_parser(

@@ -8,6 +8,7 @@ even answer ``hello``, broken scenario files) reported in one line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
+from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
@@ -137,20 +139,23 @@ def _run_checked(args: argparse.Namespace) -> int:
         print(plan.note, file=human, flush=True)
     if args.list:
         return _listing(scenarios, transports, only)
+    server = contextlib.ExitStack()  # the real server's setup lives as long as the runs
+    real = server.enter_context(chosen_server(args))  # first: a missing one clears no reports
+    if report_dir is not None:
+        try:
+            clear_previous(report_dir)
+        except OSError as exc:
+            server.close()
+            raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
+                                f"reports ({exc.strerror}); choose another directory") from None
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
                        artifacts=report_dir / RUNS if report_dir else None,
                        warm_start=not args.cold_start,
                        level=args.level or default_level(args.bridge, profile),
-                       profile=profile, slack_factor=factor),
+                       profile=profile, slack_factor=factor, real=real),
         jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
         only=only)
-    if report_dir is not None:
-        try:
-            clear_previous(report_dir)
-        except OSError as exc:
-            raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
-                                f"reports ({exc.strerror}); choose another directory") from None
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         run = run_suite(scenarios, options,
@@ -163,7 +168,9 @@ def _run_checked(args: argparse.Namespace) -> int:
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        server.close()
     run.bridge = args.bridge
+    run.server = args.server
     run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
     run.slack_factor = factor
     render_summary(run, human, quiet=args.quiet)
@@ -287,4 +294,5 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      "results.json, junit.xml, summary.md and a repro bundle per failure "
                      "(bundles/<scenario>--<transport>/), under DIR; the --last-failed "
                      "record is kept there too")
+    add_server_options(run)
     run.set_defaults(handler=one_line(PROG)(_run_checked))

@@ -352,7 +352,8 @@ def _pairs(left: Source, right: Source) -> list[tuple[str, str]]:
 def compare(left: Source, right: Source, *, include_ui: bool = False) -> DiffReport:
     """Every (scenario, transport) of both sources: drift, agreement, or why not compared.
     ``include_ui``: compare UI-only effects (``notify``) too."""
-    masks = Masks.between(left.capabilities, right.capabilities, include_ui=include_ui)
+    masks = Masks.between(left.capabilities, right.capabilities, include_ui=include_ui,
+                          real_server="real" in (left.run.server, right.run.server))
     report = DiffReport(left, right, masks)
     report.without_journal = tuple(s.label for s in (left, right) if not s.journals)
     ui_masked = [0, 0]

@@ -42,6 +42,7 @@ from palace_conformance.runner.compare.categories import (
 )
 from palace_conformance.runner.compare.volatile import (
     ERROR_KIND_RULES,
+    REAL_SERVER_TEXT_RULES,
     ErrorKindRule,
     Masker,
     run_dates,
@@ -79,10 +80,11 @@ class Masks:
     custom_types: frozenset[str] = frozenset()
     feeding: bool = False  # the helper runs and mempalace_mine calls of feeding
     ui: bool = True  # UI-only effects (notify) left out; --include-ui compares them
+    real_server: bool = False  # a side ran against the real server: its minted ids' random part
 
     @classmethod
     def between(cls, left: Iterable[str], right: Iterable[str], *,
-                include_ui: bool = False) -> Masks:
+                include_ui: bool = False, real_server: bool = False) -> Masks:
         a, b = set(left), set(right)
 
         def one_sided(capability: str) -> bool:
@@ -91,7 +93,7 @@ class Masks:
         types = {t for cap, t in (("wakeup", WAKEUP_TYPE), ("mailbox", MAILBOX_TYPE))
                  if one_sided(cap)}
         return cls(commands=one_sided("diary_command"), custom_types=frozenset(types),
-                   feeding=one_sided("feeding"), ui=not include_ui)
+                   feeding=one_sided("feeding"), ui=not include_ui, real_server=real_server)
 
     def describe(self) -> list[str]:
         """The capability masks (the UI mask is named by the report, with what it hid)."""
@@ -106,6 +108,9 @@ class Masks:
             out.append("helper runs (exec effects, helper_run records) and "
                        f"{', '.join(sorted(FEEDING_TOOLS))} calls (only one side has feeding, "
                        "declared or detected)")
+        if self.real_server:
+            out.append("the random part of the real server's event ids (run against the real "
+                       "server)")
         return out
 
     def hides(self, effect: Mapping[str, Any]) -> bool:
@@ -184,7 +189,8 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
     line up key by key (:func:`groups` says where effects and wire calls go).
 
     ``journal=False`` leaves the journal facts out (a side read from a saved result has none)."""
-    masker = Masker(run_replacements(result), run_dates(started_at or None))
+    masker = Masker(run_replacements(result), run_dates(started_at or None),
+                    REAL_SERVER_TEXT_RULES if masks.real_server else ())
     steps = sorted((s for s in result.steps if s.index >= 0), key=lambda s: s.index)
     group_of = groups(steps)
     pools: dict[str, dict[str, dict[str, Any]]] = {}

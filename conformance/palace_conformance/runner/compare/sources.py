@@ -58,6 +58,8 @@ class Selection:
     jobs: int = 2
     op_timeout_ms: int = 15000
     level: str | None = None  # None: core when any source is not the reference, else seed
+    #: ``--server real``: a ``RealServerSetup`` every bridge's run shares; None: the fake
+    real: Any = None
 
 
 def bridge_label(spec: str) -> str:
@@ -147,13 +149,16 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
 
     options = SuiteOptions(run=RunOptions(host_argv=tuple(argv),
                                           op_timeout_ms=selection.op_timeout_ms,
-                                          level=level, profile=profile),
+                                          level=level, profile=profile,
+                                          real=selection.real),
                            jobs=selection.jobs, transports=selection.transports)
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)
     previous = signal.signal(signal.SIGTERM, interrupt)  # like run: a CI timeout cleans up
     try:
-        return run_suite(scenarios, options, progress=make_progress(stream))
+        run = run_suite(scenarios, options, progress=make_progress(stream))
+        run.server = "real" if selection.real is not None else "fake"
+        return run
     except HostProbeError as exc:
         raise RunUsageError(f"--bridge {spec}: the bridge host failed: {exc}") from None
     finally:

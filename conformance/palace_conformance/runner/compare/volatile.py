@@ -33,6 +33,7 @@ SECRET_MASK = "<secret>"
 UUID_MASK = "<uuid>"
 TMP_MASK = "<tmp>"
 REPLICA_MASK = "<replica>"
+SCORE_MASK = "<score>"
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,10 @@ KEY_RULES: tuple[KeyRule, ...] = (
                                 "time", "hlc", "t", "ms", "elapsed_ms", "host_ms", "last_seen",
                                 "expires_at"}), TIME_MASK,
             "clock readings and durations", example={"filed_at": "2026-08-01T09:30:00"}),
+    KeyRule("scores", frozenset({"similarity", "distance"}), SCORE_MASK,
+            "a search's similarity and distance are the embedder's (the real server's runs use "
+            "the kit's embedding stub; another embedder ranks otherwise)",
+            example={"similarity": 0.8123, "distance": 0.1877}),
     KeyRule("ports", frozenset({"port"}), PORT_MASK, "a listening port is the kernel's choice",
             example={"port": 36195}),
     KeyRule("secrets", frozenset({"token", "authorization", "password", "secret", "api_key",
@@ -148,6 +153,14 @@ TEXT_RULES: tuple[TextRule, ...] = (
              f"Bearer {SECRET_MASK}"),
 )
 
+#: masked only where a side ran against the real server (``diff --server real``)
+REAL_SERVER_TEXT_RULES: tuple[TextRule, ...] = (
+    TextRule("real-event-id", re.compile(rf"(evt_{re.escape(TIME_MASK)}_){_HEX}{{12}}(?!{_HEX})"),
+             rf"\1{ID_MASK}", "the real server's event id ends in a random part (the fake's is "
+             "derived from the event, so on the fake it still counts)",
+             f"evt_{TIME_MASK}_661adc631c0f", f"evt_{TIME_MASK}_{ID_MASK}"),
+)
+
 #: error kinds a race picks: after the runner killed the palace, a call on a connection the
 #: client still holds fails mid-exchange (connection_closed) or, when the client noticed the
 #: close first, at connect (unavailable); the same bridge gives either from run to run
@@ -182,10 +195,10 @@ class Masker:
     then every text rule, then its dates; keys masked by :data:`KEY_RULES`."""
 
     def __init__(self, replacements: Sequence[tuple[str, str]] = (),
-                 days: Sequence[date] = ()) -> None:
+                 days: Sequence[date] = (), extra: Sequence[TextRule] = ()) -> None:
         self.replacements = sorted((pair for pair in replacements if pair[0]),
                                    key=lambda pair: len(pair[0]), reverse=True)
-        self.rules = [*TEXT_RULES, *_date_rules(days)]
+        self.rules = [*TEXT_RULES, *extra, *_date_rules(days)]
 
     def text(self, value: str) -> str:
         for raw, name in self.replacements:

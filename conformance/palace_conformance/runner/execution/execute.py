@@ -24,6 +24,7 @@ from palace_conformance.redaction import Redactor, environment_secrets, scenario
 from palace_conformance.runner.execution import profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
+from palace_conformance.runner.execution.real_world import RealServerSetup, RealWorld
 from palace_conformance.runner.execution.settle import EventSettle, window_end
 from palace_conformance.runner.execution.world import SIGNALS, SetupError, World
 from palace_conformance.runner.profile import Profile
@@ -48,6 +49,7 @@ from palace_conformance.runner.verdict.reach import unreached_reason
 from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.checks import live_descendants, process_facts
 from palace_conformance.scenarios.model import Scenario, Step
+from palace_conformance.scenarios.server_needs import FAKE_SERVER, unmet_reason
 
 HELLO_TIMEOUT_MS = 10000
 EXIT_TIMEOUT_MS = 3000
@@ -78,6 +80,8 @@ class RunOptions:
     detected_capabilities: tuple[str, ...] | None = None
     #: ``run --slack-factor``: multiplies every declared slack (``slack_ms``) when judging
     slack_factor: float = 1.0
+    #: ``run --server real``: the real mempalace behind the bridge instead of the fake
+    real: RealServerSetup | None = None
 
 
 def not_applicable_reason(scenario: Scenario, transport: str, capabilities: Iterable[str],
@@ -109,6 +113,15 @@ def host_deadline(step: Step, default_ms: int) -> int:
     if step.op == "reload":  # a shutdown and a load in one op
         return 2 * default_ms
     return default_ms
+
+
+def op_deadline(step: Step, options: RunOptions) -> int:
+    """:func:`host_deadline`, plus the real server's start allowance for a ``load`` or
+    ``reload`` that sets no ``timeout_ms`` (the runner's own budget; a scenario's is kept)."""
+    deadline = host_deadline(step, options.op_timeout_ms)
+    if options.real is not None and step.op in ("load", "reload") and step.timeout_ms is None:
+        deadline += options.real.start_allowance_ms
+    return deadline
 
 
 def _cannot_reload(step: Step, record: StepRecord) -> bool:
@@ -174,9 +187,20 @@ class _Execution:
             why = profile_edges.inapplicable(profile, self.original, self.transport)
             if why:
                 return self._not_applicable(why)
+        real = self.options.real
+        why = unmet_reason(self.original, self.transport,
+                           real.traits if real is not None else FAKE_SERVER)
+        if why:
+            return self._not_applicable(why)
         try:
-            self.world = World(self.original, self.transport, work_root=self.options.work_root,
-                               warm_start=self.options.warm_start)
+            if real is not None:
+                self.world = RealWorld(real, self.original, self.transport,
+                                       work_root=self.options.work_root,
+                                       warm_start=self.options.warm_start)
+            else:
+                self.world = World(self.original, self.transport,
+                                   work_root=self.options.work_root,
+                                   warm_start=self.options.warm_start)
             try:
                 self.world.open()
             except SetupError as exc:
@@ -286,7 +310,7 @@ class _Execution:
     def _host_step(self, step: Step, record: StepRecord) -> None:
         assert self.driver is not None and self.world is not None
         request = step.driver_request()
-        deadline = host_deadline(step, self.options.op_timeout_ms)
+        deadline = op_deadline(step, self.options)
         request["timeout_ms"] = deadline
         if step.op == "load":
             request.update(env=self.world.env, cwd=str(self.world.root), options={})

@@ -157,12 +157,7 @@ class World:
         self._confine(early)
         if early.palace.installed:  # else nothing that starts a palace is put in reach
             install_shim(self.bin, python_package=True)
-            feed = early.feed_helper
-            standins.install(self.bin, {"journal": str(self.journal), "root": str(self.root),
-                                        "feed": {"mine_source": feed.mine_source,
-                                                 "files": dict(feed.files),
-                                                 "delay_ms": feed.delay_ms,
-                                                 "exit_code": feed.exit_code}})
+            self._install_standins(early)
         if self.transport == "http":
             self._start_http_fake()
             assert self.fake_url is not None
@@ -172,6 +167,15 @@ class World:
         if self.scenario.palace.lock_held:
             self._hold_lock()
         return self
+
+    def _install_standins(self, early: Scenario) -> None:
+        """The runner's stand-ins for the feed helper and the CLI, over the shims."""
+        feed = early.feed_helper
+        standins.install(self.bin, {"journal": str(self.journal), "root": str(self.root),
+                                    "feed": {"mine_source": feed.mine_source,
+                                             "files": dict(feed.files),
+                                             "delay_ms": feed.delay_ms,
+                                             "exit_code": feed.exit_code}})
 
     def _confine(self, early: Scenario) -> None:
         """The path policy again, at run time (the loader checked the fixture as written): the

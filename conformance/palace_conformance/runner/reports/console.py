@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -26,6 +27,7 @@ from palace_conformance.runner.results import (
     ScenarioResult,
 )
 from palace_conformance.scenarios.model import Scenario
+from palace_conformance.scenarios.server_needs import reason_label
 
 LABELS = {PASSED: "PASS", FAILED: "FAIL", NOT_TESTABLE: "NOT TESTABLE",
           NOT_APPLICABLE: "N/A"}
@@ -146,11 +148,35 @@ def _totals(run: RunResult) -> str:
     if run.slack_factor != 1.0:
         text += f", every declared slack x {run.slack_factor:g} (--slack-factor)"
     fake = run.counts("fake")
-    if any(fake.values()):
+    if any(fake[status] for status in (PASSED, FAILED, NOT_TESTABLE)):
         others = fake[FAILED] + fake[NOT_TESTABLE]
         text += (f"; the fake's own self-tests, not counted as the bridge's: {fake[PASSED]} "
                  f"passed{f', {others} failed' if others else ''}")
+    if run.server != "fake":
+        text += f"; against the {run.server} mempalace server"
+        if fake[NOT_APPLICABLE]:
+            text += f" (the fake's own self-tests: {fake[NOT_APPLICABLE]} not applicable)"
+        reasons = not_applicable_by_reason(run)
+        if reasons:
+            text += "\nnot applicable, by reason: " + "; ".join(
+                f"{count} {reason}" for reason, count in reasons)
     return text
+
+
+def not_applicable_by_reason(run: RunResult) -> list[tuple[str, int]]:
+    """How many of the bridge's results were not applicable, per reason: the first unmet need
+    of a server reason, a host's reason as written; most frequent first."""
+    counted: Counter[str] = Counter()
+    for result in run.results:
+        if result.status != NOT_APPLICABLE or result.subject == "fake":
+            continue
+        reason = result.reason.removeprefix("Not applicable: ")
+        if result.transport == PARITY:
+            reason = "parity, a transport not applicable"
+        elif " server, " in reason:
+            reason = reason_label(reason)
+        counted[reason] += 1
+    return sorted(counted.items(), key=lambda item: (-item[1], item[0]))
 
 
 def _failure_lines(run: RunResult) -> list[str]:

@@ -101,14 +101,15 @@ def load_bundle(path: str | Path) -> Bundle:
 
 def replay(bundle: Bundle, host_argv: tuple[str, ...], *, op_timeout_ms: int,
            jobs: int = 2, progress: Any = None, level: str = "seed",
-           profile: Profile | None = None) -> RunResult:
+           profile: Profile | None = None, real: Any = None) -> RunResult:
     """Run the bundle's scenario on its transport(s); a parity bundle also gets its comparison
-    (``suite.HostProbeError`` when the host cannot even say hello)."""
+    (``suite.HostProbeError`` when the host cannot even say hello); ``real``: a
+    ``RealServerSetup`` (``replay --server real``)."""
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
 
     options = SuiteOptions(run=RunOptions(host_argv=host_argv, op_timeout_ms=op_timeout_ms,
-                                          level=level, profile=profile),
+                                          level=level, profile=profile, real=real),
                            jobs=jobs, transports=bundle.transports)
     return run_suite([bundle.scenario], options, progress=progress)
 

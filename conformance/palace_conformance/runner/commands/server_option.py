@@ -1,0 +1,45 @@
+"""``--server fake|real`` and ``--real-python PY``: the palace behind the bridge, one option set
+for ``run``, ``replay``, ``diff`` and ``matrix`` (docs/real-server.md).
+
+Argparse only at import time; the real server's machinery is imported when it is asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from palace_conformance.runner.usage import RunUsageError
+
+if TYPE_CHECKING:
+    from palace_conformance.runner.execution.real_world import RealServerSetup
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", choices=("fake", "real"), default="fake",
+                        help="the palace behind the bridge: the fake (default; every scenario) "
+                        "or the real mempalace 3.11.0 (scenarios it cannot serve are not "
+                        "applicable, with the reason; docs/real-server.md)")
+    parser.add_argument("--real-python", metavar="PY", default=None,
+                        help="with --server real: a Python with mempalace==3.11.0 installed "
+                        "(default: $PALACE_REAL_PYTHON; `tox -e real-palace` provisions one)")
+
+
+@contextlib.contextmanager
+def chosen_server(args: argparse.Namespace) -> Iterator[RealServerSetup | None]:
+    """Nothing for the fake (each world starts its own); for ``--server real`` the located
+    real server, the embedding stub and the template palace for the duration, or a one-line
+    usage error saying how to get one."""
+    if getattr(args, "server", "fake") != "real":
+        yield None
+        return
+    from palace_conformance.real.install import RealServerMissing
+    from palace_conformance.runner.execution.real_world import real_server_setup
+
+    try:
+        with real_server_setup(args.real_python) as setup:
+            yield setup
+    except RealServerMissing as exc:
+        raise RunUsageError(f"--server real: {exc}") from None

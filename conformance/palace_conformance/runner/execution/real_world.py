@@ -1,0 +1,221 @@
+"""A run's world with the real mempalace behind the bridge (``run --server real``), beside the
+fake's :class:`~.world.World`: same directory layout, journal and clean-up, another server.
+
+* stdio: ``mempalace-mcp`` on the bridge's PATH is a journaling relay
+  (``real/journal_relay.py``) to the real ``mempalace-mcp``;
+* HTTP: the real streamable-HTTP server on an ephemeral loopback port, behind a journaling
+  reverse proxy (``real/journal_proxy.py``) whose URL the bridge is given;
+* the palace: a copy of a template HOME whose palace is initialised (the fake's default state),
+  or a fresh one for ``palace.state: fresh``; seeds are filed through real tool calls;
+* every real server gets the isolated environment and the suite's embedding stub.
+
+:func:`real_server_setup` prepares what a whole run shares: the located server, the embedding
+stub and the template.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from palace_conformance.fake.journal import Journal
+from palace_conformance.fake.shims import write_script
+from palace_conformance.real import embedding, install, seeding
+from palace_conformance.real.journal_proxy import JournalProxy
+from palace_conformance.real.journal_relay import CONFIG_NAME
+from palace_conformance.real.traits import REAL_SERVER
+from palace_conformance.runner.execution.world import (
+    REMOTE_TOKEN,
+    REMOTE_URL,
+    SetupError,
+    World,
+    expand_scenario,
+)
+from palace_conformance.scenarios.model import Scenario
+from palace_conformance.scenarios.server_needs import ServerTraits
+
+HTTP_READY_S = 60.0  # the real HTTP server's cold start: 1.6-2.7 s, far more on a loaded machine
+HEALTH_POLL_S = 0.1
+TOKEN_VARIABLE = "MEMPALACE_MCP_HTTP_TOKEN"
+KIT_ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass(frozen=True)
+class RealServerSetup:
+    """What every real world of one run shares."""
+
+    server: install.RealServer
+    embedding_url: str
+    template_home: Path  # a HOME whose palace is initialised and empty
+    traits: ServerTraits = REAL_SERVER
+    #: added to the runner's own deadline for a ``load``/``reload`` that sets none: a stdio
+    #: bridge that starts its palace eagerly waits out the real server's cold start (1-5 s,
+    #: over 15 s with two cold starts at once on a loaded machine); a step's ``timeout_ms``,
+    #: the scenario's bound, is never widened
+    start_allowance_ms: int = 30000
+
+    def server_env(self, home: Path, palace: Path,
+                   extra: dict[str, str] | None = None) -> dict[str, str]:
+        return install.isolated_environment(
+            home, palace, {**embedding.environment(self.embedding_url), **(extra or {})})
+
+
+@contextlib.contextmanager
+def real_server_setup(real_python: str | None) -> Iterator[RealServerSetup]:
+    """Locate the real server (:class:`~palace_conformance.real.install.RealServerMissing`
+    when there is none), serve the embedding stub and build the template for the duration."""
+    server = install.locate(real_python)
+    with embedding.running_stub() as url, tempfile.TemporaryDirectory(prefix="pc-real-") as tmp:
+        template = Path(tmp) / "home"
+        template.mkdir()
+        setup = RealServerSetup(server=server, embedding_url=url, template_home=template)
+        try:
+            seeding.initialise(server, setup.server_env(template, seeding.palace_of(template)))
+        except seeding.SeedError as exc:
+            raise install.RealServerMissing(
+                f"the real server could not initialise a palace ({exc}); check "
+                f"{server.python} runs mempalace") from None
+        yield setup
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class RealWorld(World):
+    """:class:`World` with the real server; create with ``RealWorld(setup, scenario, ...)``."""
+
+    def __init__(self, setup: RealServerSetup, scenario: Scenario, transport: str, *,
+                 work_root: str | os.PathLike[str] | None = None, keep: bool = False,
+                 warm_start: bool = True) -> None:
+        super().__init__(scenario, transport, work_root=work_root, keep=keep,
+                         warm_start=warm_start)
+        self.setup = setup
+        self.palace = seeding.palace_of(self.home)
+        self.proxy: JournalProxy | None = None
+
+    def open(self) -> World:
+        self.home.mkdir(parents=True)
+        self.values = {"TMP": str(self.root)}
+        token = self.original.http.token
+        if self.transport == "http" and token is not None:
+            self.values["FAKE_TOKEN"] = token
+        early = expand_scenario(self.original, self.values)
+        self.journal.touch()
+        self._confine(early)
+        self._palace(early)
+        if early.palace.installed:
+            self._install_relay()
+            self._install_standins(early)
+        if self.transport == "http":
+            self._start_http_server()
+            assert self.fake_url is not None
+            self.values["FAKE_URL"] = self.fake_url
+        self.scenario = expand_scenario(self.original, self.values)
+        self.env = self._bridge_env()
+        if self.scenario.palace.lock_held:
+            self._hold_lock()
+        return self
+
+    def _palace(self, early: Scenario) -> None:
+        """An initialised palace (a copy of the template) unless the scenario wants it fresh,
+        then its seeds, filed by a real server."""
+        palace = early.palace
+        if not palace.fresh:
+            seeding.copy_home(self.setup.template_home, self.home)
+        if palace.diary or palace.drawers or palace.events:
+            env = self.setup.server_env(self.home, self.palace)
+            try:
+                seeding.seed(self.setup.server, env, palace.diary, palace.drawers,
+                             palace.events)
+            except seeding.SeedError as exc:
+                raise SetupError(f"cannot seed the real palace: {exc}") from None
+
+    def _install_relay(self) -> None:
+        self.bin.mkdir(parents=True, exist_ok=True)
+        config = self.bin / CONFIG_NAME
+        config.write_text(json.dumps({
+            "journal": str(self.journal), "palace": str(self.palace),
+            "command": self.setup.server.stdio_command(),
+            "env": {k: v for k, v in self.setup.server_env(self.home, self.palace).items()
+                    if k.startswith(("MEMPALACE_", "HF_", "TRANSFORMERS_", "ANONYMIZED_"))},
+        }), encoding="utf-8")
+        write_script(self.bin / "mempalace-mcp", sys.executable,
+                     "palace-conformance: a journaling relay to the real mempalace-mcp",
+                     f"import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
+                     "from palace_conformance.real.journal_relay import main\n\n"
+                     f"main({str(config)!r})\n")
+
+    def _bridge_env(self) -> dict[str, str]:
+        env = self._base_env()
+        if not self.scenario.palace.installed:  # nothing that starts a palace is in reach
+            env["PATH"] = os.environ.get("PATH", os.defpath)
+        if self.transport == "http" and self.fake_url:
+            env[REMOTE_URL] = self.fake_url
+            if self.scenario.http.token is not None:
+                env[REMOTE_TOKEN] = self.scenario.http.token
+        for key, value in self.scenario.env.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
+        return env
+
+    def _hold_lock(self) -> None:
+        """The fake's holder on the real server's lock file: the real palace path, named."""
+        named = "MEMPALACE_PALACE_PATH" in self.env
+        self.env.setdefault("MEMPALACE_PALACE_PATH", str(self.palace))
+        try:
+            super()._hold_lock()
+        finally:
+            if not named:
+                self.env.pop("MEMPALACE_PALACE_PATH", None)
+
+    def _start_http_server(self) -> None:
+        port = free_port()
+        token = self.original.http.token
+        env = self.setup.server_env(self.home, self.palace,
+                                    {TOKEN_VARIABLE: token} if token is not None else None)
+        argv = self.setup.server.http_command(port, self.palace)
+        with open(self.fake_stderr, "wb") as err:
+            self.fake = subprocess.Popen(argv, env=env, cwd=self.root, stdin=subprocess.DEVNULL,
+                                         stdout=err, stderr=err, start_new_session=True)
+        journal = Journal(self.journal, "http")
+        journal.record("process_start", pid=self.fake.pid, argv=argv)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + HTTP_READY_S
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                if self.fake.poll() is not None:
+                    raise SetupError(f"the real HTTP server exited {self.fake.returncode}: "
+                                     f"{self._fake_tail()}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(f"{base}/healthz").status_code == 200:
+                        break
+                if time.monotonic() > deadline:
+                    raise SetupError(f"the real HTTP server was not ready after "
+                                     f"{HTTP_READY_S:.0f} s: {self._fake_tail()}")
+                time.sleep(HEALTH_POLL_S)
+        self.proxy = JournalProxy(f"{base}/mcp", journal)
+        try:
+            self.fake_url = self.proxy.start()
+        except OSError as exc:
+            raise SetupError(str(exc)) from None
+
+    def close(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
+        super().close()
