@@ -30,3 +30,6 @@ def test_two_fake_runs_differ_only_where_the_rules_say(tmp_path: Path) -> None:
     assert refused["exit"] == 1 and "is held by PID" in refused["stderr"][0]
     assert first["points"]["lock.http-startup-refused"]["exit"] == 2
     assert first["points"]["auth.missing-401"]["status"] == 401
+    # a fresh session's fake palace is fresh, as a new real one is (no chroma database yet)
+    fresh_read = first["points"]["business.diary-read-fresh"]
+    assert "Chroma database missing" in str(fresh_read), fresh_read

@@ -80,3 +80,23 @@ def test_a_bad_script_is_one_line(data: dict[str, object], problem: str) -> None
     with pytest.raises(ScriptError) as exc:
         parse_script(data)
     assert problem in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_tool_that_changes_the_palace_for_later_calls_gets_a_fresh_session_of_its_own() -> None:
+    tools = {"mempalace_status": {"minimal": {}},
+             "mempalace_sync": {"minimal": {}, "own_session": "breaks later reads"}}
+    sessions = [
+        {"id": "shared", "transport": "stdio", "palace": "fresh", "tool_matrix": ["fresh"]},
+        {"id": "alone", "transport": "stdio", "palace": "fresh", "tool_matrix": ["no-args"],
+         "tool_matrix_tools": ["mempalace_sync"]},
+        {"id": "later", "transport": "stdio", "palace": "initialised",
+         "tool_matrix": ["initialised"]},
+    ]
+    script = parse_script({"tools": tools, "sessions": sessions, "initialise": []})
+    by_session = {s.id: [step.id for step in s.steps] for s in script.sessions}
+    assert by_session["shared"] == ["tools.status.fresh"]
+    assert by_session["alone"] == ["tools.sync.no-args"]
+    assert by_session["later"] == ["tools.status.initialised", "tools.sync.initialised"]
+    sessions[1]["tool_matrix_tools"] = ["mempalace_snyc"]
+    with pytest.raises(ScriptError, match="names no tool of the table: mempalace_snyc"):
+        parse_script({"tools": tools, "sessions": sessions, "initialise": []})

@@ -88,15 +88,20 @@ def _call(request_id: int, tool: str, arguments: dict[str, Any] | None) -> dict[
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-def tool_matrix(tools: dict[str, Any], kinds: list[str], section: str) -> list[Step]:
+def tool_matrix(tools: dict[str, Any], kinds: list[str], section: str,
+                only: list[str] | None = None, fresh: bool = True) -> list[Step]:
     """Points ``tools.<tool>.<kind>``: ``no-args`` (no arguments at all), ``wrong-type`` (the
     table's wrong-typed arguments), ``fresh``/``initialised`` (the minimal valid call). Valid
-    calls of tools marked ``writes`` come last, so every read still sees the palace's state."""
+    calls of tools marked ``writes`` come last, so every read still sees the palace's state.
+    A tool marked ``own_session`` (its calls change the palace for every later call: 3.11's
+    ``sync`` on a fresh palace leaves a collection it cannot open) is left out of a ``fresh``
+    session unless ``only`` names it, so a session of its own probes it there."""
     steps: list[Step] = []
     for kind in kinds:
         if kind not in MATRIX_KINDS:
             raise ScriptError(f"tool_matrix kind {kind!r} is not one of {', '.join(MATRIX_KINDS)}")
-        names = list(tools)
+        names = ([name for name in tools if not (fresh and tools[name].get("own_session"))]
+                 if only is None else [name for name in tools if name in only])
         if kind in ("fresh", "initialised"):
             names.sort(key=lambda name: bool(tools[name].get("writes")))
         for name in names:
@@ -131,7 +136,13 @@ def parse_script(data: dict[str, Any]) -> Script:
                 steps.append(Step(f"{raw['id']}.{made.id}" if made.id else None, made.section,
                                   made.action, made.spec, made.proc, made.timeout_s,
                                   made.stderr_match, made.full_only))
-        steps += tool_matrix(tools, raw.get("tool_matrix", []), section)
+        only = raw.get("tool_matrix_tools")
+        unknown = [name for name in only or [] if name not in tools]
+        if unknown:
+            raise ScriptError(f"{where}: tool_matrix_tools names no tool of the table: "
+                              f"{unknown[0]}")
+        steps += tool_matrix(tools, raw.get("tool_matrix", []), section, only,
+                             fresh=raw.get("palace", "fresh") == "fresh")
         steps += [_step(step, section, where) for step in raw.get("steps", [])]
         misplaced = [s.id or s.action for s in steps if s.action in HTTP_ACTIONS
                      and raw["transport"] != "http"]

@@ -49,6 +49,10 @@ class World:
         (self.home / ".config").mkdir(parents=True, exist_ok=True)
         self.source.mkdir(parents=True, exist_ok=True)
         (self.source / SOURCE_FILE).write_text(SOURCE_TEXT, encoding="utf-8")
+        # a new palace is fresh on both sides: the real server has no chroma database yet, and
+        # the fake, without this, would start as an initialised empty palace (its default for
+        # scenarios); "initialised" sessions get there through real writes on both
+        self.state.write_text('{"initialised": false}\n', encoding="utf-8")
         return self
 
 
