@@ -160,6 +160,22 @@ def test_subjects_and_objects_only_need_text(fake: FakeProcess) -> None:
     assert added["success"] is True and added["fact"] == "café \u2192 likes \u2192 ü / ✓"
 
 
+# as the real 3.11.0 answered (2026-12-02, a stdio session with the offline embedding stub)
+@pytest.mark.parametrize(("triple", "prefix"), [
+    (("Café Au", "served by", "Naïve → Crème"), "t_café_au_served_by_naïve_→_crème_"),
+    (("Alice B", "works_on", "Big Palace"), "t_alice_b_works_on_big_palace_"),
+    (("X-Y", "p-q", "a.b c"), "t_x-y_p-q_a.b_c_"),
+])
+def test_triple_ids_are_lower_case_with_spaces_as_underscores(
+        fake: FakeProcess, triple: tuple[str, str, str], prefix: str) -> None:
+    subject, predicate, obj = triple
+    added = payload(fake.call("mempalace_kg_add", {"subject": subject, "predicate": predicate,
+                                                   "object": obj}))
+    assert added["triple_id"].startswith(prefix), added
+    assert len(added["triple_id"]) == len(prefix) + 12  # and a 12-hex digest
+    assert added["fact"] == f"{subject} \u2192 {predicate} \u2192 {obj}"
+
+
 @pytest.mark.parametrize(("tool", "arguments", "error"), [
     ("mempalace_add_drawer", {"wing": "a/b", "room": "r", "content": "c"},
      "wing contains invalid path characters"),
@@ -173,3 +189,19 @@ def test_subjects_and_objects_only_need_text(fake: FakeProcess) -> None:
 def test_names_follow_3_11s_rule(fake: FakeProcess, tool: str, arguments: dict[str, Any],
                                  error: str) -> None:
     assert payload(fake.call(tool, arguments)) == {"success": False, "error": error}
+
+
+def test_hook_settings_stores_what_it_is_given_and_says_so(fake: FakeProcess) -> None:
+    """As 3.11.0 answered (fidelity, 2026-12-02): a non-boolean is stored as given."""
+    answer = payload(fake.call("mempalace_hook_settings", {"silent_save": "maybe"}))
+    assert answer["settings"]["silent_save"] == "maybe"
+    assert answer["updated"] == ["silent_save \u2192 maybe"]
+    answer = payload(fake.call("mempalace_hook_settings", {"silent_save": True}))
+    assert answer["updated"] == ["silent_save \u2192 True"]  # Python's text of the value
+    assert "updated" not in payload(fake.call("mempalace_hook_settings", {}))
+
+
+def test_patch_submit_refuses_content_that_is_not_text(fake: FakeProcess) -> None:
+    answer = payload(fake.call("mempalace_patch_submit", {
+        "content": 12345, "from_agent": "probe-agent", "stream": "fidelity"}))
+    assert answer == {"success": False, "error": "content must be a non-empty string"}

@@ -120,7 +120,7 @@ def test_policies_are_read_off_the_probes() -> None:
 
 
 @pytest.mark.parametrize(("initialised", "tool", "arguments"), [
-    (True, "mempalace_update_drawer", {"drawer_id": "x", "content": "new"}),
+    (True, "mempalace_update_drawer", {"drawer_id": "drawer_w_r_1", "content": "new"}),
     (False, "mempalace_sync", {}),
     (True, "mempalace_sync", {"project_dir": "."}),
     (True, "mempalace_task_create", {"project": "p", "from_agent": "a", "to_agent": "b",
@@ -130,10 +130,23 @@ def test_policies_are_read_off_the_probes() -> None:
 def test_what_stays_unmodelled_answers_visibly(initialised: bool, tool: str,
                                                arguments: dict[str, Any]) -> None:
     """README, "Fidelity": paths whose real answer was never recorded say so."""
-    store = PalaceStore(None, {"initialised": initialised})
+    drawer = {"id": "drawer_w_r_1", "wing": "w", "room": "r", "content": "old"}
+    store = PalaceStore(None, {"initialised": initialised, "drawers": [drawer]})
     answer = run_tool(store, tool, arguments, "/p")
     assert answer["fake_unmodelled"] is True and answer["success"] is False
     assert "not modelled" in answer["error"]
+
+
+def test_updating_a_drawer_that_is_not_there_is_refused_as_3_11() -> None:
+    """As the real 3.11.0 answered the fidelity script (2026-12-02): the lookup comes first, and
+    on a fresh palace the database is missing before any drawer is."""
+    store = PalaceStore(None, {"initialised": True})
+    answer = run_tool(store, "mempalace_update_drawer",
+                      {"drawer_id": "drawer_nope", "content": "updated"}, "/p")
+    assert answer == {"success": False, "error": "Drawer not found: drawer_nope"}
+    fresh = run_tool(PalaceStore(None, {"initialised": False}), "mempalace_update_drawer",
+                     {"drawer_id": 12345, "content": "updated"}, "/p")
+    assert fresh["error"] == "Chroma database missing"
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

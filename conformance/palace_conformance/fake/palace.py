@@ -653,6 +653,12 @@ def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 # --- knowledge graph -----------------------------------------------------------------------
 
 
+def triple_id_part(text: str) -> str:
+    """One part of a triple id as 3.11 writes it: lower case, spaces as ``_`` (the fact keeps
+    the text as given): ``Café Au`` → ``café_au``."""
+    return text.lower().replace(" ", "_")
+
+
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     refused = _refused(("subject", args["subject"], "value"),
@@ -661,7 +667,8 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if refused is not None:
         return refused
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
-    triple_id = f"t_{subject}_{predicate}_{obj}_{_digest(subject, predicate, obj)}"
+    triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
+                 f"{triple_id_part(obj)}_{_digest(subject, predicate, obj)}")
     state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
                           "object": obj, "valid_from": args.get("valid_from"),
                           "valid_to": args.get("valid_to"),

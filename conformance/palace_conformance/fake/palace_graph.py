@@ -19,6 +19,7 @@ from palace_conformance.fake.palace import (
     fresh,
     optional_name,
     tool,
+    triple_id_part,
 )
 
 
@@ -70,7 +71,8 @@ def _kg_supersede(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     at = args.get("at") or _today()
     _end(state, subject, predicate, args["old_object"], at)
     digest = hashlib.sha256("\x1f".join((subject, predicate, new, at)).encode()).hexdigest()[:12]
-    triple_id = f"t_{subject}_{predicate}_{new}_{digest}"
+    triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
+                 f"{triple_id_part(new)}_{digest}")
     state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
                           "object": new, "valid_from": at, "valid_to": None,
                           "source_drawer_id": None, "source_closet": None})

@@ -143,6 +143,10 @@ def _update_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if all(args.get(field) is None for field in ("content", "wing", "room")):
         # 3.11 answers a no-op before looking anything up, whatever the id
         return {"success": True, "drawer_id": args["drawer_id"], "noop": True}
+    if (missing := fresh(state, args)) is not None:
+        return missing
+    if not any(d["id"] == args["drawer_id"] for d in state.drawers):
+        return {"success": False, "error": f"Drawer not found: {args['drawer_id']}"}
     return unmodelled("mempalace_update_drawer with changes")
 
 
@@ -183,10 +187,20 @@ def _sync(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_hook_settings", writes=True)
 def _hook_settings(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    updated = []
     for key in ("silent_save", "desktop_toast"):
-        if args.get(key) is not None:
-            state.hook_settings[key] = bool(args[key])
-    return {"success": True, "settings": dict(state.hook_settings)}
+        if args.get(key) is not None:  # 3.11 stores what it is given, a non-boolean too
+            state.hook_settings[key] = args[key]
+            updated.append(f"{key} \u2192 {_python_text(args[key])}")
+    answer: dict[str, Any] = {"success": True, "settings": dict(state.hook_settings)}
+    if updated:
+        answer["updated"] = updated
+    return answer
+
+
+def _python_text(value: Any) -> str:
+    """``value`` as 3.11's f-string prints it (Python's ``True``, not JSON's ``true``)."""
+    return str(value) if not isinstance(value, bool | type(None)) else repr(value)
 
 
 @tool("mempalace_memories_filed_away")
@@ -229,7 +243,9 @@ def _patch_submit(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                        ("room", args.get("room", "patches"), "text"))
     if refused is not None:
         return refused
-    content = str(args["content"])
+    content = args["content"]
+    if not isinstance(content, str) or not content.strip():
+        return {"success": False, "error": "content must be a non-empty string"}
     extra = {} if content.endswith("\n") else {"warnings": [PATCH_NO_NEWLINE]}
     artifact = store_artifact(state, "patch", content, args["from_agent"], args.get("metadata"),
                               extra)
