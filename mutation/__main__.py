@@ -147,7 +147,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> i
         print(f"sample: {len(keep)} of {len(pending)} pending mutant(s), seed {args.seed}")
     runs = _load_runs(out)
     failed_baselines = []
-    executed = []
+    executed: list[str] = []  # modules whose mutants cosmic-ray ran in this invocation
     for module, session in sessions.items():
         if not pending_keys(session):
             continue
