@@ -147,6 +147,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> i
         print(f"sample: {len(keep)} of {len(pending)} pending mutant(s), seed {args.seed}")
     runs = _load_runs(out)
     failed_baselines = []
+    executed: list[str] = []  # modules whose mutants cosmic-ray ran in this invocation
     for module, session in sessions.items():
         if not pending_keys(session):
             continue
@@ -164,6 +165,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> i
               "mutant(s)", flush=True)
         started = time.monotonic()
         execute(session, env)
+        executed.append(module)
         wall = time.monotonic() - started
         previous = runs.get(module, {})
         runs[module] = {"scenarios": len(chosen[module]), "baseline_s": round(took, 1),
@@ -175,7 +177,11 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> i
     copy_bridge(BRIDGE_DIR, out)  # leave no mutant behind, even from an interrupted session
     report = _report(out, module_map, known)
     _summary(report, out)
-    return 1 if failed_baselines or report.untriaged else 0
+    unjudged = report.unjudged(executed)
+    for record in unjudged:
+        print(f"UNJUDGED mutant {record.key}: {record.status} after its module ran (see "
+              f"{ModuleSession(record.module, out).log})")
+    return 1 if failed_baselines or report.untriaged or unjudged else 0
 
 
 def _selections(module_map: ModuleMap, known: list[str]) -> int:

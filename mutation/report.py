@@ -149,6 +149,14 @@ class Report:
     def untriaged(self) -> list[MutantRecord]:
         return [r for r in self.survivors if r.key not in self.triage]
 
+    def unjudged(self, modules: Iterable[str]) -> list[MutantRecord]:
+        """Mutants of ``modules`` still pending or incompetent: after those modules ran, either
+        means cosmic-ray did not judge them (the tool broke), so a run fails on any."""
+        ran = set(modules)
+        return sorted((r for r in self.records
+                       if r.module in ran and r.status in (PENDING, INCOMPETENT)),
+                      key=lambda r: (r.module, r.line, r.column, r.operator))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": 1,

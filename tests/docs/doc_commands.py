@@ -204,7 +204,7 @@ SKIPPED: dict[str, str] = {
     "palace-conformance replay report/bundles/": "needs a failure bundle; the reference passes "
                                                  "(tests/reporting/test_bundle.py replays one)",
     "palace-conformance selftest --full": "the whole catalogue per mutant (minutes)",
-    "palace-conformance run --slow --report-dir": "waits out 30-120 s defaults "
+    "palace-conformance run --slow --report-dir": "waits out 30-600 s defaults "
                                                   "(tests/runner/test_slow_tier.py: the tier)",
     "PALACE_SM_PROFILE=long python -m pytest": "the state machine's long profile (minutes)",
     "PALACE_FUZZ_FRAMES=50000 python -m pytest": "the fuzz at five times CI's volume (minutes)",

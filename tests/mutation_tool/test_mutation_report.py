@@ -9,8 +9,10 @@ import pytest
 from mutation.module_map import ModuleMap, load_catalogue_facts
 from mutation.report import (
     EQUIVALENT,
+    INCOMPETENT,
     KILLED,
     NOT_SAMPLED,
+    PENDING,
     SURVIVED,
     TIMEOUT,
     MutantRecord,
@@ -54,6 +56,16 @@ def test_a_mutant_counts_in_every_area_of_its_module() -> None:
     assert areas["HTTP"].counts[KILLED] == 1 and areas["HTTP"].counts[SURVIVED] == 1
     assert areas["STDIO"].counts[KILLED] == 2 and areas["STDIO"].counts[SURVIVED] == 2
     assert areas["STDIO"].counts[TIMEOUT] == 1
+
+
+def test_pending_or_incompetent_mutants_of_the_modules_run_are_unjudged() -> None:
+    records = [*RECORDS, rec("a.py", 5, PENDING), rec("b.py", 4, INCOMPETENT),
+               rec("c.py", 1, PENDING)]
+    report = Report(records, AREAS, {})
+    assert [r.key for r in report.unjudged(["a.py", "b.py"])] == [
+        "a.py:5:4:NumberReplacer", "b.py:4:4:NumberReplacer"]
+    assert report.unjudged(["c.py"])[0].key == "c.py:1:4:NumberReplacer"
+    assert Report(RECORDS, AREAS, {}).unjudged(["a.py", "b.py"]) == []
 
 
 def test_nothing_run_has_no_score() -> None:
