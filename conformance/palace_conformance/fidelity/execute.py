@@ -26,6 +26,7 @@ from typing import Any
 from palace_conformance.fake.options import TOKEN_ENV
 from palace_conformance.fidelity.script import Script, Session, Step
 from palace_conformance.fidelity.targets import Target, World
+from palace_conformance.loopback import free_port, wait_healthy
 
 START_DEADLINE_S = 90.0
 EXIT_DEADLINE_S = 20.0
@@ -161,12 +162,6 @@ class StdioServer:
         self._err_thread.join(timeout=5)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def http_request(port: int, method: str, path: str, headers: list[tuple[str, str]],
                  body: bytes, deadline_s: float = 30.0) -> tuple[int, str, list[tuple[str, str]],
                                                                   bytes]:
@@ -232,15 +227,7 @@ class HttpServer:
                                             start_new_session=True)
 
     def wait_ready(self, port: int, deadline_s: float = START_DEADLINE_S) -> bool:
-        end = time.monotonic() + deadline_s
-        while time.monotonic() < end and self.process.poll() is None:
-            with contextlib.suppress(OSError):
-                status, *_ = http_request(port, "GET", "/healthz",
-                                          [("Host", f"127.0.0.1:{port}")], b"", 5.0)
-                if status == 200:
-                    return True
-            time.sleep(0.1)
-        return False
+        return wait_healthy(port, deadline_s, lambda: self.process.poll() is None)
 
     def wait_exit(self, deadline_s: float) -> int | None:
         try:

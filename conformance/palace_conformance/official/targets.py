@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,18 +17,14 @@ from pathlib import Path
 
 import httpx
 
+from palace_conformance.loopback import free_port
+
 READY_TIMEOUT_S = 60.0  # the real server imports chromadb before it listens
 STOP_TIMEOUT_S = 5.0
 
 
 class TargetError(RuntimeError):
     """A server that would not start; one line naming it and where its log is."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -96,7 +91,7 @@ def real_server(work: Path, real_python: str | None = None) -> Iterator[str]:
     palace = home / "palace"
     palace.mkdir(parents=True, exist_ok=True)
     log = work / "real-stderr.txt"
-    port = _free_port()
+    port = free_port()
     env = isolated_environment(home, palace)
     with open(log, "wb") as stderr:
         proc = subprocess.Popen(server.http_command(port, palace), env=env, cwd=home,

@@ -18,19 +18,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.shims import write_script
+from palace_conformance.loopback import free_port, wait_healthy
 from palace_conformance.real import embedding, install, seeding
 from palace_conformance.real.journal_proxy import JournalProxy
 from palace_conformance.real.journal_relay import CONFIG_NAME
@@ -46,7 +43,6 @@ from palace_conformance.scenarios.model import Scenario
 from palace_conformance.scenarios.server_needs import ServerTraits
 
 HTTP_READY_S = 60.0  # the real HTTP server's cold start: 1.6-2.7 s, far more on a loaded machine
-HEALTH_POLL_S = 0.1
 TOKEN_VARIABLE = "MEMPALACE_MCP_HTTP_TOKEN"
 KIT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -87,12 +83,6 @@ def real_server_setup(real_python: str | None) -> Iterator[RealServerSetup]:
                 f"the real server could not initialise a palace ({exc}); check "
                 f"{server.python} runs mempalace") from None
         yield setup
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class RealWorld(World):
@@ -196,19 +186,13 @@ class RealWorld(World):
         journal = Journal(self.journal, "http")
         journal.record("process_start", pid=self.fake.pid, argv=argv)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + HTTP_READY_S
-        with httpx.Client(timeout=2.0) as client:
-            while True:
-                if self.fake.poll() is not None:
-                    raise SetupError(f"the real HTTP server exited {self.fake.returncode}: "
-                                     f"{self._fake_tail()}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get(f"{base}/healthz").status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise SetupError(f"the real HTTP server was not ready after "
-                                     f"{HTTP_READY_S:.0f} s: {self._fake_tail()}")
-                time.sleep(HEALTH_POLL_S)
+        server = self.fake
+        if not wait_healthy(port, HTTP_READY_S, lambda: server.poll() is None):
+            if server.poll() is not None:
+                raise SetupError(f"the real HTTP server exited {server.returncode}: "
+                                 f"{self._fake_tail()}")
+            raise SetupError(f"the real HTTP server was not ready after "
+                             f"{HTTP_READY_S:.0f} s: {self._fake_tail()}")
         self.proxy = JournalProxy(f"{base}/mcp", journal)
         try:
             self.fake_url = self.proxy.start()
