@@ -30,9 +30,12 @@ class DocCommand:
 
 
 def documents() -> list[Path]:
-    """Every Markdown file of the checkout (not of its venv, caches or npm trees)."""
+    """Every Markdown file of the checkout (not of its venvs, caches or npm trees: a directory
+    holding ``pyvenv.cfg`` is a venv whatever its name, such as .ci/run's ``.ci-mempalace``)."""
+    venvs = {cfg.parent.relative_to(REPO).parts for cfg in REPO.glob("*/pyvenv.cfg")}
     return sorted(p for p in REPO.rglob("*.md")
-                  if not NOT_DOCS.intersection(p.relative_to(REPO).parts[:-1]))
+                  if not NOT_DOCS.intersection(p.relative_to(REPO).parts[:-1])
+                  and p.relative_to(REPO).parts[:1] not in venvs)
 
 
 def strip_comment(line: str) -> str:
