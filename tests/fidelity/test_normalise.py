@@ -71,3 +71,14 @@ def test_a_bad_rule_is_one_line(raw: dict[str, object], problem: str) -> None:
     with pytest.raises(RulesError) as exc:
         parse_rules({"rules": [raw]})
     assert problem in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_ids_used_as_object_keys_are_masked_like_values() -> None:
+    """mesh_peers keys its profiles and version vector by replica id."""
+    replica = "rep_" + "0123456789abcdef" * 2
+    masked, fired = _masked({"version_vector": {replica: 1},
+                             "origin_profiles": {replica: {"roles": ["compute"]}}})
+    assert replica not in str(masked)
+    assert masked == _masked({"version_vector": {"rep_" + "f" * 32: 1},
+                              "origin_profiles": {"rep_" + "f" * 32: {"roles": ["compute"]}}})[0]
+    assert "replica-ids" in fired

@@ -4,7 +4,8 @@ Three kinds, applied in this order to every string and value of an observation:
 
 - ``world``: the session's own paths (HOME, palace, mine source, the launchers' directory)
   become ``<HOME>``, ``<PALACE>``, ``<SOURCE>``, ``<BIN>``;
-- ``pattern``: a regular expression replaced in every string (ids, PIDs, ports, timestamps);
+- ``pattern``: a regular expression replaced in every string, object keys included (ids, PIDs,
+  ports, timestamps);
 - ``keys``: the value under any of the named object keys is replaced (scores, clocks).
 
 A rule masks a value, never a whole answer: a tool that answers differently still differs.
@@ -106,13 +107,15 @@ class Normaliser:
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for key, item in value.items():
+                # a key can be a value too (mesh_peers keys its profiles by replica id)
+                shown = self._string(key) if isinstance(key, str) else key
                 rule = next((r for r in self.rules if r.kind == "keys" and key in r.keys), None)
                 if rule is not None and item is not None and not isinstance(item, (dict, list)):
                     if item != rule.replacement:
                         self.fired.add(rule.id)
-                    out[key] = rule.replacement
+                    out[shown] = rule.replacement
                 else:
-                    out[key] = self.value(item)
+                    out[shown] = self.value(item)
             return out
         return value
 
