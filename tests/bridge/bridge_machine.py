@@ -31,6 +31,7 @@ SIGKILLs (a crash, also in the middle of a call) or SIGSTOPs (a stall) the live 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -437,7 +438,8 @@ class BridgeMachine(RuleBasedStateMachine):
                 time.sleep(0.05)
             orphans = [(p, argv_of(p)) for p in started if alive(p)]
             for pid, _ in orphans:  # ours: the bridge started them; leave the machine clean
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # it may end meanwhile
+                    os.kill(pid, signal.SIGKILL)
             assert not orphans, f"processes left after shutdown: {orphans}"
             for record in self.stdio_records:
                 assert not leaks(record), f"the token in what the bridge sent: {record}"
@@ -549,7 +551,10 @@ class StdioMachine(BridgeMachine):
         pid = self.child(index)
         if pid is not None and alive(pid):
             self.tally.signals += 1
-            os.kill(pid, sig)
+            # the child may die on its own between the check and the signal (a fault's exit,
+            # the bridge's kill): then there is nothing left to signal
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
 
     @rule(index=st.integers(0, 3))
     def crash_child(self, index: int) -> None:
