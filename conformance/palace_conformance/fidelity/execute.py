@@ -132,19 +132,17 @@ class StdioServer:
         with contextlib.suppress(OSError):
             assert self.process.stdin is not None
             self.process.stdin.close()
-        try:
-            code = self.process.wait(timeout=deadline_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return None
-        self._err_thread.join(timeout=5)
-        return code
+        return self._exit_code(deadline_s)
 
     def terminate(self, deadline_s: float = EXIT_DEADLINE_S) -> int | None:
         """SIGTERM this server (the process itself, as a supervisor would) and wait; the exit
         code, or None if it had to be killed."""
         with contextlib.suppress(ProcessLookupError):
             self.process.send_signal(signal.SIGTERM)
+        return self._exit_code(deadline_s)
+
+    def _exit_code(self, deadline_s: float) -> int | None:
+        """Wait for the exit: its code once stderr is read, or None (killed) past the deadline."""
         try:
             code = self.process.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:

@@ -33,8 +33,6 @@ from palace_conformance.real.journal_proxy import JournalProxy
 from palace_conformance.real.journal_relay import CONFIG_NAME
 from palace_conformance.real.traits import REAL_SERVER
 from palace_conformance.runner.execution.world import (
-    REMOTE_TOKEN,
-    REMOTE_URL,
     SetupError,
     World,
     expand_scenario,
@@ -153,16 +151,7 @@ class RealWorld(World):
         env = self._base_env()
         if not self.scenario.palace.installed:  # nothing that starts a palace is in reach
             env["PATH"] = os.environ.get("PATH", os.defpath)
-        if self.transport == "http" and self.fake_url:
-            env[REMOTE_URL] = self.fake_url
-            if self.scenario.http.token is not None:
-                env[REMOTE_TOKEN] = self.scenario.http.token
-        for key, value in self.scenario.env.items():
-            if value is None:
-                env.pop(key, None)
-            else:
-                env[key] = value
-        return env
+        return self._with_remote_and_scenario_env(env)
 
     def _hold_lock(self) -> None:
         """The fake's holder on the real server's lock file: the real palace path, named."""

@@ -220,6 +220,11 @@ class World:
                                                  *([inherited] if inherited else [])])
         else:
             env["PATH"] = os.environ.get("PATH", os.defpath)
+        return self._with_remote_and_scenario_env(env)
+
+    def _with_remote_and_scenario_env(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` plus the palace's URL and token over HTTP, then the scenario's own ``env``
+        (a ``null`` value unsets): the last layers of every world's bridge environment."""
         if self.transport == "http" and self.fake_url:
             env[REMOTE_URL] = self.fake_url
             if self.scenario.http.token is not None:
