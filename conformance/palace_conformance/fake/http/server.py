@@ -110,6 +110,18 @@ class FakeHttpServer:
 
     async def _connection(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
+        """One connection; a shutdown that cancels it ends it quietly.
+
+        Python 3.11's ``start_server`` prints a traceback for a handler that ends cancelled
+        (fixed in 3.12), so a peer still open when the fake stops would look like a crash.
+        """
+        try:
+            await self._serve_connection(reader, writer)
+        except asyncio.CancelledError:
+            writer.transport.abort()
+
+    async def _serve_connection(self, reader: asyncio.StreamReader,
+                                writer: asyncio.StreamWriter) -> None:
         self._conns += 1
         call = Call(conn=self._conns, wire=Wire(reader, writer))
         call.wire.on_response = lambda status, headers: self._responded(call, status, headers)
