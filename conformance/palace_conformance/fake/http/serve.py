@@ -160,7 +160,11 @@ async def _serve(brain: Brain, *, host: str, port: int, token: str | None, sessi
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(signum, on_signal, signum)
-    if ready_file:
+    log(f"MemPalace MCP HTTP server listening on {server.url}")
+    if preset:  # someone reproducing a fault by hand: say how to point a harness here
+        log(f"preset {preset}: start your harness with MEMPALACE_REMOTE_URL={server.url}"
+            + (" MEMPALACE_REMOTE_TOKEN=<the --token>" if token else ""))
+    if ready_file:  # last: whoever waits for it may read every start-up line at once
         try:
             _write_ready_file(ready_file, server.url, server.port)
         except OSError as exc:
@@ -168,10 +172,6 @@ async def _serve(brain: Brain, *, host: str, port: int, token: str | None, sessi
                 f"{exc.strerror}; pick a writable path")
             brain.lease.release()
             return 2
-    log(f"MemPalace MCP HTTP server listening on {server.url}")
-    if preset:  # someone reproducing a fault by hand: say how to point a harness here
-        log(f"preset {preset}: start your harness with MEMPALACE_REMOTE_URL={server.url}"
-            + (" MEMPALACE_REMOTE_TOKEN=<the --token>" if token else ""))
     watcher = _watch_owner(reason, stopped)
     await stopped.wait()
     if watcher is not None:
