@@ -400,3 +400,22 @@ def test_merge_refuses_a_missing_shard(capsys: pytest.CaptureFixture[str],
     assert code == 2 and err.strip() == ("palace-conformance merge: shard 2/3 missing (got 1/3, "
                                          "3/3); give every shard's result")
 
+
+
+def test_a_record_of_the_real_server_is_not_the_fakes(tmp_path: Path, own_cache: Path) -> None:
+    """One bridge run against the fake and against the real palace fails different results;
+    ``--last-failed`` on one must not re-run the other's."""
+    fake_path = last_failed.record_path("reference", "fake")
+    real_path = last_failed.record_path("reference", "real")
+    assert fake_path != real_path
+    assert fake_path == last_failed.record_path("reference")  # the fake's name is unchanged
+    last_failed.write_record(real_path, "reference", {(FAILING, "http")}, "real")
+    assert last_failed.read_record(real_path, "reference", "real") == {(FAILING, "http")}
+    assert last_failed.read_record(fake_path, "reference", "fake") is None
+    shared = tmp_path / "report" / last_failed.RECORD  # --report-dir: one file for both
+    last_failed.write_record(shared, "reference", {(FAILING, "stdio")}, "real")
+    assert last_failed.read_record(shared, "reference", "fake") is None
+    assert last_failed.read_record(shared, "reference", "real") == {(FAILING, "stdio")}
+    plan = last_failed.rerun(None, [shipped(PASSING)], last_failed.target("reference", "real"),
+                             real_path)
+    assert "against reference with --server real (" in plan.note

@@ -1,12 +1,13 @@
 """``run --last-failed``: a small record of which results failed, so the next run can re-run
 only those (as pytest's ``--lf`` does).
 
-One record per bridge spec, so runs against two bridges never mix: by default
-``$XDG_CACHE_HOME/palace-conformance/last-failed/<hash of the spec>.json`` (``~/.cache`` when the
-variable is unset), or ``DIR/last-failed.json`` with ``--report-dir DIR`` (the record names its
-bridge; a record of another bridge counts as none). Every finished run updates the record the
-way pytest does: the results it ran replace their entries, and the failures of runs it did not
-make (another selection, ``-x``) are kept.
+One record per bridge spec and server (``--server``), so runs against two bridges, or one bridge
+against the fake and the real palace, never mix: by default
+``$XDG_CACHE_HOME/palace-conformance/last-failed/<hash of the spec and server>.json``
+(``~/.cache`` when the variable is unset), or ``DIR/last-failed.json`` with ``--report-dir DIR``
+(the record names its bridge and server; a record of another counts as none). Every finished
+run updates the record the way pytest does: the results it ran replace their entries, and the
+failures of runs it did not make (another selection, ``-x``) are kept.
 """
 
 from __future__ import annotations
@@ -32,13 +33,22 @@ FORMAT = 1
 ENV_DIR = "PALACE_CONFORMANCE_LAST_FAILED_DIR"
 
 Key = tuple[str, str]  # (scenario id, transport or "parity")
+DEFAULT_SERVER = "fake"  # records written before the server was recorded were all the fake's
 
 
-def record_path(bridge: str, report_dir: Path | None = None) -> Path:
-    """Where the record of runs against ``bridge`` lives."""
+def target(bridge: str, server: str) -> str:
+    """How notes name what a record is of."""
+    return bridge if server == DEFAULT_SERVER else f"{bridge} with --server {server}"
+
+
+def record_path(bridge: str, server: str = DEFAULT_SERVER,
+                report_dir: Path | None = None) -> Path:
+    """Where the record of runs of ``bridge`` against ``server`` lives."""
     if report_dir is not None:
         return report_dir / RECORD
-    digest = hashlib.sha256(bridge.encode("utf-8")).hexdigest()[:16]
+    # the fake's records keep the name they always had; another server's gets its own
+    key = bridge if server == DEFAULT_SERVER else f"{bridge}\0{server}"
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     chosen = os.environ.get(ENV_DIR)
     if chosen:
         return Path(chosen) / f"{digest}.json"
@@ -46,14 +56,16 @@ def record_path(bridge: str, report_dir: Path | None = None) -> Path:
     return Path(base) / "palace-conformance" / "last-failed" / f"{digest}.json"
 
 
-def read_record(path: Path, bridge: str) -> set[Key] | None:
-    """The failures recorded for ``bridge``; None when there is no usable record (none yet, an
-    unreadable file, or one kept for another bridge)."""
+def read_record(path: Path, bridge: str, server: str = DEFAULT_SERVER) -> set[Key] | None:
+    """The failures recorded for ``bridge`` against ``server``; None when there is no usable
+    record (none yet, an unreadable file, or one kept for another bridge or server)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("bridge") != bridge:
+        return None
+    if data.get("server", DEFAULT_SERVER) != server:
         return None
     failed = data.get("failed")
     if not isinstance(failed, list):
@@ -69,11 +81,12 @@ def updated(previous: Iterable[Key], run: RunResult) -> set[Key]:
         (r.scenario, r.transport) for r in run.failed()}
 
 
-def write_record(path: Path, bridge: str, failed: Iterable[Key]) -> None:
+def write_record(path: Path, bridge: str, failed: Iterable[Key],
+                 server: str = DEFAULT_SERVER) -> None:
     """Replace the record atomically (parallel runs never leave half a file); OSError
     propagates."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = {"format": FORMAT, "bridge": bridge,
+    body = {"format": FORMAT, "bridge": bridge, "server": server,
             "failed": [{"scenario": s, "transport": t} for s, t in sorted(failed)]}
     handle, temporary = tempfile.mkstemp(prefix=".last-failed-", dir=path.parent)
     try:
@@ -95,16 +108,16 @@ class Rerun:
     note: str
 
 
-def rerun(recorded: set[Key] | None, scenarios: list[Scenario], bridge: str,
-          where: Path) -> Rerun:
+def rerun(recorded: set[Key] | None, scenarios: list[Scenario], of: str, where: Path) -> Rerun:
     """The re-run plan from a record: a failed transport runs again on its own; a failed
-    parity runs both transports again (parity compares them)."""
+    parity runs both transports again (parity compares them); ``of`` names the record's
+    bridge and server (:func:`target`)."""
     everything = "running every selected scenario"
     if recorded is None:
         return Rerun(scenarios, None, f"--last-failed: no record of a previous run against "
-                     f"{bridge} ({where}); {everything}")
+                     f"{of} ({where}); {everything}")
     if not recorded:
-        return Rerun(scenarios, None, f"--last-failed: the last run against {bridge} had no "
+        return Rerun(scenarios, None, f"--last-failed: the last run against {of} had no "
                      f"failures; {everything}")
     only: dict[str, set[str]] = {}
     for scenario_id, transport in recorded:

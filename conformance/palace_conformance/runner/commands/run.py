@@ -130,11 +130,12 @@ def _run_checked(args: argparse.Namespace) -> int:
         if not scenarios:
             print(f"--shard {args.shard}: no selected scenario falls in this shard; nothing to "
                   "run", file=human, flush=True)
-    record = last_failed.record_path(args.bridge, report_dir)
-    recorded = last_failed.read_record(record, args.bridge)
+    record = last_failed.record_path(args.bridge, args.server, report_dir)
+    recorded = last_failed.read_record(record, args.bridge, args.server)
     only = None
     if args.last_failed:
-        plan = last_failed.rerun(recorded, scenarios, args.bridge, record)
+        plan = last_failed.rerun(recorded, scenarios,
+                                 last_failed.target(args.bridge, args.server), record)
         scenarios, only = plan.scenarios, plan.only
         print(plan.note, file=human, flush=True)
     if args.list:
@@ -177,7 +178,8 @@ def _run_checked(args: argparse.Namespace) -> int:
     for hint in capability_hints(run, scenarios):
         print(hint, file=human, flush=True)
     try:
-        last_failed.write_record(record, args.bridge, last_failed.updated(recorded or (), run))
+        last_failed.write_record(record, args.bridge, last_failed.updated(recorded or (), run),
+                                 args.server)
     except OSError as exc:  # a cache that cannot be written must not fail the run
         print(f"{PROG}: cannot keep the --last-failed record {record}: {exc.strerror or exc}",
               file=sys.stderr, flush=True)
