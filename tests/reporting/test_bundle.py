@@ -49,8 +49,8 @@ def test_a_failing_result_gets_a_complete_bundle(failing_report: Path) -> None:
                      "trace.json"]
     manifest = json.loads((bundle / "bundle.json").read_text())
     assert (manifest["scenario"], manifest["transport"], manifest["transports"],
-            manifest["status"], manifest["bridge"]) == (ERRORS, "stdio", ["stdio"], "failed",
-                                                         ERRORS_AS_EXCEPTION)
+            manifest["status"], manifest["bridge"], manifest["server"]) == (
+        ERRORS, "stdio", ["stdio"], "failed", ERRORS_AS_EXCEPTION, "fake")
     scenario = load_scenario(shipped_file(ERRORS))
     assert json.loads((bundle / "scenario.json").read_text()) == dict(scenario.raw)
     assert json.loads((bundle / "faults.json").read_text()) == \
@@ -89,6 +89,39 @@ def test_the_readme_has_the_exact_commands(failing_report: Path) -> None:
     assert f"--bridge {shlex.quote(ERRORS_AS_EXCEPTION)}  # the bridge recorded here" in readme
     assert "palace-conformance replay " in readme and f"{ERRORS}--stdio" in readme
     assert "4. `call_tool mempalace_diary_read` as 'unknown-param'" in readme
+    assert "- **Palace:** the fake server" in readme and "--server" not in readme
+
+
+def test_a_bundle_of_the_real_palace_says_so_when_replayed_against_the_fake(
+        capsys: pytest.CaptureFixture[str], failing_report: Path, tmp_path: Path) -> None:
+    """Fake and real fail differently: a replay on the other server must not pass silently
+    for a reproduction attempt of the recorded one."""
+    import shutil
+
+    from palace_conformance.runner.reports.replay import load_bundle
+
+    real = tmp_path / "real-bundle"
+    shutil.copytree(failing_report / "bundles" / f"{ERRORS}--stdio", real)
+    manifest = json.loads((real / "bundle.json").read_text())
+    assert load_bundle(real).server == "fake"
+    manifest["server"] = "real"
+    (real / "bundle.json").write_text(json.dumps(manifest))
+    assert load_bundle(real).server == "real"
+    code, out, _ = cli(capsys, "replay", str(real), "--bridge", ERRORS_AS_EXCEPTION)
+    assert code == 1
+    assert ("note: the bundle was recorded against the real server; replaying against the "
+            "fake server as asked (add --server real to replay it there)") in out
+    from palace_conformance.runner.reports import bundle as bundles
+    from palace_conformance.runner.results import ScenarioResult
+
+    result = ScenarioResult.from_json(json.loads((real / "result.json").read_text()))
+    readme = bundles._readme(load_scenario(shipped_file(ERRORS)), result, "reference", "real",
+                             str(real), ("stdio",), bundles.Redactor([]))
+    assert "- **Palace:** the real server" in readme
+    assert f"replay {shlex.quote(str(real))} --server real --bridge reference" in readme
+    del manifest["server"]  # a bundle from before --server was recorded against the fake
+    (real / "bundle.json").write_text(json.dumps(manifest))
+    assert load_bundle(real).server == "fake"
 
 
 def test_replay_reproduces_the_failure_and_passes_on_the_reference(

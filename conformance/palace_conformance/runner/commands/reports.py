@@ -47,6 +47,11 @@ def _replay_checked(args: argparse.Namespace) -> int:
     if bridge != bundle.bridge:
         print(f"note: the bundle was recorded with --bridge {recorded}; replaying against "
               f"{shown_bridge(bridge)} as asked", flush=True)
+    if args.server != bundle.server:  # fake and real fail differently: say which one this is
+        print(f"note: the bundle was recorded against the {bundle.server} server; replaying "
+              f"against the {args.server} server as asked"
+              + (" (add --server real to replay it there)" if bundle.server == "real" else ""),
+              flush=True)
     argv = host_argv(bridge)
     level = args.level or bundle.level or default_level(bridge, profile)
     print(f"replaying {bundle.scenario.id} on {' and '.join(bundle.transports)} against "

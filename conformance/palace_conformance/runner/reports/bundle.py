@@ -149,14 +149,15 @@ def _fake_recipe(scenario: Scenario, transport: str, redactor: Redactor) -> list
     return lines
 
 
-def _readme(scenario: Scenario, result: ScenarioResult, bridge: str, shown: str,
-            transports: Sequence[str], redactor: Redactor) -> str:
+def _readme(scenario: Scenario, result: ScenarioResult, bridge: str, server: str,
+            shown: str, transports: Sequence[str], redactor: Redactor) -> str:
     lines = [f"# Repro: `{scenario.id}` on {result.transport}", "", scenario.title, ""]
     status = result.status.replace("_", " ")
     lines += [f"- **Status:** {status}" + (" (known failure: baseline)" if result.baseline
                                            else ""),
               f"- **Behaviours:** {', '.join(scenario.covers) or '-'}",
               f"- **Bridge:** `{bridge}`",
+              f"- **Palace:** the {server} server",
               f"- **Recorded with:** palace-conformance {__version__}", ""]
     if result.failures:
         lines += ["## Failed checks", ""]
@@ -164,7 +165,9 @@ def _readme(scenario: Scenario, result: ScenarioResult, bridge: str, shown: str,
             where = f" (step `{check.step}`)" if check.step is not None else ""
             lines.append(f"- `{check.pointer}`{where}: {' '.join(check.message.split())}")
         lines.append("")
-    replay = f"palace-conformance replay {shlex.quote(shown)}"
+    # a failure seen against the real palace is replayed against it (the fake is the default)
+    replay = f"palace-conformance replay {shlex.quote(shown)}" + (
+        f" --server {server}" if server != "fake" else "")
     lines += ["## Replay", "",
               "Re-runs this scenario on " + " and ".join(transports) + " against a bridge and "
               "reports like `palace-conformance run` (exit 0 passed, 1 failed, 2 usage problem):",
@@ -175,7 +178,7 @@ def _readme(scenario: Scenario, result: ScenarioResult, bridge: str, shown: str,
     lines += ["## Files", "",
               "| file | what |", "|---|---|",
               f"| `{SCENARIO_FILE}` | the fixture (secrets replaced by `<redacted-secret-N>`) |",
-              f"| `{MANIFEST}` | what was run, against which bridge |",
+              f"| `{MANIFEST}` | what was run, against which bridge and server |",
               "| `result.json` | the result: every check record, step and effect |"]
     prefix = [f"{t}/" for t in transports] if len(transports) > 1 else [""]
     for p in prefix:
@@ -250,12 +253,12 @@ def write_bundle(run: RunResult, result: ScenarioResult, scenario: Scenario, tar
         manifest = {"format": BUNDLE_FORMAT, "scenario": result.scenario,
                     "transport": result.transport, "transports": list(transports),
                     "status": result.status, "reason": result.reason, "level": result.level,
-                    "covers": list(result.covers), "bridge": bridge,
+                    "covers": list(result.covers), "bridge": bridge, "server": run.server,
                     "host": run.host.to_json(), "started_at": run.started_at,
                     "palace_conformance": __version__,
                     "redacted_secrets": len(redactor.markers)}
         writer.json(MANIFEST, manifest)
-        writer.text("README.md", _readme(scenario, result, bridge, shown or str(root),
+        writer.text("README.md", _readme(scenario, result, bridge, run.server, shown or str(root),
                                          transports, redactor))
         writer.check()
     except BaseException:

@@ -47,6 +47,12 @@ class Bundle:
         return str(self.manifest.get("bridge") or "reference")
 
     @property
+    def server(self) -> str:
+        """The palace the run was recorded against (bundles from before ``--server``: the fake)."""
+        server = self.manifest.get("server")
+        return server if server in ("fake", "real") else "fake"
+
+    @property
     def level(self) -> str | None:
         """The level the failure was judged at (bundles from before levels have none)."""
         level = self.manifest.get("level")
