@@ -16,6 +16,8 @@ from typing import Protocol
 
 #: a leftover is only killed when its command line mentions one of these (pid reuse guard)
 _OURS = (b"palace_conformance", b"palace-conformance", b"mempalace")
+#: how long :func:`marked` waits before a second look at a process whose environment read empty
+EXEC_SETTLE_S = 0.05
 
 
 def alive(pid: int) -> bool:
@@ -115,16 +117,26 @@ def marked(mark: str) -> list[int]:
     ``environ`` is the one it was exec'd with, so a stranger cannot carry the value by chance,
     and a warm-forked host (not exec'd) is found by its process group instead."""
     entry = f"{HOST_MARK}={mark}".encode()
-    found = []
+    found, unsettled = [], []
     for pid in other_pids():
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = handle.read()
-        except OSError:  # gone, or not ours to look at
-            continue
-        if entry in environ.split(b"\0"):
+        environ = _environ(pid)
+        if environ == b"":  # in the middle of an exec (or a zombie): look again below
+            unsettled.append(pid)
+        elif environ is not None and entry in environ.split(b"\0"):
             found.append(pid)
+    if unsettled:  # a host's daemon caught mid-exec would otherwise outlive the run
+        time.sleep(EXEC_SETTLE_S)
+        found += [pid for pid in unsettled if entry in (_environ(pid) or b"").split(b"\0")]
     return found
+
+
+def _environ(pid: int) -> bytes | None:
+    """The environment ``pid`` was exec'd with; None when it is gone or not ours to read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def kill_marked(mark: str, rounds: int = 3) -> list[int]:

@@ -113,6 +113,10 @@ def test_marked_finds_a_detached_grandchild_by_its_mark_and_nothing_else(tmp_pat
     stranger = subprocess.Popen(["sleep", str(SLEEP_S)], start_new_session=True)
     [sleeper] = sleepers(pid_file)
     try:
+        # `$!` is the shell's fork; under load it may still be exec'ing setsid, then sleep
+        deadline = time.monotonic() + 10.0
+        while procs.argv_of(sleeper)[:1] != ["sleep"] and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert procs.marked(mark) == [sleeper]
         assert procs.kill_marked(mark) == [sleeper]
         procs.wait_gone([sleeper], 2.0)
@@ -136,3 +140,14 @@ def test_close_kills_a_daemon_the_bridge_started_with_the_env_load_gave_it(tmp_p
         assert not procs.alive(sleeper), "the bridge's detached daemon outlived close()"
     finally:
         reap([sleeper])
+
+
+def test_marked_looks_again_at_a_process_caught_mid_exec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/proc/PID/environ reads empty while a process execs: one second look finds it (a
+    daemon missed there would outlive the run; seen in CI under load)."""
+    mark = procs.new_host_mark()
+    reads = {101: [b"", f"A=1\0{procs.HOST_MARK}={mark}\0".encode()], 102: [b"", b""],
+             103: [f"{procs.HOST_MARK}={mark}\0".encode()], 104: [None]}
+    monkeypatch.setattr(procs, "other_pids", lambda: list(reads))
+    monkeypatch.setattr(procs, "_environ", lambda pid: reads[pid].pop(0))
+    assert sorted(procs.marked(mark)) == [101, 103]
