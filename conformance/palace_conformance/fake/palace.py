@@ -69,7 +69,11 @@ class PalaceState:
 
     ``initialised`` is false for a fresh palace: mempalace 3.11 has no chroma database until the
     first vector write, and until then the tools that open it answer "missing" results (see
-    :func:`fresh`). ``replica`` is the palace's own ``origin_replica`` (random per palace)."""
+    :func:`fresh`). ``directory`` says whether 3.11 would have made the palace directory yet (the
+    event log and ``mesh_peers`` make it, as does the first vector write); ``bare_database`` is
+    the half-made state a ``search`` or ``sync`` leaves on a fresh palace whose directory exists:
+    a ``chroma.sqlite3`` without its collection (see :func:`fresh`, :func:`half_make`).
+    ``replica`` is the palace's own ``origin_replica`` (random per palace)."""
 
     def __init__(self, drawers: list[dict[str, Any]] | None = None,
                  triples: list[dict[str, Any]] | None = None,
@@ -77,7 +81,8 @@ class PalaceState:
                  artifacts: list[dict[str, Any]] | None = None,
                  initialised: bool = True, replica: str | None = None,
                  tunnels: list[dict[str, Any]] | None = None,
-                 hook_settings: dict[str, Any] | None = None) -> None:
+                 hook_settings: dict[str, Any] | None = None,
+                 directory: bool | None = None, bare_database: bool = False) -> None:
         self.drawers: list[dict[str, Any]] = drawers if drawers is not None else []
         self.triples: list[dict[str, Any]] = triples if triples is not None else []
         self.events: list[dict[str, Any]] = events if events is not None else []
@@ -86,6 +91,10 @@ class PalaceState:
         self.hook_settings: dict[str, Any] = (hook_settings if hook_settings is not None
                                               else dict(HOOK_SETTINGS))
         self.initialised = initialised
+        self.bare_database = bare_database and not initialised
+        #: an initialised palace, or one holding events, has its directory
+        self.directory = (initialised or bool(self.events) or self.bare_database
+                          if directory is None else directory)
         self.replica = replica or new_replica_id()
 
     def __eq__(self, other: object) -> bool:
@@ -105,6 +114,9 @@ class PalaceState:
             tunnels=list(data.get("tunnels", [])),
             hook_settings=(dict(data["hook_settings"]) if isinstance(data.get("hook_settings"),
                                                                      dict) else None),
+            directory=(bool(data["directory"]) if isinstance(data.get("directory"), bool)
+                       else None),
+            bare_database=bool(data.get("bare_database", False)),
         )
         for entry in data.get("diary", []):
             state.drawers.append(_diary_drawer(entry["agent_name"], entry["entry"],
@@ -113,7 +125,8 @@ class PalaceState:
         return state
 
     def to_json(self) -> dict[str, Any]:
-        return {"initialised": self.initialised, "replica": self.replica,
+        return {"initialised": self.initialised, "directory": self.directory,
+                "bare_database": self.bare_database, "replica": self.replica,
                 "drawers": self.drawers, "triples": self.triples, "events": self.events,
                 "artifacts": self.artifacts, "tunnels": self.tunnels,
                 "hook_settings": self.hook_settings}
@@ -322,9 +335,44 @@ def _fresh_search(palace: str) -> dict[str, Any]:
 BACKEND_OPEN_FAILED = "Backend open failed"
 
 
+def backend_open_failed() -> dict[str, Any]:
+    """What 3.11 answers a read that opens a ``chroma.sqlite3`` without its collection (the
+    half-made palace of :func:`half_make`); the brain flags it ``isError``."""
+    return {"error": BACKEND_OPEN_FAILED,
+            "details": "Could not open the selected backend collection.",
+            "hint": "Run: mempalace status or mempalace repair-status for diagnostics.",
+            "backend": "chroma"}
+
+
 def fresh(state: PalaceState, args: dict[str, Any]) -> dict[str, Any] | None:
-    """3.11's answer of a tool that opens the chroma database while there is none, else None."""
-    return None if state.initialised else _chroma_missing(args["__palace__"])
+    """3.11's answer of a tool that opens the chroma database while it has no collection (none
+    at all, or a half-made one), else None."""
+    if state.initialised:
+        return None
+    return backend_open_failed() if state.bare_database else _chroma_missing(args["__palace__"])
+
+
+def make_directory(state: PalaceState) -> None:
+    """3.11 makes the palace directory when it opens the event log (every event, task, patch
+    and artifact tool, ``mesh_peers``), whatever the call's arguments then say."""
+    state.directory = True
+
+
+def half_make(state: PalaceState) -> None:
+    """3.11's ``search`` and ``sync`` open a fresh palace through chromadb's client, which
+    creates ``chroma.sqlite3`` when the palace directory exists, and then find no collection.
+    From then on a read answers "Backend open failed" until a vector write (or ``status``)
+    creates the collection. Without the directory, nothing is made."""
+    if not state.initialised and state.directory:
+        state.bare_database = True
+
+
+def vector_written(state: PalaceState) -> None:
+    """The first vector write creates the chroma database and its collection (and the
+    palace directory)."""
+    state.initialised = True
+    state.bare_database = False
+    state.directory = True
 
 
 def optional_name(field: str, value: Any) -> str | None:
@@ -338,9 +386,13 @@ def optional_name(field: str, value: Any) -> str | None:
 # --- palace overview -----------------------------------------------------------------------
 
 
-@tool("mempalace_status")
+@tool("mempalace_status", writes=True)
 def _status(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     palace = args["__palace__"]
+    if state.bare_database:
+        # 3.11's status opens with create=True when chroma.sqlite3 exists: it makes the
+        # collection and answers as an empty palace
+        vector_written(state)
     if not state.initialised:
         return _fresh_status(palace)
     wings: dict[str, int] = {}
@@ -401,11 +453,12 @@ def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     return {"aaak_spec": AAAK_TEXT}
 
 
-@tool("mempalace_mesh_peers")
+@tool("mempalace_mesh_peers", writes=True)
 def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     import platform  # here, not at the top: every (re)spawn of the fake pays its imports
     import socket
 
+    make_directory(state)
     # 3.11 advertises this host's profile; a palace with a database is also a replica
     roles = (["replica"] if state.initialised else []) + (["agents"] if state.events else [])
     profile = {"roles": [*roles, "compute"],
@@ -431,7 +484,7 @@ def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_b
     drawer_id = f"drawer_{wing}_{room}_{_digest(wing, room, content, size=24)}"
     if any(d["id"] == drawer_id for d in state.drawers):
         return {"success": True, "reason": "already_exists", "drawer_id": drawer_id}
-    state.initialised = True  # the first vector write creates the chroma database
+    vector_written(state)
     state.drawers.append({"id": drawer_id, "wing": wing, "room": room, "content": content,
                           "added_by": added_by, "source_file": source_file,
                           "created_at": _now().isoformat()})
@@ -487,11 +540,12 @@ def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 _WORD = re.compile(r"\w+")
 
 
-@tool("mempalace_search")
+@tool("mempalace_search", writes=True)
 def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     query = args["query"]
     query.strip()  # like 3.11: a non-string query raises AttributeError (-32000)
     if not state.initialised:
+        half_make(state)
         return _fresh_search(args["__palace__"])
     terms = {w.lower() for w in _WORD.findall(query)}
     limit = int(args.get("limit", 5))
@@ -611,7 +665,7 @@ def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
     if refused is not None:
         return refused
     drawer = _diary_drawer(agent, entry, topic, wing)
-    state.initialised = True  # the first vector write creates the chroma database
+    vector_written(state)
     state.drawers.append(drawer)
     return {"success": True, "entry_id": drawer["id"], "agent": drawer["agent"], "topic": topic,
             "timestamp": drawer["created_at"], "chunks": 1}
@@ -710,6 +764,7 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_event_append", writes=True)
 def _event_append(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    make_directory(state)
     refused = _refused(*((field, args[field], "text")
                          for field in ("type", "stream", "room", "from_agent")))
     if refused is not None:
@@ -769,8 +824,9 @@ def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-@tool("mempalace_event_list")
+@tool("mempalace_event_list", writes=True)
 def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    make_directory(state)
     if (refused := _bad_filter(args)) is not None:
         return refused
     events = list(state.events)
@@ -793,6 +849,7 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_event_ack", writes=True)
 def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    make_directory(state)
     refused = _refused(("event_id", args["event_id"], "text"),
                        ("from_agent", args["from_agent"], "text"))
     if refused is not None:
@@ -817,6 +874,7 @@ def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_artifact_put", writes=True)
 def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    make_directory(state)
     if args["kind"] not in ARTIFACT_KINDS:
         return {"success": False,
                 "error": f"kind={args['kind']!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
@@ -838,8 +896,9 @@ def store_artifact(state: PalaceState, kind: str, content: str, created_by: Any,
     return artifact
 
 
-@tool("mempalace_artifact_get")
+@tool("mempalace_artifact_get", writes=True)
 def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    make_directory(state)
     if (problem := _problem("artifact_id", args["artifact_id"], "text")) is not None:
         return {"error": problem}
     for artifact in state.artifacts:
@@ -848,10 +907,11 @@ def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     return {"error": f"artifact '{args['artifact_id']}' not found"}  # 3.11: no success key
 
 
-@tool("mempalace_event_wait")
+@tool("mempalace_event_wait", writes=True)
 def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     """3.11 lists what matches (oldest first, after ``since_event_id`` when given) and answers
     at once when anything does; the brain holds an empty answer for ``timeout_ms``."""
+    make_directory(state)
     if (refused := _bad_filter(args)) is not None:
         return refused
     events = list(state.events)

@@ -121,9 +121,11 @@ def _wings_of_rooms(state: PalaceState) -> dict[str, dict[str, int]]:
 
 @tool("mempalace_traverse")
 def _traverse(state: PalaceState, args: dict[str, Any]) -> Any:
+    start = args["start_room"]
+    if state.bare_database:  # 3.11 reads the room graph from chroma.sqlite3 itself: empty
+        return {"error": f"Room '{start}' not found", "suggestions": []}
     if (missing := fresh(state, args)) is not None:
         return missing
-    start = args["start_room"]
     rooms = _wings_of_rooms(state)
     if start not in rooms:  # a list start_room: TypeError (unhashable), -32000 as in 3.11
         known = set(rooms) | {t[end]["room"] for t in state.tunnels for end in ("source",
@@ -152,6 +154,8 @@ def _find_tunnels(state: PalaceState, args: dict[str, Any]) -> Any:
     for field in ("wing_a", "wing_b"):
         if (problem := optional_name(field, args.get(field))) is not None:
             return {"error": problem}
+    if state.bare_database:  # read from chroma.sqlite3 itself, as traverse: no rooms
+        return []
     if (missing := fresh(state, args)) is not None:
         return missing
     wanted = {w.strip() for w in (args.get("wing_a"), args.get("wing_b")) if w and w.strip()}
@@ -182,6 +186,13 @@ def _graph_stats(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 _ENDS = ("source_wing", "source_room", "target_wing", "target_room")
 
 
+def tunnel_id_of(source_wing: str, source_room: str, target_wing: str, target_room: str) -> str:
+    """A tunnel's id as 3.11 makes it: the same for both directions (the two ``wing/room``
+    ends in sorted order joined by ``↔``, SHA-256, 16 hex digits)."""
+    ends = sorted((f"{source_wing}/{source_room}", f"{target_wing}/{target_room}"))
+    return hashlib.sha256(f"{ends[0]}\u2194{ends[1]}".encode()).hexdigest()[:16]
+
+
 @tool("mempalace_create_tunnel", writes=True)
 def _create_tunnel(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for field in _ENDS:
@@ -194,7 +205,7 @@ def _create_tunnel(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             return {"error": f"Source room '{sr}' does not exist in wing '{sw}'"}
         if (tw, tr) not in filed:
             return {"error": f"Target room '{tr}' does not exist in wing '{tw}'"}
-    tunnel_id = hashlib.sha256(f"{sw}/{sr}\x1f{tw}/{tr}".encode()).hexdigest()[:16]
+    tunnel_id = tunnel_id_of(sw, sr, tw, tr)
     when = datetime.now(UTC).isoformat()
     tunnel = {"id": tunnel_id, "source": {"wing": sw, "room": sr},
               "target": {"wing": tw, "room": tr}, "label": args.get("label") or "",

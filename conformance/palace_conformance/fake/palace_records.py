@@ -4,13 +4,15 @@ as mempalace 3.11.0 answers them.
 
 Argument checks and empty-palace answers are pinned to the truth table
 (``fixtures/catalogue/mempalace-3.11.0-answers.json``). A path whose real answer was never seen
-(an update that changes a drawer, a task that passes its checks, a sync over real source files)
-answers with :func:`palace.unmodelled`, a result a test can see.
+(an update that changes a drawer, a sync that guesses its project roots, reads ``.gitignore``
+rules or would remove drawers) answers with :func:`palace.unmodelled`, a result a test can see.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.palace import (
@@ -19,9 +21,12 @@ from palace_conformance.fake.palace import (
     _problem,
     _refused,
     append_event,
+    backend_open_failed,
     drawer_metadata,
     drawer_view,
     fresh,
+    half_make,
+    make_directory,
     optional_name,
     store_artifact,
     tool,
@@ -164,22 +169,77 @@ def _delete_by_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any
             "hint": "No drawers match this source_file."}
 
 
+SYNC_APPLY_NEEDS_SCOPE = ("sync apply requires explicit wing= or project_dirs= so it cannot "
+                          "auto-prune every wing in a multi-project palace; pass --wing or a "
+                          "project directory")
+
+
 @tool("mempalace_sync", writes=True)
 def _sync(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    project = args.get("project_dir")
+    project, wing, apply = args.get("project_dir"), args.get("wing"), bool(args.get("apply"))
+    if apply and not wing and not project:  # 3.11 refuses this before it opens anything
+        return {"success": False, "error": SYNC_APPLY_NEEDS_SCOPE}
+    if not state.initialised:
+        # 3.11 opens the collection before it looks at its arguments; on a fresh palace that
+        # fails with the palace's path as the reason, and half-makes it like search does
+        half_make(state)
+        return {"success": False, "error": f"sync failed: {args['__palace__']}"}
     if project is not None and not isinstance(project, str):
         return {"success": False, "error": "sync failed: expected str, bytes or os.PathLike "
                                            f"object, not {type(project).__name__}"}
-    if not state.initialised:
-        # 3.11 creates a chroma database it cannot open afterwards; not modelled
-        return unmodelled("mempalace_sync on a fresh palace")
-    if project or args.get("apply") or any(d.get("source_file", "?") != "?"
-                                           for d in state.drawers):
-        return unmodelled("mempalace_sync over source files")
-    return {"success": True, "scanned": len(state.drawers), "kept": 0, "gitignored": 0,
-            "missing": 0, "unresolved": 0, "no_source": len(state.drawers), "out_of_scope": 0,
-            "removed_drawers": 0, "removed_closets": 0, "dry_run": True, "by_source": {},
-            "unresolved_by_source": {}}
+    drawers = [d for d in state.drawers if not wing or d["wing"] == wing]
+    if not project and any(_source_path(d) is not None for d in drawers):
+        # without project_dir 3.11 guesses the project roots from the drawers' sources
+        return unmodelled("mempalace_sync without project_dir over source files")
+    report = sync_report(drawers, Path(project).resolve() if project else None)
+    if report is None:
+        return unmodelled("mempalace_sync over .gitignore rules")
+    if apply and (report["missing"] or report["gitignored"]):
+        return unmodelled("mempalace_sync apply over drawers to remove")
+    return {"success": True, **report, "dry_run": not apply}
+
+
+def _source_path(drawer: dict[str, Any]) -> Path | None:
+    """The drawer's source file when 3.11 counts it as one (an absolute path), else None."""
+    source = drawer.get("source_file", "?")
+    return Path(source).resolve() if source not in ("?", "") and Path(source).is_absolute() \
+        else None
+
+
+def sync_report(drawers: list[dict[str, Any]], root: Path | None) -> dict[str, Any] | None:
+    """3.11's dry-run sync counts of ``drawers`` against the project directory ``root``: no
+    source, out of the project, kept (the file is there), missing (gone while a neighbour in its
+    directory is still there) or unresolved (gone with no such witness). None when a
+    ``.gitignore`` lies on a kept file's way (its rules are not modelled)."""
+    counts = dict.fromkeys(("scanned", "kept", "gitignored", "missing", "unresolved",
+                            "no_source", "out_of_scope"), 0)
+    present_dirs: set[Path] = set()
+    gone: list[Path] = []
+    for drawer in drawers:
+        counts["scanned"] += 1
+        source = _source_path(drawer)
+        if source is None:
+            counts["no_source"] += 1
+        elif root is None or not source.is_relative_to(root):
+            counts["out_of_scope"] += 1
+        elif not source.exists():
+            gone.append(source)
+        elif any((folder / ".gitignore").exists()
+                 for folder in (source.parent, *source.parent.parents)
+                 if folder.is_relative_to(root)):
+            return None
+        else:
+            counts["kept"] += 1
+            present_dirs.add(source.parent)
+    by_source: dict[str, int] = {}
+    unresolved_by_source: dict[str, int] = {}
+    for source in gone:
+        witnessed = source.parent in present_dirs
+        counts["missing" if witnessed else "unresolved"] += 1
+        tally = by_source if witnessed else unresolved_by_source
+        tally[str(source)] = tally.get(str(source), 0) + 1
+    return {**counts, "removed_drawers": 0, "removed_closets": 0, "dry_run": True,
+            "by_source": by_source, "unresolved_by_source": unresolved_by_source}
 
 
 # --- the session's own tools ----------------------------------------------------------------
@@ -213,7 +273,8 @@ def _memories_filed_away(state: PalaceState, args: dict[str, Any]) -> dict[str, 
 @tool("mempalace_reconnect")
 def _reconnect(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if not state.initialised:
-        missing = _chroma_missing(args["__palace__"])
+        missing = (backend_open_failed() if state.bare_database
+                   else _chroma_missing(args["__palace__"]))
         return {"success": False, "message": missing["error"], "details": missing["details"],
                 "hint": missing["hint"], "drawers": 0, "vector_disabled": False}
     return {"success": True, "message": "Reconnected to palace", "drawers": len(state.drawers),
@@ -223,20 +284,64 @@ def _reconnect(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 # --- tasks and patches ---------------------------------------------------------------------
 
 
+TASK_DELIVERY = ("Delivery:\nClose the loop through MemPalace: claim the request, then submit a "
+                 "patch with mempalace_patch_submit or reply with blocked/failed evidence.")
+
+
+def task_slug(text: str, fallback: str) -> str:
+    """A task's routing label as 3.11 makes it: lower case, every run of other characters than
+    ``a-z0-9`` as one ``_``, at most 40 characters, ``fallback`` when nothing is left."""
+    slug = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+    return slug[:40].rstrip("_") or fallback
+
+
+def _task_text(value: Any, what: str) -> str | dict[str, Any]:
+    """``value`` stripped, or 3.11's refusal of a blank or non-string task field."""
+    if not isinstance(value, str) or not value.strip():
+        return {"success": False, "error": f"task {what} must not be empty"}
+    return value.strip()
+
+
 @tool("mempalace_task_create", writes=True)
 def _task_create(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    project = args["project"]
-    if not isinstance(project, str) or not project.strip():
-        return {"success": False, "error": "task project must not be empty"}
-    commit = args["base_commit"]
-    if not isinstance(commit, str) or not _HEX_COMMIT.match(commit.strip()):
+    make_directory(state)  # 3.11 opens the event log before it checks anything
+    fields: dict[str, str] = {}
+    # 3.11's order: project, the two agents, the branch, the commit, then goal and done
+    for key, what in (("project", "project"), ("from_agent", "requesting agent"),
+                      ("to_agent", "destination agent"), ("branch", "branch"),
+                      ("base_commit", "base commit")):
+        checked = _task_text(args[key], what)
+        if isinstance(checked, dict):
+            return checked
+        fields[key] = checked
+    if not _HEX_COMMIT.match(fields["base_commit"]):
         return {"success": False, "error": "task base commit must be a hexadecimal Git object "
                                            "id (at least 7 characters), not a branch or tag"}
-    return unmodelled("mempalace_task_create past its argument checks")
+    for key, what in (("goal", "goal"), ("done", "definition of done")):
+        if not isinstance(args[key], str) or not args[key].strip():
+            return {"success": False, "error": f"task {what} must not be empty"}
+    goal, done = args["goal"], args["done"]  # kept as given in the body
+    seq = max((e["seq"] for e in state.events), default=0) + 1
+    # 3.11 adds 8 random hex digits; the fake derives them, like its event ids
+    correlation_id = f"task_{task_slug(goal, 'work')}_{_digest_hex(str(seq), goal)}"
+    event = append_event(state, {
+        "type": "task.request", "stream": f"project/{task_slug(fields['project'], 'project')}",
+        "room": "delegation", "from_agent": fields["from_agent"], "to_agent": fields["to_agent"],
+        "correlation_id": correlation_id, "branch": fields["branch"],
+        "base_commit": fields["base_commit"].lower(), "status": "open",
+        "body": f"Goal:\n{goal}\n\nDefinition of done:\n{done}\n\n{TASK_DELIVERY}"})
+    return {"success": True, "task": event,
+            "handoff": f"Open MemPalace task {correlation_id} as {fields['to_agent']}. Claim it, "
+                       "follow its exact definition of done, and deliver through the logstream."}
+
+
+def _digest_hex(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:8]
 
 
 @tool("mempalace_patch_submit", writes=True)
 def _patch_submit(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    make_directory(state)
     if (problem := _problem("created_by", args["from_agent"], "text")) is not None:
         return {"success": False, "error": problem}
     refused = _refused(("stream", args["stream"], "text"),

@@ -94,7 +94,7 @@ def tool_matrix(tools: dict[str, Any], kinds: list[str], section: str,
     table's wrong-typed arguments), ``fresh``/``initialised`` (the minimal valid call). Valid
     calls of tools marked ``writes`` come last, so every read still sees the palace's state.
     A tool marked ``own_session`` (its calls change the palace for every later call: 3.11's
-    ``sync`` on a fresh palace leaves a collection it cannot open) is left out of a ``fresh``
+    ``sync`` half-makes a fresh palace whose directory exists) is left out of a ``fresh``
     session unless ``only`` names it, so a session of its own probes it there."""
     steps: list[Step] = []
     for kind in kinds:

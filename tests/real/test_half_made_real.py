@@ -1,0 +1,187 @@
+"""What the fake learned from the real mempalace 3.11.0 on 2026-12-02, pinned on the real server
+(``tests/fake/test_half_made_palace.py`` and ``test_task_and_sync.py`` pin the fake's side).
+
+Each session drives one real ``mempalace-mcp`` (isolated world, offline embeddings) and the fake's
+palace through the same calls and asserts equal answers once per-run values (ids, times) are
+masked, plus the facts that matter on the real answer itself: a fresh palace half-made by
+``search`` once its directory exists, ``task_create`` past its checks, ``sync`` over a project.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from palace_conformance.fake.brain import tool_result
+from palace_conformance.fake.palace import PalaceStore, run_tool
+from palace_conformance.fake.truth_table import StdioSession
+from palace_conformance.real.embedding import environment, running_stub
+from palace_conformance.real.install import isolated_environment, locate
+
+pytestmark = pytest.mark.real_palace
+#: keys whose values differ between any two honest runs (the fidelity rules' per-run values)
+PER_RUN = {"id", "drawer_id", "created_at", "last_activated", "hlc", "origin_replica",
+           "correlation_id", "handoff", "artifact_ids"}
+Call = tuple[str, dict[str, Any]]
+#: answers compared on the real side only, and why
+UNCOMPARED = {"mempalace_mesh_peers": "its host profile is the machine's",
+              "mempalace_mine": "its text report names the embedder",
+              "mempalace_status": "the fake abridges the protocol texts"}
+UNLINK = "unlink"  # not a tool: delete a source file between two calls
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[str]:
+    with running_stub() as url:
+        yield url
+
+
+def masked(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: "<PER-RUN>" if k in PER_RUN else masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v) for v in value]
+    return value
+
+
+def both(url: str, calls: list[Call], root: Path) -> list[tuple[Any, Any]]:
+    """(real answer, fake answer) of every call, each as ``[payload, isError]``."""
+    home, palace, source = root / "home", root / "palace", root / "source"
+    home.mkdir()
+    installed = locate(None)
+    server = StdioSession(installed.stdio_command(),
+                          isolated_environment(home, palace, environment(url)), root, "real")
+    fake = PalaceStore(None, {"initialised": False})
+    answers = []
+    try:
+        server.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                      "clientInfo": {"name": "half-made", "version": "1"}}, 60)
+        for tool, raw in calls:
+            arguments = json.loads(json.dumps(raw).replace("<SOURCE>", str(source)))
+            if tool == UNLINK:
+                Path(arguments["path"]).unlink()
+                answers.append((None, None))
+                continue
+            result = server.request("tools/call", {"name": tool, "arguments": arguments},
+                                    60)["result"]
+            real = [json.loads(result["content"][0]["text"]), bool(result.get("isError"))]
+            payload = run_tool(fake, tool, arguments, str(palace))
+            answers.append((real, [payload, bool(tool_result(payload).get("isError"))]))
+    finally:
+        server.close()
+    return answers
+
+
+def run(url: str, calls: list[Call], source_files: dict[str, str] | None = None) -> list[Any]:
+    """The real answers, after asserting the fake gave the same at every call (but those of
+    :data:`UNCOMPARED`)."""
+    with tempfile.TemporaryDirectory(prefix="half-made-real-") as tmp:
+        root = Path(tmp).resolve()
+        (root / "source").mkdir()
+        for name, text in (source_files or {}).items():
+            (root / "source" / name).write_text(text, encoding="utf-8")
+        answers = both(url, calls, root)
+        for (tool, _), (real, fake) in zip(calls, answers, strict=True):
+            if tool not in UNCOMPARED:
+                assert masked(real) == masked(fake), tool
+        return [json.loads(json.dumps(real).replace(str(root), "<ROOT>"))
+                for real, _ in answers]
+
+
+BACKEND_OPEN_FAILED = [{"error": "Backend open failed",
+                        "details": "Could not open the selected backend collection.",
+                        "hint": "Run: mempalace status or mempalace repair-status for "
+                                "diagnostics.", "backend": "chroma"}, True]
+
+
+def test_search_half_makes_a_fresh_palace_once_its_directory_exists(embedder: str) -> None:
+    reads: list[Call] = [
+        ("mempalace_list_wings", {}), ("mempalace_check_duplicate", {"content": "x"}),
+        ("mempalace_get_drawer", {"drawer_id": "d"}), ("mempalace_diary_read", {"agent_name": "a"}),
+        ("mempalace_graph_stats", {}), ("mempalace_follow_tunnels", {"wing": "p", "room": "n"}),
+        ("mempalace_delete_drawer", {"drawer_id": "drawer_nope"}),
+        ("mempalace_update_drawer", {"drawer_id": "drawer_nope", "content": "u"}),
+        ("mempalace_delete_by_source", {"source_file": "/x/y.md"})]
+    answers = run(embedder, [
+        ("mempalace_search", {"query": "x"}), ("mempalace_list_wings", {}),
+        ("mempalace_mesh_peers", {}), ("mempalace_search", {"query": "x"}), *reads,
+        ("mempalace_traverse", {"start_room": "notes"}), ("mempalace_find_tunnels", {}),
+        ("mempalace_reconnect", {}), ("mempalace_sync", {}),
+        ("mempalace_create_tunnel", {"source_wing": "probe", "source_room": "notes",
+                                     "target_wing": "other", "target_room": "notes"}),
+        ("mempalace_add_drawer", {"wing": "probe", "room": "notes", "content": "A drawer."}),
+        ("mempalace_list_wings", {})])
+    # no directory yet: search makes nothing
+    assert answers[1][0]["error"] == "Chroma database missing"
+    assert answers[3][0]["error"] == "No palace found"
+    assert answers[4:4 + len(reads)] == [BACKEND_OPEN_FAILED] * len(reads)
+    traverse, tunnels, reconnect, sync, tunnel, _, wings = answers[4 + len(reads):]
+    assert traverse == [{"error": "Room 'notes' not found", "suggestions": []}, False]
+    assert tunnels == [[], False]
+    assert reconnect[0]["message"] == "Backend open failed"
+    assert sync == [{"success": False, "error": "sync failed: <ROOT>/palace"}, False]
+    assert tunnel[0]["id"] == "8054775b0a7c8b3b"  # symmetric: sha256 of the sorted ends
+    assert wings == [{"wings": {"probe": 1}}, False]
+
+
+def test_status_makes_the_collection_of_a_half_made_palace(embedder: str) -> None:
+    answers = run(embedder, [("mempalace_event_list", {}), ("mempalace_search", {"query": "x"}),
+                             ("mempalace_status", {}), ("mempalace_list_drawers", {}),
+                             ("mempalace_reconnect", {})])
+    status = answers[2][0]
+    assert (status["total_drawers"], status["sqlite_integrity"]["checked"]) == (0, False)
+    assert answers[3] == [{"drawers": [], "total": 0, "count": 0, "offset": 0, "limit": 20},
+                          False]
+    assert answers[4][0]["success"] is True
+
+
+def test_a_task_and_the_events_after_it(embedder: str) -> None:
+    task = {"project": "My Project", "from_agent": " probe ", "to_agent": "other",
+            "goal": "compare", "branch": "main", "base_commit": "ABC1234DEF", "done": "done"}
+    answers = run(embedder, [
+        ("mempalace_event_append", {"type": "note", "stream": "s", "room": "r",
+                                    "from_agent": "probe"}),
+        ("mempalace_task_create", task),
+        ("mempalace_task_create", {**task, "to_agent": " ", "branch": ""}),
+        ("mempalace_task_create", {**task, "base_commit": "main", "goal": ""}),
+        ("mempalace_event_list", {}),
+        ("mempalace_patch_submit", {"content": "diff\n", "from_agent": "p", "stream": "s"})])
+    created = answers[1][0]
+    assert created["task"]["stream"] == "project/my_project"
+    assert (created["task"]["from_agent"], created["task"]["base_commit"]) == (
+        "probe", "abc1234def")
+    assert re.fullmatch(r"task_compare_[0-9a-f]{8}", created["task"]["correlation_id"])
+    assert answers[2][0]["error"] == "task destination agent must not be empty"
+    assert answers[3][0]["error"].startswith("task base commit must be a hexadecimal")
+    assert [e["type"] for e in answers[4][0]["events"]] == ["task.request", "note"]
+    assert answers[5][0]["event"]["seq"] == 3
+
+
+def test_sync_over_a_mined_project(embedder: str) -> None:
+    files = {"notes.md": "Notes the sync probe mines, long enough to be filed as a drawer.\n",
+             "other.md": "Another file the sync probe mines, long enough to be filed too.\n"}
+    sync = ("mempalace_sync", {"project_dir": "<SOURCE>"})
+    answers = run(embedder, [
+        ("mempalace_add_drawer", {"wing": "probe", "room": "notes", "content": "By hand."}),
+        ("mempalace_mine", {"source": "<SOURCE>"}), sync,
+        ("mempalace_sync", {"project_dir": "<SOURCE>", "wing": "probe"}),
+        ("mempalace_sync", {"project_dir": "<SOURCE>/../home"}),
+        ("mempalace_sync", {"project_dir": 12345}),
+        (UNLINK, {"path": "<SOURCE>/notes.md"}), sync,
+        (UNLINK, {"path": "<SOURCE>/other.md"}), sync], files)
+    counts = ("scanned", "kept", "missing", "unresolved", "no_source", "out_of_scope")
+    assert [answers[2][0][k] for k in counts] == [3, 2, 0, 0, 1, 0]
+    assert [answers[3][0][k] for k in counts] == [1, 0, 0, 0, 1, 0]
+    assert [answers[4][0][k] for k in counts] == [3, 0, 0, 0, 1, 2]
+    assert answers[5][0]["error"] == ("sync failed: expected str, bytes or os.PathLike object, "
+                                      "not int")
+    # gone beside a file still there: missing; gone with every neighbour: unresolved
+    assert [answers[7][0][k] for k in counts] == [3, 1, 1, 0, 1, 0]
+    assert answers[7][0]["by_source"] == {"<ROOT>/source/notes.md": 1}
+    assert [answers[9][0][k] for k in counts] == [3, 0, 0, 2, 1, 0]
