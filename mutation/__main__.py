@@ -16,6 +16,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -234,21 +235,23 @@ def _run_lines(args: argparse.Namespace, session: ModuleSession, chosen: list[st
     found = line_map.load(saved, stamp)
     how = "reused from " + str(saved)
     if found is None:
-        print(f"{session.module}: measuring {len(every)} scenario run(s) under coverage",
+        print(f"{session.module}: baseline, then {len(every)} scenario run(s) under coverage",
               flush=True)
         try:
+            took = baseline(scenario_command(chosen, args.jobs, runner), env, BASELINE_LIMIT_S)
             found = measure(every, session.source, session.work, session.stem, runner, env,
                             args.jobs, BASELINE_LIMIT_S, stamp)
-        except MeasureError as exc:
+        except (SessionError, MeasureError) as exc:
             print(f"{session.module}: not run: {exc}", file=sys.stderr)
             return None
+        found = replace(found, module_s=took)
         found.save(saved)
         how = "measured"
     cap = found.timeout(every, args.timeout_factor, args.min_timeout)
     count = len(pending_keys(session))
-    print(f"{session.module}: line map {how}: {len(every)} scenario run(s), baseline "
-          f"{found.wall_s:.1f} s; timeout per mutant from its runs, at most {cap:.0f} s; "
-          f"running {count} mutant(s)", flush=True)
+    print(f"{session.module}: line map {how}: baseline {found.module_s:.1f} s, {len(every)} "
+          f"scenario run(s) under coverage in {found.wall_s:.1f} s; timeout per mutant from its "
+          f"runs, at most {cap:.0f} s; running {count} mutant(s)", flush=True)
     started = time.monotonic()
     done = execute_selected(session, found, env, args.jobs, runner, args.timeout_factor,
                             args.min_timeout)
@@ -257,7 +260,8 @@ def _run_lines(args: argparse.Namespace, session: ModuleSession, chosen: list[st
           f"of {done.ran * len(every)} the module selection would make), {done.unreached} "
           "judged survived without a run (no scenario reaches their line)", flush=True)
     return {"selection": "lines", "scenarios": len(chosen), "scenario_runs": len(every),
-            "baseline_s": round(found.wall_s, 1), "timeout_s": round(cap),
+            "baseline_s": round(found.module_s, 1), "measure_s": round(found.wall_s, 1),
+            "timeout_s": round(cap),
             "mutants_run": done.ran, "judged_without_run": done.unreached,
             "scenario_runs_made": done.scenario_runs, "this_wall_s": wall}
 

@@ -21,7 +21,7 @@ from typing import Any
 
 TRANSPORTS = ("stdio", "http")
 NO_REACH = "no scenario reaches line"  # the output of a mutant judged without a run
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True, order=True)
@@ -67,12 +67,15 @@ def fingerprint(bridge_dir: Path, scenario_files: Iterable[Path], selected: Sequ
 @dataclass(frozen=True)
 class LineMap:
     """What the measurement found for one module: the lines each run executed, each run's wall
-    time unmutated, and the wall time of the whole measurement (runs in parallel)."""
+    time unmutated under coverage, the wall time of the whole measurement, and ``module_s``, the
+    module's whole selection run unmutated without coverage as one command (the first design's
+    baseline)."""
 
     fingerprint: str
     lines: Mapping[ScenarioRun, frozenset[int]]
     seconds: Mapping[ScenarioRun, float]
     wall_s: float
+    module_s: float = 0.0
 
     def reaching(self, lines: Iterable[int]) -> list[ScenarioRun]:
         """The runs that executed any of ``lines``, sorted."""
@@ -81,13 +84,15 @@ class LineMap:
 
     def timeout(self, runs: Iterable[ScenarioRun], factor: float, floor: float) -> float:
         """A mutant's time limit: ``factor`` times the smaller of two upper bounds of its runs
-        unmutated (their own times added up, each with a runner start of its own; the whole
-        measurement, which ran them all), never under ``floor``."""
+        unmutated (their measured times added up, each with a runner start of its own and
+        coverage's overhead; the whole selection in one command), never under ``floor``. So it
+        is never looser than ``--selection module``'s limit, and tighter for a small selection."""
         alone = sum(self.seconds.get(run, 0.0) for run in runs)
-        return max(floor, factor * min(alone, self.wall_s))
+        return max(floor, factor * min(alone, self.module_s))
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "fingerprint": self.fingerprint, "wall_s": round(self.wall_s, 2),
+                "module_s": round(self.module_s, 2),
                 "runs": {run.key: {"seconds": round(self.seconds.get(run, 0.0), 2),
                                    "lines": sorted(self.lines[run])}
                          for run in sorted(self.lines)}}
@@ -96,6 +101,7 @@ class LineMap:
     def from_json(cls, data: Mapping[str, Any]) -> LineMap:
         runs = {ScenarioRun.from_key(key): value for key, value in data["runs"].items()}
         return cls(fingerprint=str(data["fingerprint"]), wall_s=float(data["wall_s"]),
+                   module_s=float(data["module_s"]),
                    lines={run: frozenset(int(n) for n in v["lines"]) for run, v in runs.items()},
                    seconds={run: float(v["seconds"]) for run, v in runs.items()})
 
