@@ -7,6 +7,10 @@ and a ``sitecustomize`` calls ``coverage.process_startup()``. The hook lives in 
 directory (``OUT/coverage/hook``), put first on ``PYTHONPATH`` for these runs only: nothing is
 written outside the work directory and the mutants' runs start as before.
 
+coverage 7.10 and later install a ``.pth`` file that does the same when the variable is set;
+the hook keeps the measurement independent of that (an older coverage, an install without it),
+and ``process_startup`` starts coverage once however often it is called.
+
 Each scenario run is its own ``palace-conformance run --transport T --select ID`` with its own
 data files (``parallel``: one per process, forks included), so which run executed a line is
 known without a dynamic context (the bridge cannot tell which scenario drives it). Every run
@@ -120,6 +124,11 @@ def measure_run(run: ScenarioRun, source: Path, directory: Path, runner: str,
 def measure(runs: Sequence[ScenarioRun], source: Path, work: Path, stem: str, runner: str,
             env: dict[str, str], jobs: int, limit_s: float, fingerprint: str) -> LineMap:
     """Every run of the selection under coverage, ``jobs`` at a time; the module's line map."""
+    try:
+        import coverage  # noqa: F401  (the hook and executed_lines need it)
+    except ImportError:
+        raise MeasureError("coverage.py is not installed (pip install -e '.[mutation]', or "
+                           "use --selection module)") from None
     hook = write_hook(work)
     pythonpath = env.get("PYTHONPATH")
     measured_env = {**env, "PYTHONPATH": os.pathsep.join([str(hook), *([pythonpath] if pythonpath
@@ -136,5 +145,9 @@ def measure(runs: Sequence[ScenarioRun], source: Path, work: Path, stem: str, ru
                 future.cancel()  # the runs not started yet; the ones running end by their limit
             raise
     wall = time.monotonic() - started
+    if runs and not any(lines for lines, _ in results.values()):
+        # the module is imported in every run, so its top lines run: the hook did not start
+        raise MeasureError(f"no run executed a line of {source.name} under coverage: the "
+                           f"coverage hook in {hook} did not start")
     return LineMap(fingerprint=fingerprint, lines={r: lines for r, (lines, _) in results.items()},
                    seconds={r: took for r, (_, took) in results.items()}, wall_s=wall)

@@ -94,6 +94,16 @@ def test_a_run_that_fails_unmutated_stops_the_measurement(tmp_path: Path) -> Non
                 session.stem, runner, env, 1, 60.0, "stamp")
 
 
+def test_a_measurement_that_sees_no_line_fails_rather_than_sparing_every_mutant(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    session, runner, _, env = world(tmp_path)
+    # as when coverage never started in the host: the runs pass and no data file has a line
+    monkeypatch.setattr("mutation.measure.executed_lines", lambda directory, source: frozenset())
+    with pytest.raises(MeasureError, match=r"the coverage hook in .* did not start"):
+        measure([A_STDIO, B_HTTP], session.source, session.work, session.stem, runner, env, 1,
+                60.0, "stamp")
+
+
 def test_each_mutant_runs_only_the_runs_that_reach_it(tmp_path: Path) -> None:
     session, runner, log, env = world(tmp_path)
     init(session, [runner, "run"], 60.0, env)
