@@ -175,14 +175,14 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
         if not pending_keys(session):
             continue
         if args.selection == "module":
-            fact = _run_module(args, session, chosen[module], runner, env)
+            done = _run_module(args, session, chosen[module], runner, env)
         else:
-            fact = _run_lines(args, session, chosen[module], scenarios, runner, env)
-        if fact is None:
+            done = _run_lines(args, session, chosen[module], scenarios, runner, env)
+        if done is None:
             failed_baselines.append(module)
             continue
         executed.append(module)
-        wall = fact.pop("this_wall_s")
+        fact, wall = done
         previous = runs.get(module, {})
         for total in ("mutants_run", "judged_without_run", "scenario_runs_made"):
             if total in fact:
@@ -202,9 +202,10 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
 
 
 def _run_module(args: argparse.Namespace, session: ModuleSession, chosen: list[str], runner: str,
-                env: dict[str, str]) -> dict[str, Any] | None:
+                env: dict[str, str]) -> tuple[dict[str, Any], float] | None:
     """``--selection module``: every mutant runs the module's whole selection on both
-    transports, through ``cosmic-ray exec``; None when the unmutated selection fails."""
+    transports, through ``cosmic-ray exec``. The module's facts for runs.json and the mutants'
+    wall time; None when the unmutated selection fails."""
     command = scenario_command(chosen, args.jobs, runner)
     try:
         took = baseline(command, env, BASELINE_LIMIT_S)
@@ -220,14 +221,15 @@ def _run_module(args: argparse.Namespace, session: ModuleSession, chosen: list[s
     execute(session, env)
     wall = time.monotonic() - started
     return {"selection": "module", "scenarios": len(chosen), "baseline_s": round(took, 1),
-            "timeout_s": round(timeout), "mutants_run": count, "this_wall_s": wall}
+            "timeout_s": round(timeout), "mutants_run": count}, wall
 
 
 def _run_lines(args: argparse.Namespace, session: ModuleSession, chosen: list[str],
-               scenarios: list[Any], runner: str, env: dict[str, str]) -> dict[str, Any] | None:
-    """``--selection lines``: measure (or reuse) the module's line map, which is also its
-    baseline, then run each mutant against the scenario runs that execute its lines; None when
-    a run fails unmutated."""
+               scenarios: list[Any], runner: str,
+               env: dict[str, str]) -> tuple[dict[str, Any], float] | None:
+    """``--selection lines``: the baseline and the module's line map (or the saved one), then
+    each mutant against the scenario runs that execute its lines. The module's facts for
+    runs.json and the mutants' wall time; None when a run fails unmutated."""
     every = line_map.scenario_runs(scenarios, chosen)
     files = [Path(s.path) for s in scenarios if s.id in set(chosen)]
     stamp = line_map.fingerprint(BRIDGE_DIR, files, chosen)
@@ -263,7 +265,7 @@ def _run_lines(args: argparse.Namespace, session: ModuleSession, chosen: list[st
             "baseline_s": round(found.module_s, 1), "measure_s": round(found.wall_s, 1),
             "timeout_s": round(cap),
             "mutants_run": done.ran, "judged_without_run": done.unreached,
-            "scenario_runs_made": done.scenario_runs, "this_wall_s": wall}
+            "scenario_runs_made": done.scenario_runs}, wall
 
 
 def _line_map_file(session: ModuleSession) -> Path:
