@@ -1,6 +1,6 @@
 """``python -m mutation``: mutation testing of the reference bridge, judged by the catalogue.
 
-    python -m mutation run [--module M]... [--sample N --seed S] [--out DIR]
+    python -m mutation run [--module M]... [--sample N --seed S] [--out DIR] [--selection S]
     python -m mutation report [--out DIR]      the report of every session under DIR
     python -m mutation selections              module → behaviours → scenario count
 
@@ -16,8 +16,12 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, NoReturn
 
+from mutation import line_map
+from mutation.measure import MeasureError, measure
 from mutation.module_map import (
     BRIDGE_DIR,
     ROOT,
@@ -37,6 +41,7 @@ from mutation.sessions import (
     copy_bridge,
     environment,
     execute,
+    execute_selected,
     find_runner,
     init,
     mark_equivalents,
@@ -51,8 +56,15 @@ DEFAULT_OUT = ROOT / ".mutation"
 BASELINE_LIMIT_S = 900.0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad flags get one line naming the problem and where the fix is, not the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m mutation", description=__doc__.split("\n")[0])
+    parser = _Parser(prog="python -m mutation", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="mutate, run the mapped scenarios per mutant, report")
     run.add_argument("--module", action="append", default=[], metavar="M",
@@ -70,6 +82,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="a mutant's timeout: this many times the unmutated run (default 3)")
     run.add_argument("--min-timeout", type=float, default=60.0,
                      help="... and never under this many seconds (default 60)")
+    run.add_argument("--selection", choices=("lines", "module"), default="lines",
+                     help="which scenarios judge a mutant: 'lines' (default), the module's "
+                          "scenario runs that execute the mutant's lines, measured once per "
+                          "module with coverage.py; 'module', all of the module's scenarios on "
+                          "both transports (the superset, the tool's first design)")
     report = sub.add_parser("report", help="write the report of every session under --out")
     report.add_argument("--out", type=Path, default=DEFAULT_OUT)
     sub.add_parser("selections", help="print each module's behaviours and scenario count")
@@ -111,10 +128,12 @@ def _summary(report: Report, out: Path) -> None:
     print(f"total: {total.to_json()}")
     print(f"report: {md_path} and {json_path}")
     for record in report.untriaged:
-        print(f"UNTRIAGED survivor {record.key} (add it to mutation/triage.json)")
+        why = f" ({record.note})" if record.note else ""
+        print(f"UNTRIAGED survivor {record.key}{why} (add it to mutation/triage.json)")
 
 
-def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> int:
+def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
+         scenarios: list[Any]) -> int:
     unknown = [m for m in args.module if m not in module_map.modules]
     if unknown:
         print(f"python -m mutation run: unknown module {unknown[0]!r} (see 'python -m mutation "
@@ -122,6 +141,10 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> i
         return 2
     if args.sample is not None and args.sample < 1:
         print("python -m mutation run: --sample must be at least 1", file=sys.stderr)
+        return 2
+    if args.jobs < 1 or args.timeout_factor <= 0 or args.min_timeout < 0:
+        print("python -m mutation run: --jobs must be at least 1, --timeout-factor above 0 and "
+              "--min-timeout at least 0", file=sys.stderr)
         return 2
     out: Path = args.out.resolve()
     if args.fresh and out.exists():
@@ -151,27 +174,21 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> i
     for module, session in sessions.items():
         if not pending_keys(session):
             continue
-        command = scenario_command(chosen[module], args.jobs, runner)
-        try:
-            took = baseline(command, env, BASELINE_LIMIT_S)
-        except SessionError as exc:
-            print(f"{module}: not run: {exc}", file=sys.stderr)
+        if args.selection == "module":
+            done = _run_module(args, session, chosen[module], runner, env)
+        else:
+            done = _run_lines(args, session, chosen[module], scenarios, runner, env)
+        if done is None:
             failed_baselines.append(module)
             continue
-        timeout = max(args.min_timeout, args.timeout_factor * took)
-        retime(session, command, timeout)
-        count = len(pending_keys(session))
-        print(f"{module}: baseline {took:.1f} s, timeout {timeout:.0f} s, running {count} "
-              "mutant(s)", flush=True)
-        started = time.monotonic()
-        execute(session, env)
         executed.append(module)
-        wall = time.monotonic() - started
+        fact, wall = done
         previous = runs.get(module, {})
-        runs[module] = {"scenarios": len(chosen[module]), "baseline_s": round(took, 1),
-                        "timeout_s": round(timeout), "mutants_run": count
-                        + int(str(previous.get("mutants_run", 0))),
-                        "wall_s": round(wall + float(str(previous.get("wall_s", 0.0))), 1)}
+        for total in ("mutants_run", "judged_without_run", "scenario_runs_made"):
+            if total in fact:
+                fact[total] += int(str(previous.get(total, 0)))
+        fact["wall_s"] = round(wall + float(str(previous.get("wall_s", 0.0))), 1)
+        runs[module] = fact
         _runs_file(out).write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
         print(f"{module}: done in {wall:.0f} s", flush=True)
     copy_bridge(BRIDGE_DIR, out)  # leave no mutant behind, even from an interrupted session
@@ -182,6 +199,77 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str]) -> i
         print(f"UNJUDGED mutant {record.key}: {record.status} after its module ran (see "
               f"{ModuleSession(record.module, out).log})")
     return 1 if failed_baselines or report.untriaged or unjudged else 0
+
+
+def _run_module(args: argparse.Namespace, session: ModuleSession, chosen: list[str], runner: str,
+                env: dict[str, str]) -> tuple[dict[str, Any], float] | None:
+    """``--selection module``: every mutant runs the module's whole selection on both
+    transports, through ``cosmic-ray exec``. The module's facts for runs.json and the mutants'
+    wall time; None when the unmutated selection fails."""
+    command = scenario_command(chosen, args.jobs, runner)
+    try:
+        took = baseline(command, env, BASELINE_LIMIT_S)
+    except SessionError as exc:
+        print(f"{session.module}: not run: {exc}", file=sys.stderr)
+        return None
+    timeout = max(args.min_timeout, args.timeout_factor * took)
+    retime(session, command, timeout)
+    count = len(pending_keys(session))
+    print(f"{session.module}: baseline {took:.1f} s, timeout {timeout:.0f} s, running {count} "
+          "mutant(s)", flush=True)
+    started = time.monotonic()
+    execute(session, env)
+    wall = time.monotonic() - started
+    return {"selection": "module", "scenarios": len(chosen), "baseline_s": round(took, 1),
+            "timeout_s": round(timeout), "mutants_run": count}, wall
+
+
+def _run_lines(args: argparse.Namespace, session: ModuleSession, chosen: list[str],
+               scenarios: list[Any], runner: str,
+               env: dict[str, str]) -> tuple[dict[str, Any], float] | None:
+    """``--selection lines``: the baseline and the module's line map (or the saved one), then
+    each mutant against the scenario runs that execute its lines. The module's facts for
+    runs.json and the mutants' wall time; None when a run fails unmutated."""
+    every = line_map.scenario_runs(scenarios, chosen)
+    files = [Path(s.path) for s in scenarios if s.id in set(chosen)]
+    stamp = line_map.fingerprint(BRIDGE_DIR, files, chosen)
+    saved = _line_map_file(session)
+    found = line_map.load(saved, stamp)
+    how = "reused from " + str(saved)
+    if found is None:
+        print(f"{session.module}: baseline, then {len(every)} scenario run(s) under coverage",
+              flush=True)
+        try:
+            took = baseline(scenario_command(chosen, args.jobs, runner), env, BASELINE_LIMIT_S)
+            found = measure(every, session.source, session.work, session.stem, runner, env,
+                            args.jobs, BASELINE_LIMIT_S, stamp)
+        except (SessionError, MeasureError) as exc:
+            print(f"{session.module}: not run: {exc}", file=sys.stderr)
+            return None
+        found = replace(found, module_s=took)
+        found.save(saved)
+        how = "measured"
+    cap = found.timeout(every, args.timeout_factor, args.min_timeout)
+    count = len(pending_keys(session))
+    print(f"{session.module}: line map {how}: baseline {found.module_s:.1f} s, {len(every)} "
+          f"scenario run(s) under coverage in {found.wall_s:.1f} s; timeout per mutant from its "
+          f"runs, at most {cap:.0f} s; running {count} mutant(s)", flush=True)
+    started = time.monotonic()
+    done = execute_selected(session, found, env, args.jobs, runner, args.timeout_factor,
+                            args.min_timeout)
+    wall = time.monotonic() - started
+    print(f"{session.module}: {done.ran} mutant(s) run ({done.scenario_runs} scenario run(s) "
+          f"of {done.ran * len(every)} the module selection would make), {done.unreached} "
+          "judged survived without a run (no scenario reaches their line)", flush=True)
+    return {"selection": "lines", "scenarios": len(chosen), "scenario_runs": len(every),
+            "baseline_s": round(found.module_s, 1), "measure_s": round(found.wall_s, 1),
+            "timeout_s": round(cap),
+            "mutants_run": done.ran, "judged_without_run": done.unreached,
+            "scenario_runs_made": done.scenario_runs}, wall
+
+
+def _line_map_file(session: ModuleSession) -> Path:
+    return session.work / "coverage" / f"{session.stem}.json"
 
 
 def _selections(module_map: ModuleMap, known: list[str]) -> int:
@@ -198,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         module_map = ModuleMap.load()
-        known, _ = load_catalogue_facts()
+        known, scenarios = load_catalogue_facts()
         wrong = problems(module_map, bridge_modules(), known)
         if wrong:
             print(f"python -m mutation: the module map is out of date: {wrong[0]}",
@@ -209,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":
             _summary(_report(args.out.resolve(), module_map, known), args.out.resolve())
             return 0
-        return _run(args, module_map, known)
+        return _run(args, module_map, known, scenarios)
     except (MapError, TriageError, SessionError) as exc:
         print(f"python -m mutation: {exc}", file=sys.stderr)
         return 2

@@ -30,6 +30,7 @@ class MutantRecord:
     operator: str
     status: str
     diff: str = ""
+    note: str = ""  # why it was judged without a run ("no scenario reaches line N"), if it was
 
     @property
     def key(self) -> str:
@@ -166,6 +167,7 @@ class Report:
             "runs": self.runs,
             "survivors": [{"mutant": r.key, "module": r.module, "line": r.line,
                            "operator": r.operator, "diff": r.diff,
+                           **({"note": r.note} if r.note else {}),
                            "triage": _verdict_json(self.triage.get(r.key))}
                           for r in self.survivors],
         }
@@ -192,8 +194,10 @@ class Report:
             said = ("UNTRIAGED" if verdict is None else
                     f"{verdict.verdict}" + (f" ({verdict.behaviour})" if verdict.behaviour else "")
                     + f": {verdict.reason}")
-            lines += [f"### `{record.key}`", "", said, "", "```diff", record.diff.strip(), "```",
-                      ""]
+            lines += [f"### `{record.key}`", "", said, ""]
+            if record.note:
+                lines += [f"Judged without a run: {record.note}.", ""]
+            lines += ["```diff", record.diff.strip(), "```", ""]
         return "\n".join(lines).rstrip() + "\n"
 
     def write(self, directory: Path) -> tuple[Path, Path]:

@@ -3,12 +3,15 @@
 The bridge is copied under the work directory and put first on ``PYTHONPATH``, so the reference
 host the runner starts imports the mutated copy and the checkout is never modified (a killed run
 cannot leave a mutant behind). cosmic-ray writes each mutant into the copy, runs the test command
-(``palace-conformance run`` over the module's scenarios, both transports) with the module's
-timeout, and restores the file.
+(``palace-conformance run``) with a time limit, and restores the file: with ``--selection
+module`` through ``cosmic-ray exec`` over the module's scenarios on both transports, by default
+through :func:`execute_selected` over the scenario runs that execute the mutant's lines.
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import os
 import random
 import shlex
@@ -16,12 +19,20 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mutation.equivalence import REASON, annotation_spans, in_annotation
+from mutation.line_map import (
+    NO_REACH,
+    LineMap,
+    commands,
+    mutant_lines,
+    one_command,
+    statement_spans,
+)
 from mutation.report import (
     EQUIVALENT,
     INCOMPETENT,
@@ -226,6 +237,83 @@ def execute(session: ModuleSession, env: dict[str, str]) -> None:
     _cosmic(["exec", str(session.config), str(session.db)], session, env)
 
 
+@dataclass(frozen=True)
+class Selected:
+    """How a coverage-guided session went: mutants run, mutants no run reaches (judged
+    survived without a run), and the scenario runs made in all."""
+
+    ran: int
+    unreached: int
+    scenario_runs: int
+
+
+def execute_selected(session: ModuleSession, line_map: LineMap, env: dict[str, str], jobs: int,
+                     runner: str, factor: float, floor: float) -> Selected:
+    """Run every pending mutant of the session against only the scenario runs that execute its
+    lines (:mod:`mutation.line_map`), one at a time, with cosmic-ray's own apply-run-restore
+    (``mutate_and_test``, what its local distributor calls) and a time limit from those runs'
+    baseline. A mutant no run reaches is recorded survived, "no scenario reaches line N".
+    cosmic-ray starts the command with this process's environment, so ``env`` (the scratch copy
+    first on ``PYTHONPATH``) is this process's for the loop."""
+    from cosmic_ray.mutating import mutate_and_test, mutate_code
+    from cosmic_ray.plugins import get_operator
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    source = session.source.read_text(encoding="utf-8")
+    spans = statement_spans(source)
+    every = sorted(line_map.lines)
+    ran = unreached = made = 0
+    with use_db(str(session.db), WorkDB.Mode.open) as db, _environ(env), \
+            session.log.open("a", encoding="utf-8") as log:
+        keys = _keys(session.module, db.work_items)
+        for item in list(db.pending_work_items):
+            spec = item.mutations[0]
+            lines = mutant_lines(spans, tuple(spec.start_pos), tuple(spec.end_pos))
+            runs = line_map.reaching(lines)
+            started = time.monotonic()
+            if not runs:
+                operator = get_operator(spec.operator_name)(**(spec.operator_args or {}))
+                mutated = mutate_code(source, operator, spec.occurrence)
+                result = WorkResult(worker_outcome=WorkerOutcome.NORMAL,
+                                    test_outcome=TestOutcome.SURVIVED,
+                                    output=f"{NO_REACH} {spec.start_pos[0]}",
+                                    diff=_diff(source, mutated, session.source))
+                unreached += 1
+            else:
+                command = one_command(commands(runs, every, jobs, runner))
+                timeout = line_map.timeout(runs, factor, floor)
+                result = mutate_and_test(item.mutations, command, timeout)
+                ran += 1
+                made += len(runs)
+            db.set_result(item.job_id, result)
+            log.write(f"{keys[item.job_id]}: {len(runs)} scenario run(s), "
+                      f"{_status(result)} in {time.monotonic() - started:.1f} s\n")
+            log.flush()
+    return Selected(ran=ran, unreached=unreached, scenario_runs=made)
+
+
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _diff(original: str, mutated: str | None, path: Path) -> str:
+    """The diff cosmic-ray records for a mutant it runs, for one judged without a run."""
+    if mutated is None:
+        return ""
+    body = difflib.unified_diff(original.split("\n"), mutated.split("\n"), fromfile=f"a/{path}",
+                                tofile=f"b/{path}", lineterm="")
+    return "\n".join(["--- mutation diff ---", *body])
+
+
 def records(session: ModuleSession) -> list[MutantRecord]:
     """Every mutant of the session with its status."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -239,7 +327,9 @@ def records(session: ModuleSession) -> list[MutantRecord]:
             result = results.get(item.job_id)
             record = _record(session.module, item.mutations[0], _status(result),
                              (result.diff or "") if result is not None else "")
-            found.append(replace(record, operator=keys[item.job_id].rpartition(":")[2]))
+            output = (result.output or "") if result is not None else ""
+            found.append(replace(record, operator=keys[item.job_id].rpartition(":")[2],
+                                 note=output if output.startswith(NO_REACH) else ""))
     return found
 
 

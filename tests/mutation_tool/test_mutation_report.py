@@ -121,3 +121,14 @@ def test_the_shipped_triage_is_valid_and_names_mapped_modules() -> None:
     verdicts = load_triage(known=known)
     mapped = set(ModuleMap.load().modules)
     assert all(key.split(":")[0] in mapped for key in verdicts)
+
+
+def test_a_survivor_judged_without_a_run_says_which_line_no_scenario_reaches() -> None:
+    unreached = MutantRecord("a.py", 9, 4, "AddNot", SURVIVED, "-x\n+y",
+                             note="no scenario reaches line 9")
+    report = Report([unreached, rec("a.py", 3, SURVIVED)], AREAS, {})
+    markdown = report.markdown()
+    assert "Judged without a run: no scenario reaches line 9." in markdown
+    assert markdown.count("Judged without a run") == 1
+    notes = [s.get("note") for s in report.to_json()["survivors"]]
+    assert notes == [None, "no scenario reaches line 9"]

@@ -1,0 +1,153 @@
+"""Measure a module's line map: each run of its selection once, unmutated, under coverage.py.
+
+The bridge runs inside the reference host, a process the runner starts (forked from its warm
+server, or fresh with ``--cold-start``), so coverage starts in every Python process of the run
+through coverage's documented subprocess hook: ``COVERAGE_PROCESS_START`` names a config file
+and a ``sitecustomize`` calls ``coverage.process_startup()``. The hook lives in the work
+directory (``OUT/coverage/hook``), put first on ``PYTHONPATH`` for these runs only: nothing is
+written outside the work directory and the mutants' runs start as before.
+
+coverage 7.10 and later install a ``.pth`` file that does the same when the variable is set;
+the hook keeps the measurement independent of that (an older coverage, an install without it),
+and ``process_startup`` starts coverage once however often it is called.
+
+Each scenario run is its own ``palace-conformance run --transport T --select ID`` with its own
+data files (``parallel``: one per process, forks included), so which run executed a line is
+known without a dynamic context (the bridge cannot tell which scenario drives it). Every run
+must pass: the measurement is the module's baseline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from mutation.line_map import LineMap, ScenarioRun
+
+HOOK = '''"""Start coverage.py in this process when COVERAGE_PROCESS_START is set (python -m
+mutation puts this directory first on PYTHONPATH for its measurement runs only); then run the
+sitecustomize this one shadows, if any."""
+import os
+import sys
+
+if os.environ.get("COVERAGE_PROCESS_START"):
+    import coverage
+
+    coverage.process_startup()
+
+
+def _shadowed() -> None:
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+_shadowed()
+'''
+
+
+class MeasureError(Exception):
+    """A scenario run failed or could not be measured unmutated; one line."""
+
+
+def hook_dir(work: Path) -> Path:
+    return work / "coverage" / "hook"
+
+
+def write_hook(work: Path) -> Path:
+    """The ``sitecustomize`` that starts coverage, in the work directory."""
+    directory = hook_dir(work)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "sitecustomize.py").write_text(HOOK, encoding="utf-8")
+    return directory
+
+
+def config_text(data_file: Path, source: Path) -> str:
+    """coverage's config for one run: data files per process, only ``source`` measured, and no
+    warning in a process that never imports it (the fake server, the runner itself)."""
+    return "\n".join(["[run]", f"data_file = {data_file}", "parallel = true",
+                      f"include = {source}",
+                      "disable_warnings = no-data-collected, module-not-imported, "
+                      "module-not-measured", ""])
+
+
+def executed_lines(directory: Path, source: Path) -> frozenset[int]:
+    """The lines of ``source`` any process of the run executed (the union of its data files)."""
+    from coverage import CoverageData
+
+    found: set[int] = set()
+    for path in sorted(directory.glob(".coverage*")):
+        data = CoverageData(str(path))
+        data.read()
+        found.update(data.lines(str(source)) or ())
+    return frozenset(found)
+
+
+def measure_run(run: ScenarioRun, source: Path, directory: Path, runner: str,
+                env: dict[str, str], limit_s: float) -> tuple[frozenset[int], float]:
+    """Run one scenario on one transport under coverage: (lines of ``source`` executed, wall
+    seconds); :class:`MeasureError` when it fails or overruns ``limit_s``."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    rc = directory / "coveragerc"
+    rc.write_text(config_text(directory / ".coverage", source), encoding="utf-8")
+    argv = [runner, "run", "--bridge", "reference", "--transport", run.transport, "--jobs", "1",
+            "--select", run.scenario]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(argv, env={**env, "COVERAGE_PROCESS_START": str(rc)},
+                              capture_output=True, text=True, timeout=limit_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise MeasureError(f"{run.key} took over {limit_s:.0f} s unmutated") from None
+    took = time.monotonic() - started
+    if done.returncode != 0:
+        tail = (done.stdout.strip().splitlines() or done.stderr.strip().splitlines()
+                or ["(no output)"])[-1]
+        raise MeasureError(f"{run.key} fails unmutated: {tail}")
+    lines = executed_lines(directory, source)
+    shutil.rmtree(directory)
+    return lines, took
+
+
+def measure(runs: Sequence[ScenarioRun], source: Path, work: Path, stem: str, runner: str,
+            env: dict[str, str], jobs: int, limit_s: float, fingerprint: str) -> LineMap:
+    """Every run of the selection under coverage, ``jobs`` at a time; the module's line map."""
+    try:
+        import coverage  # noqa: F401  (the hook and executed_lines need it)
+    except ImportError:
+        raise MeasureError("coverage.py is not installed (pip install -e '.[mutation]', or "
+                           "use --selection module)") from None
+    hook = write_hook(work)
+    pythonpath = env.get("PYTHONPATH")
+    measured_env = {**env, "PYTHONPATH": os.pathsep.join([str(hook), *([pythonpath] if pythonpath
+                                                                       else [])])}
+    base = work / "coverage" / stem
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {run: pool.submit(measure_run, run, source, base / run.key, runner,
+                                    measured_env, limit_s) for run in runs}
+        try:
+            results = {run: future.result() for run, future in futures.items()}
+        except MeasureError:
+            for future in futures.values():
+                future.cancel()  # the runs not started yet; the ones running end by their limit
+            raise
+    wall = time.monotonic() - started
+    if runs and not any(lines for lines, _ in results.values()):
+        # the module is imported in every run, so its top lines run: the hook did not start
+        raise MeasureError(f"no run executed a line of {source.name} under coverage: the "
+                           f"coverage hook in {hook} did not start")
+    return LineMap(fingerprint=fingerprint, lines={r: lines for r, (lines, _) in results.items()},
+                   seconds={r: took for r, (_, took) in results.items()}, wall_s=wall)

@@ -1,0 +1,132 @@
+"""Coverage-guided selection with the real pieces: coverage.py measuring a bridge module in the
+subprocesses a runner starts, and cosmic-ray's session running each mutant against only the
+runs that reach it. A stand-in runner replaces ``palace-conformance`` so no scenario runs. Needs
+the ``mutation`` extra (tox -e mutation-ci runs this file); without it the file is skipped."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cosmic_ray")
+pytest.importorskip("coverage")
+
+from mutation.line_map import NO_REACH, LineMap, ScenarioRun
+from mutation.measure import MeasureError, measure
+from mutation.report import KILLED, SURVIVED
+from mutation.sessions import (
+    ModuleSession,
+    environment,
+    execute_selected,
+    init,
+    records,
+)
+
+TINY = '''def reached(a):
+    return a + 1
+
+
+def unreached(a):
+    return a * 2
+'''
+
+# A runner stand-in: logs its argv and whether the module on disk is a mutant, starts a Python
+# child that imports the module (where the reference host would) and calls `reached` for scenario
+# "a"; fails for scenario "broken", and when the module is a mutant (a kill).
+RUNNER = '''#!{python}
+import json, os, subprocess, sys
+argv = sys.argv[1:]
+selected = [argv[i + 1] for i, a in enumerate(argv) if a == "--select"]
+source = os.path.join(os.environ["PYTHONPATH"].split(os.pathsep)[-1], "palace_bridge", "tiny.py")
+mutant = open(source).read() != {pristine!r}
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"argv": argv, "mutant": mutant}}) + "\\n")
+call = "t.reached(1)" if "a" in selected else "None"
+subprocess.run([sys.executable, "-c", "import palace_bridge.tiny as t; " + call], check=True)
+sys.exit(1 if mutant or "broken" in selected else 0)
+'''
+
+A_STDIO, A_HTTP = ScenarioRun("a", "stdio"), ScenarioRun("a", "http")
+B_HTTP = ScenarioRun("b", "http")
+
+
+def world(tmp_path: Path) -> tuple[ModuleSession, str, Path, dict[str, str]]:
+    session = ModuleSession("tiny.py", tmp_path / "out")
+    session.source.parent.mkdir(parents=True)
+    session.source.write_text(TINY, encoding="utf-8")
+    (session.source.parent / "__init__.py").write_text("")  # shadows the installed bridge
+    log = tmp_path / "runner.log"
+    runner = tmp_path / "bin" / "palace-conformance"
+    runner.parent.mkdir()
+    runner.write_text(RUNNER.format(python=sys.executable, pristine=TINY, log=str(log)))
+    runner.chmod(runner.stat().st_mode | stat.S_IXUSR)
+    env = environment(session.work)
+    env["PYTHONPATH"] = str(session.work / "src")  # the stand-in finds the copy as the last entry
+    return session, str(runner), log, env
+
+
+def logged(log: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_the_measurement_sees_the_lines_each_run_executes_in_its_subprocesses(
+        tmp_path: Path) -> None:
+    session, runner, _, env = world(tmp_path)
+    found = measure([A_STDIO, B_HTTP], session.source, session.work, session.stem, runner, env,
+                    2, 60.0, "stamp")
+    assert found.fingerprint == "stamp"
+    assert found.lines[A_STDIO] == {1, 2, 5}  # the defs at import, the body `a` ran
+    assert found.lines[B_HTTP] == {1, 5}
+    assert all(seconds > 0 for seconds in found.seconds.values()) and found.wall_s > 0
+    assert not list((session.work / "coverage" / session.stem).rglob(".coverage*"))
+    assert not list(Path.cwd().glob(".coverage*"))
+
+
+def test_a_run_that_fails_unmutated_stops_the_measurement(tmp_path: Path) -> None:
+    session, runner, _, env = world(tmp_path)
+    with pytest.raises(MeasureError, match="broken@stdio fails unmutated"):
+        measure([A_STDIO, ScenarioRun("broken", "stdio")], session.source, session.work,
+                session.stem, runner, env, 1, 60.0, "stamp")
+
+
+def test_a_measurement_that_sees_no_line_fails_rather_than_sparing_every_mutant(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    session, runner, _, env = world(tmp_path)
+    # as when coverage never started in the host: the runs pass and no data file has a line
+    monkeypatch.setattr("mutation.measure.executed_lines", lambda directory, source: frozenset())
+    with pytest.raises(MeasureError, match=r"the coverage hook in .* did not start"):
+        measure([A_STDIO, B_HTTP], session.source, session.work, session.stem, runner, env, 1,
+                60.0, "stamp")
+
+
+def test_each_mutant_runs_only_the_runs_that_reach_it(tmp_path: Path) -> None:
+    session, runner, log, env = world(tmp_path)
+    init(session, [runner, "run"], 60.0, env)
+    line_map = LineMap("stamp", {A_STDIO: frozenset({1, 2, 5}), A_HTTP: frozenset({1, 5}),
+                                 B_HTTP: frozenset({1, 5})},
+                       {run: 1.0 for run in (A_STDIO, A_HTTP, B_HTTP)}, wall_s=3.0)
+    outside = os.environ.get("PYTHONPATH")
+    done = execute_selected(session, line_map, env, 1, runner, 3.0, 60.0)
+    assert os.environ.get("PYTHONPATH") == outside  # the loop's environment is put back
+    found = records(session)
+    on_2 = [r for r in found if r.line == 2]
+    on_6 = [r for r in found if r.line == 6]
+    assert on_2 and on_6 and len(on_2) + len(on_6) == len(found)
+    assert {r.status for r in on_2} == {KILLED}
+    assert {r.status for r in on_6} == {SURVIVED}
+    assert {r.note for r in on_6} == {f"{NO_REACH} 6"}
+    assert all(r.diff.startswith("--- mutation diff ---") for r in on_6)
+    runs = logged(log)
+    assert len(runs) == len(on_2) == done.ran and done.unreached == len(on_6)
+    for run in runs:  # on disk while it ran; only a on stdio, the one run that reaches line 2
+        assert run["mutant"] is True
+        argv = run["argv"]
+        assert isinstance(argv, list)
+        assert argv[argv.index("--transport") + 1] == "stdio"
+        assert [argv[i + 1] for i, a in enumerate(argv) if a == "--select"] == ["a"]
+    assert session.source.read_text(encoding="utf-8") == TINY
