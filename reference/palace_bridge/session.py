@@ -45,7 +45,6 @@ class HttpSession:
         self.protocol_version: str | None = None
         self.generation = 0          # bumps on every completed initialize
         self.needs_init = True       # no session yet, or the last one was forgotten
-        self.renewals = 0            # sessions started after the first (for reports)
 
     def headers(self, method: str) -> dict[str, str]:
         """Session headers for a request of ``method``: none at all on ``initialize``."""
@@ -70,8 +69,6 @@ class HttpSession:
 
     def on_initialized(self, session_id: str | None, protocol_version: str) -> None:
         """``initialize`` succeeded; a missing id means a stateless server (LIFE-05)."""
-        if self.generation > 0:
-            self.renewals += 1
         self.session_id = session_id or None
         self.protocol_version = protocol_version
         self.generation += 1
