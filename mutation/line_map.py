@@ -156,6 +156,15 @@ def mutant_lines(spans: Iterable[tuple[int, int]], start: tuple[int, int],
     return found or set(range(first, last + 1))
 
 
+def with_parity(runs: Iterable[ScenarioRun], every: Iterable[ScenarioRun]) -> list[ScenarioRun]:
+    """``runs`` and, for each of their scenarios, its runs on its other transports: a scenario
+    that runs on both is judged on both at once, so its parity comparison (the agent sees the
+    same on stdio and HTTP) stays an oracle, as in ``--selection module``. A mutant that only
+    one transport executes can still change what that transport shows next to the other."""
+    scenarios = {run.scenario for run in runs}
+    return sorted({*runs, *(run for run in every if run.scenario in scenarios)})
+
+
 def commands(runs: Iterable[ScenarioRun], every: Iterable[ScenarioRun], jobs: int,
              runner: str) -> list[list[str]]:
     """``palace-conformance run`` invocations that make exactly ``runs``: the scenarios wanted

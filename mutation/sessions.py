@@ -32,6 +32,7 @@ from mutation.line_map import (
     mutant_lines,
     one_command,
     statement_spans,
+    with_parity,
 )
 from mutation.report import (
     EQUIVALENT,
@@ -270,7 +271,7 @@ def execute_selected(session: ModuleSession, line_map: LineMap, env: dict[str, s
         for item in list(db.pending_work_items):
             spec = item.mutations[0]
             lines = mutant_lines(spans, tuple(spec.start_pos), tuple(spec.end_pos))
-            runs = line_map.reaching(lines)
+            runs = with_parity(line_map.reaching(lines), every)
             started = time.monotonic()
             if not runs:
                 operator = get_operator(spec.operator_name)(**(spec.operator_args or {}))

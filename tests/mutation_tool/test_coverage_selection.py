@@ -123,10 +123,11 @@ def test_each_mutant_runs_only_the_runs_that_reach_it(tmp_path: Path) -> None:
     assert all(r.diff.startswith("--- mutation diff ---") for r in on_6)
     runs = logged(log)
     assert len(runs) == len(on_2) == done.ran and done.unreached == len(on_6)
-    for run in runs:  # on disk while it ran; only a on stdio, the one run that reaches line 2
+    for run in runs:  # on disk while it ran; only a, the one scenario whose run reaches line
+        # 2 (on stdio), judged on both its transports so that its parity is judged too
         assert run["mutant"] is True
         argv = run["argv"]
         assert isinstance(argv, list)
-        assert argv[argv.index("--transport") + 1] == "stdio"
+        assert argv[argv.index("--transport") + 1] == "both"
         assert [argv[i + 1] for i, a in enumerate(argv) if a == "--select"] == ["a"]
     assert session.source.read_text(encoding="utf-8") == TINY

@@ -20,6 +20,7 @@ from mutation.line_map import (
     one_command,
     scenario_runs,
     statement_spans,
+    with_parity,
 )
 
 SOURCE = '''import functools
@@ -76,6 +77,17 @@ def test_a_mutant_is_judged_by_the_runs_that_execute_its_lines() -> None:
     assert found.reaching({6, 7, 8}) == [A_STDIO]
     assert found.reaching({1}) == sorted(EVERY)  # import time: every run
     assert found.reaching({5, 9}) == [A_HTTP, A_STDIO, B_STDIO]
+
+
+def test_a_scenario_on_both_transports_is_judged_on_both_for_its_parity() -> None:
+    """A mutant only the stdio run executes can still make stdio show something HTTP does not:
+    parity needs both runs, as with --selection module."""
+    found = line_map(a_stdio={1, 5, 6}, a_http={1, 5}, b_stdio={1, 9}, c_http={1})
+    assert with_parity(found.reaching({6}), EVERY) == [A_HTTP, A_STDIO]
+    argv = commands(with_parity(found.reaching({6}), EVERY), EVERY, 1, "pc")
+    assert [a[a.index("--transport") + 1] for a in argv] == ["both"]
+    assert with_parity(found.reaching({9}), EVERY) == [B_STDIO]  # b runs on stdio only
+    assert with_parity([], EVERY) == []
 
 
 def test_a_mutant_no_run_executes_has_no_run() -> None:
