@@ -126,6 +126,7 @@ def test_every_n_fires_on_exactly_the_multiples_of_n(nth: int, every: int, times
 @pytest.mark.parametrize("action", sorted(ACTIONS))
 def test_every_n_is_accepted_for_every_action_on_both_transports(action: str) -> None:
     required = {"error": {"code": -1}, "http_status": {"status": 404},
+                "answer_status": {"status": 203},
                 "server_request": {"method": "roots/list"}, "notify": {"method": "n/x"},
                 "negotiate_version": {"version": "2025-03-26"}, "rotate_token": {"token": "t"}}
     on = {"method": STARTUP} if action in {"startup_fail", "ignore_sigterm",

@@ -112,6 +112,25 @@ def test_content_type_changes_only_the_content_type(fake: Fake) -> None:
     assert answer.json() == {"jsonrpc": "2.0", "id": 9, "result": {}}
 
 
+def test_answer_status_sends_the_real_answer_under_another_status(fake: Fake) -> None:
+    [fid] = fake.arm({"action": "answer_status", "on": on("ping"), "status": 203})
+    mark = fake.mark()
+    answer = fake.post(ping(11))
+    assert answer.status_code == 203
+    assert answer.headers["content-type"].startswith("application/json")
+    assert answer.json() == {"jsonrpc": "2.0", "id": 11, "result": {}}  # the id follows
+    assert len(fired_conns(fake, fid, mark)) == 1
+    assert fake.post(ping(12)).status_code == 200  # once
+
+
+def test_answer_status_also_heads_an_event_stream(fake: Fake) -> None:
+    fake.arm({"action": "answer_status", "on": on("ping"), "status": 300})
+    fake.arm({"action": "sse", "on": on("ping")})
+    answer = fake.post(ping(13))
+    assert (answer.status_code, answer.headers["content-type"]) == (300, "text/event-stream")
+    assert json.loads(sse_events(answer.content)[-1]["data"])["id"] == 13
+
+
 def test_forget_session_in_stateless_mode_still_answers_404(fake: Fake) -> None:
     fake.arm({"action": "forget_session", "on": on("ping")})
     answer = fake.post(ping())

@@ -22,7 +22,8 @@ from palace_conformance.scenarios.schema import FAULT_PLAN_SCHEMA, schema_proble
 ABSENT = object()
 PARAMS = sorted({p for _, params in ACTIONS.values() for p in params} | {"bogus", "every"})
 VALUES = st.sampled_from([
-    None, -300, -255, -1, 0, 1, 5, 99, 404, 599, 600, True, False, "text", "before_reply",
+    None, -300, -255, -1, 0, 1, 5, 99, 203, 300, 399, 404, 599, 600, True, False, "text",
+    "before_reply",
     "after_reply", "reply", "stall", "exit", {"a": 1}, [1], 1.5,
     86_400_000, 86_400_001, 2**31, 2**31 + 1, 10**26,  # the ceilings of durations and sizes
 ])

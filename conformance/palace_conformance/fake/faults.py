@@ -51,6 +51,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "spawn_grandchild": (frozenset({"stdio"}), frozenset({"lifetime_ms"})),
     # HTTP only: applied by the HTTP transport
     "http_status": (frozenset({"http"}), frozenset({"status", "headers", "body", "content_type"})),
+    "answer_status": (frozenset({"http"}), frozenset({"status"})),
     "reset": (frozenset({"http"}), frozenset({"after_bytes"})),
     "sse": (
         frozenset({"http"}),
@@ -68,7 +69,8 @@ EVERY = "every"  # the compact syntax's one key=value that is not a parameter: i
 STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay",
                              "spawn_grandchild"})
 HTTP_ACTIONS = frozenset(
-    {"http_status", "reset", "sse", "accept_202", "content_type", "forget_session", "rotate_token"}
+    {"http_status", "answer_status", "reset", "sse", "accept_202", "content_type",
+     "forget_session", "rotate_token"}
 )
 
 COMPACT_HELP = """\
@@ -90,6 +92,7 @@ Examples:
   startup_fail@$startupx2,code=1,stderr=palace is held by PID 42
   ignore_sigterm@$startup                   survive SIGTERM (only SIGKILL ends it)
   http_status@tools/call,status=404         answer 404 (session forgotten) once
+  answer_status@mempalace_search,status=203 the real answer, with status 203
   forget_session@tools/call,every=5         lose the session on every 5th tool call
   exit@mempalace_searchx2,every=3           crash on the 3rd and the 6th search only
   reset@mempalace_status,after_bytes=10     cut the connection mid-response
@@ -335,6 +338,11 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         status = params.get("status")
         if not isinstance(status, int) or not 100 <= status <= 599:
             raise FaultPlanError(f"{where}: http_status needs 'status' between 100 and 599")
+    if action == "answer_status":
+        status = params.get("status")
+        if not isinstance(status, int) or isinstance(status, bool) or not 200 <= status <= 399:
+            raise FaultPlanError(f"{where}: answer_status needs 'status' between 200 and 399 "
+                                 "(an error status is http_status)")
     code = params.get("code")
     if action == "error" and (not isinstance(code, int) or isinstance(code, bool)):
         # JSON Schema and every other language: a boolean is not an integer

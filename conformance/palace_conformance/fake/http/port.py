@@ -80,6 +80,8 @@ class HttpPort:
         # a decoy before the reply (retype_id) needs a stream, as a second reply does
         self.stream_only = self.sse is not None or any(
             fault(name) is not None for name in ("duplicate_response", "retype_id"))
+        answer = fault("answer_status")  # the real answer under another status (2xx, 3xx)
+        self.status = int(answer.params["status"]) if answer is not None else None
         kind = fault("content_type")
         self.content_type = str(kind.params.get("value", "text/html")) if kind else JSON_TYPE
         # Over HTTP a partial line is half a response and a dead connection, not a dead server:
@@ -126,7 +128,7 @@ class HttpPort:
     async def _send_json(self, body: bytes, *, cut: bool) -> None:
         self.mode = "json"
         half = cut and self.partial is not None
-        await self.wire.send(_status_for(self.exchange),
+        await self.wire.send(self.status or _status_for(self.exchange),
                              [("Content-Type", self.content_type), *self.call.extra], body,
                              half=half)
         if half:
@@ -134,7 +136,7 @@ class HttpPort:
 
     async def _open_stream(self) -> None:
         self.mode = "sse"
-        await self.wire.start_stream(200, [*SSE_HEADERS, *self.call.extra])
+        await self.wire.start_stream(self.status or 200, [*SSE_HEADERS, *self.call.extra])
         params = self._sse_params
         if params.get("priming_id") is not None:
             retry = params.get("retry_ms")
