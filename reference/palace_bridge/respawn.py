@@ -66,10 +66,6 @@ class RespawnPolicy:
     def latched(self) -> bool:
         return self.state is ChildState.LATCHED
 
-    @property
-    def remaining(self) -> int:
-        return max(0, self.max_respawns - self.used)
-
     def want_child(self) -> Decision:
         """A caller needs a ready child."""
         state = self.state
