@@ -56,6 +56,15 @@ def test_a_fresh_palace_seeds_events_and_stays_fresh() -> None:
     assert initial_state(Palace.from_json({}))["initialised"] is True
 
 
+def test_a_fresh_palace_has_its_directory_only_once_it_holds_events() -> None:
+    """3.11 makes the palace directory with the first event or vector write; a search on a
+    fresh palace half-makes it only if the directory exists (docs/real-server.md)."""
+    assert initial_state(Palace.from_json({"state": "fresh"}))["directory"] is False
+    with_events = initial_state(Palace.from_json({"state": "fresh", "events": [_event("hi")]}))
+    assert with_events["directory"] is True
+    assert initial_state(Palace.from_json({}))["directory"] is True
+
+
 @pytest.mark.parametrize("key", ["diary", "drawers"])
 def test_a_fresh_palace_with_filed_contents_is_a_one_line_problem(tmp_path: Path,
                                                                   key: str) -> None:

@@ -47,6 +47,9 @@ def initial_state(palace: Palace) -> dict[str, Any]:
             if kind == "event" and isinstance(item.get(LABEL), str):
                 ids[item[LABEL]] = result["event"]["id"]
     store.state.initialised = not palace.fresh  # seeded events need no chroma database
+    # 3.11 makes the palace directory with its first vector write or event: a fresh palace
+    # without seeded events has none yet (so a search leaves nothing half-made in it)
+    store.state.directory = not palace.fresh or bool(store.state.events)
     return store.state.to_json()
 
 
