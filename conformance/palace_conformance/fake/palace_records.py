@@ -10,7 +10,6 @@ rules or would remove drawers) answers with :func:`palace.unmodelled`, a result 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from palace_conformance.fake.palace import (
     PalaceState,
     _chroma_missing,
+    _digest,
     _problem,
     _refused,
     append_event,
@@ -323,7 +323,7 @@ def _task_create(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     goal, done = args["goal"], args["done"]  # kept as given in the body
     seq = max((e["seq"] for e in state.events), default=0) + 1
     # 3.11 adds 8 random hex digits; the fake derives them, like its event ids
-    correlation_id = f"task_{task_slug(goal, 'work')}_{_digest_hex(str(seq), goal)}"
+    correlation_id = f"task_{task_slug(goal, 'work')}_{_digest(str(seq), goal, size=8)}"
     event = append_event(state, {
         "type": "task.request", "stream": f"project/{task_slug(fields['project'], 'project')}",
         "room": "delegation", "from_agent": fields["from_agent"], "to_agent": fields["to_agent"],
@@ -333,10 +333,6 @@ def _task_create(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     return {"success": True, "task": event,
             "handoff": f"Open MemPalace task {correlation_id} as {fields['to_agent']}. Claim it, "
                        "follow its exact definition of done, and deliver through the logstream."}
-
-
-def _digest_hex(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:8]
 
 
 @tool("mempalace_patch_submit", writes=True)
