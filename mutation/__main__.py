@@ -116,7 +116,9 @@ def _report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
         if session.db.exists():
             every += records(session)
     runs = _load_runs(out)
-    return Report(every, _areas(module_map, known), load_triage(known=known),
+    _, scenarios = load_catalogue_facts()
+    return Report(every, _areas(module_map, known),
+                  load_triage(known=known, scenarios=[scenario.id for scenario in scenarios]),
                   [runs[m] | {"module": m} for m in sorted(runs)])
 
 

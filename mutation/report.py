@@ -12,7 +12,8 @@ from typing import Any
 KILLED, SURVIVED, TIMEOUT, INCOMPETENT = "killed", "survived", "timeout", "incompetent"
 EQUIVALENT, NOT_SAMPLED, PENDING = "equivalent", "not_sampled", "pending"
 STATUSES = (KILLED, TIMEOUT, SURVIVED, INCOMPETENT, EQUIVALENT, NOT_SAMPLED, PENDING)
-VERDICT_EQUIVALENT, VERDICT_OPEN = "equivalent", "not yet killed"
+VERDICT_EQUIVALENT, VERDICT_OPEN, VERDICT_KILLED = "equivalent", "not yet killed", "killed since"
+VERDICTS = (VERDICT_EQUIVALENT, VERDICT_OPEN, VERDICT_KILLED)
 TRIAGE_PATH = Path(__file__).with_name("triage.json")
 
 
@@ -40,17 +41,23 @@ class MutantRecord:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A survivor's triage: ``equivalent`` (with the reason) or ``not yet killed`` (with the
-    behaviour ID whose scenarios should catch it)."""
+    """A survivor's triage: ``equivalent`` (with the reason), ``not yet killed`` (with the
+    behaviour ID whose scenarios should catch it), or ``killed since`` (with the scenario written
+    after the run that kills it, and in ``reason`` how that was seen: the mutant applied by hand,
+    the scenario run, failing). A later run that kills it makes the entry stale."""
 
     mutant: str
     verdict: str
     reason: str
     behaviour: str = ""
+    scenario: str = ""
 
 
-def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None) -> dict[str, Verdict]:
-    """The checked-in triage, by mutant key; :class:`TriageError` on a malformed entry."""
+def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None,
+                scenarios: Iterable[str] | None = None) -> dict[str, Verdict]:
+    """The checked-in triage, by mutant key; :class:`TriageError` on a malformed entry.
+    ``known`` (behaviour IDs) and ``scenarios`` (scenario IDs), when given, are what entries
+    may name."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -58,17 +65,19 @@ def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None) ->
     except (OSError, ValueError) as exc:
         raise TriageError(f"cannot read the triage file {path}: {exc}") from None
     known_ids = set(known) if known is not None else None
+    scenario_ids = set(scenarios) if scenarios is not None else None
     verdicts: dict[str, Verdict] = {}
     for index, entry in enumerate(data.get("survivors", [])):
         where = f"{path.name} survivors[{index}]"
         verdict = Verdict(str(entry.get("mutant", "")), str(entry.get("verdict", "")),
-                          str(entry.get("reason", "")), str(entry.get("behaviour", "")))
+                          str(entry.get("reason", "")), str(entry.get("behaviour", "")),
+                          str(entry.get("scenario", "")))
         if verdict.mutant.count(":") != 3:
             raise TriageError(f"{where}: 'mutant' must be MODULE:LINE:COLUMN:OPERATOR "
                               "(copy it from the report)")
-        if verdict.verdict not in (VERDICT_EQUIVALENT, VERDICT_OPEN):
-            raise TriageError(f"{where}: 'verdict' must be {VERDICT_EQUIVALENT!r} or "
-                              f"{VERDICT_OPEN!r}")
+        if verdict.verdict not in VERDICTS:
+            raise TriageError(f"{where}: 'verdict' must be one of "
+                              + ", ".join(repr(v) for v in VERDICTS))
         if not verdict.reason.strip():
             raise TriageError(f"{where}: give a 'reason'")
         if verdict.verdict == VERDICT_OPEN and (
@@ -76,6 +85,11 @@ def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None) ->
                                           and verdict.behaviour not in known_ids)):
             raise TriageError(f"{where}: a 'not yet killed' survivor names the known "
                               "behaviour ID that should catch it in 'behaviour'")
+        if verdict.verdict == VERDICT_KILLED and (
+                not verdict.scenario or (scenario_ids is not None
+                                         and verdict.scenario not in scenario_ids)):
+            raise TriageError(f"{where}: a 'killed since' survivor names the shipped scenario "
+                              "that now kills it in 'scenario'")
         if verdict.mutant in verdicts:
             raise TriageError(f"{where}: {verdict.mutant} is triaged twice")
         verdicts[verdict.mutant] = verdict
@@ -84,16 +98,19 @@ def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None) ->
 
 @dataclass
 class Tally:
-    """Counts by status; the score is killed (timeouts included) over killed plus survivors,
-    leaving out survivors triaged equivalent."""
+    """Counts by status; the score is killed (timeouts and survivors a later scenario kills
+    included) over killed plus survivors, leaving out survivors triaged equivalent."""
 
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
     equivalent_survivors: int = 0
+    killed_since: int = 0
 
-    def add(self, record: MutantRecord, triaged_equivalent: bool) -> None:
+    def add(self, record: MutantRecord, verdict: str | None) -> None:
         self.counts[record.status] += 1
-        if record.status == SURVIVED and triaged_equivalent:
+        if record.status == SURVIVED and verdict == VERDICT_EQUIVALENT:
             self.equivalent_survivors += 1
+        if record.status == SURVIVED and verdict == VERDICT_KILLED:
+            self.killed_since += 1
 
     @property
     def run(self) -> int:
@@ -102,13 +119,14 @@ class Tally:
     @property
     def score(self) -> float | None:
         """Killed share of the non-equivalent mutants that ran; None when none ran."""
-        caught = self.counts[KILLED] + self.counts[TIMEOUT]
-        judged = caught + self.counts[SURVIVED] - self.equivalent_survivors
-        return caught / judged if judged else None
+        ran = self.counts[KILLED] + self.counts[TIMEOUT]
+        judged = ran + self.counts[SURVIVED] - self.equivalent_survivors
+        return (ran + self.killed_since) / judged if judged else None
 
     def to_json(self) -> dict[str, Any]:
         score = self.score
         return {**self.counts, "equivalent_survivors": self.equivalent_survivors,
+                "killed_since": self.killed_since,
                 "score": None if score is None else round(score, 4)}
 
 
@@ -125,7 +143,7 @@ class Report:
         tally = Tally()
         for record in records:
             verdict = self.triage.get(record.key)
-            tally.add(record, verdict is not None and verdict.verdict == VERDICT_EQUIVALENT)
+            tally.add(record, None if verdict is None else verdict.verdict)
         return tally
 
     def by_module(self) -> dict[str, Tally]:
@@ -175,7 +193,8 @@ class Report:
     def markdown(self) -> str:
         lines = ["# Mutation report: reference/palace_bridge", ""]
         total = self.total()
-        lines.append(f"Score (killed and timed out over non-equivalent mutants run): "
+        lines.append(f"Score (killed, timed out, or killed since by a newer scenario, over the "
+                     f"non-equivalent mutants run): "
                      f"{_percent(total.score)}; " + _counts(total) + ".")
         lines += ["", "## Per module", "", _table_head("module")]
         lines += [_row(m, t) for m, t in self.by_module().items()]
@@ -193,6 +212,7 @@ class Report:
             verdict = self.triage.get(record.key)
             said = ("UNTRIAGED" if verdict is None else
                     f"{verdict.verdict}" + (f" ({verdict.behaviour})" if verdict.behaviour else "")
+                    + (f" by `{verdict.scenario}`" if verdict.scenario else "")
                     + f": {verdict.reason}")
             lines += [f"### `{record.key}`", "", said, ""]
             if record.note:
@@ -211,7 +231,8 @@ class Report:
 def _verdict_json(verdict: Verdict | None) -> dict[str, str] | None:
     if verdict is None:
         return None
-    return {"verdict": verdict.verdict, "reason": verdict.reason, "behaviour": verdict.behaviour}
+    return {"verdict": verdict.verdict, "reason": verdict.reason, "behaviour": verdict.behaviour,
+            **({"scenario": verdict.scenario} if verdict.scenario else {})}
 
 
 def _percent(score: float | None) -> str:
@@ -222,17 +243,20 @@ def _counts(tally: Tally) -> str:
     shown = [f"{tally.counts[s]} {s}" for s in STATUSES if tally.counts[s]]
     if tally.equivalent_survivors:
         shown.append(f"{tally.equivalent_survivors} survivor(s) triaged equivalent")
+    if tally.killed_since:
+        shown.append(f"{tally.killed_since} survivor(s) killed since by a newer scenario")
     return ", ".join(shown) or "nothing run"
 
 
 def _table_head(first: str) -> str:
     return (f"| {first} | score | killed | timeout | survived | equivalent survivors | "
-            "incompetent | equivalent (annotations) | not sampled | pending |\n"
-            "|---|---|---|---|---|---|---|---|---|---|")
+            "killed since | incompetent | equivalent (annotations) | not sampled | pending |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _row(name: str, tally: Tally) -> str:
     c = tally.counts
     return (f"| {name} | {_percent(tally.score)} | {c[KILLED]} | {c[TIMEOUT]} | {c[SURVIVED]} | "
-            f"{tally.equivalent_survivors} | {c[INCOMPETENT]} | {c[EQUIVALENT]} | "
+            f"{tally.equivalent_survivors} | {tally.killed_since} | {c[INCOMPETENT]} | "
+            f"{c[EQUIVALENT]} | "
             f"{c[NOT_SAMPLED]} | {c[PENDING]} |")

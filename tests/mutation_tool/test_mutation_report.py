@@ -50,6 +50,20 @@ def test_a_survivor_triaged_equivalent_leaves_the_denominator() -> None:
     assert [r.key for r in report.untriaged] == ["a.py:3:4:NumberReplacer"]
 
 
+def test_a_survivor_killed_since_counts_as_killed_and_stays_in_the_denominator() -> None:
+    key = "b.py:2:4:NumberReplacer"
+    triage = {key: Verdict(key, "killed since", "applied by hand: fails", scenario="x.y")}
+    report = Report(RECORDS, AREAS, triage)
+    b = report.by_module()["b.py"]
+    assert b.score == 1.0 and b.killed_since == 1 and b.counts[SURVIVED] == 1
+    assert report.total().score == pytest.approx(4 / 5)  # a.py:3 still survives
+    assert [r.key for r in report.untriaged] == ["a.py:3:4:NumberReplacer"]
+    text = report.markdown()
+    assert "killed since by `x.y`: applied by hand: fails" in text
+    assert "1 survivor(s) killed since by a newer scenario" in text
+    assert report.to_json()["survivors"][1]["triage"]["scenario"] == "x.y"
+
+
 def test_a_mutant_counts_in_every_area_of_its_module() -> None:
     areas = Report(RECORDS, AREAS, {}).by_area()
     assert set(areas) == {"HTTP", "STDIO"}
@@ -87,7 +101,7 @@ def test_written_report_lists_survivors_with_diff_and_triage(tmp_path: Path) -> 
     assert "### `b.py:2:4:NumberReplacer`\n\nUNTRIAGED" in text
     assert "not yet killed (STDIO-06): one-sided bound" in text
     assert "-line 3" in text
-    assert "| a.py | 66.7% | 1 | 1 | 1 |" in text
+    assert "| a.py | 66.7% | 1 | 1 | 1 | 0 | 0 |" in text
 
 
 def write_triage(tmp_path: Path, *entries: dict[str, str]) -> Path:
@@ -103,11 +117,15 @@ def write_triage(tmp_path: Path, *entries: dict[str, str]) -> Path:
     ({"mutant": "a.py:1:2:Op", "verdict": "not yet killed", "reason": "r"}, "behaviour ID"),
     ({"mutant": "a.py:1:2:Op", "verdict": "not yet killed", "reason": "r",
       "behaviour": "NOPE-9"}, "behaviour ID"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "killed since", "reason": "r"},
+     "names the shipped scenario"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "killed since", "reason": "r", "scenario": "no.such"},
+     "names the shipped scenario"),
 ])
 def test_a_malformed_triage_entry_is_one_line(tmp_path: Path, entry: dict[str, str],
                                               message: str) -> None:
     with pytest.raises(TriageError, match=message):
-        load_triage(write_triage(tmp_path, entry), known=["STDIO-06"])
+        load_triage(write_triage(tmp_path, entry), known=["STDIO-06"], scenarios=["x.y"])
 
 
 def test_a_mutant_triaged_twice_is_refused(tmp_path: Path) -> None:
@@ -117,8 +135,8 @@ def test_a_mutant_triaged_twice_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_shipped_triage_is_valid_and_names_mapped_modules() -> None:
-    known, _ = load_catalogue_facts()
-    verdicts = load_triage(known=known)
+    known, scenarios = load_catalogue_facts()
+    verdicts = load_triage(known=known, scenarios=[s.id for s in scenarios])
     mapped = set(ModuleMap.load().modules)
     assert all(key.split(":")[0] in mapped for key in verdicts)
 
