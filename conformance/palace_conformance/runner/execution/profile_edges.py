@@ -48,10 +48,10 @@ def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | 
     offered = set(profile.tool_map.values())
     catalogue = _catalogue_names()
     for step in scenario.steps_for(transport):
-        name = step.params.get("name")
-        if step.op == "call_tool" and isinstance(name, str) and name not in offered \
-                and name in catalogue:
-            return f"the bridge offers no tool for {name} (its profile maps a curated tool set)"
+        for name in step.tool_names:
+            if name not in offered and name in catalogue:
+                return (f"the bridge offers no tool for {name} (its profile maps a curated "
+                        "tool set)")
     expectations = [s.expect.tools for s in scenario.steps_for(transport) if s.expect is not None]
     expectations.append(scenario.expect.tools)
     for tools in expectations:
