@@ -321,11 +321,8 @@ class _Execution:
             request.update(env=self.world.env, cwd=str(self.world.root), options={})
         op = request.pop("op")
         profile = self.options.profile
-        if profile is not None and op == "call_tool" and isinstance(request.get("name"), str):
-            request["name"] = profile_edges.outgoing_tool(profile, request["name"])
-        if profile is not None and op == "call_tools":
-            request["calls"] = [{**call, "name": profile_edges.outgoing_tool(profile, call["name"])}
-                                for call in request["calls"]]
+        if profile is not None:
+            request = profile_edges.outgoing_request(profile, op, request)
         record.request = {"op": op, **request}
         if "env" in record.request and op == "load":
             record.request["env"] = _report_env(self.world.env)

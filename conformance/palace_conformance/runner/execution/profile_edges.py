@@ -110,6 +110,19 @@ def outgoing_tool(profile: Profile, name: str) -> str:
     return name
 
 
+def outgoing_request(profile: Profile, op: str, request: dict[str, Any]) -> dict[str, Any]:
+    """A driver request with every tool it calls in the bridge's names: a ``call_tool``'s
+    ``name``, each call of a ``call_tools``; any other op's request unchanged."""
+    if op == "call_tool" and isinstance(request.get("name"), str):
+        return {**request, "name": outgoing_tool(profile, request["name"])}
+    if op == "call_tools" and isinstance(request.get("calls"), list):
+        return {**request, "calls": [
+            {**call, "name": outgoing_tool(profile, call["name"])}
+            if isinstance(call, dict) and isinstance(call.get("name"), str) else call
+            for call in request["calls"]]}
+    return request
+
+
 def incoming_tools(profile: Profile,
                    tools: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """Registered tools in catalogue names, and the extra tools the profile allows (set aside)."""
