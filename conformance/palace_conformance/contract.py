@@ -37,6 +37,10 @@ HOST_EXITED: Final = "host_exited"
 HOST_DEADLINE: Final = "host_deadline"  # no reply even after the host's own deadline and slack
 HOST_START: Final = "host_start"  # the host command could not be started
 
+#: how many calls one ``call_tools`` op carries (DRIVER.md, "Ops")
+CALL_TOOLS_MIN: Final = 2
+CALL_TOOLS_MAX: Final = 8
+
 #: what a host records as a bridge's host-visible side effects (DRIVER.md, "Effects")
 EFFECT_KINDS: Final = ("tool_registered", "command_registered", "message", "user_message",
                        "injected", "exec", "stderr", "notify", "error")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
+import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from .http_support import INITIALIZE, Fake, ping, start_fake
@@ -116,6 +119,29 @@ def test_the_forget_session_fault_kills_the_session_on_its_request(fake: Fake) -
     assert fake.post(ping(4), headers=with_id(fresh)).status_code == 200
     assert [r["event"] for r in fake.records("session") if r["session"] == session_id] == [
         "opened", "forgotten"]
+
+
+def test_a_held_forget_session_keeps_the_session_alive_until_it_answers(fake: Fake) -> None:
+    """``ms``: the request waits on a live session (others still get through), then the session
+    dies and the held request gets its 404: two requests in flight when a session is lost."""
+    session_id = open_session(fake)
+    fake.arm({"action": "forget_session", "on": {"method": "tools/list"}, "ms": 1500})
+    mark = fake.mark()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool, httpx.Client(timeout=10) as other:
+        held = pool.submit(fake.post, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                           headers=with_id(session_id))
+        while not any(r.get("method") == "tools/list" for r in fake.records("recv", mark)):
+            assert not held.done(), "the held request was answered before its hold"
+            time.sleep(0.02)
+        alive = other.post(fake.url, json=ping(3), headers={
+            **with_id(session_id), "Accept": "application/json, text/event-stream"})
+        assert alive.status_code == 200  # the session is still live while the request is held
+        lost = held.result(timeout=10)
+    assert (lost.status_code, lost.json()) == (404, UNKNOWN)
+    assert fake.post(ping(4), headers=with_id(session_id)).status_code == 404
+    kinds = [(r["kind"], r.get("method") or r.get("event") or r.get("status"))
+             for r in fake.records(None, mark) if r["kind"] in ("recv", "session")]
+    assert kinds.index(("recv", "ping")) < kinds.index(("session", "forgotten"))
 
 
 def test_reset_forgets_every_session(fake: Fake) -> None:

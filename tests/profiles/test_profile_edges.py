@@ -38,6 +38,29 @@ def test_tool_names_go_out_as_the_bridges_and_come_back_as_the_catalogues(tmp_pa
     assert effects == [{"kind": "tool_registered", "name": "mempalace_status"}]
 
 
+def test_every_call_of_a_request_goes_out_in_the_bridges_names(tmp_path: Path) -> None:
+    p = profile(tmp_path, **CURATED)
+    assert profile_edges.outgoing_request(p, "call_tool", {"name": "mempalace_search"}) == {
+        "name": "palace_search"}
+    sent = profile_edges.outgoing_request(p, "call_tools", {"calls": [
+        {"name": "mempalace_status", "args": {}}, {"name": "mempalace_kg_query", "args": {}},
+        {"name": "mempalace_search", "args": {"query": "q"}, "timeout_ms": 900}]})
+    assert sent == {"calls": [
+        {"name": "palace_status", "args": {}}, {"name": "mempalace_kg_query", "args": {}},
+        {"name": "palace_search", "args": {"query": "q"}, "timeout_ms": 900}]}
+    assert profile_edges.outgoing_request(p, "event", {"name": "mempalace_search"}) == {
+        "name": "mempalace_search"}
+
+
+def test_a_curated_bridge_is_not_asked_for_a_call_of_call_tools_it_does_not_offer(
+        tmp_path: Path) -> None:
+    p = profile(tmp_path, **CURATED)
+    assert "no tool for mempalace_kg_stats" in str(profile_edges.inapplicable(
+        p, shipped("http.session.stale-404-keeps-renewed-session"), "http"))
+    assert profile_edges.inapplicable(p, shipped(
+        "http.session.404-two-in-flight-renewed-once"), "http") is None
+
+
 def test_without_extra_allowed_an_extra_tool_stays_visible(tmp_path: Path) -> None:
     p = profile(tmp_path, tools={"map": {"palace_search": "mempalace_search"}})
     tools, extras = profile_edges.incoming_tools(p, [{"name": "palace_where"}])

@@ -18,6 +18,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
 * ``fail-load``: ``load`` answers ``ok: false`` (kind exception);
 * ``no-reload``: like ``good``, but ``reload`` is an op it does not serve (``bad_request``, as
   a host whose bridge is no pi extension answers);
+* ``no-concurrency``: like ``good``, but ``call_tools`` is an op it does not know
+  (``bad_request``, as a host that predates the op answers);
 * ``no-palace:WHERE``: like ``good`` (it never starts a palace), but ``load`` says why: WHERE is
   ``effects`` (a ``stderr`` and a ``notify`` effect) or ``stderr`` (lines on the host's stderr);
 
@@ -96,6 +98,9 @@ def main() -> None:
         elif op == "reload" and mode == "no-reload":
             reply(request_id, ok=False, error={"kind": "bad_request",
                                                "message": "this bridge is not a pi extension"})
+        elif op == "call_tools" and mode == "no-concurrency":
+            reply(request_id, ok=False, error={"kind": "bad_request",
+                                               "message": "unknown op 'call_tools'"})
         elif op == "load" and mode == "no-palace" and target == "effects":
             reply(request_id, effects=[
                 {"kind": "stderr", "line": f"[mempalace] {NO_PALACE}"},

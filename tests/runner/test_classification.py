@@ -88,3 +88,28 @@ def test_a_reload_step_that_expects_the_refusal_is_judged(tmp_path: Path) -> Non
     assert judged.status != "not_applicable"
     assert judged.status == "passed"
     assert any(c.pointer == "/steps/2/expect/error/kind" and c.passed for c in judged.checks)
+
+
+CONCURRENT = [{"op": "load"},
+              {"op": "event", "name": "session_start", "payload": {"reason": "startup"}},
+              {"op": "call_tools", "calls": [{"name": "mempalace_status"},
+                                             {"name": "mempalace_search",
+                                              "args": {"query": "q"}}],
+                "expect": {"ok": True}},
+              {"op": "shutdown"}]
+
+
+def test_a_host_that_cannot_make_concurrent_calls_makes_the_scenario_not_applicable(
+        tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, {"id": "http.concurrent.scripted",
+                                         "transports": ["stdio"], "steps": CONCURRENT})
+    refused = run_scenario(scenario, "stdio", options(scripted("no-concurrency"),
+                                                      work_root=tmp_path / "work"))
+    assert refused.status == "not_applicable" and not refused.blocking and refused.checks == []
+    assert refused.reason == ("Not applicable: the host cannot make concurrent calls: unknown "
+                              "op 'call_tools'")
+    assert [s.op for s in refused.steps] == ["load", "event", "call_tools"]
+    served = run_scenario(scenario, "stdio", options(scripted("good"),
+                                                     work_root=tmp_path / "work"))
+    assert served.status != "not_applicable"
+    assert [s.op for s in served.steps][:4] == ["load", "event", "call_tools", "shutdown"]

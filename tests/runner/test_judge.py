@@ -119,3 +119,69 @@ def test_a_settle_window_includes_the_work_of_the_step_it_settles() -> None:
     assert found["/steps/2/expect/journal/0"][0] == "pass"  # the event's poll counts
     assert found["/steps/2/expect/effects/0"][0] == "pass"  # and so does its message
     assert found["/steps/4/expect/journal/0"][0] == "fail"  # a settle after a sleep: its own only
+
+
+CALLS = {"op": "call_tools", "calls": [
+    {"name": "mempalace_status"}, {"name": "mempalace_search", "args": {"query": "q"}}]}
+FOUND = {"content": [{"type": "text", "text": "{\"query\": \"q\"}"}], "is_error": False}
+
+
+def test_call_tools_judges_each_call_like_a_call_tool_step() -> None:
+    case = scenario([{"op": "load"}, {**CALLS, "expect": {"ok": True, "calls": [
+        {"error": {"kind": "session_lost"}},
+        {"ok": True, "result": {"is_error": False, "json": {"query": "q"}}}]}}])
+    answered = {"calls": [
+        {"ok": False, "error": {"kind": "session_lost", "message": "gone"}, "ms": 3.0},
+        {"ok": True, "result": FOUND, "ms": 4.0}]}
+    found = verdicts(Observation(case, "stdio", [ran(0, "load"),
+                                                 ran(1, "call_tools", result=answered)], []))
+    for pointer in ("/steps/1", "/steps/1/expect/ok", "/steps/1/expect/calls/0/ok",
+                    "/steps/1/expect/calls/0/error/kind", "/steps/1/expect/calls/1/ok",
+                    "/steps/1/expect/calls/1/result"):
+        assert found[pointer][0] == "pass", (pointer, found.get(pointer))
+
+
+def test_call_tools_failures_point_at_the_call_and_say_expected_versus_got() -> None:
+    case = scenario([{"op": "load"}, {**CALLS, "expect": {"calls": [
+        {"ok": True}, {"error": {"kind": "timeout"}, "result": {"json": {"query": "other"}}}]}}])
+    answered = {"calls": [
+        {"ok": False, "error": {"kind": "session_lost", "message": "gone"}, "ms": 3.0},
+        {"ok": True, "result": FOUND, "ms": 4.0}]}
+    found = verdicts(Observation(case, "stdio", [ran(0, "load"),
+                                                 ran(1, "call_tools", result=answered)], []))
+    assert found["/steps/1/expect/calls/0/ok"] == (
+        "fail", "expected ok true, got false (session_lost: gone)")
+    status, message = found["/steps/1/expect/calls/1/error/kind"]
+    assert status == "fail" and message.startswith("expected an error, but the op succeeded")
+    assert found["/steps/1/expect/calls/1/result"] == (
+        "fail", "result: at /json/query: expected \"other\", got \"q\"")
+
+
+def test_call_tools_with_a_missing_answer_or_a_host_error_fails_loudly() -> None:
+    case = scenario([{"op": "load"}, {**CALLS, "expect": {"calls": [{"ok": True},
+                                                                     {"ok": True}]}},
+                     {**CALLS, "as": "slow"}])
+    short = {"calls": [{"ok": True, "result": FOUND, "ms": 1.0}]}
+    slow = {"calls": [{"ok": True, "result": FOUND, "ms": 1.0},
+                      {"ok": False, "error": {"kind": "host_timeout", "message": "late"}}]}
+    steps = [ran(0, "load"), ran(1, "call_tools", result=short),
+             StepRecord(2, "slow", "call_tools", ran=True, ok=True, result=slow)]
+    found = verdicts(Observation(case, "stdio", steps, []))
+    assert found["/steps/1/calls"] == ("fail", "call_tools: 2 calls, but the host sent 1 "
+                                               "answer(s)")
+    for pointer in ("/steps/1/expect/calls/0/ok", "/steps/1/expect/calls/1/ok"):
+        assert found[pointer] == ("fail", "not judged: the host's answer does not hold one "
+                                          "outcome per call")
+    assert found["/steps/2/calls/1"] == (
+        "fail", "call 1: the host could not complete it: host_timeout: late")
+
+
+def test_call_tools_expectations_of_a_refused_op_are_not_judged_as_passes() -> None:
+    case = scenario([{"op": "load"}, {**CALLS, "expect": {"calls": [{"ok": True},
+                                                                     {"ok": True}]}}])
+    refused = ran(1, "call_tools", ok=False, error={"kind": "bad_request",
+                                                    "message": "unknown op 'call_tools'"})
+    found = verdicts(Observation(case, "stdio", [ran(0, "load"), refused], []))
+    assert found["/steps/1"][0] == "fail"
+    assert found["/steps/1/expect/calls/0/ok"][0] == "fail"
+    assert "not judged: the op failed" in found["/steps/1/expect/calls/0/ok"][1]

@@ -151,6 +151,20 @@ def test_which_scenarios_expect_palace_contact(tmp_path: Path) -> None:
     assert not reach.expects_contact(shipped("fake.lock.loser-is-read-only"), "stdio")
 
 
+def test_a_call_of_call_tools_expects_contact_unless_every_call_expects_no_tool(
+        tmp_path: Path) -> None:
+    calls = {"op": "call_tools", "calls": [{"name": "mempalace_status"},
+                                           {"name": "mempalace_nope"}]}
+    missing = {"error": {"kind": "no_such_tool"}}
+    known = {"op": "call_tools", "calls": [{"name": "mempalace_status"},
+                                           {"name": "mempalace_search"}]}
+    assert reach.expects_contact(_scenario(tmp_path, [known]), "stdio")
+    assert reach.expects_contact(_scenario(tmp_path, [
+        {**calls, "expect": {"calls": [{"ok": True}, missing]}}]), "stdio")
+    assert not reach.expects_contact(_scenario(tmp_path, [
+        {**calls, "expect": {"calls": [missing, missing]}}]), "stdio")
+
+
 @pytest.mark.parametrize(("records", "reached"), [
     ([], False),
     ([{"kind": "process_start", "transport": "http", "argv": ["fake", "http"]}], False),

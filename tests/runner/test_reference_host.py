@@ -115,6 +115,67 @@ def test_call_tool_validates_arguments_against_the_registered_schema_like_pi() -
     assert calls == [{"limit": 500}]
 
 
+def _host_with_gated_tools(log: list[str]) -> ReferenceHost:
+    """Tools ``first`` and ``second`` each wait until the other has started: they end only when
+    both run at once (one after the other, in either order, the first to run waits forever)."""
+    host = ReferenceHost()
+    started = {"first": asyncio.Event(), "second": asyncio.Event()}
+
+    def gated(name: str, other: str, is_error: bool) -> Any:
+        async def execute(call_id: str, params: dict[str, Any]) -> ToolOutcome:
+            log.append(f"{name} started")
+            started[name].set()
+            await started[other].wait()
+            log.append(f"{name} ended")
+            return ToolOutcome([{"type": "text", "text": name}], is_error=is_error)
+        return execute
+
+    schema = {"type": "object", "properties": {}}
+    host.host.register_tool(ToolDefinition("first", "first", "gated", schema,
+                                           gated("first", "second", False)))
+    host.host.register_tool(ToolDefinition("second", "second", "gated", schema,
+                                           gated("second", "first", True)))
+    return host
+
+
+def test_call_tools_runs_every_call_at_once_and_answers_in_request_order() -> None:
+    log: list[str] = []
+    host = _host_with_gated_tools(log)
+    reply = asyncio.run(host.handle({"id": 7, "op": "call_tools", "calls": [
+        {"name": "first", "args": {}, "timeout_ms": 5000},
+        {"name": "second", "timeout_ms": 5000}]}))
+    assert reply["ok"], reply
+    first, second = reply["result"]["calls"]
+    # one after the other, the first to run would wait for the other and time out
+    assert sorted(log[:2]) == ["first started", "second started"]
+    assert sorted(log[2:]) == ["first ended", "second ended"]
+    assert first["ok"] and first["result"] == {"content": [{"type": "text", "text": "first"}],
+                                               "is_error": False}
+    assert second["ok"] and second["result"]["is_error"] is True
+    assert isinstance(first["ms"], float) and isinstance(second["ms"], float)
+
+
+def test_one_failed_call_is_that_calls_outcome_never_the_ops() -> None:
+    log: list[str] = []
+    host = _host_with_gated_tools(log)
+    reply = asyncio.run(host.handle({"id": 8, "op": "call_tools", "calls": [
+        {"name": "first", "timeout_ms": 200}, {"name": "nope"}]}))
+    assert reply["ok"], reply
+    stalled, missing = reply["result"]["calls"]
+    assert stalled["ok"] is False and stalled["error"]["kind"] == "host_timeout"
+    assert missing["ok"] is False and missing["error"]["kind"] == "no_such_tool"
+    assert log == ["first started"]  # nothing released it: its own deadline ended it
+
+
+@pytest.mark.parametrize("calls", [None, [], [{"name": "first"}], [{"name": "first"}] * 9,
+                                   [{"name": "first"}, "second"]])
+def test_call_tools_needs_two_to_eight_call_objects(calls: Any) -> None:
+    reply = asyncio.run(_host_with_gated_tools([]).handle(
+        {"id": 9, "op": "call_tools", "calls": calls}))
+    assert reply["ok"] is False and reply["error"]["kind"] == "bad_request"
+    assert "2 to 8" in reply["error"]["message"]
+
+
 def test_effects_are_reported_once_and_stderr_also_goes_to_the_host_stderr(
         capsys: pytest.CaptureFixture[str]) -> None:
     host = ReferenceHost()

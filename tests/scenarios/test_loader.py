@@ -191,6 +191,23 @@ def test_unknown_tool_in_a_call(tmp_path: Path) -> None:
     assert problems_for(tmp_path, data) == []
 
 
+def test_call_tools_names_known_tools_and_one_expectation_per_call(tmp_path: Path) -> None:
+    data = scenario()
+    data["steps"][3] = {"op": "call_tools", "calls": [
+        {"name": "mempalace_status"}, {"name": "mempalace_serch", "args": {"query": "q"}}],
+        "expect": {"calls": [{"ok": True}]}}
+    lines = problems_for(tmp_path, data)
+    assert any("/steps/3/calls/1/name: unknown tool 'mempalace_serch'" in line
+               for line in lines), lines
+    assert any("/steps/3/expect/calls: 1 expectation(s) for 2 call(s)" in line
+               for line in lines), lines
+    data["steps"][3]["expect"] = {"calls": [{"ok": True}, {"error": {"kind": "no_such_tool"}}]}
+    assert problems_for(tmp_path, data) == []
+    data["steps"][3]["calls"] = data["steps"][3]["calls"][:1]
+    assert any("/steps/3/calls: a call_tools step makes 2 to 8 calls (add calls, or use "
+               "call_tool for one)" in line for line in problems_for(tmp_path, data))
+
+
 @pytest.mark.parametrize(("mutate", "fragment"), [
     (lambda d: d["steps"].insert(0, {"op": "settle"}), "a bridge scenario starts with 'load'"),
     (lambda d: d["steps"].append({"op": "rpc", "message": {}}), "op 'rpc' is not available"),

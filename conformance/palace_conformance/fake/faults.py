@@ -60,7 +60,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     ),
     "accept_202": (frozenset({"http"}), frozenset()),
     "content_type": (frozenset({"http"}), frozenset({"value"})),
-    "forget_session": (frozenset({"http"}), frozenset()),
+    "forget_session": (frozenset({"http"}), frozenset({"ms"})),
     "rotate_token": (frozenset({"http"}), frozenset({"token"})),
 }
 
@@ -94,6 +94,8 @@ Examples:
   http_status@tools/call,status=404         answer 404 (session forgotten) once
   answer_status@mempalace_search,status=203 the real answer, with status 203
   forget_session@tools/call,every=5         lose the session on every 5th tool call
+  forget_session@mempalace_search,ms=800    hold the search 800 ms on its live session, then
+                                            lose the session and answer 404
   exit@mempalace_searchx2,every=3           crash on the 3rd and the 6th search only
   reset@mempalace_status,after_bytes=10     cut the connection mid-response
   retype_id@mempalace_search                first a decoy answer whose id is the other JSON

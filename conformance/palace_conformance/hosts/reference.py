@@ -59,7 +59,12 @@ from palace_bridge.host import (
     RecordingHost,
     ToolDefinition,
 )
-from palace_conformance.contract import CAPABILITIES, DRIVER_PROTOCOL
+from palace_conformance.contract import (
+    CALL_TOOLS_MAX,
+    CALL_TOOLS_MIN,
+    CAPABILITIES,
+    DRIVER_PROTOCOL,
+)
 from palace_conformance.processes import alive, argv_of
 
 IMPL = "palace-conformance-python-host"
@@ -223,7 +228,8 @@ class ReferenceHost:
         self.ops: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "hello": self.hello, "load": self.load, "set_session": self.set_session,
             "set_env": self.set_env, "event": self.event, "list_tools": self.list_tools,
-            "call_tool": self.call_tool, "command": self.command, "settle": self.settle,
+            "call_tool": self.call_tool, "call_tools": self.call_tools, "command": self.command,
+            "settle": self.settle,
             "introspect": self.introspect, "shutdown": self.shutdown, "reload": self.reload,
             "exit": self.exit,
         }
@@ -325,6 +331,37 @@ class ReferenceHost:
         if outcome.details is not None:
             result["details"] = outcome.details
         return result
+
+    async def call_tools(self, request: dict[str, Any]) -> Any:
+        """Start every call at once (a harness running a message's tool calls in parallel) and
+        answer when all have ended, in request order; one call's failure is that call's."""
+        calls = request.get("calls")
+        if (not isinstance(calls, list) or not CALL_TOOLS_MIN <= len(calls) <= CALL_TOOLS_MAX
+                or not all(isinstance(call, dict) for call in calls)):
+            raise OpError("bad_request", f"call_tools needs 'calls': {CALL_TOOLS_MIN} to "
+                          f"{CALL_TOOLS_MAX} objects {{name, args, timeout_ms?}}")
+        outcomes = await asyncio.gather(*(
+            self._one_call(call, f"{request.get('id')}-{index}")
+            for index, call in enumerate(calls)))
+        return {"calls": list(outcomes)}
+
+    async def _one_call(self, call: dict[str, Any], call_id: str) -> dict[str, Any]:
+        """One call of ``call_tools``, through ``call_tool``: ``{ok, result | error, ms}``."""
+        started = time.monotonic()
+        timeout_ms = call.get("timeout_ms")
+        bounded = isinstance(timeout_ms, int | float) and not isinstance(timeout_ms, bool)
+        outcome: dict[str, Any]
+        try:
+            work = self.call_tool({**call, "id": call_id})
+            result = await (asyncio.wait_for(work, timeout_ms / 1000) if bounded else work)
+            outcome = {"ok": True, "result": result}
+        except TimeoutError:
+            outcome = {"ok": False, "error": {
+                "kind": "host_timeout", "message": f"call did not finish within {timeout_ms} ms"}}
+        except Exception as exc:
+            outcome = {"ok": False, "error": error_payload(exc)}
+        outcome["ms"] = round((time.monotonic() - started) * 1000, 3)
+        return outcome
 
     async def command(self, request: dict[str, Any]) -> Any:
         name = request.get("name")

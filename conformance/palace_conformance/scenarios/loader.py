@@ -27,8 +27,8 @@ from palace_conformance.scenarios.model import AREAS, PLACEHOLDERS, SCHEMA_VERSI
 from palace_conformance.scenarios.palace_state import LABEL, event_id_references
 from palace_conformance.scenarios.schema import schema_problems
 
-BRIDGE_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "sleep", "server",
-                        "set_env", "shutdown", "reload"})
+BRIDGE_OPS = frozenset({"load", "event", "call_tool", "call_tools", "command", "settle", "sleep",
+                        "server", "set_env", "shutdown", "reload"})
 FAKE_OPS = frozenset({"rpc", "http", "sleep", "server"})
 HTTP_SERVER_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rotate_token"})
 #: server actions on processes only the runner owns when it is the client (subject fake)
@@ -354,11 +354,10 @@ def _steps(data: dict[str, Any], context: Context) -> Found:
                    "scenario does not run on", "remove the limit or add the transport")
         expect = step.get("expect") or {}
         expects_missing = (expect.get("error") or {}).get("kind") == "no_such_tool"
-        if op == "call_tool" and step["name"] not in context.tools and not expects_missing:
-            hint = _suggest(step["name"], context.tools)
-            yield (f"{at}/name", f"unknown tool {step['name']!r}",
-                   "use a tool of the mempalace 3.11.0 catalogue" + (f"; {hint}" if hint else "")
-                   + " (or expect error kind no_such_tool)")
+        if op == "call_tool":
+            yield from _tool_name(step["name"], f"{at}/name", expects_missing, context)
+        if op == "call_tools":
+            yield from _call_tools_step(step, at, context)
         if op == "server":
             yield from _server_step(data, step, at, runs_on)
         if op == "http" and subject == "fake" and "stdio" in runs_on:
@@ -369,6 +368,28 @@ def _steps(data: dict[str, Any], context: Context) -> Found:
                    "drop 'ok' (an error implies ok: false) or drop 'error'")
         if op in ("sleep", "set_env") and expect.get("ok") is False:
             yield (f"{at}/expect/ok", f"a {op} step cannot fail", "remove the expectation")
+
+
+def _tool_name(name: str, at: str, expects_missing: bool, context: Context) -> Found:
+    if name not in context.tools and not expects_missing:
+        hint = _suggest(name, context.tools)
+        yield (at, f"unknown tool {name!r}",
+               "use a tool of the mempalace 3.11.0 catalogue" + (f"; {hint}" if hint else "")
+               + " (or expect error kind no_such_tool)")
+
+
+def _call_tools_step(step: Mapping[str, Any], at: str, context: Context) -> Found:
+    """Each call's tool is known (unless its expectation is no_such_tool), and ``expect.calls``
+    has one expectation per call."""
+    calls = step["calls"]
+    expected = (step.get("expect") or {}).get("calls")
+    for index, call in enumerate(calls):
+        call_expect = expected[index] if expected and index < len(expected) else {}
+        missing = (call_expect.get("error") or {}).get("kind") == "no_such_tool"
+        yield from _tool_name(call["name"], f"{at}/calls/{index}/name", missing, context)
+    if expected is not None and len(expected) != len(calls):
+        yield (f"{at}/expect/calls", f"{len(expected)} expectation(s) for {len(calls)} call(s)",
+               "give one expectation per call, in the order of 'calls' ({} for no expectation)")
 
 
 def _server_step(data: dict[str, Any], step: Mapping[str, Any], at: str,

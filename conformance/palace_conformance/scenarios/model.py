@@ -20,7 +20,10 @@ AREAS = ("life", "tool", "stdio", "http", "wake", "feed", "diary", "prov", "mail
 PLACEHOLDERS = ("FAKE_URL", "FAKE_TOKEN", "TMP")
 #: ops the host performs (driver requests); the others (sleep, server, set_env, rpc, http) the
 #: runner does
-HOST_OPS = frozenset({"load", "event", "call_tool", "command", "settle", "shutdown", "reload"})
+HOST_OPS = frozenset({"load", "event", "call_tool", "call_tools", "command", "settle", "shutdown",
+                      "reload"})
+#: ops that call tools: a ``call_tool`` step names one, a ``call_tools`` step several at once
+TOOL_CALL_OPS = frozenset({"call_tool", "call_tools"})
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,8 @@ class StepExpect:
     journal: tuple[Check, ...] = ()
     tools: ToolsExpect | None = None
     elapsed_ms: Timing | None = None
+    #: a ``call_tools`` step: one expectation per call (``ok``, ``error``, ``result``), in order
+    calls: tuple[StepExpect, ...] = ()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> StepExpect | None:
@@ -174,10 +179,11 @@ class StepExpect:
         if ok is None and error is not None:
             ok = False  # an expected error implies the op failed
         timing = data.get("elapsed_ms")
+        calls = tuple(cls.from_json(call) or cls() for call in data.get("calls") or ())
         return cls(ok=ok, error=error, result=data.get("result"), has_result="result" in data,
                    effects=_checks(data.get("effects")), journal=_checks(data.get("journal")),
                    tools=ToolsExpect.from_json(data.get("tools")),
-                   elapsed_ms=Timing.from_json(timing) if timing else None)
+                   elapsed_ms=Timing.from_json(timing) if timing else None, calls=calls)
 
 
 @dataclass(frozen=True)
@@ -211,6 +217,17 @@ class Step:
         return self.transport is None or self.transport == transport
 
     @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools this step calls: a ``call_tool``'s one, each call of a ``call_tools``."""
+        if self.op == "call_tool":
+            name = self.params.get("name")
+            return (name,) if isinstance(name, str) else ()
+        if self.op == "call_tools":
+            return tuple(call["name"] for call in self.params.get("calls", ())
+                         if isinstance(call, Mapping) and isinstance(call.get("name"), str))
+        return ()
+
+    @property
     def host_op(self) -> bool:
         """Whether the host performs this step (else the runner does: sleep, server, ...)."""
         return self.op in HOST_OPS
@@ -225,6 +242,8 @@ class Step:
             request.setdefault("reason", "quit")
         elif self.op == "call_tool":
             request.setdefault("args", {})
+        elif self.op == "call_tools":
+            request["calls"] = [{"args": {}, **call} for call in request.get("calls", ())]
         elif self.op == "command":
             request.setdefault("args", "")
         elif self.op == "event":

@@ -335,7 +335,9 @@ class FakeHttpServer:
             self.token = str(rotate.params["token"])
             self.brain.journal.record("http_token_rotated", conn=call.conn)
             await self._unauthorized(call)
-        elif fault("forget_session") is not None:
+        elif (forget := fault("forget_session")) is not None:
+            # with ms: the request was in flight on a live session, which dies while it waits
+            await asyncio.sleep(int(forget.params.get("ms") or 0) / 1000)
             if call.session_id is not None and self.sessions.forget(call.session_id):
                 self.brain.journal.record("session", event="forgotten", session=call.session_id,
                                           conn=call.conn)

@@ -26,6 +26,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
+import { callToolsWith } from "./lib/call-tools.mjs";
 import { children, killChildren, spawnAttempts, waitForChildren } from "./lib/children.mjs";
 import { entryFile, importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { contentText, FakePi } from "./lib/fake-pi.mjs";
@@ -388,7 +389,7 @@ function makeOps(recorder) {
 
   return {
     ops: { hello, load, set_session: setSession, set_env: setEnv, event, list_tools: listTools,
-      call_tool: callTool, command, settle, introspect, shutdown, reload },
+      call_tool: callTool, call_tools: callToolsWith(callTool), command, settle, introspect, shutdown, reload },
     close,
   };
 }

@@ -27,6 +27,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { callToolsWith } from "./lib/call-tools.mjs";
 import { children, killChildren, waitForChildren } from "./lib/children.mjs";
 import { importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { hostLog } from "./lib/output.mjs";
@@ -235,6 +236,7 @@ function makeOps(recorder) {
       event,
       list_tools: async () => [...tools.values()],
       call_tool: callTool,
+      call_tools: callToolsWith(callTool),
       command: async (request) => {
         throw new OpError("no_such_command", `no command registered as ${JSON.stringify(request.name)}`);
       },

@@ -32,7 +32,8 @@ class Category:
 
 
 CATEGORIES: tuple[Category, ...] = (
-    Category(TOOL_RESULTS, "tool results", "what each `call_tool` returned to the agent"),
+    Category(TOOL_RESULTS, "tool results", "what each `call_tool` (and each call of a "
+             "`call_tools`) returned to the agent"),
     Category(ERRORS, "error kinds", "whether an op failed; the error's kind and code (and the "
              "palace's own message and data for `tool_error`); a host-level failure; an "
              "exception that escaped an event handler (`error` effects)"),
@@ -57,9 +58,9 @@ ORDER: Mapping[str, int] = {c.name: i for i, c in enumerate(CATEGORIES)}
 
 #: where a step's ``result`` goes, by op (any other op: :data:`OTHER`)
 OP_RESULT: Mapping[str, str] = {
-    "call_tool": TOOL_RESULTS, "event": INJECTED, "load": REGISTRATIONS, "reload": REGISTRATIONS,
-    "list_tools": REGISTRATIONS, "rpc": WIRE, "http": WIRE, "shutdown": PROCESSES,
-    "introspect": PROCESSES, "server": PROCESSES}
+    "call_tool": TOOL_RESULTS, "call_tools": TOOL_RESULTS, "event": INJECTED,
+    "load": REGISTRATIONS, "reload": REGISTRATIONS, "list_tools": REGISTRATIONS, "rpc": WIRE,
+    "http": WIRE, "shutdown": PROCESSES, "introspect": PROCESSES, "server": PROCESSES}
 #: where an effect goes, by kind; ``None``: never compared (``stderr`` is the bridge's log)
 EFFECT: Mapping[str, str | None] = {
     "tool_registered": REGISTRATIONS, "command_registered": REGISTRATIONS,

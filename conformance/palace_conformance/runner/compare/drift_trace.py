@@ -208,6 +208,8 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
                 tools += [str(t) for t in value.pop("tools", None) or ()]
                 commands += [str(c) for c in value.pop("commands", None) or ()]
             value = value or None
+        if step.op == "call_tools" and isinstance(value, dict):
+            value = without_durations(value)
         if isinstance(value, dict) and isinstance(value.get("messages"), list):
             value["messages"] = [
                 m for m in value["messages"]
@@ -339,3 +341,12 @@ def _process_records(records: Iterable[Mapping[str, Any]],
 def _unique(names: Iterable[str]) -> list[str]:
     """Registration order, each name once (a re-registration is not a second tool)."""
     return list(dict.fromkeys(names))
+
+
+def without_durations(result: dict[str, Any]) -> dict[str, Any]:
+    """A ``call_tools`` result without each call's ``ms``: a duration is no drift."""
+    calls = result.get("calls")
+    if not isinstance(calls, list):
+        return result
+    return {**result, "calls": [{k: v for k, v in call.items() if k != "ms"}
+                                if isinstance(call, dict) else call for call in calls]}

@@ -124,10 +124,11 @@ def op_deadline(step: Step, options: RunOptions) -> int:
     return deadline
 
 
-def _cannot_reload(step: Step, record: StepRecord) -> bool:
-    """A ``reload`` the host refused as a request it does not serve (DRIVER.md: a host that
-    cannot reload its bridge, or predates the op, answers ``bad_request``): the host's limit,
-    not the bridge's failure, so the run is not applicable, unless the step expects that."""
+def _refused_op(step: Step, record: StepRecord) -> bool:
+    """A ``reload`` or ``call_tools`` the host refused as a request it does not serve (DRIVER.md:
+    a host that cannot reload its bridge or make concurrent calls, or predates the op, answers
+    ``bad_request``): the host's limit, not the bridge's failure, so the run is not applicable,
+    unless the step expects that."""
     kind = (record.error or {}).get("kind")
     expected = step.expect is not None and step.expect.error is not None
     return record.ok is False and kind == "bad_request" and not expected
@@ -242,9 +243,13 @@ class _Execution:
             if step.op == "load" and self._load_failed(step, record):
                 reason = record.failure or (record.error or {}).get("message", "load failed")
                 return self._not_testable(f"host failed to load the bridge: {reason}")
-            if step.op == "reload" and _cannot_reload(step, record):
+            if step.op == "reload" and _refused_op(step, record):
                 self.result.steps = self.steps
                 return self._not_applicable("the host cannot reload its bridge: "
+                                            + str((record.error or {}).get("message", "")))
+            if step.op == "call_tools" and _refused_op(step, record):
+                self.result.steps = self.steps
+                return self._not_applicable("the host cannot make concurrent calls: "
                                             + str((record.error or {}).get("message", "")))
         return self._finish(scenario)
 
@@ -316,8 +321,8 @@ class _Execution:
             request.update(env=self.world.env, cwd=str(self.world.root), options={})
         op = request.pop("op")
         profile = self.options.profile
-        if profile is not None and op == "call_tool" and isinstance(request.get("name"), str):
-            request["name"] = profile_edges.outgoing_tool(profile, request["name"])
+        if profile is not None:
+            request = profile_edges.outgoing_request(profile, op, request)
         record.request = {"op": op, **request}
         if "env" in record.request and op == "load":
             record.request["env"] = _report_env(self.world.env)

@@ -48,10 +48,10 @@ def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | 
     offered = set(profile.tool_map.values())
     catalogue = _catalogue_names()
     for step in scenario.steps_for(transport):
-        name = step.params.get("name")
-        if step.op == "call_tool" and isinstance(name, str) and name not in offered \
-                and name in catalogue:
-            return f"the bridge offers no tool for {name} (its profile maps a curated tool set)"
+        for name in step.tool_names:
+            if name not in offered and name in catalogue:
+                return (f"the bridge offers no tool for {name} (its profile maps a curated "
+                        "tool set)")
     expectations = [s.expect.tools for s in scenario.steps_for(transport) if s.expect is not None]
     expectations.append(scenario.expect.tools)
     for tools in expectations:
@@ -108,6 +108,19 @@ def outgoing_tool(profile: Profile, name: str) -> str:
         if catalogue == name:
             return own
     return name
+
+
+def outgoing_request(profile: Profile, op: str, request: dict[str, Any]) -> dict[str, Any]:
+    """A driver request with every tool it calls in the bridge's names: a ``call_tool``'s
+    ``name``, each call of a ``call_tools``; any other op's request unchanged."""
+    if op == "call_tool" and isinstance(request.get("name"), str):
+        return {**request, "name": outgoing_tool(profile, request["name"])}
+    if op == "call_tools" and isinstance(request.get("calls"), list):
+        return {**request, "calls": [
+            {**call, "name": outgoing_tool(profile, call["name"])}
+            if isinstance(call, dict) and isinstance(call.get("name"), str) else call
+            for call in request["calls"]]}
+    return request
 
 
 def incoming_tools(profile: Profile,

@@ -176,6 +176,16 @@ class _Canon:
         return value
 
 
+def _parsed_calls(result: Any) -> Any:
+    """A ``call_tools`` result with each call's tool result parsed as :func:`_parsed_content`."""
+    calls = result.get("calls") if isinstance(result, dict) else None
+    if not isinstance(calls, list):
+        return result
+    return {**result, "calls": [
+        {**call, "result": _parsed_content(call["result"])}
+        if isinstance(call, dict) and "result" in call else call for call in calls]}
+
+
 def _parsed_content(result: Any) -> Any:
     """A tool result with each text item's JSON parsed (read as data, not as an escaped string)."""
     if not isinstance(result, dict) or not isinstance(result.get("content"), list):
@@ -212,7 +222,9 @@ def _step(step: StepRecord) -> dict[str, Any]:
     if step.op == "server":
         out["result"] = None  # pids and signals of the runner's own processes
     else:
-        out["result"] = _parsed_content(step.result) if step.op == "call_tool" else step.result
+        out["result"] = (_parsed_content(step.result) if step.op == "call_tool"
+                         else _parsed_calls(step.result) if step.op == "call_tools"
+                         else step.result)
     if step.effects:
         out["effects"] = step.effects
     if step.failure is not None:

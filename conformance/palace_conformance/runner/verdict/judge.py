@@ -30,7 +30,14 @@ from palace_conformance.scenarios.checks import (
     leaked_secrets,
 )
 from palace_conformance.scenarios.matching import json_equal, why_not
-from palace_conformance.scenarios.model import Check, ProcessesExpect, Scenario, Step, ToolsExpect
+from palace_conformance.scenarios.model import (
+    Check,
+    ProcessesExpect,
+    Scenario,
+    Step,
+    StepExpect,
+    ToolsExpect,
+)
 
 #: profile ``channels.errors`` value that holds a bridge to thrown errors
 THROW = "throw"
@@ -84,8 +91,8 @@ def describe_check(check: Check) -> str:
 
 
 def step_view(step: StepRecord) -> Any:
-    """The result a ``result`` matcher sees: for ``call_tool`` plus ``json`` (content[0].text
-    parsed, when it parses)."""
+    """The result a ``result`` matcher sees: for ``call_tool`` (and each call of a
+    ``call_tools``) plus ``json`` (content[0].text parsed, when it parses)."""
     result = step.result
     if step.op == "call_tool" and isinstance(result, dict):
         content = result.get("content")
@@ -120,12 +127,8 @@ class _Recorder:
                  expected=expected)
 
 
-def expectation_pointers(step: Step) -> list[str]:
-    """Every pointer a step's ``expect`` judges, for reporting a step that never ran."""
-    expect = step.expect
-    if expect is None:
-        return []
-    at = f"/steps/{step.index}/expect"
+def _reply_pointers(expect: StepExpect, at: str) -> list[str]:
+    """The pointers of an expectation's ``ok``, ``error`` and ``result`` (a step's or a call's)."""
     pointers = []
     if expect.ok is not None:
         pointers.append(f"{at}/ok")
@@ -137,6 +140,18 @@ def expectation_pointers(step: Step) -> list[str]:
             if present]
     if expect.has_result:
         pointers.append(f"{at}/result")
+    return pointers
+
+
+def expectation_pointers(step: Step) -> list[str]:
+    """Every pointer a step's ``expect`` judges, for reporting a step that never ran."""
+    expect = step.expect
+    if expect is None:
+        return []
+    at = f"/steps/{step.index}/expect"
+    pointers = _reply_pointers(expect, at)
+    for index, call in enumerate(expect.calls):
+        pointers += _reply_pointers(call, f"{at}/calls/{index}")
     pointers += [f"{at}/effects/{i}" for i in range(len(expect.effects))]
     pointers += [f"{at}/journal/{i}" for i in range(len(expect.journal))]
     if expect.tools is not None:
@@ -148,7 +163,11 @@ def expectation_pointers(step: Step) -> list[str]:
 
 
 def _expected_kinds(step: Step) -> set[str]:
-    error = step.expect.error if step.expect else None
+    return _expected_kinds_of(step.expect)
+
+
+def _expected_kinds_of(expect: StepExpect | None) -> set[str]:
+    error = expect.error if expect is not None else None
     return {error.kind} if error is not None and error.kind else set()
 
 
@@ -184,32 +203,15 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
     else:
         outcome = "ok" if record.ok else f"ok: false ({kind})"
         recorder.add(at, True, f"{step.op} completed: {outcome}", step=key)
+    if step.op == "call_tools":
+        _judge_call_outcomes(recorder, step, record)
     expect = step.expect
     if expect is None:
         return
     at = f"{at}/expect"
-    surfaced = None
-    if expect.ok is False and record.ok and observation.errors_channel != THROW:
-        surfaced = surfaced_error(record.result) if step.op == "call_tool" else None
-    if surfaced is not None:  # the error came back as an isError result: judged as that error
-        recorder.add(f"{at}/ok", False,
-                     "expected ok false, got an isError tool result (an error surfaced to the "
-                     f"agent, which core accepts; the seed throws): {surfaced.message!r}",
-                     step=key, expected=False, got=surfaced.as_error(), seed=True)
-        if expect.error is not None:
-            _judge_surfaced(recorder, f"{at}/error", key, expect.error, surfaced)
-    elif expect.ok is not None:
-        recorder.add(f"{at}/ok", record.ok == expect.ok,
-                     f"expected ok {str(expect.ok).lower()}, got {_ok_text(record)}", step=key,
-                     expected=expect.ok, got=record.ok)
-    if expect.error is not None and surfaced is None:
-        _judge_error(recorder, f"{at}/error", key, expect.error, record)
-    if expect.has_result:
-        view = step_view(record)
-        reason = why_not(expect.result, view)
-        recorder.add(f"{at}/result", reason is None,
-                     "result matches" if reason is None else f"result: {reason}", step=key,
-                     expected=expect.result, got=view if reason is not None else None)
+    _judge_reply(recorder, at, key, expect, record, observation)
+    if step.op == "call_tools" and expect.calls:
+        _judge_calls(recorder, at, key, expect.calls, record, observation)
     settled = settled_step(step, observation.steps)
     effects = [*settled.effects, *record.effects] if settled is not None else record.effects
     for index, check in enumerate(expect.effects):
@@ -237,6 +239,94 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
                      f"took {shown}; expected {expect.elapsed_ms.describe(factor)}", step=key,
                      expected=dataclasses.asdict(expect.elapsed_ms),
                      got=round(ms, 1) if ms is not None else None)
+
+
+def _judge_reply(recorder: _Recorder, at: str, key: str, expect: StepExpect, record: StepRecord,
+                 observation: Observation) -> None:
+    """``ok``, ``error`` and ``result`` of a step's reply, or of one call of a ``call_tools``
+    (then ``record`` stands for that call, op ``call_tool``)."""
+    surfaced = None
+    if expect.ok is False and record.ok and observation.errors_channel != THROW:
+        surfaced = surfaced_error(record.result) if record.op == "call_tool" else None
+    if surfaced is not None:  # the error came back as an isError result: judged as that error
+        recorder.add(f"{at}/ok", False,
+                     "expected ok false, got an isError tool result (an error surfaced to the "
+                     f"agent, which core accepts; the seed throws): {surfaced.message!r}",
+                     step=key, expected=False, got=surfaced.as_error(), seed=True)
+        if expect.error is not None:
+            _judge_surfaced(recorder, f"{at}/error", key, expect.error, surfaced)
+    elif expect.ok is not None:
+        recorder.add(f"{at}/ok", record.ok == expect.ok,
+                     f"expected ok {str(expect.ok).lower()}, got {_ok_text(record)}", step=key,
+                     expected=expect.ok, got=record.ok)
+    if expect.error is not None and surfaced is None:
+        _judge_error(recorder, f"{at}/error", key, expect.error, record)
+    if expect.has_result:
+        view = step_view(record)
+        reason = why_not(expect.result, view)
+        recorder.add(f"{at}/result", reason is None,
+                     "result matches" if reason is None else f"result: {reason}", step=key,
+                     expected=expect.result, got=view if reason is not None else None)
+
+
+def call_records(record: StepRecord) -> list[StepRecord] | None:
+    """Each call of a ``call_tools`` reply as a ``call_tool`` record (its ``ok``, ``result``,
+    ``error`` and ``ms``), or None when the reply holds no list of calls."""
+    result = record.result
+    calls = result.get("calls") if isinstance(result, dict) else None
+    if not isinstance(calls, list):
+        return None
+    records = []
+    for index, call in enumerate(calls):
+        call = call if isinstance(call, dict) else {}
+        ms = call.get("ms")
+        records.append(StepRecord(
+            index=record.index, key=f"{record.key}/calls/{index}", op="call_tool", ran=True,
+            ok=call.get("ok") if isinstance(call.get("ok"), bool) else None,
+            result=call.get("result"), error=call.get("error"),
+            elapsed_ms=float(ms) if isinstance(ms, int | float) else None))
+    return records
+
+
+def _judge_call_outcomes(recorder: _Recorder, step: Step, record: StepRecord) -> None:
+    """A ``call_tools`` reply answers every call, and no call failed for a reason of the host's
+    (``host_timeout``, ``bad_request``) unless its expectation names that kind."""
+    at = f"/steps/{step.index}"
+    if not record.ok:
+        return  # the op itself failed: the step's own record says so
+    calls = call_records(record)
+    wanted = len(step.params.get("calls", ()))
+    if calls is None or len(calls) != wanted:
+        got = "no list of calls" if calls is None else f"{len(calls)} answer(s)"
+        recorder.add(f"{at}/calls", False, f"call_tools: {wanted} calls, but the host sent "
+                     f"{got}", step=step.key, got=record.result)
+        return
+    expected = step.expect.calls if step.expect is not None else ()
+    for index, call in enumerate(calls):
+        kind = (call.error or {}).get("kind")
+        wanted_kinds = _expected_kinds_of(expected[index] if index < len(expected) else None)
+        if call.ok is False and kind in HOST_ERROR_KINDS and kind not in wanted_kinds:
+            recorder.add(f"{at}/calls/{index}", False, f"call {index}: the host could not "
+                         f"complete it: {kind}: {(call.error or {}).get('message', '')}",
+                         step=step.key, got=call.error)
+        elif call.ok is None:
+            recorder.add(f"{at}/calls/{index}", False, f"call {index}: the host's answer has "
+                         "no ok", step=step.key, got=record.result)
+
+
+def _judge_calls(recorder: _Recorder, at: str, key: str, expected: Sequence[StepExpect],
+                 record: StepRecord, observation: Observation) -> None:
+    """Each call's expectation (``expect.calls[i]``) against that call's answer."""
+    calls = call_records(record) if record.ok else None
+    if calls is None or len(calls) != len(expected):
+        why = (f"the op failed: {_ok_text(record)}" if not record.ok
+               else "the host's answer does not hold one outcome per call")
+        for index, call in enumerate(expected):
+            for pointer in _reply_pointers(call, f"{at}/calls/{index}"):
+                recorder.add(pointer, False, f"not judged: {why}", step=key)
+        return
+    for index, (call_expect, call) in enumerate(zip(expected, calls, strict=True)):
+        _judge_reply(recorder, f"{at}/calls/{index}", key, call_expect, call, observation)
 
 
 def _ok_text(record: StepRecord) -> str:

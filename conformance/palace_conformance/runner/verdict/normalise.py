@@ -108,6 +108,28 @@ def tool_result(result: Any, replacements: Sequence[tuple[str, str]] = ()) -> An
     return out
 
 
+def call_tools_result(result: Any, replacements: Sequence[tuple[str, str]] = ()) -> Any:
+    """A ``call_tools`` result as parity sees it: per call its ``ok``, error kind/code/message
+    and masked tool result, in order; never its ``ms`` (a duration differs on every run)."""
+    calls = result.get("calls") if isinstance(result, dict) else None
+    if not isinstance(calls, list):
+        return normalise(result, replacements)
+    out = []
+    for call in calls:
+        if not isinstance(call, dict):
+            out.append(normalise(call, replacements))
+            continue
+        view: dict[str, Any] = {"ok": call.get("ok")}
+        error = call.get("error")
+        if isinstance(error, dict):
+            view["error"] = normalise({k: error[k] for k in ("kind", "code", "message")
+                                       if k in error}, replacements)
+        if "result" in call:
+            view["result"] = tool_result(call["result"], replacements)
+        out.append(view)
+    return {"calls": out}
+
+
 def effect_signature(effect: Mapping[str, Any]) -> str:
     """``kind`` or ``kind:custom_type`` (a wake-up and a mailbox message are told apart)."""
     kind = str(effect.get("kind"))
@@ -125,6 +147,8 @@ def step_outcome(step: StepRecord, replacements: Sequence[tuple[str, str]] = ())
         out["error"] = normalise(error, replacements)
     if step.op == "call_tool":
         out["result"] = tool_result(step.result, replacements)
+    elif step.op == "call_tools":
+        out["result"] = call_tools_result(step.result, replacements)
     elif step.op == "server":  # pids and signals of the runner's own processes
         out["result"] = None
     else:

@@ -7,8 +7,9 @@ not the bridge's palace behaviour at all. So a run is classified *not testable* 
 
 * the scenario drives a bridge (``subject: bridge``) and expects palace contact: the palace is
   installed (``palace.installed`` is not false) and some step on this transport calls a tool
-  without expecting ``no_such_tool`` (a scenario that expects no palace tools, such as a missing
-  ``mempalace-mcp`` or an unreachable remote, expects no contact);
+  (``call_tool``, or a call of ``call_tools``) without expecting ``no_such_tool`` (a scenario
+  that expects no palace tools, such as a missing ``mempalace-mcp`` or an unreachable remote,
+  expects no contact);
 * every step ran to completion at the host (a host that hung or crashed is reported as such);
 * no ``load`` step that expects ``ok: true`` was refused (a bridge whose load raised, say on a
   malformed knob, broke a rule the scenario states: that is its failure to judge, not a palace
@@ -40,11 +41,18 @@ def expects_contact(scenario: Scenario, transport: str) -> bool:
     if scenario.subject != "bridge" or not scenario.palace.installed:
         return False
     for step in scenario.steps_for(transport):
-        if step.op != "call_tool":
+        if step.op == "call_tool":
+            expectations = [step.expect]
+        elif step.op == "call_tools":
+            calls = step.expect.calls if step.expect is not None else ()
+            expectations = [calls[i] if i < len(calls) else None
+                            for i in range(len(step.tool_names))]
+        else:
             continue
-        error = step.expect.error if step.expect is not None else None
-        if error is None or error.kind != "no_such_tool":
-            return True
+        for expect in expectations:
+            error = expect.error if expect is not None else None
+            if error is None or error.kind != "no_such_tool":
+                return True
     return False
 
 

@@ -32,6 +32,23 @@ def _404_never_retried(original: Any) -> Any:
     return judge
 
 
+def _generation_never_advances(original: Any) -> Any:
+    def on_initialized(self: Any, session_id: str | None, protocol_version: str) -> None:
+        original(self, session_id, protocol_version)
+        self.generation -= 1  # every session looks like the first: a stale 404 is not told apart
+
+    return on_initialized
+
+
+def _stale_404_forgets(original: Any) -> Any:
+    def forget(self: Any, sent: Any) -> None:
+        if sent.generation <= self.generation:  # any older session's failure drops the current
+            self.session_id = None
+            self.needs_init = True
+
+    return forget
+
+
 def _401_renews(original: Any) -> Any:
     from palace_bridge.session import Verdict
 
@@ -230,6 +247,13 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("http-404-retried-twice", "HTTP-04",
        "a 404 on the retried call renews the session and retries again",
        (f"{SESSION}:HttpSession.judge", _404_retried_twice)),
+    mutant("http-in-flight-404-renews-again", "HTTP-04",
+       "a request sent on the old session whose 404 arrives after another renewed it renews the "
+       "session again instead of retrying on the new one",
+       (f"{SESSION}:HttpSession.on_initialized", _generation_never_advances)),
+    mutant("http-stale-404-forgets-renewed", "HTTP-04",
+       "a 404 from a session already replaced forgets its replacement (a needless re-initialize)",
+       (f"{SESSION}:HttpSession._forget", _stale_404_forgets)),
     mutant("http-404-never-retried", "HTTP-04",
        "a 404 on a session request fails the call without renewing and retrying",
        (f"{SESSION}:HttpSession.judge", _404_never_retried)),
