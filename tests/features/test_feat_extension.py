@@ -179,6 +179,30 @@ def test_feed_and_mailbox_knobs_off() -> None:
     assert [c[0] for c in client.calls] == ["mempalace_status", "mempalace_diary_read"]
 
 
+@pytest.mark.parametrize(("dropped", "has_mailbox"), [
+    (None, True),  # control: both gates hold
+    ("MEMPALACE_PI_DEVICE", False),
+    ("MEMPALACE_REMOTE_URL", False),
+])
+def test_a_missing_gate_leaves_no_mailbox_and_no_mailbox_call(dropped: str | None,
+                                                              has_mailbox: bool) -> None:
+    """MAIL-01: a Mailbox always has an address; without a gate there is none, so no call."""
+    env = {k: v for k, v in {**SHARED, "MEMPALACE_FEED": "0",
+                             "MEMPALACE_MAILBOX_POLL_MS": "0"}.items() if k != dropped}
+    bridge, host, client, _, _ = load(env)
+
+    async def session() -> None:
+        await host.emit("session_start", {"reason": "startup"})
+        await host.emit("before_agent_start", {"prompt": "hi"})
+        await host.emit("agent_settled", {})
+        await bridge.drain()
+
+    asyncio.run(session())
+    assert (bridge.mailbox is not None) is has_mailbox
+    assert ("mempalace_event_list" in [c[0] for c in client.calls]) is has_mailbox
+    assert host.of_kind("message") == []
+
+
 def test_the_client_is_created_once_at_load_from_a_snapshot(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import palace_bridge.client

@@ -37,13 +37,13 @@ class Log:
         return {"events": out, "count": len(out)}
 
 
-def make(events: list[dict[str, Any]] | None = None, me: str | None = ME,
+def make(events: list[dict[str, Any]] | None = None,
          poll_ms: int = 300000) -> tuple[Mailbox, RecordingHost, FakeClient, FakeClock]:
     log = Log(events if events is not None else [ask("e1", 1)])
     client = FakeClient(handlers={"mempalace_event_list": log})
     host = RecordingHost()
     clock = FakeClock()
-    return Mailbox(client, host, me, poll_ms, clock), host, client, clock
+    return Mailbox(client, host, ME, poll_ms, clock), host, client, clock
 
 
 def test_the_two_event_list_calls() -> None:
@@ -63,17 +63,6 @@ def test_poll_delivers_as_steer_without_a_turn() -> None:
     assert message["deliver_as"] == "steer" and message["trigger_turn"] is False
     assert "e1" in message["content"] and "rebase branch feat/x" in message["content"]
     assert message["details"]["event_ids"] == ["e1"]
-
-
-def test_inactive_mailbox_makes_no_call() -> None:
-    mailbox, host, client, _ = make(me=None)
-
-    async def scenario() -> None:
-        await mailbox.poll()
-        assert await mailbox.wakeup_section() is None
-
-    asyncio.run(scenario())
-    assert client.calls == [] and host.effects == []
 
 
 def test_poll_floor() -> None:

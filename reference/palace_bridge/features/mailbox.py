@@ -99,20 +99,14 @@ class Mailbox:
 
     caller: PalaceCaller
     host: Host
-    me: str | None  # None: a gate is missing or the mailbox is off -> no call at all
+    me: str  # this device's address (pi@<device>); no Mailbox exists while a gate is missing
     poll_ms: int
     clock: Clock
     delivered: set[str] = field(default_factory=set)
     last_poll: float | None = None
 
-    @property
-    def active(self) -> bool:
-        return self.me is not None
-
     async def fetch(self) -> list[dict[str, Any]] | None:
         """The current owed set, or None when the palace did not answer properly."""
-        if self.me is None:
-            return None
         self.last_poll = self.clock.now_ms()
         try:
             inbox = await self.caller.call_tool(
@@ -135,9 +129,7 @@ class Mailbox:
         return fresh
 
     async def wakeup_section(self) -> str | None:
-        """The mailbox part of the wake-up message, or None (inactive, failed, nothing owed)."""
-        if self.me is None:
-            return None
+        """The mailbox part of the wake-up message, or None (failed, nothing owed)."""
         items = await self.fetch()
         if not items:
             return None
@@ -145,8 +137,7 @@ class Mailbox:
         return format_items(self.me, fresh) if fresh else None
 
     def due(self) -> bool:
-        if self.me is None:
-            return False
+        """Whether the poll floor has passed since the last fetch (the wake-up's counts)."""
         return self.last_poll is None or self.clock.now_ms() - self.last_poll >= self.poll_ms
 
     async def poll(self) -> None:
@@ -154,7 +145,7 @@ class Mailbox:
         if not self.due():
             return
         items = await self.fetch()
-        if not items or self.me is None:
+        if not items:
             return
         fresh = self._undelivered(items)
         if not fresh:
