@@ -31,6 +31,7 @@ from mutation.module_map import (
     load_catalogue_facts,
     problems,
     selections,
+    shipped_scenario_ids,
 )
 from mutation.report import Report, TriageError, load_triage
 from mutation.sessions import (
@@ -116,9 +117,8 @@ def _report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
         if session.db.exists():
             every += records(session)
     runs = _load_runs(out)
-    _, scenarios = load_catalogue_facts()
     return Report(every, _areas(module_map, known),
-                  load_triage(known=known, scenarios=[scenario.id for scenario in scenarios]),
+                  load_triage(known=known, scenarios=shipped_scenario_ids()),
                   [runs[m] | {"module": m} for m in sorted(runs)])
 
 

@@ -93,6 +93,13 @@ def load_catalogue_facts() -> tuple[list[str], list[Any]]:
     return known, list(catalogue.scenarios)
 
 
+def shipped_scenario_ids() -> list[str]:
+    """Every shipped scenario id, the slow tier's included: what a triage entry may name."""
+    from palace_conformance.scenarios.loader import load_catalogue, shipped_roots
+
+    return [scenario.id for scenario in load_catalogue(shipped_roots(slow=True)).scenarios]
+
+
 def selections(module_map: ModuleMap) -> dict[str, list[str]]:
     """Module → the scenario ids that judge its mutants."""
     known, scenarios = load_catalogue_facts()
