@@ -348,12 +348,14 @@ class ReferenceHost:
     async def _one_call(self, call: dict[str, Any], call_id: str) -> dict[str, Any]:
         """One call of ``call_tools``, through ``call_tool``: ``{ok, result | error, ms}``."""
         started = time.monotonic()
-        timeout_ms = call.get("timeout_ms")
-        bounded = isinstance(timeout_ms, int | float) and not isinstance(timeout_ms, bool)
+        given = call.get("timeout_ms")
+        bounded = isinstance(given, int | float) and not isinstance(given, bool)
+        timeout_ms = given if bounded else None
         outcome: dict[str, Any]
         try:
             work = self.call_tool({**call, "id": call_id})
-            result = await (asyncio.wait_for(work, timeout_ms / 1000) if bounded else work)
+            result = await (asyncio.wait_for(work, timeout_ms / 1000) if timeout_ms is not None
+                            else work)
             outcome = {"ok": True, "result": result}
         except TimeoutError:
             outcome = {"ok": False, "error": {

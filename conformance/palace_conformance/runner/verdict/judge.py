@@ -321,8 +321,8 @@ def _judge_calls(recorder: _Recorder, at: str, key: str, expected: Sequence[Step
     if calls is None or len(calls) != len(expected):
         why = (f"the op failed: {_ok_text(record)}" if not record.ok
                else "the host's answer does not hold one outcome per call")
-        for index, call in enumerate(expected):
-            for pointer in _reply_pointers(call, f"{at}/calls/{index}"):
+        for index, call_expect in enumerate(expected):
+            for pointer in _reply_pointers(call_expect, f"{at}/calls/{index}"):
                 recorder.add(pointer, False, f"not judged: {why}", step=key)
         return
     for index, (call_expect, call) in enumerate(zip(expected, calls, strict=True)):
