@@ -1,6 +1,7 @@
 """The driver protocol's vocabulary (DRIVER.md), defined once for the runner, the hosts and the
 judge: the protocol version, transports, capabilities, error and effect kinds, the custom message
-types the seed's bridge uses, and the runner's default deadline for one op.
+types the seed's bridge uses, the runner's default deadline for one op, and where a ``call_tools``
+reply holds its outcomes.
 
 Import-free on purpose: the command modules read it without loading any engine. A test keeps these
 in step with ``fixtures/schema/scenario.schema.json`` and DRIVER.md.
@@ -8,7 +9,7 @@ in step with ``fixtures/schema/scenario.schema.json`` and DRIVER.md.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 #: ``hello.result.protocol``; a host with another major version is refused
 DRIVER_PROTOCOL: Final = 1
@@ -40,6 +41,13 @@ HOST_START: Final = "host_start"  # the host command could not be started
 #: how many calls one ``call_tools`` op carries (DRIVER.md, "Ops")
 CALL_TOOLS_MIN: Final = 2
 CALL_TOOLS_MAX: Final = 8
+
+
+def call_outcomes(result: Any) -> list[Any] | None:
+    """A ``call_tools`` reply's outcomes, one per call in request order (``result.calls``), or
+    None when the reply holds no such list; each outcome is still untrusted."""
+    calls = result.get("calls") if isinstance(result, dict) else None
+    return calls if isinstance(calls, list) else None
 
 #: what a host records as a bridge's host-visible side effects (DRIVER.md, "Effects")
 EFFECT_KINDS: Final = ("tool_registered", "command_registered", "message", "user_message",

@@ -157,6 +157,21 @@ def test_shutdown_joins_the_in_flight_settled_feed_then_stops_the_client() -> No
     assert client.stopped == 1
 
 
+def first_turn(bridge: Any, host: Any, *, then_shutdown: bool) -> None:
+    """session_start, a prompt and one settle whose background work is drained; then, if asked,
+    session_shutdown."""
+
+    async def session() -> None:
+        await host.emit("session_start", {"reason": "startup"})
+        await host.emit("before_agent_start", {"prompt": "hi"})
+        await host.emit("agent_settled", {})
+        await bridge.drain()
+        if then_shutdown:
+            await host.emit("session_shutdown", {"reason": "quit"})
+
+    asyncio.run(session())
+
+
 def test_config_warnings_reach_stderr() -> None:
     _, host, _, _, _ = load({"MEMPALACE_FEED_DEBOUNCE_MS": "soon"})
     [line] = host.of_kind("stderr")
@@ -166,15 +181,7 @@ def test_config_warnings_reach_stderr() -> None:
 def test_feed_and_mailbox_knobs_off() -> None:
     env = {**SHARED, "MEMPALACE_FEED": "0", "MEMPALACE_MAILBOX": "0"}
     bridge, host, client, scripted, _ = load(env)
-
-    async def session() -> None:
-        await host.emit("session_start", {"reason": "startup"})
-        await host.emit("before_agent_start", {"prompt": "hi"})
-        await host.emit("agent_settled", {})
-        await bridge.drain()
-        await host.emit("session_shutdown", {"reason": "quit"})
-
-    asyncio.run(session())
+    first_turn(bridge, host, then_shutdown=True)
     assert scripted.calls == []
     assert [c[0] for c in client.calls] == ["mempalace_status", "mempalace_diary_read"]
 
@@ -190,14 +197,7 @@ def test_a_missing_gate_leaves_no_mailbox_and_no_mailbox_call(dropped: str | Non
     env = {k: v for k, v in {**SHARED, "MEMPALACE_FEED": "0",
                              "MEMPALACE_MAILBOX_POLL_MS": "0"}.items() if k != dropped}
     bridge, host, client, _, _ = load(env)
-
-    async def session() -> None:
-        await host.emit("session_start", {"reason": "startup"})
-        await host.emit("before_agent_start", {"prompt": "hi"})
-        await host.emit("agent_settled", {})
-        await bridge.drain()
-
-    asyncio.run(session())
+    first_turn(bridge, host, then_shutdown=False)
     assert (bridge.mailbox is not None) is has_mailbox
     assert ("mempalace_event_list" in [c[0] for c in client.calls]) is has_mailbox
     assert host.of_kind("message") == []

@@ -22,8 +22,6 @@ PLACEHOLDERS = ("FAKE_URL", "FAKE_TOKEN", "TMP")
 #: runner does
 HOST_OPS = frozenset({"load", "event", "call_tool", "call_tools", "command", "settle", "shutdown",
                       "reload"})
-#: ops that call tools: a ``call_tool`` step names one, a ``call_tools`` step several at once
-TOOL_CALL_OPS = frozenset({"call_tool", "call_tools"})
 
 
 @dataclass(frozen=True)

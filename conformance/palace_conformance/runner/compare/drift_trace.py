@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from palace_conformance.contract import MAILBOX_TYPE, WAKEUP_TYPE
+from palace_conformance.contract import MAILBOX_TYPE, WAKEUP_TYPE, call_outcomes
 from palace_conformance.runner.compare.categories import (
     CATEGORIES,
     ERRORS,
@@ -345,8 +345,8 @@ def _unique(names: Iterable[str]) -> list[str]:
 
 def without_durations(result: dict[str, Any]) -> dict[str, Any]:
     """A ``call_tools`` result without each call's ``ms``: a duration is no drift."""
-    calls = result.get("calls")
-    if not isinstance(calls, list):
+    calls = call_outcomes(result)
+    if calls is None:
         return result
     return {**result, "calls": [{k: v for k, v in call.items() if k != "ms"}
                                 if isinstance(call, dict) else call for call in calls]}

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any
 
+from palace_conformance.contract import call_outcomes
 from palace_conformance.runner.results import ScenarioResult, StepRecord
 from palace_conformance.runner.verdict.normalise import (
     TIME_KEYS,
@@ -178,8 +179,8 @@ class _Canon:
 
 def _parsed_calls(result: Any) -> Any:
     """A ``call_tools`` result with each call's tool result parsed as :func:`_parsed_content`."""
-    calls = result.get("calls") if isinstance(result, dict) else None
-    if not isinstance(calls, list):
+    calls = call_outcomes(result)
+    if calls is None:
         return result
     return {**result, "calls": [
         {**call, "result": _parsed_content(call["result"])}

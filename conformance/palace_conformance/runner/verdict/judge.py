@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from palace_conformance.contract import HOST_ERROR_KINDS
+from palace_conformance.contract import HOST_ERROR_KINDS, call_outcomes
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.results import CORE, FAIL, PASS, SEED, CheckRecord, StepRecord
 from palace_conformance.runner.verdict.early_end import settled_step
@@ -272,9 +272,8 @@ def _judge_reply(recorder: _Recorder, at: str, key: str, expect: StepExpect, rec
 def call_records(record: StepRecord) -> list[StepRecord] | None:
     """Each call of a ``call_tools`` reply as a ``call_tool`` record (its ``ok``, ``result``,
     ``error`` and ``ms``), or None when the reply holds no list of calls."""
-    result = record.result
-    calls = result.get("calls") if isinstance(result, dict) else None
-    if not isinstance(calls, list):
+    calls = call_outcomes(record.result)
+    if calls is None:
         return None
     records = []
     for index, call in enumerate(calls):

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from palace_conformance import json_pointer
+from palace_conformance.contract import call_outcomes
 from palace_conformance.runner.results import StepRecord
 
 ID_MASK = "<id>"
@@ -111,8 +112,8 @@ def tool_result(result: Any, replacements: Sequence[tuple[str, str]] = ()) -> An
 def call_tools_result(result: Any, replacements: Sequence[tuple[str, str]] = ()) -> Any:
     """A ``call_tools`` result as parity sees it: per call its ``ok``, error kind/code/message
     and masked tool result, in order; never its ``ms`` (a duration differs on every run)."""
-    calls = result.get("calls") if isinstance(result, dict) else None
-    if not isinstance(calls, list):
+    calls = call_outcomes(result)
+    if calls is None:
         return normalise(result, replacements)
     out = []
     for call in calls:
