@@ -33,7 +33,7 @@ from mutation.module_map import (
     selections,
     shipped_scenario_ids,
 )
-from mutation.report import Report, TriageError, load_triage
+from mutation.report import REPO_ROOT, Report, TriageError, load_triage
 from mutation.sessions import (
     ModuleSession,
     SessionError,
@@ -118,7 +118,8 @@ def _report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
             every += records(session)
     runs = _load_runs(out)
     return Report(every, _areas(module_map, known),
-                  load_triage(known=known, scenarios=shipped_scenario_ids()),
+                  load_triage(known=known, scenarios=shipped_scenario_ids(),
+                              tests_root=REPO_ROOT),
                   [runs[m] | {"module": m} for m in sorted(runs)])
 
 

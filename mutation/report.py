@@ -13,8 +13,10 @@ KILLED, SURVIVED, TIMEOUT, INCOMPETENT = "killed", "survived", "timeout", "incom
 EQUIVALENT, NOT_SAMPLED, PENDING = "equivalent", "not_sampled", "pending"
 STATUSES = (KILLED, TIMEOUT, SURVIVED, INCOMPETENT, EQUIVALENT, NOT_SAMPLED, PENDING)
 VERDICT_EQUIVALENT, VERDICT_OPEN, VERDICT_KILLED = "equivalent", "not yet killed", "killed since"
-VERDICTS = (VERDICT_EQUIVALENT, VERDICT_OPEN, VERDICT_KILLED)
+VERDICT_CHOICE = "reference choice"
+VERDICTS = (VERDICT_EQUIVALENT, VERDICT_OPEN, VERDICT_KILLED, VERDICT_CHOICE)
 TRIAGE_PATH = Path(__file__).with_name("triage.json")
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class TriageError(Exception):
@@ -42,22 +44,28 @@ class MutantRecord:
 @dataclass(frozen=True)
 class Verdict:
     """A survivor's triage: ``equivalent`` (with the reason), ``not yet killed`` (with the
-    behaviour ID whose scenarios should catch it), or ``killed since`` (with the scenario written
+    behaviour ID whose scenarios should catch it), ``killed since`` (with the scenario written
     after the run that kills it, and in ``reason`` how that was seen: the mutant applied by hand,
-    the scenario run, failing). A later run that kills it makes the entry stale."""
+    the scenario run, failing), or ``reference choice``: the mutant changes only what no rule
+    fixes and docs/choices.md leaves to each bridge (a bound of the reference's own), so no
+    scenario may pin it; ``test`` names the reference's unit test that kills it instead
+    (``tests/...py::test_name``). A later run that kills it makes the entry stale."""
 
     mutant: str
     verdict: str
     reason: str
     behaviour: str = ""
     scenario: str = ""
+    test: str = ""
 
 
 def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None,
-                scenarios: Iterable[str] | None = None) -> dict[str, Verdict]:
+                scenarios: Iterable[str] | None = None,
+                tests_root: Path | None = None) -> dict[str, Verdict]:
     """The checked-in triage, by mutant key; :class:`TriageError` on a malformed entry.
     ``known`` (behaviour IDs) and ``scenarios`` (scenario IDs), when given, are what entries
-    may name."""
+    may name; ``tests_root``, when given, is the checkout a ``reference choice``'s test must be
+    found in."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -71,7 +79,7 @@ def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None,
         where = f"{path.name} survivors[{index}]"
         verdict = Verdict(str(entry.get("mutant", "")), str(entry.get("verdict", "")),
                           str(entry.get("reason", "")), str(entry.get("behaviour", "")),
-                          str(entry.get("scenario", "")))
+                          str(entry.get("scenario", "")), str(entry.get("test", "")))
         if verdict.mutant.count(":") != 3:
             raise TriageError(f"{where}: 'mutant' must be MODULE:LINE:COLUMN:OPERATOR "
                               "(copy it from the report)")
@@ -90,20 +98,40 @@ def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None,
                                          and verdict.scenario not in scenario_ids)):
             raise TriageError(f"{where}: a 'killed since' survivor names the shipped scenario "
                               "that now kills it in 'scenario'")
+        if verdict.verdict == VERDICT_CHOICE:
+            _check_test(where, verdict.test, tests_root)
         if verdict.mutant in verdicts:
             raise TriageError(f"{where}: {verdict.mutant} is triaged twice")
         verdicts[verdict.mutant] = verdict
     return verdicts
 
 
+def _check_test(where: str, test: str, root: Path | None) -> None:
+    """A ``reference choice`` names ``tests/FILE.py::test_name``, a test function that exists."""
+    path, _, name = test.partition("::")
+    if not (path.startswith("tests/") and path.endswith(".py") and name.startswith("test_")):
+        raise TriageError(f"{where}: a 'reference choice' survivor names the unit test that "
+                          "kills it in 'test', as tests/FILE.py::test_name")
+    if root is None:
+        return
+    try:
+        source = (root / path).read_text(encoding="utf-8")
+    except OSError:
+        raise TriageError(f"{where}: the test file {path} does not exist") from None
+    if f"def {name}(" not in source:
+        raise TriageError(f"{where}: {path} has no test named {name}")
+
+
 @dataclass
 class Tally:
     """Counts by status; the score is killed (timeouts and survivors a later scenario kills
-    included) over killed plus survivors, leaving out survivors triaged equivalent."""
+    included) over killed plus survivors, leaving out survivors triaged equivalent and those
+    triaged a reference choice (the catalogue must not judge them; counted apart)."""
 
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATUSES, 0))
     equivalent_survivors: int = 0
     killed_since: int = 0
+    reference_choices: int = 0
 
     def add(self, record: MutantRecord, verdict: str | None) -> None:
         self.counts[record.status] += 1
@@ -111,6 +139,8 @@ class Tally:
             self.equivalent_survivors += 1
         if record.status == SURVIVED and verdict == VERDICT_KILLED:
             self.killed_since += 1
+        if record.status == SURVIVED and verdict == VERDICT_CHOICE:
+            self.reference_choices += 1
 
     @property
     def run(self) -> int:
@@ -120,13 +150,14 @@ class Tally:
     def score(self) -> float | None:
         """Killed share of the non-equivalent mutants that ran; None when none ran."""
         ran = self.counts[KILLED] + self.counts[TIMEOUT]
-        judged = ran + self.counts[SURVIVED] - self.equivalent_survivors
+        judged = (ran + self.counts[SURVIVED] - self.equivalent_survivors
+                  - self.reference_choices)
         return (ran + self.killed_since) / judged if judged else None
 
     def to_json(self) -> dict[str, Any]:
         score = self.score
         return {**self.counts, "equivalent_survivors": self.equivalent_survivors,
-                "killed_since": self.killed_since,
+                "killed_since": self.killed_since, "reference_choices": self.reference_choices,
                 "score": None if score is None else round(score, 4)}
 
 
@@ -194,7 +225,7 @@ class Report:
         lines = ["# Mutation report: reference/palace_bridge", ""]
         total = self.total()
         lines.append(f"Score (killed, timed out, or killed since by a newer scenario, over the "
-                     f"non-equivalent mutants run): "
+                     f"mutants run that are neither equivalent nor a reference choice): "
                      f"{_percent(total.score)}; " + _counts(total) + ".")
         lines += ["", "## Per module", "", _table_head("module")]
         lines += [_row(m, t) for m, t in self.by_module().items()]
@@ -213,6 +244,7 @@ class Report:
             said = ("UNTRIAGED" if verdict is None else
                     f"{verdict.verdict}" + (f" ({verdict.behaviour})" if verdict.behaviour else "")
                     + (f" by `{verdict.scenario}`" if verdict.scenario else "")
+                    + (f", killed by `{verdict.test}`" if verdict.test else "")
                     + f": {verdict.reason}")
             lines += [f"### `{record.key}`", "", said, ""]
             if record.note:
@@ -232,7 +264,8 @@ def _verdict_json(verdict: Verdict | None) -> dict[str, str] | None:
     if verdict is None:
         return None
     return {"verdict": verdict.verdict, "reason": verdict.reason, "behaviour": verdict.behaviour,
-            **({"scenario": verdict.scenario} if verdict.scenario else {})}
+            **({"scenario": verdict.scenario} if verdict.scenario else {}),
+            **({"test": verdict.test} if verdict.test else {})}
 
 
 def _percent(score: float | None) -> str:
@@ -245,18 +278,23 @@ def _counts(tally: Tally) -> str:
         shown.append(f"{tally.equivalent_survivors} survivor(s) triaged equivalent")
     if tally.killed_since:
         shown.append(f"{tally.killed_since} survivor(s) killed since by a newer scenario")
+    if tally.reference_choices:
+        shown.append(f"{tally.reference_choices} survivor(s) a reference choice (killed by a "
+                     "unit test, left out of the score)")
     return ", ".join(shown) or "nothing run"
 
 
 def _table_head(first: str) -> str:
     return (f"| {first} | score | killed | timeout | survived | equivalent survivors | "
-            "killed since | incompetent | equivalent (annotations) | not sampled | pending |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|")
+            "killed since | reference choice | incompetent | equivalent (annotations) | "
+            "not sampled | pending |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _row(name: str, tally: Tally) -> str:
     c = tally.counts
     return (f"| {name} | {_percent(tally.score)} | {c[KILLED]} | {c[TIMEOUT]} | {c[SURVIVED]} | "
-            f"{tally.equivalent_survivors} | {tally.killed_since} | {c[INCOMPETENT]} | "
+            f"{tally.equivalent_survivors} | {tally.killed_since} | {tally.reference_choices} | "
+            f"{c[INCOMPETENT]} | "
             f"{c[EQUIVALENT]} | "
             f"{c[NOT_SAMPLED]} | {c[PENDING]} |")

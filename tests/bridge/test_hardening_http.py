@@ -176,3 +176,33 @@ def test_an_oversized_sse_event_is_a_protocol_error(hostile, monkeypatch):
             await client.stop()
 
     run(main())
+
+
+def test_an_answer_past_64_mib_is_a_protocol_error(hostile):
+    """docs/choices.md: one HTTP answer is at most 64 MiB, whatever it declares; past that the
+    call fails with an error naming the bound. The reference's own choice, which no scenario may
+    pin (another bridge may take the answer whole), so this test sends the real 64 MiB and one
+    byte more rather than lowering the bound as the others do."""
+    bound = 64 * 1024 * 1024
+
+    async def handler(message: dict, exchange: Exchange) -> None:
+        if message.get("method") == "tools/call":
+            text = {"type": "text", "text": "ok"}
+            await exchange.json({"jsonrpc": "2.0", "id": message["id"],
+                                 "result": {"content": [text], "_padding": "x" * bound}})
+            return
+        await exchange.accepted()
+
+    server = hostile(handler)
+    client = create_client(remote_env(server.url, MEMPALACE_MCP_TIMEOUT_MS="60000"),
+                           stderr=io.StringIO())
+
+    async def main() -> None:
+        assert await client.start()
+        try:
+            with pytest.raises(PalaceProtocolError, match=f"exceeded {bound} bytes"):
+                await asyncio.wait_for(client.call_tool("mempalace_status", {}), TEST_BOUND_S)
+        finally:
+            await client.stop()
+
+    run(main())

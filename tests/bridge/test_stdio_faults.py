@@ -17,6 +17,7 @@ from palace_bridge.errors import (
     PalaceToolError,
     PalaceUnavailable,
 )
+from palace_bridge.stdio import StdioConnection
 
 from .support import SLACK_S, Scenario, alive, eventually, run, wait_until
 
@@ -515,6 +516,30 @@ def test_large_result_is_handled(scenario):
 
     result = run(main())
     assert len(result.raw["_padding"]) == 3000000
+
+
+def test_stdio13_a_message_past_the_bound_fails_its_call_and_restarts_the_child(
+        scenario, monkeypatch):
+    """docs/choices.md (one stdio message is at most 64 MiB): the call the oversized message
+    answers fails at once, the connection closed with the bound as its reason, not after its
+    timeout, and the child is restarted,
+    since the stream after it cannot be trusted. The reference's own choice, which no scenario
+    may pin (another bridge may drop the line, or take it whole); the bound is lowered to 1 MiB
+    so the test sends 2 MB, not 64 MiB."""
+    monkeypatch.setitem(StdioConnection.__init__.__kwdefaults__, "max_line", 1 << 20)
+    scenario.faults = ["oversized@mempalace_status,bytes=2000000"]
+
+    async def main():
+        client = scenario.client(MEMPALACE_MCP_TIMEOUT_MS="20000")
+        await client.start()
+        with pytest.raises(PalaceConnectionClosed, match="grew past 1048576 bytes"):
+            await call_status(client)
+        after = await call_status(client)
+        await client.stop()
+        return after
+
+    assert not run(main()).is_error
+    assert len(scenario.pids()) == 2
 
 
 def test_partial_line_then_exit_is_a_closed_connection(scenario):

@@ -13,6 +13,7 @@ from mutation.report import (
     KILLED,
     NOT_SAMPLED,
     PENDING,
+    REPO_ROOT,
     SURVIVED,
     TIMEOUT,
     MutantRecord,
@@ -62,6 +63,22 @@ def test_a_survivor_killed_since_counts_as_killed_and_stays_in_the_denominator()
     assert "killed since by `x.y`: applied by hand: fails" in text
     assert "1 survivor(s) killed since by a newer scenario" in text
     assert report.to_json()["survivors"][1]["triage"]["scenario"] == "x.y"
+
+
+def test_a_reference_choice_leaves_the_denominator_and_is_counted_apart() -> None:
+    key = "b.py:2:4:NumberReplacer"
+    test = "tests/bridge/test_x.py::test_bound"
+    triage = {key: Verdict(key, "reference choice", "a bound of its own", test=test)}
+    report = Report(RECORDS, AREAS, triage)
+    b = report.by_module()["b.py"]
+    assert b.score == 1.0 and b.reference_choices == 1 and b.equivalent_survivors == 0
+    assert report.total().score == pytest.approx(3 / 4)  # a.py:3 still survives
+    text = report.markdown()
+    assert f"reference choice, killed by `{test}`: a bound of its own" in text
+    assert "1 survivor(s) a reference choice" in text
+    assert "| b.py | 100.0% | 1 | 0 | 1 | 0 | 0 | 1 |" in text
+    assert report.to_json()["modules"]["b.py"]["reference_choices"] == 1
+    assert report.to_json()["survivors"][1]["triage"]["test"] == test
 
 
 def test_a_mutant_counts_in_every_area_of_its_module() -> None:
@@ -121,11 +138,21 @@ def write_triage(tmp_path: Path, *entries: dict[str, str]) -> Path:
      "names the shipped scenario"),
     ({"mutant": "a.py:1:2:Op", "verdict": "killed since", "reason": "r", "scenario": "no.such"},
      "names the shipped scenario"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "reference choice", "reason": "r"},
+     "names the unit test"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "reference choice", "reason": "r",
+      "test": "tests/x.py"}, "names the unit test"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "reference choice", "reason": "r",
+      "test": "tests/no_such_file.py::test_x"}, "does not exist"),
+    ({"mutant": "a.py:1:2:Op", "verdict": "reference choice", "reason": "r",
+      "test": "tests/mutation_tool/test_mutation_report.py::test_no_such_test"},
+     "has no test named"),
 ])
 def test_a_malformed_triage_entry_is_one_line(tmp_path: Path, entry: dict[str, str],
                                               message: str) -> None:
     with pytest.raises(TriageError, match=message):
-        load_triage(write_triage(tmp_path, entry), known=["STDIO-06"], scenarios=["x.y"])
+        load_triage(write_triage(tmp_path, entry), known=["STDIO-06"], scenarios=["x.y"],
+                    tests_root=REPO_ROOT)
 
 
 def test_a_mutant_triaged_twice_is_refused(tmp_path: Path) -> None:
@@ -136,7 +163,7 @@ def test_a_mutant_triaged_twice_is_refused(tmp_path: Path) -> None:
 
 def test_the_shipped_triage_is_valid_and_names_mapped_modules() -> None:
     known, _ = load_catalogue_facts()
-    verdicts = load_triage(known=known, scenarios=shipped_scenario_ids())
+    verdicts = load_triage(known=known, scenarios=shipped_scenario_ids(), tests_root=REPO_ROOT)
     mapped = set(ModuleMap.load().modules)
     assert all(key.split(":")[0] in mapped for key in verdicts)
 
