@@ -4,6 +4,7 @@ server cannot do must start cold."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -84,6 +85,27 @@ def test_a_warm_child_has_its_own_cwd_env_session_and_dies_by_its_signal(
         proc.kill()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG)")
+def test_a_warm_child_dies_with_a_warm_server_killed_outright(
+        tmp_path: Path, server: warm.WarmServer) -> None:
+    """A runner killed with its process group (a CI timeout) takes the warm server, not the
+    children in their own sessions: they must not outlive it, whatever they are doing."""
+    proc = warm.popen([*CLI, "fake", "http", "--port", "0", "--ready-file", "ready.json"],
+                      env=_env(tmp_path), cwd=tmp_path, stderr=subprocess.DEVNULL,
+                      server=server)
+    try:
+        _wait_for(tmp_path / "ready.json")
+        assert procs.alive(proc.pid)
+        os.kill(server._proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        deadline = time.monotonic() + 30
+        while procs.alive(proc.pid):
+            assert time.monotonic() < deadline, "the warm child outlived its server"
+            time.sleep(0.02)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
 
 
 def test_exit_codes_and_standard_streams_are_the_childs(tmp_path: Path,

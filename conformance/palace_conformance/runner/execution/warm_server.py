@@ -36,6 +36,8 @@ PRELOAD = ("palace_conformance.hosts.reference", "palace_conformance.cli",
            "anyio._backends._asyncio", "certifi", "concurrent.futures.thread", "jsonschema")
 #: each request: this header (the JSON body's length), then the body
 REQUEST_HEADER = struct.Struct("!I")
+#: prctl(2) option: the signal a process gets when its parent dies
+PR_SET_PDEATHSIG = 1
 
 def serve() -> None:
     """The warm server's main loop: import everything, then fork a child per request, reap
@@ -102,6 +104,7 @@ def _reap(statuses: dict[int, int]) -> None:
 
 
 def _fork(request: dict[str, Any], streams: tuple[int, int, int]) -> int:
+    server = os.getpid()
     try:
         pid = os.fork()
     except OSError:
@@ -116,12 +119,28 @@ def _fork(request: dict[str, Any], streams: tuple[int, int, int]) -> int:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
+        _die_with(server)
         for source, target in zip(streams, (0, 1, 2), strict=True):
             os.dup2(source, target)
         os.closerange(3, _max_fd())
         code = _run_child(request)
     finally:
         os._exit(code)
+
+
+def _die_with(server: int) -> None:
+    """Linux: the child gets SIGKILL when the warm server dies. A child is in its own session, so
+    a runner killed with its process group (a CI job's timeout, cosmic-ray's, which kill with
+    SIGKILL) takes the server but not the child; a host whose bridge spins never reads the EOF
+    that would otherwise end it. Elsewhere nothing changes: the child ends on that EOF."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # only here: the server's start imports the standard library's least
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != server:  # the server died before prctl took effect
+        os._exit(128 + signal.SIGKILL)
 
 
 def _close_all(fds: Sequence[int]) -> None:
