@@ -1,7 +1,9 @@
 """``python -m mutation``: mutation testing of the reference bridge, judged by the catalogue.
 
     python -m mutation run [--module M]... [--sample N --seed S] [--out DIR] [--selection S]
-    python -m mutation report [--out DIR]      the report of every session under DIR
+    python -m mutation report [--out DIR] [--from DIR]...
+                                               the report of every session under DIR (and
+                                               of other run directories, combined)
     python -m mutation selections              module → behaviours → scenario count
 
 Run it from the checkout (tox -e mutation, tox -e mutation-sample). docs/mutation.md says why
@@ -90,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
                           "both transports (the superset, the tool's first design)")
     report = sub.add_parser("report", help="write the report of every session under --out")
     report.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    report.add_argument("--from", dest="sources", type=Path, action="append", default=[],
+                        metavar="DIR",
+                        help="also read the sessions of another run directory (repeatable; "
+                             "runs in parallel each have their own): a module's mutants come "
+                             "from the first of --out and these, in order, that ran it; the "
+                             "combined report is written to --out")
     sub.add_parser("selections", help="print each module's behaviours and scenario count")
     return parser
 
@@ -110,13 +118,21 @@ def _load_runs(out: Path) -> dict[str, dict[str, object]]:
         return {}
 
 
-def _report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
+def _report(out: Path, module_map: ModuleMap, known: Sequence[str],
+            sources: Sequence[Path] = ()) -> Report:
+    """The report of ``out``'s sessions, and of each module ``out`` did not run, from the first
+    of ``sources`` that did (with that directory's run facts)."""
     every = []
+    runs: dict[str, dict[str, object]] = {}
     for module in sorted(module_map.modules):
-        session = ModuleSession(module, out)
-        if session.db.exists():
-            every += records(session)
-    runs = _load_runs(out)
+        for directory in (out, *sources):
+            session = ModuleSession(module, directory)
+            if session.db.exists():
+                every += records(session)
+                facts = _load_runs(directory).get(module)
+                if facts is not None:
+                    runs[module] = facts | ({"from": str(directory)} if sources else {})
+                break
     return Report(every, _areas(module_map, known),
                   load_triage(known=known, scenarios=shipped_scenario_ids(),
                               tests_root=REPO_ROOT),
@@ -298,7 +314,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "selections":
             return _selections(module_map, known)
         if args.command == "report":
-            _summary(_report(args.out.resolve(), module_map, known), args.out.resolve())
+            missing = [d for d in args.sources if not d.is_dir()]
+            if missing:
+                print(f"python -m mutation: --from {missing[0]} is not a directory (give a "
+                      "run's --out)", file=sys.stderr)
+                return 2
+            out = args.out.resolve()
+            _summary(_report(out, module_map, known, [d.resolve() for d in args.sources]), out)
             return 0
         return _run(args, module_map, known, scenarios)
     except (MapError, TriageError, SessionError) as exc:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
+from mutation.module_map import BRIDGE_DIR
 from mutation.sessions import (
     ModuleSession,
     _keys,
@@ -77,3 +79,31 @@ def test_two_mutants_of_one_operator_at_one_place_get_distinct_keys() -> None:
     assert _keys("backoff.py", items) == {"a": "backoff.py:8:17:NumberReplacer",
                                           "b": "backoff.py:8:17:NumberReplacer#2",
                                           "c": "backoff.py:8:17:AddNot"}
+
+
+def _one_session(work: Path, module: str) -> None:
+    from mutation.sessions import copy_bridge, init
+
+    copy_bridge(BRIDGE_DIR, work)
+    init(ModuleSession(module, work), ["true"], 60, environment(work))
+
+
+def test_report_combines_run_directories_module_by_module(tmp_path: Path, capsys) -> None:
+    """Runs in parallel each write their own directory; one report reads them all, each module
+    from the first directory (--out, then --from in order) that ran it."""
+    from mutation.__main__ import main
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    _one_session(first, "features/diary.py")
+    _one_session(second, "backoff.py")
+    _one_session(second, "features/diary.py")  # shadowed by --out's
+    assert main(["report", "--out", str(first), "--from", str(second)]) == 0
+    report = json.loads((first / "report.json").read_text())
+    assert set(report["modules"]) == {"features/diary.py", "backoff.py"}
+    assert report["modules"]["backoff.py"]["pending"] > 0
+    alone = json.loads(json.dumps(report["modules"]["features/diary.py"]))
+    assert main(["report", "--out", str(first)]) == 0
+    assert json.loads((first / "report.json").read_text())["modules"] == {
+        "features/diary.py": alone}
+    assert main(["report", "--out", str(first), "--from", str(tmp_path / "nope")]) == 2
+    assert "--from" in capsys.readouterr().err
