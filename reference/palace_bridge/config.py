@@ -124,7 +124,7 @@ class BridgeConfig:
                                        defaults.connect_backoff_ms),
             agent_name=text("MEMPALACE_AGENT_NAME") or defaults.agent_name,
             device=text("MEMPALACE_PI_DEVICE"),
-            feed=flag("MEMPALACE_FEED", True),
+            feed=flag("MEMPALACE_FEED", defaults.feed),
             feed_bin=text("MEMPALACE_FEED_BIN") or defaults.feed_bin,
             feed_wing=text("MEMPALACE_FEED_WING") or defaults.feed_wing,
             feed_debounce_ms=integer("MEMPALACE_FEED_DEBOUNCE_MS", defaults.feed_debounce_ms),
@@ -133,7 +133,7 @@ class BridgeConfig:
             feed_mine_timeout_ms=integer("MEMPALACE_FEED_MINE_TIMEOUT_MS",
                                          defaults.feed_mine_timeout_ms),
             ssh_target=text("MEMPALACE_PI_SSH_TARGET"),
-            mailbox=flag("MEMPALACE_MAILBOX", True),
+            mailbox=flag("MEMPALACE_MAILBOX", defaults.mailbox),
             mailbox_poll_ms=integer("MEMPALACE_MAILBOX_POLL_MS", defaults.mailbox_poll_ms),
             warnings=tuple(warnings),
         )
