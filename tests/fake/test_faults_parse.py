@@ -154,6 +154,11 @@ def test_every_n_is_accepted_for_every_action_on_both_transports(action: str) ->
      "duplicate fault id(s) ['a']"),
     ({"faults": [{"id": "t", "action": "stall", "times": 0}]}, "fault #1 (t): 'times'"),
     ("faults", "expected an object with 'faults'"),
+    ({"faults": [{"action": "sse", "decoy_event": "message"}]},
+     "sse 'decoy_event' must be an SSE event type other than message"),
+    ({"faults": [{"action": "sse", "decoy_event": "err\nor"}]}, "'decoy_event' must be"),
+    ({"faults": [{"action": "sse", "decoy_event": ""}]}, "'decoy_event' must be"),
+    ({"faults": [{"action": "sse", "decoy_event": 3}]}, "'decoy_event' must be"),
 ])
 def test_bad_plans_are_refused_with_one_line(data: Any, fragment: str) -> None:
     with pytest.raises(FaultPlanError) as caught:

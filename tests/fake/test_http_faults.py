@@ -192,6 +192,30 @@ def test_sse_streams_priming_keepalives_then_the_reply(fake: Fake) -> None:
     assert elapsed >= 0.18  # two keep-alive delays and one event delay
 
 
+def test_sse_decoy_event_goes_first_with_the_same_id_and_another_result(fake: Fake) -> None:
+    """The decoy is what a client that reads non-message events as JSON-RPC would take for the
+    answer: the request's own id, a result the palace never gives; the real reply follows."""
+    fake.arm({"action": "sse", "on": on("ping"), "keepalives": 1, "decoy_event": "error"})
+    mark = len(fake.records())
+    answer = fake.post(ping(21))
+    events = sse_events(answer.content)
+    assert [e.get("event", "comment") for e in events] == ["comment", "error", "message"]
+    decoy, real = (json.loads(e["data"]) for e in events[1:])
+    assert decoy["id"] == real["id"] == 21
+    assert decoy["result"]["content"][0]["text"].startswith("decoy:")
+    assert real == {"jsonrpc": "2.0", "id": 21, "result": {}}
+    [record] = fake.records("http_decoy", mark)
+    assert (record["event"], record["id"]) == ("error", 21)
+    assert fake.post(ping(22)).headers["content-type"].startswith("application/json")  # once
+
+
+def test_sse_decoy_keeps_a_string_id_a_string(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "decoy_event": "endpoint"})
+    events = sse_events(fake.post(ping("req-7")).content)
+    assert [e["event"] for e in events] == ["endpoint", "message"]
+    assert [json.loads(e["data"])["id"] for e in events] == ["req-7", "req-7"]
+
+
 def test_sse_can_close_without_a_response_and_replay_it_on_resume(fake: Fake) -> None:
     fake.arm({"action": "sse", "on": on("ping"), "close_without_response": True,
               "priming_id": "resume-me"})

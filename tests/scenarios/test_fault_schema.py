@@ -25,6 +25,7 @@ VALUES = st.sampled_from([
     None, -300, -255, -1, 0, 1, 5, 99, 203, 300, 399, 404, 599, 600, True, False, "text",
     "before_reply",
     "after_reply", "reply", "stall", "exit", {"a": 1}, [1], 1.5,
+    "message", "two words", "error\n", "",  # an sse decoy_event: only an event type, not message
     86_400_000, 86_400_001, 2**31, 2**31 + 1, 10**26,  # the ceilings of durations and sizes
 ])
 
@@ -90,6 +91,9 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "error", "code": -32001, "data": {"failure_kind": "peer_contention"}},
         {"action": "stall", "ms": 86_400_000},
         {"action": "flood_stderr", "bytes": 2**31},
+        {"action": "sse", "decoy_event": "error"},
+        {"action": "sse", "decoy_event": "endpoint"},
+        {"action": "sse", "decoy_event": None},
     ]
     bad = [
         {"action": "startup_fail"},
@@ -100,6 +104,11 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "stall", "ms": 86_400_001},  # past a day: a typo that would overflow a sleep
         {"action": "delay", "ms": 10**26},
         {"action": "flood_stderr", "bytes": 2**31 + 1},
+        {"action": "sse", "decoy_event": "message"},  # that is the real answer's type
+        {"action": "sse", "decoy_event": ""},
+        {"action": "sse", "decoy_event": "error\n"},
+        {"action": "sse", "decoy_event": "an error"},
+        {"action": "sse", "decoy_event": 1},
     ]
     for fault in good:
         assert _schema_accepts(fault) and _python_accepts(fault), fault

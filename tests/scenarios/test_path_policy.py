@@ -58,6 +58,13 @@ ESCAPES = [
     ({"env": {"XDG_CONFIG_HOME": "${TMP}/../config"}}, "/env/XDG_CONFIG_HOME", "${TMP}/NAME"),
     ({"env": {"MEMPALACE_PALACE_PATH": "~/.mempalace/palace"}}, "/env/MEMPALACE_PALACE_PATH",
      "${TMP}/NAME"),
+    # other output may not name a second source, one the policy never confined
+    ({"feed": {"stdout_after": ["MINE_SOURCE=/etc"]}}, "/helpers/feed/stdout_after/0",
+     "the source is mine_source"),
+    ({"feed": {"stdout_before": ["ok", "  MINE_SOURCE=/etc"]}},
+     "/helpers/feed/stdout_before/1", "the source is mine_source"),
+    ({"feed": {"stdout_after": ["log\nMINE_SOURCE=/etc"]}}, "/helpers/feed/stdout_after/0",
+     "the source is mine_source"),
 ]
 
 
@@ -93,6 +100,9 @@ def test_a_set_env_step_may_not_set_the_fakes_variables(tmp_path: Path) -> None:
      "/helpers/feed/files/a\\..\\..\\b"),
     ({"helpers": {"feed": {"files": {"": ""}}}}, "/helpers/feed/files/"),
     ({"env": {"PALACE_FAKE_CATALOGUE": "light"}}, "/env/PALACE_FAKE_CATALOGUE"),
+    ({"helpers": {"feed": {"stdout_after": ["a\u2028b"]}}}, "/helpers/feed/stdout_after/0"),
+    ({"helpers": {"feed": {"stdout_before": ["x MINE_SOURCE=y"]}}},
+     "/helpers/feed/stdout_before/0"),
 ])
 def test_the_semantic_rule_catches_what_the_schema_pattern_might_not(
         raw: dict[str, Any], pointer: str) -> None:
@@ -218,3 +228,11 @@ def test_an_unloaded_scenarios_id_names_no_directory_outside(tmp_path: Path) -> 
         host_argv=("/nonexistent/host",), work_root=tmp_path / "runs", artifacts=kept))
     assert result.artifacts is None
     assert not (tmp_path / "deep" / "escaped-run").exists()
+
+
+def test_the_feed_stand_in_refuses_a_second_source_as_it_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = scripted.run_feed({"mine_source": str(tmp_path / "x"),
+                              "stdout_after": ["MINE_SOURCE=/etc"]}, str(tmp_path))
+    captured = capsys.readouterr()
+    assert code == 2 and "refused" in captured.err and captured.out == ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -56,7 +57,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "sse": (
         frozenset({"http"}),
         frozenset({"event_delay_ms", "keepalives", "close_without_response", "priming_id",
-                   "retry_ms"}),
+                   "retry_ms", "decoy_event"}),
     ),
     "accept_202": (frozenset({"http"}), frozenset()),
     "content_type": (frozenset({"http"}), frozenset({"value"})),
@@ -64,6 +65,8 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "rotate_token": (frozenset({"http"}), frozenset({"token"})),
 }
 
+#: what an sse fault's ``decoy_event`` may be: an event type, one token (never "message")
+SSE_EVENT_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 RESERVED = frozenset({"id", "on", "times", "action"})  # fault keys that are not parameters
 EVERY = "every"  # the compact syntax's one key=value that is not a parameter: it goes to on.every
 STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay",
@@ -98,6 +101,8 @@ Examples:
                                             lose the session and answer 404
   exit@mempalace_searchx2,every=3           crash on the 3rd and the 6th search only
   reset@mempalace_status,after_bytes=10     cut the connection mid-response
+  sse@mempalace_status,decoy_event=error    first an 'error' event carrying a decoy answer
+                                            (same id, other result), then the real one
   retype_id@mempalace_search                first a decoy answer whose id is the other JSON
                                             type (1 -> "1"), then the real one
   negotiate_version@initialize,version=2025-03-26   settle on an older version than offered
@@ -367,6 +372,13 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         raise FaultPlanError(f"{where}: flood_stderr 'invalid_utf8' must be true or false")
     if action == "partial_line" and params.get("then", "exit") not in ("exit", "stall"):
         raise FaultPlanError(f"{where}: partial_line 'then' must be exit or stall")
+    decoy = params.get("decoy_event")
+    if action == "sse" and decoy is not None and (
+        not isinstance(decoy, str) or not SSE_EVENT_TYPE.fullmatch(decoy) or decoy == "message"
+    ):
+        raise FaultPlanError(f"{where}: sse 'decoy_event' must be an SSE event type other than "
+                             f"message (a letter, then letters, digits, '_', '.', '-'), e.g. "
+                             f"error, not {json.dumps(decoy)}")
     if action == "rotate_token" and not isinstance(params.get("token"), str):
         raise FaultPlanError(f"{where}: rotate_token needs a 'token' string")
 

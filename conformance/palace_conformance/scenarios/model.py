@@ -302,12 +302,25 @@ class FeedHelper:
     files: Mapping[str, str] = field(default_factory=dict)
     delay_ms: int = 0
     exit_code: int = 0
+    stdout_before: tuple[str, ...] = ()
+    stdout_after: tuple[str, ...] = ()
+    kill_signal: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> FeedHelper:
         data = data or {}
         return cls(mine_source=data.get("mine_source"), files=dict(data.get("files", {})),
-                   delay_ms=data.get("delay_ms", 0), exit_code=data.get("exit_code", 0))
+                   delay_ms=data.get("delay_ms", 0), exit_code=data.get("exit_code", 0),
+                   stdout_before=tuple(data.get("stdout_before", ())),
+                   stdout_after=tuple(data.get("stdout_after", ())),
+                   kill_signal=data.get("kill_signal"))
+
+    def to_config(self) -> dict[str, Any]:
+        """What the runner's stand-in reads (``standins.scripted.run_feed``)."""
+        return {"mine_source": self.mine_source, "files": dict(self.files),
+                "delay_ms": self.delay_ms, "exit_code": self.exit_code,
+                "stdout_before": list(self.stdout_before),
+                "stdout_after": list(self.stdout_after), "kill_signal": self.kill_signal}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ data, and no path is ever built from it without being confined here:
   ``${TMP}/a/relative/path``: the run's own directory or below it;
 * a file name under such a path (``helpers.feed.files``) is relative, without ``.`` or ``..``
   segments;
+* the feed helper's other output (``helpers.feed.stdout_before`` / ``stdout_after``) is lines
+  that never name ``MINE_SOURCE=``: ``mine_source`` stays the one path a bridge is told to mine;
 * a fixture's ``env`` (and a ``set_env`` step) never sets a variable the fake owns
   (``PALACE_FAKE_*``: its journal, state, plan, ...): the runner points those at the run's files;
 * a variable saying where a palace, its config or its writer lock lives (``HOME``,
@@ -42,6 +44,19 @@ PLACE_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "MEMPALACE_CONFIG_DIR", "MEMPALACE
                    "MEMPALACE_PALACE", "MEMPAL_PALACE_PATH")
 _RUN_PATH_FIX = f'write it as {RUN_DIR}/NAME, e.g. "{RUN_DIR}/feed-export" (the run\'s directory)'
 _NAME_FIX = 'name a file relative to mine_source, e.g. "session.jsonl" (no leading /, no ..)'
+_LINE_FIX = "write one line of other output (a log line); the source is mine_source"
+MINE_PREFIX = "MINE_SOURCE="
+
+
+def stdout_line_problem(line: str) -> str | None:
+    """Why ``line`` is not one line of the feed helper's other output (None when it is): it
+    names ``MINE_SOURCE=`` (a second, unconfined source), or holds a line break (any that
+    ``str.splitlines`` splits at, as a bridge reading the output may)."""
+    if MINE_PREFIX in line:
+        return f"names {MINE_PREFIX}"
+    if "".join(line.splitlines()) != line:
+        return "holds a line break"
+    return None
 
 
 class PathEscape(ValueError):
@@ -107,6 +122,12 @@ def fixture_problems(data: Mapping[str, Any]) -> Found:
         why = name_problem(name)
         if why:
             yield (f"/helpers/feed/files/{escape(name)}", f"file name {name!r} {why}", _NAME_FIX)
+    for key in ("stdout_before", "stdout_after"):
+        lines = feed.get(key)
+        for index, line in enumerate(lines if isinstance(lines, list) else ()):
+            why = stdout_line_problem(line) if isinstance(line, str) else None
+            if why:
+                yield (f"/helpers/feed/{key}/{index}", f"stdout line {line!r} {why}", _LINE_FIX)
     owners = [("/env", data.get("env") or {})]
     owners += [(f"/steps/{index}/env", step.get("env") or {})
                for index, step in enumerate(data.get("steps") or ())

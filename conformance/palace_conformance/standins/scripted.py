@@ -7,8 +7,10 @@ a feeding bridge runs) and of ``mempalace`` (the CLI a bridge must never run) is
 ``fake.shims.install_shim``), over the fake's shims of the same name:
 
 * ``mempalace-pi-session`` behaves as the scenario's ``helpers.feed`` says: waits ``delay_ms``,
-  exits ``exit_code`` when it is non-zero, else creates ``files`` under ``mine_source`` and prints
-  ``MINE_SOURCE=<mine_source>`` (nothing when ``mine_source`` is null);
+  exits ``exit_code`` when it is non-zero, else creates ``files`` under ``mine_source``, prints
+  the ``stdout_before`` lines, ``MINE_SOURCE=<mine_source>`` (nothing when ``mine_source`` is
+  null) and the ``stdout_after`` lines, then exits 0, or with ``kill_signal`` kills itself with
+  that signal (a prepare that printed its source and then died);
 * ``mempalace`` journals the run, then behaves like the fake CLI (which adds a ``cli_run`` record),
   and so does ``python -m mempalace``: the fake package finds the configuration file,
   ``.standins.json``, in the shim directory it was installed for.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -34,6 +37,7 @@ FEED_HELPER = "mempalace-pi-session"
 CLI_HELPER = "mempalace"
 RECORD_KIND = "helper_run"
 CONFIG_NAME = ".standins.json"
+KILL_SIGNALS = ("SIGTERM", "SIGKILL", "SIGINT", "SIGHUP")  # helpers.feed.kill_signal
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
 
@@ -95,8 +99,22 @@ def _journal(path: str | None, name: str, argv: Sequence[str]) -> None:
         journal.close()
 
 
+def _lines(feed: Mapping[str, Any], key: str) -> list[str]:
+    """``stdout_before`` / ``stdout_after``: other output, one line each; the path policy's
+    rule again where it is printed (``mine_source`` is the one source a bridge is told)."""
+    from palace_conformance.scenarios.paths import stdout_line_problem
+
+    lines = [str(line) for line in feed.get(key) or ()]
+    for line in lines:
+        why = stdout_line_problem(line)
+        if why:
+            raise ValueError(f"helpers.feed.{key} line {line!r} {why}")
+    return lines
+
+
 def run_feed(feed: Mapping[str, Any], root: str | None = None) -> int:
-    """``helpers.feed``: delay, fail, or stage the files and print ``MINE_SOURCE=<path>``.
+    """``helpers.feed``: delay, fail, or stage the files and print ``MINE_SOURCE=<path>`` between
+    the other output lines; then exit 0, or die by ``kill_signal``.
 
     With ``root`` (the run's directory, from the runner's configuration), every file is
     confined to it as it is written (the path policy, ``scenarios.paths``), symlinks included."""
@@ -107,6 +125,17 @@ def run_feed(feed: Mapping[str, Any], root: str | None = None) -> int:
     if exit_code:
         print(f"{FEED_HELPER}: scripted failure (exit {exit_code})", file=sys.stderr)
         return exit_code
+    kill = feed.get("kill_signal")
+    try:
+        before, after = _lines(feed, "stdout_before"), _lines(feed, "stdout_after")
+        if kill is not None and kill not in KILL_SIGNALS:
+            raise ValueError(f"helpers.feed.kill_signal {kill!r} is not one of "
+                             f"{', '.join(KILL_SIGNALS)}")
+    except ValueError as exc:
+        print(f"{FEED_HELPER} (palace-conformance stand-in): refused: {exc}", file=sys.stderr)
+        return 2
+    for line in before:
+        print(line)
     source = feed.get("mine_source")
     if source:
         from palace_conformance.scenarios.paths import PathEscape, confine
@@ -123,7 +152,16 @@ def run_feed(feed: Mapping[str, Any], root: str | None = None) -> int:
         except PathEscape as exc:
             print(f"{FEED_HELPER} (palace-conformance stand-in): refused: {exc}", file=sys.stderr)
             return 2
-        print(f"MINE_SOURCE={source}", flush=True)
+        print(f"MINE_SOURCE={source}")
+    for line in after:
+        print(line)
+    sys.stdout.flush()
+    if kill is not None:
+        number = getattr(signal, str(kill))
+        if number != signal.SIGKILL:  # die by it, whatever Python installed for it
+            signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+        signal.pause()  # not reached: the default action of each is to end the process
     return 0
 
 

@@ -44,9 +44,19 @@ class PortOwner(Protocol):
 SSE_HEADERS: Headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
 
 
-def sse_event(data: bytes) -> bytes:
+def sse_event(data: bytes, event: str = "message") -> bytes:
     lines = data.split(b"\n")
-    return b"event: message\n" + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
+    return (b"event: " + event.encode() + b"\n"
+            + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n")
+
+
+def decoy_answer(request_id: Any, event: str) -> dict[str, Any]:
+    """What an ``sse`` fault's ``decoy_event`` carries: a response to the very request, with a
+    result no tool gives (a text that says it is a decoy), so a client that reads an event of
+    another type than ``message`` as JSON-RPC shows the agent this instead of the answer."""
+    return {"jsonrpc": "2.0", "id": request_id,
+            "result": {"content": [{"type": "text", "text": f"decoy: an SSE {event!r} event is "
+                                    "not a JSON-RPC message"}], "isError": False}}
 
 
 def _is_reply(message: dict[str, Any]) -> bool:
@@ -146,6 +156,11 @@ class HttpPort:
         for _ in range(int(params.get("keepalives", 0))):
             await pause(int(params.get("event_delay_ms", 0)))
             await self.wire.stream(b": keepalive\n\n")
+        decoy = params.get("decoy_event")
+        if decoy is not None and self.exchange.kind == "request":
+            message = decoy_answer(self.exchange.request_id, str(decoy))
+            self.journal.record("http_decoy", conn=self.call.conn, event=decoy, id=message["id"])
+            await self.wire.stream(sse_event(encode(message), str(decoy)))
 
     async def _event(self, data: bytes, *, cut: bool) -> None:
         await pause(int(self._sse_params.get("event_delay_ms", 0)))

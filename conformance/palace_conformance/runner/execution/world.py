@@ -172,10 +172,7 @@ class World:
         """The runner's stand-ins for the feed helper and the CLI, over the shims."""
         feed = early.feed_helper
         standins.install(self.bin, {"journal": str(self.journal), "root": str(self.root),
-                                    "feed": {"mine_source": feed.mine_source,
-                                             "files": dict(feed.files),
-                                             "delay_ms": feed.delay_ms,
-                                             "exit_code": feed.exit_code}})
+                                    "feed": feed.to_config()})
 
     def _confine(self, early: Scenario) -> None:
         """The path policy again, at run time (the loader checked the fixture as written): the
