@@ -5,6 +5,13 @@ pid leaves them running; one that signals the child's process group (LIFE-06: no
 The grandchild journals ``descendant_start`` (its ``pid``, ``parent``) before the fake goes on, so a
 scenario can count it and the runner can probe it; it ignores stdin EOF and its parent's death, and
 ends by itself only after its lifetime (a bound on what a bridge that orphans it can leak).
+
+Two options make it the grandchild no bridge can end: ``leave_group`` (it calls ``setsid``, so no
+signal to the child's group reaches it; ``descendant_start`` says ``left_group: true``, and the
+runner does not count it as the bridge's orphan but kills it itself at cleanup) and ``hold_pipes``
+(it keeps the child's stdout and stderr open, so they reach end of file only when it ends). With
+both, a bridge that waits for the child's pipes to close before a stop or a respawn waits for its
+whole lifetime (docs/choices.md, "Ending a local child is bounded at every step").
 """
 
 from __future__ import annotations
@@ -20,13 +27,14 @@ from palace_conformance.fake.journal import Journal
 READY_WAIT_S = 5.0
 
 
-def spawn_grandchild(journal: Journal, lifetime_ms: int) -> int:
+def spawn_grandchild(journal: Journal, lifetime_ms: int, leave_group: bool = False,
+                     hold_pipes: bool = False) -> int:
     """Fork the grandchild, wait until it has journaled its start; returns its pid."""
     ready_read, ready_write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the grandchild: never returns
         os.close(ready_read)
-        _live(journal, ready_write, lifetime_ms)
+        _live(journal, ready_write, lifetime_ms, leave_group, hold_pipes)
     os.close(ready_write)
     with contextlib.suppress(OSError):
         if select.select([ready_read], [], [], READY_WAIT_S)[0]:
@@ -35,16 +43,21 @@ def spawn_grandchild(journal: Journal, lifetime_ms: int) -> int:
     return pid
 
 
-def _live(journal: Journal, ready: int, lifetime_ms: int) -> None:
+def _live(journal: Journal, ready: int, lifetime_ms: int, leave_group: bool,
+          hold_pipes: bool) -> None:
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(signum, signal.SIG_DFL)  # not the fake's handlers: no records of ours
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        if leave_group:
+            os.setsid()  # a fresh session and group: the bridge's group signals miss it
         devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):  # hold none of the bridge's pipes open
+        # stdin never: the child's EOF is the bridge's to give. stdout and stderr only when told
+        for fd in (0,) if hold_pipes else (0, 1, 2):
             os.dup2(devnull, fd)
         own = Journal(journal.path, journal.transport)
-        own.record("descendant_start", parent=os.getppid(), lifetime_ms=lifetime_ms)
+        own.record("descendant_start", parent=os.getppid(), lifetime_ms=lifetime_ms,
+                   left_group=leave_group, holds_pipes=hold_pipes)
         os.write(ready, b"1")
         os.close(ready)
         time.sleep(lifetime_ms / 1000.0)
