@@ -292,6 +292,39 @@ def test_spawn_grandchild_leave_group_and_hold_pipes_escapes_the_group(tmp_path:
         wait_for(lambda: not alive(grandchild), what="the grandchild's end")
 
 
+def test_spawn_grandchild_last_words_come_when_the_group_is_swept(tmp_path: Path) -> None:
+    """``last_words``: a tripwire grandchild stays in the group; the escaped one writes its line
+    on the child's stderr only when a signal to the group ends the tripwire, not at the child's
+    exit, then exits (and so lets go of the child's pipes)."""
+    import os
+
+    from palace_conformance.processes import alive
+
+    fault = ("spawn_grandchild@$startup,lifetime_ms=20000,leave_group=true,hold_pipes=true,"
+             "last_words=helper going down")
+    with FakeProcess(tmp_path, faults=[fault]) as fake:
+        fake.ping()
+        starts = fake.records("descendant_start")
+        [escaped] = [r for r in starts if r["left_group"]]
+        [tripwire] = [r for r in starts if not r["left_group"]]
+        assert escaped["last_words"] == "helper going down" and "last_words" not in tripwire
+        assert os.getpgid(tripwire["pid"]) == fake.pid
+        try:
+            fake.close_stdin()
+            assert fake.wait() == 0
+            time.sleep(0.3)
+            assert "helper going down" not in fake.stderr_text()  # the child's exit: not yet
+            os.killpg(fake.pid, signal.SIGKILL)  # the sweep: the tripwire's end
+            fake.wait_stderr("helper going down\n")
+            wait_for(lambda: not alive(escaped["pid"]), what="the escaped grandchild's end")
+            assert [r["reason"] for r in fake.records("descendant_exit")] == [
+                "the group was swept: last words written"]
+        finally:
+            for pid in (escaped["pid"], tripwire["pid"]):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
 def test_spawn_grandchild_flags_must_be_booleans() -> None:
     from palace_conformance.fake.faults import FaultPlanError, fault_from_json
 
@@ -299,6 +332,9 @@ def test_spawn_grandchild_flags_must_be_booleans() -> None:
         with pytest.raises(FaultPlanError, match=f"'{flag}' must be true or false"):
             fault_from_json({"on": {"method": "$startup"}, "action": "spawn_grandchild",
                              flag: "yes"}, 0)
+    with pytest.raises(FaultPlanError, match="'last_words' is a string, and needs leave_group"):
+        fault_from_json({"on": {"method": "$startup"}, "action": "spawn_grandchild",
+                         "leave_group": True, "last_words": "bye"}, 0)
     with pytest.raises(FaultPlanError, match="'stderr' must be a string"):
         fault_from_json({"on": {"method": "ping"}, "action": "exit", "stderr": 5}, 0)
 

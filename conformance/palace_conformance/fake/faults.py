@@ -49,7 +49,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "ignore_sigterm": (frozenset({"stdio", "http"}), frozenset()),
     # stdio only: the HTTP fake is the runner's process, not one the bridge must end
     "spawn_grandchild": (frozenset({"stdio"}),
-                         frozenset({"lifetime_ms", "leave_group", "hold_pipes"})),
+                         frozenset({"lifetime_ms", "leave_group", "hold_pipes", "last_words"})),
     # HTTP only: applied by the HTTP transport
     "http_status": (frozenset({"http"}), frozenset({"status", "headers", "body", "content_type"})),
     "answer_status": (frozenset({"http"}), frozenset({"status"})),
@@ -107,6 +107,9 @@ Examples:
   spawn_grandchild@$startup,leave_group=true,hold_pipes=true
                                             one that calls setsid (out of the group's reach)
                                             and keeps the child's stdout and stderr open
+  spawn_grandchild@$startup,leave_group=true,hold_pipes=true,last_words=bye
+                                            ... that writes 'bye' on the child's stderr when
+                                            the child's group is swept (a tripwire in it dies)
   exit@mempalace_status,stderr_bytes=524288,stderr=last words
                                             crash after a stderr burst ending in that line,
                                             still in the pipe when the child is gone
@@ -375,6 +378,11 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
     for flag in ("leave_group", "hold_pipes"):
         if action == "spawn_grandchild" and not isinstance(params.get(flag, False), bool):
             raise FaultPlanError(f"{where}: spawn_grandchild {flag!r} must be true or false")
+    if action == "spawn_grandchild" and "last_words" in params and not (
+            isinstance(params["last_words"], str) and params.get("leave_group") is True
+            and params.get("hold_pipes") is True):
+        raise FaultPlanError(f"{where}: spawn_grandchild 'last_words' is a string, and needs "
+                             "leave_group: true and hold_pipes: true (who else could write it)")
     if action == "exit" and not isinstance(params.get("stderr", ""), str):
         raise FaultPlanError(f"{where}: exit 'stderr' must be a string (the last line written)")
     if action == "partial_line" and params.get("then", "exit") not in ("exit", "stall"):

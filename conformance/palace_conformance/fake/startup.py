@@ -29,6 +29,7 @@ class StartupFaults:
     grandchild_ms: int | None = None  # start a grandchild living this long (``spawn_grandchild``)
     grandchild_leaves_group: bool = False  # ... which calls setsid (``leave_group``)
     grandchild_holds_pipes: bool = False  # ... and keeps the child's stdout/stderr (``hold_pipes``)
+    grandchild_last_words: str | None = None  # ... written when the group is swept (``last_words``)
 
     def record_failure(self, brain: Brain) -> int:
         """Journal the failed start and return its exit code."""
@@ -56,4 +57,6 @@ def startup_faults(faults: Sequence[Fault]) -> StartupFaults:
         grandchild_leaves_group=grandchild is not None
         and bool(grandchild.params.get("leave_group", False)),
         grandchild_holds_pipes=grandchild is not None
-        and bool(grandchild.params.get("hold_pipes", False)))
+        and bool(grandchild.params.get("hold_pipes", False)),
+        grandchild_last_words=(None if grandchild is None or "last_words" not in grandchild.params
+                               else str(grandchild.params["last_words"])))
