@@ -6,6 +6,7 @@ reads the journal's ``fault`` records to see which message fired it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import time
@@ -132,6 +133,43 @@ def test_exit_after_reply_with_code(tmp_path: Path) -> None:
         assert fake.wait() == 3
 
 
+def test_exit_leaves_its_last_words_in_the_stderr_pipe(tmp_path: Path) -> None:
+    """``stderr_bytes`` + ``stderr``: the whole burst and the last line are written before the
+    exit without anyone reading them (the pipe is enlarged), so they are still in the pipe when
+    the process is gone, last line last."""
+    import subprocess
+
+    from .stdio_harness import FAKE_MCP, clean_env
+
+    if int(Path("/proc/sys/fs/pipe-max-size").read_text()) < 400_000:
+        pytest.skip("this system's pipes cannot hold the burst")
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.Popen(
+        [str(FAKE_MCP), "--palace", str(tmp_path / "palace")], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(
+            home, PALACE_FAKE_JOURNAL=str(tmp_path / "journal.jsonl"),
+            PALACE_FAKE_FAULT="exit@ping,code=9,stderr_bytes=300000,stderr=LAST WORDS 42"))
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(json.dumps(rpc("ping", None, 1)).encode() + b"\n")
+        proc.stdin.flush()
+        assert proc.wait(10) == 9  # nobody read stderr, yet the child could exit
+        text = proc.stderr.read().decode()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(text) > 300_000
+    assert text.endswith("\nLAST WORDS 42\n") and text.count("LAST WORDS 42") == 1
+
+
+def test_exit_without_last_words_writes_no_burst(tmp_path: Path) -> None:
+    with FakeProcess(tmp_path, faults=["exit@ping,code=4"]) as fake:
+        fake.send(rpc("ping", None, 1))
+        assert fake.wait() == 4
+        assert "stderr flood" not in fake.stderr_text()
+
+
 def test_startup_fail_counts_starts_across_processes(tmp_path: Path) -> None:
     """'Fail the first two starts, then work': three processes share one journal."""
     journal = tmp_path / "journal.jsonl"
@@ -219,6 +257,86 @@ def test_spawn_grandchild_journals_it_in_the_childs_group(tmp_path: Path) -> Non
         finally:
             os.killpg(fake.pid, signal.SIGKILL)
         wait_for(lambda: not alive(grandchild), what="the grandchild's end")
+
+
+def test_spawn_grandchild_leave_group_and_hold_pipes_escapes_the_group(tmp_path: Path) -> None:
+    """``leave_group`` + ``hold_pipes``: the grandchild is in a session of its own (no group
+    signal reaches it), journals so, and holds the child's stdout and stderr, not its stdin."""
+    import os
+
+    from palace_conformance.processes import alive
+
+    fault = "spawn_grandchild@$startup,lifetime_ms=20000,leave_group=true,hold_pipes=true"
+    with FakeProcess(tmp_path, faults=[fault]) as fake:
+        fake.ping()
+        [start] = fake.records("descendant_start")
+        grandchild = start["pid"]
+        assert start["left_group"] is True and start["holds_pipes"] is True
+        try:
+            assert os.getsid(grandchild) == os.getpgid(grandchild) == grandchild
+            assert os.getpgid(grandchild) != os.getpgid(fake.pid)
+            assert fake.proc.stdout is not None and fake.proc.stderr is not None
+            held = {fd: os.readlink(f"/proc/{grandchild}/fd/{fd}") for fd in (0, 1, 2)}
+            assert held[0] == os.devnull
+            assert held[1] == f"pipe:[{os.fstat(fake.proc.stdout.fileno()).st_ino}]"
+            assert held[2] == f"pipe:[{os.fstat(fake.proc.stderr.fileno()).st_ino}]"
+            fake.close_stdin()
+            assert fake.wait() == 0
+            with contextlib.suppress(ProcessLookupError):  # the group may be empty by now
+                os.killpg(fake.pid, signal.SIGKILL)  # the bridge's group kill misses it
+            time.sleep(0.3)
+            assert alive(grandchild)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(grandchild, signal.SIGKILL)
+        wait_for(lambda: not alive(grandchild), what="the grandchild's end")
+
+
+def test_spawn_grandchild_last_words_come_when_the_group_is_swept(tmp_path: Path) -> None:
+    """``last_words``: a tripwire grandchild stays in the group; the escaped one writes its line
+    on the child's stderr only when a signal to the group ends the tripwire, not at the child's
+    exit, then exits (and so lets go of the child's pipes)."""
+    import os
+
+    from palace_conformance.processes import alive
+
+    fault = ("spawn_grandchild@$startup,lifetime_ms=20000,leave_group=true,hold_pipes=true,"
+             "last_words=helper going down")
+    with FakeProcess(tmp_path, faults=[fault]) as fake:
+        fake.ping()
+        starts = fake.records("descendant_start")
+        [escaped] = [r for r in starts if r["left_group"]]
+        [tripwire] = [r for r in starts if not r["left_group"]]
+        assert escaped["last_words"] == "helper going down" and "last_words" not in tripwire
+        assert os.getpgid(tripwire["pid"]) == fake.pid
+        try:
+            fake.close_stdin()
+            assert fake.wait() == 0
+            time.sleep(0.3)
+            assert "helper going down" not in fake.stderr_text()  # the child's exit: not yet
+            os.killpg(fake.pid, signal.SIGKILL)  # the sweep: the tripwire's end
+            fake.wait_stderr("helper going down\n")
+            wait_for(lambda: not alive(escaped["pid"]), what="the escaped grandchild's end")
+            assert [r["reason"] for r in fake.records("descendant_exit")] == [
+                "the group was swept: last words written"]
+        finally:
+            for pid in (escaped["pid"], tripwire["pid"]):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def test_spawn_grandchild_flags_must_be_booleans() -> None:
+    from palace_conformance.fake.faults import FaultPlanError, fault_from_json
+
+    for flag in ("leave_group", "hold_pipes"):
+        with pytest.raises(FaultPlanError, match=f"'{flag}' must be true or false"):
+            fault_from_json({"on": {"method": "$startup"}, "action": "spawn_grandchild",
+                             flag: "yes"}, 0)
+    with pytest.raises(FaultPlanError, match="'last_words' is a string, and needs leave_group"):
+        fault_from_json({"on": {"method": "$startup"}, "action": "spawn_grandchild",
+                         "leave_group": True, "last_words": "bye"}, 0)
+    with pytest.raises(FaultPlanError, match="'stderr' must be a string"):
+        fault_from_json({"on": {"method": "ping"}, "action": "exit", "stderr": 5}, 0)
 
 
 def test_garbage_line_comes_before_the_reply(tmp_path: Path) -> None:

@@ -217,9 +217,11 @@ function processFacts(journal, isAlive) {
   const living = children.filter((pid) => isAlive(pid));
   const killed = children.filter((pid) => !exited.has(pid) && !living.includes(pid)).length;
   if (killed > 0) signals.SIGKILL = (signals.SIGKILL ?? 0) + killed;
-  // grandchildren the children started, under their own pid: never a spawn, alive an orphan
+  // grandchildren the children started, under their own pid: never a spawn, alive an orphan,
+  // unless they left the child's process group (left_group: true), out of any bridge's reach
   const descendants = new Set(journal
-    .filter((r) => r.kind === "descendant_start" && Number.isInteger(r.pid) && !children.includes(r.pid))
+    .filter((r) => r.kind === "descendant_start" && Number.isInteger(r.pid) && !children.includes(r.pid)
+      && r.left_group !== true)
     .map((r) => r.pid));
   const orphans = [...descendants].filter((pid) => isAlive(pid)).length;
   return { spawned: children.length, signals, alive: living.length + orphans };

@@ -31,7 +31,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "stall": (frozenset({"stdio", "http"}), frozenset({"ms"})),
     "delay": (frozenset({"stdio", "http"}), frozenset({"ms"})),
     "drip_progress": (frozenset({"stdio", "http"}), frozenset({"interval_ms", "count", "then"})),
-    "exit": (frozenset({"stdio", "http"}), frozenset({"code", "when"})),
+    "exit": (frozenset({"stdio", "http"}), frozenset({"code", "when", "stderr", "stderr_bytes"})),
     "error": (frozenset({"stdio", "http"}), frozenset({"code", "message", "data"})),
     "result": (frozenset({"stdio", "http"}), frozenset({"result"})),
     "garbage": (frozenset({"stdio", "http"}), frozenset({"text"})),
@@ -49,7 +49,8 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "startup_fail": (frozenset({"stdio", "http"}), frozenset({"code", "stderr", "after_ms"})),
     "ignore_sigterm": (frozenset({"stdio", "http"}), frozenset()),
     # stdio only: the HTTP fake is the runner's process, not one the bridge must end
-    "spawn_grandchild": (frozenset({"stdio"}), frozenset({"lifetime_ms"})),
+    "spawn_grandchild": (frozenset({"stdio"}),
+                         frozenset({"lifetime_ms", "leave_group", "hold_pipes", "last_words"})),
     # HTTP only: applied by the HTTP transport
     "http_status": (frozenset({"http"}), frozenset({"status", "headers", "body", "content_type"})),
     "answer_status": (frozenset({"http"}), frozenset({"status"})),
@@ -108,6 +109,15 @@ Examples:
   negotiate_version@initialize,version=2025-03-26   settle on an older version than offered
   flood_stderr@$startup,bytes=4096,invalid_utf8=true   stderr bytes that are not UTF-8
   spawn_grandchild@$startup                 start a grandchild in the child's process group
+  spawn_grandchild@$startup,leave_group=true,hold_pipes=true
+                                            one that calls setsid (out of the group's reach)
+                                            and keeps the child's stdout and stderr open
+  spawn_grandchild@$startup,leave_group=true,hold_pipes=true,last_words=bye
+                                            ... that writes 'bye' on the child's stderr when
+                                            the child's group is swept (a tripwire in it dies)
+  exit@mempalace_status,stderr_bytes=524288,stderr=last words
+                                            crash after a stderr burst ending in that line,
+                                            still in the pipe when the child is gone
 Actions: """ + ", ".join(sorted(ACTIONS))
 
 
@@ -370,6 +380,16 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
                              "e.g. 2025-03-26")
     if action == "flood_stderr" and not isinstance(params.get("invalid_utf8", False), bool):
         raise FaultPlanError(f"{where}: flood_stderr 'invalid_utf8' must be true or false")
+    for flag in ("leave_group", "hold_pipes"):
+        if action == "spawn_grandchild" and not isinstance(params.get(flag, False), bool):
+            raise FaultPlanError(f"{where}: spawn_grandchild {flag!r} must be true or false")
+    if action == "spawn_grandchild" and "last_words" in params and not (
+            isinstance(params["last_words"], str) and params.get("leave_group") is True
+            and params.get("hold_pipes") is True):
+        raise FaultPlanError(f"{where}: spawn_grandchild 'last_words' is a string, and needs "
+                             "leave_group: true and hold_pipes: true (who else could write it)")
+    if action == "exit" and not isinstance(params.get("stderr", ""), str):
+        raise FaultPlanError(f"{where}: exit 'stderr' must be a string (the last line written)")
     if action == "partial_line" and params.get("then", "exit") not in ("exit", "stall"):
         raise FaultPlanError(f"{where}: partial_line 'then' must be exit or stall")
     decoy = params.get("decoy_event")
@@ -439,7 +459,7 @@ MAX_MS = 86_400_000
 MAX_COUNT = 2**31
 #: the non-negative integer parameters: a duration (``*ms``) up to MAX_MS, else up to MAX_COUNT
 INTEGER_PARAMS = ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
-                  "event_delay_ms", "keepalives", "lifetime_ms", "retry_ms")
+                  "event_delay_ms", "keepalives", "lifetime_ms", "retry_ms", "stderr_bytes")
 
 
 def _shown(spec: str) -> str:

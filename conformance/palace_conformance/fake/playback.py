@@ -12,6 +12,7 @@ use the port's own ``pause``/``offload`` when it has them. Never await asyncio d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
@@ -75,6 +76,22 @@ def flood_stderr(size: int, invalid_utf8: bool = False) -> None:
         chunk = line * max(1, min(1024, (size - written) // len(line) + 1))
         os.write(2, chunk)
         written += len(chunk)
+
+
+def last_words(size: int, line: str) -> None:
+    """A dying server's stderr (the ``exit`` fault's ``stderr_bytes`` and ``stderr``): a flood of
+    ``size`` bytes, then ``line``. The pipe is first enlarged to hold them all (Linux, up to its
+    ``pipe-max-size``), so they are written at once and still unread when the process is gone: a
+    bridge must read a dead child's stderr to its end, not close it when it sees the exit."""
+    tail = (line + "\n").encode("utf-8", "replace") if line else b""
+    if size:
+        import fcntl
+
+        with contextlib.suppress(OSError, AttributeError):  # not a pipe, or not Linux
+            fcntl.fcntl(2, fcntl.F_SETPIPE_SZ, size + len(tail) + 128)
+        flood_stderr(size)
+    if tail:
+        os.write(2, tail)
 
 
 def _timed_out_wait(reply: dict[str, Any] | None) -> bool:
@@ -145,8 +162,17 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
         if drip.params.get("then", "reply") == "stall":
             await pause(FOREVER, port)
     crash = fault("exit")
+
+    async def crash_out(note: str) -> None:
+        """The ``exit`` fault: its last words on stderr (if it has any), then the exit."""
+        assert crash is not None
+        if crash.params.get("stderr") or crash.params.get("stderr_bytes"):
+            await offload(port, last_words, int(crash.params.get("stderr_bytes", 0)),
+                          str(crash.params.get("stderr", "")))
+        await die(int(crash.params.get("code", 1)), note)
+
     if crash is not None and crash.params.get("when", "before_reply") == "before_reply":
-        await die(int(crash.params.get("code", 1)), "fault exit before reply")
+        await crash_out("fault exit before reply")
         return
     if (garbage := fault("garbage")) is not None:
         await send_raw(str(garbage.params.get("text", "this is not json")).encode() + b"\n",
@@ -156,7 +182,7 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
     reply = exchange.reply()
     if reply is None:
         if crash is not None:
-            await die(int(crash.params.get("code", 1)), "fault exit after handling a notification")
+            await crash_out("fault exit after handling a notification")
         return
     if (retype := fault("retype_id")) is not None and "id" in reply:
         other = retyped(reply["id"])
@@ -192,4 +218,4 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
     if fault("duplicate_response") is not None:
         await send(reply)
     if crash is not None:
-        await die(int(crash.params.get("code", 1)), "fault exit after reply")
+        await crash_out("fault exit after reply")

@@ -27,6 +27,9 @@ class StartupFaults:
     flood_bytes: tuple[tuple[int, bool], ...] = ()  # stderr floods (size, invalid_utf8), in order
     delay_ms: int = 0  # serve only after this long (every ``delay`` added up)
     grandchild_ms: int | None = None  # start a grandchild living this long (``spawn_grandchild``)
+    grandchild_leaves_group: bool = False  # ... which calls setsid (``leave_group``)
+    grandchild_holds_pipes: bool = False  # ... and keeps the child's stdout/stderr (``hold_pipes``)
+    grandchild_last_words: str | None = None  # ... written when the group is swept (``last_words``)
 
     def record_failure(self, brain: Brain) -> int:
         """Journal the failed start and return its exit code."""
@@ -42,11 +45,18 @@ def startup_faults(faults: Sequence[Fault]) -> StartupFaults:
         return StartupFaults(fail_code=int(failing.params.get("code", 1)),
                              fail_after_ms=int(failing.params.get("after_ms", 0)),
                              fail_stderr=str(text) if text else None)
+    grandchild = next((f for f in faults if f.action == "spawn_grandchild"), None)
     return StartupFaults(
         ignore_sigterm=any(f.action == "ignore_sigterm" for f in faults),
         flood_bytes=tuple((int(f.params.get("bytes", 1 << 20)),
                            bool(f.params.get("invalid_utf8", False)))
                           for f in faults if f.action == "flood_stderr"),
         delay_ms=sum(int(f.params.get("ms", 0)) for f in faults if f.action == "delay"),
-        grandchild_ms=next((int(f.params.get("lifetime_ms", GRANDCHILD_LIFETIME_MS))
-                            for f in faults if f.action == "spawn_grandchild"), None))
+        grandchild_ms=(None if grandchild is None
+                       else int(grandchild.params.get("lifetime_ms", GRANDCHILD_LIFETIME_MS))),
+        grandchild_leaves_group=grandchild is not None
+        and bool(grandchild.params.get("leave_group", False)),
+        grandchild_holds_pipes=grandchild is not None
+        and bool(grandchild.params.get("hold_pipes", False)),
+        grandchild_last_words=(None if grandchild is None or "last_words" not in grandchild.params
+                               else str(grandchild.params["last_words"])))

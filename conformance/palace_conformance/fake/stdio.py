@@ -120,7 +120,8 @@ def _startup(brain: Brain, faults: list[Fault]) -> int | None:
     if start.grandchild_ms is not None:
         from palace_conformance.fake.grandchild import spawn_grandchild
 
-        spawn_grandchild(brain.journal, start.grandchild_ms)
+        spawn_grandchild(brain.journal, start.grandchild_ms, start.grandchild_leaves_group,
+                         start.grandchild_holds_pipes, start.grandchild_last_words)
     for size, invalid_utf8 in start.flood_bytes:
         flood_stderr(size, invalid_utf8)
     if start.delay_ms:

@@ -232,11 +232,14 @@ def process_facts(journal: Sequence[Record],
 
 
 def live_descendants(journal: Sequence[Record], alive: Callable[[int], bool]) -> list[int]:
-    """Pids of the processes the children started (``descendant_start``) still running."""
+    """Pids of the processes the children started (``descendant_start``) still running, but
+    those that left the child's process group (``left_group: true``): no bridge can reach one
+    (docs/choices.md), so it is no orphan of the bridge's; the runner kills it at cleanup."""
     children = {r["pid"] for r in journal
                 if r.get("kind") == "process_start" and r.get("transport") == "stdio"}
     descendants = {r["pid"] for r in journal if r.get("kind") == "descendant_start"
-                   and isinstance(r.get("pid"), int) and r["pid"] not in children}
+                   and isinstance(r.get("pid"), int) and r["pid"] not in children
+                   and r.get("left_group") is not True}
     return sorted(pid for pid in descendants if alive(pid))
 
 
