@@ -280,9 +280,9 @@ class HttpTransport:
                         dropped += 1
                 elif isinstance(message, Notification):
                     self.log.debug(f"notification {message.method}")
-                elif isinstance(message, Invalid):
-                    raise PalaceProtocolError(
-                        f"bad SSE data in answer to {method}: {message.reason}")
+                elif isinstance(message, Invalid):  # dropped, as a malformed stdio line is
+                    self.log.debug(f"dropping bad SSE data in the answer to {method}: "
+                                   f"{message.reason}")
         return None
 
     def _answer_soon(self, message: ServerRequest, headers: dict[str, str]) -> None:

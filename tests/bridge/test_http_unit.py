@@ -208,8 +208,9 @@ def test_sse_answer_with_comments_server_ping_and_foreign_events():
     (lambda b: httpx.Response(200, content=b": only a comment\n\n",
                               headers={"Content-Type": "text/event-stream"}),
      "SSE stream ended without a response"),
-    (lambda b: httpx.Response(200, content=b"data: {broken\n\n",
-                              headers={"Content-Type": "text/event-stream"}), "bad SSE data"),
+    (lambda b: httpx.Response(200, content=b"data: {broken\n\n",  # dropped, then no answer
+                              headers={"Content-Type": "text/event-stream"}),
+     "SSE stream ended without a response"),
 ])
 def test_protocol_breakage_fails_fast(answer, needle):
     server = Server()
@@ -225,6 +226,27 @@ def test_protocol_breakage_fails_fast(answer, needle):
     (error, elapsed), _ = scenario(server, body)
     assert needle in str(error)
     assert elapsed < 1.0, "never waits for the timeout"
+
+
+def test_bad_sse_data_is_dropped_and_the_answer_after_it_read():
+    """As a malformed stdio line is dropped (STDIO-13), so is an SSE event no parser can read;
+    the answer that follows on the same stream is the call's (docs/choices.md)."""
+    server = Server()
+    answer = b'data: {"jsonrpc": "2.0", "id": ' + b"oops\n\n"
+
+    def reply(body):
+        real = json.dumps({"jsonrpc": "2.0", "id": body["id"],
+                           "result": {"content": [{"type": "text", "text": "after garbage"}]}})
+        return httpx.Response(200, content=answer + b"event: message\ndata: " + real.encode()
+                              + b"\n\n", headers={"Content-Type": "text/event-stream"})
+
+    server.on("tools/call", reply)
+
+    async def body(client):
+        return await status_call(client)
+
+    result, _ = scenario(server, body)
+    assert result.text == "after garbage"
 
 
 def test_error_with_null_id_on_a_post_belongs_to_that_post():

@@ -159,6 +159,9 @@ def test_every_n_is_accepted_for_every_action_on_both_transports(action: str) ->
     ({"faults": [{"action": "sse", "decoy_event": "err\nor"}]}, "'decoy_event' must be"),
     ({"faults": [{"action": "sse", "decoy_event": ""}]}, "'decoy_event' must be"),
     ({"faults": [{"action": "sse", "decoy_event": 3}]}, "'decoy_event' must be"),
+    ({"faults": [{"action": "sse", "garbage_event": "{}"}]}, "'garbage_event' must be text"),
+    ({"faults": [{"action": "sse", "garbage_event": "  "}]}, "'garbage_event' must be text"),
+    ({"faults": [{"action": "sse", "garbage_event": 7}]}, "'garbage_event' must be text"),
 ])
 def test_bad_plans_are_refused_with_one_line(data: Any, fragment: str) -> None:
     with pytest.raises(FaultPlanError) as caught:

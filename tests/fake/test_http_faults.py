@@ -209,6 +209,18 @@ def test_sse_decoy_event_goes_first_with_the_same_id_and_another_result(fake: Fa
     assert fake.post(ping(22)).headers["content-type"].startswith("application/json")  # once
 
 
+def test_sse_garbage_event_is_a_message_event_of_text_before_the_answer(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "decoy_event": "error",
+              "garbage_event": "{not json"})
+    mark = len(fake.records())
+    events = sse_events(fake.post(ping(23)).content)
+    assert [e.get("event") for e in events] == ["error", "message", "message"]
+    assert events[1]["data"] == "{not json"
+    assert json.loads(events[2]["data"]) == {"jsonrpc": "2.0", "id": 23, "result": {}}
+    [record] = fake.records("http_garbage_event", mark)
+    assert record["id"] == 23
+
+
 def test_sse_decoy_keeps_a_string_id_a_string(fake: Fake) -> None:
     fake.arm({"action": "sse", "on": on("ping"), "decoy_event": "endpoint"})
     events = sse_events(fake.post(ping("req-7")).content)

@@ -58,7 +58,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "sse": (
         frozenset({"http"}),
         frozenset({"event_delay_ms", "keepalives", "close_without_response", "priming_id",
-                   "retry_ms", "decoy_event"}),
+                   "retry_ms", "decoy_event", "garbage_event"}),
     ),
     "accept_202": (frozenset({"http"}), frozenset()),
     "content_type": (frozenset({"http"}), frozenset({"value"})),
@@ -103,6 +103,7 @@ Examples:
   exit@mempalace_searchx2,every=3           crash on the 3rd and the 6th search only
   reset@mempalace_status,after_bytes=10     cut the connection mid-response
   sse@mempalace_status,decoy_event=error    first an 'error' event carrying a decoy answer
+  sse@mempalace_status,garbage_event={oops  first a 'message' event whose data is not JSON
                                             (same id, other result), then the real one
   retype_id@mempalace_search                first a decoy answer whose id is the other JSON
                                             type (1 -> "1"), then the real one
@@ -119,6 +120,14 @@ Examples:
                                             crash after a stderr burst ending in that line,
                                             still in the pipe when the child is gone
 Actions: """ + ", ".join(sorted(ACTIONS))
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 class FakeSetupError(ValueError):
@@ -399,6 +408,12 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         raise FaultPlanError(f"{where}: sse 'decoy_event' must be an SSE event type other than "
                              f"message (a letter, then letters, digits, '_', '.', '-'), e.g. "
                              f"error, not {json.dumps(decoy)}")
+    garbage = params.get("garbage_event")
+    if action == "sse" and garbage is not None and (
+            not isinstance(garbage, str) or not garbage.strip() or _is_json(garbage)):
+        raise FaultPlanError(f"{where}: sse 'garbage_event' must be text that is not JSON "
+                             f"(the data of a message event no parser can read), e.g. "
+                             f"'{{not json', not {json.dumps(garbage)}")
     if action == "rotate_token" and not isinstance(params.get("token"), str):
         raise FaultPlanError(f"{where}: rotate_token needs a 'token' string")
 

@@ -27,6 +27,7 @@ Control API (unless ``--no-control``), same port, Host/Origin checked, no token,
 Journal records added here: ``http_request`` and ``http_response`` (with ``conn``, the
 connection number), ``http_closed`` (a connection that ended without a complete response),
 ``http_dropped`` / ``http_withheld`` (output that had nowhere to go), ``http_decoy`` (an ``sse``
-fault's decoy event: ``event``, ``id``), ``session`` and ``control``.
+fault's decoy event: ``event``, ``id``), ``http_garbage_event`` (its event of text that is not
+JSON: ``id``), ``session`` and ``control``.
 The token is never written anywhere.
 """

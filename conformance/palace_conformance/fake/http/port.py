@@ -161,6 +161,11 @@ class HttpPort:
             message = decoy_answer(self.exchange.request_id, str(decoy))
             self.journal.record("http_decoy", conn=self.call.conn, event=decoy, id=message["id"])
             await self.wire.stream(sse_event(encode(message), str(decoy)))
+        garbage = params.get("garbage_event")
+        if garbage is not None and self.exchange.kind == "request":
+            self.journal.record("http_garbage_event", conn=self.call.conn,
+                                id=self.exchange.request_id)
+            await self.wire.stream(sse_event(str(garbage).encode()))
 
     async def _event(self, data: bytes, *, cut: bool) -> None:
         await pause(int(self._sse_params.get("event_delay_ms", 0)))
