@@ -256,10 +256,8 @@ def execute_selected(session: ModuleSession, line_map: LineMap, env: dict[str, s
     baseline. A mutant no run reaches is recorded survived, "no scenario reaches line N".
     cosmic-ray starts the command with this process's environment, so ``env`` (the scratch copy
     first on ``PYTHONPATH``) is this process's for the loop."""
-    from cosmic_ray.mutating import mutate_and_test, mutate_code
-    from cosmic_ray.plugins import get_operator
+    from cosmic_ray.mutating import mutate_and_test
     from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
     source = session.source.read_text(encoding="utf-8")
     spans = statement_spans(source)
@@ -274,12 +272,7 @@ def execute_selected(session: ModuleSession, line_map: LineMap, env: dict[str, s
             runs = with_parity(line_map.reaching(lines), every)
             started = time.monotonic()
             if not runs:
-                operator = get_operator(spec.operator_name)(**(spec.operator_args or {}))
-                mutated = mutate_code(source, operator, spec.occurrence)
-                result = WorkResult(worker_outcome=WorkerOutcome.NORMAL,
-                                    test_outcome=TestOutcome.SURVIVED,
-                                    output=f"{NO_REACH} {spec.start_pos[0]}",
-                                    diff=_diff(source, mutated, session.source))
+                result = unreached_result(source, spec, session.source)
                 unreached += 1
             else:
                 command = one_command(commands(runs, every, jobs, runner))
@@ -292,6 +285,26 @@ def execute_selected(session: ModuleSession, line_map: LineMap, env: dict[str, s
                       f"{_status(result)} in {time.monotonic() - started:.1f} s\n")
             log.flush()
     return Selected(ran=ran, unreached=unreached, scenario_runs=made)
+
+
+def unreached_result(source: str, spec: Any, path: Path) -> Any:
+    """The result of a mutant no run reaches: survived without a run, with its diff; or, when
+    cosmic-ray cannot write the mutant at all (its ExceptionReplacer fails on a dotted name in a
+    tuple, ``except (httpx.HTTPError, OSError)``), incompetent with that reason, as its own
+    ``mutate_and_test`` records a mutant it cannot apply, instead of ending the whole run."""
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    try:
+        operator = get_operator(spec.operator_name)(**(spec.operator_args or {}))
+        mutated = mutate_code(source, operator, spec.occurrence)
+    except Exception as exc:  # cosmic-ray's own bug, not the bridge's: one mutant, not the run
+        return WorkResult(worker_outcome=WorkerOutcome.EXCEPTION,
+                          output=f"cosmic-ray could not write this mutant: "
+                                 f"{type(exc).__name__}: {exc}")
+    return WorkResult(worker_outcome=WorkerOutcome.NORMAL, test_outcome=TestOutcome.SURVIVED,
+                      output=f"{NO_REACH} {spec.start_pos[0]}", diff=_diff(source, mutated, path))
 
 
 @contextlib.contextmanager

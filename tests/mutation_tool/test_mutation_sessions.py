@@ -107,3 +107,22 @@ def test_report_combines_run_directories_module_by_module(tmp_path: Path, capsys
         "features/diary.py": alone}
     assert main(["report", "--out", str(first), "--from", str(tmp_path / "nope")]) == 2
     assert "--from" in capsys.readouterr().err
+
+
+def test_a_mutant_cosmic_ray_cannot_write_is_incompetent_not_the_end_of_the_run() -> None:
+    """cosmic-ray 8.7's ExceptionReplacer fails on a dotted name in an except tuple; an
+    unreached mutant's diff is written by this tool, which must not let that end the run."""
+    from mutation.report import INCOMPETENT, SURVIVED
+    from mutation.sessions import _status, unreached_result
+
+    source = "try:\n    pass\nexcept (os.error, ValueError):\n    pass\n"
+
+    def spec(occurrence: int) -> SimpleNamespace:
+        return SimpleNamespace(operator_name="core/ExceptionReplacer", operator_args={},
+                               occurrence=occurrence, start_pos=(3, 8))
+
+    broken = unreached_result(source, spec(0), Path("m.py"))
+    assert _status(broken) == INCOMPETENT
+    assert broken.output.startswith("cosmic-ray could not write this mutant: AttributeError")
+    fine = unreached_result(source, spec(1), Path("m.py"))
+    assert _status(fine) == SURVIVED and "CosmicRayTestingException" in fine.diff
