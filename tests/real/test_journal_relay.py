@@ -7,8 +7,11 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from palace_conformance.fake.journal import read_journal
 from palace_conformance.real.journal_relay import recv_fields, send_fields, server_environment
@@ -67,6 +70,21 @@ def test_lines_go_through_and_are_journaled_as_the_fake_does(tmp_path: Path) -> 
     assert (records[3]["code"], records[3]["reason"]) == (0, "stdin EOF")
     assert proc.stdout is not None
     proc.stdout.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/self/stat is Linux's")
+def test_process_start_carries_the_relays_creation(tmp_path: Path) -> None:
+    """The relay is the child the bridge spawned: a gap to its start is the spawn, not its
+    interpreter's start (``created_t``, as the fake journals it)."""
+    before = time.monotonic()
+    proc, journal = _relay(tmp_path)
+    _ask(proc, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    [start] = [r for r in read_journal(journal) if r["kind"] == "process_start"]
+    assert before <= start["created_t"] <= start["t"]
+    for stream in (proc.stdin, proc.stdout):
+        assert stream is not None
+        stream.close()
+    assert proc.wait(20) == 0
 
 
 def test_a_signal_is_journaled_and_passed_on(tmp_path: Path) -> None:

@@ -57,6 +57,9 @@ def test_verdicts_say_why() -> None:
     untimed = evaluate(check(check="gap", **{"from": {"kind": "a"}}, to={"kind": "b"},
                              ms={"at_least": 0}), [{"kind": "a"}, {"kind": "b"}])
     assert "timestamp" in untimed.detail
+    spawned = [rec("process_exit", 1.0), rec("process_start", 2.5, created_t=1.4)]
+    assert evaluate(check(check="gap", **respawn, ms={"at_least": 0}),
+                    spawned).detail.startswith("400 ms from record #0 to #1's creation")
 
 
 def test_tools_against_the_catalogue() -> None:

@@ -165,7 +165,9 @@ function passes(check, records) {
       if (end < 0) return false;
       const [t0, t1] = [records[start].t, records[end].t];
       if (!isNumber(t0) || !isNumber(t1)) return false;
-      return withinTiming(check.ms, (t1 - t0) * 1000);
+      const created = records[end].created_t;
+      const t = isNumber(created) && created < t1 ? created : t1;
+      return withinTiming(check.ms, (t - t0) * 1000);
     }
   }
   throw new Error(`unknown check ${check.check}`);

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from palace_conformance.fake.faults import STARTUP, Fault, FaultPlan
-from palace_conformance.fake.journal import Journal, JournalTail
+from palace_conformance.fake.journal import Journal, JournalTail, start_fields
 from palace_conformance.fake.lease import Contention, Lease
 from palace_conformance.fake.palace import BACKEND_OPEN_FAILED, PalaceStore, run_tool
 from palace_conformance.resources import tool_catalogue
@@ -182,9 +182,13 @@ class Brain:
         return fired
 
     def start_process(self, argv: list[str]) -> list[Fault]:
-        """Journal this process's start and return the ``$startup`` faults it must obey."""
+        """Journal this process's start and return the ``$startup`` faults it must obey.
+
+        ``created_t`` (when known) is when the process was created: a gap to this record is
+        the bridge's spawn, not this interpreter's start (``journal.process_created``)."""
+        created = start_fields()  # outside the lock: a contender must not wait for /proc
         with self.journal.exclusive():
-            self.journal.record("process_start", argv=argv)
+            self.journal.record("process_start", argv=argv, **created)
             self.index.refresh()
             fired = []
             for fault, base in self.faults:

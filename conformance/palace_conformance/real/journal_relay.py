@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from palace_conformance.fake.journal import Journal
+from palace_conformance.fake.journal import Journal, start_fields
 from palace_conformance.record.relay import lines, write_all
 
 #: the relay's configuration, written by the world beside the launcher
@@ -130,7 +130,8 @@ class JournalingRelay:
                 self.proc.send_signal(number)
 
     def run(self) -> int:
-        self.journal.record("process_start", argv=list(sys.argv))
+        # the relay is the process the bridge spawned: its creation is the spawn (created_t)
+        self.journal.record("process_start", argv=list(sys.argv), **start_fields())
         env = server_environment(self.config, os.environ)
         command = [str(part) for part in self.config["command"]]
         try:

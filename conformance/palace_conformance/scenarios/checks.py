@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from palace_conformance import json_pointer
 from palace_conformance.scenarios.matching import MISSING, json_equal, matches, why_not
@@ -137,7 +137,7 @@ def _order(raw: Mapping[str, Any], records: Sequence[Record]) -> Verdict:
     return Verdict(True, f"{len(thens)} 'then' record(s) after 'first' (#{anchor})")
 
 
-def _is_time(value: Any) -> bool:
+def _is_time(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -153,10 +153,17 @@ def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float 
     t0, t1 = records[start].get("t"), records[end].get("t")
     if not _is_time(t0) or not _is_time(t1):
         return Verdict(False, "records carry no 't' timestamp (gap works on the journal only)")
+    created = records[end].get("created_t")
+    # a process start is the bridge's spawn: measure to the process's creation (the latest it
+    # can have been), not to its interpreter's first record; never later than that record
+    spawned = False
+    if _is_time(created) and created < t1:
+        t1, spawned = created, True
     timing = Timing.from_json(raw["ms"])
     elapsed = (t1 - t0) * 1000.0
+    to = f"#{end}'s creation" if spawned else f"#{end}"
     return Verdict(timing.admits(elapsed, slack_factor),
-                   f"{elapsed:.0f} ms from record #{start} to #{end}; "
+                   f"{elapsed:.0f} ms from record #{start} to {to}; "
                    f"expected {timing.describe(slack_factor)}")
 
 

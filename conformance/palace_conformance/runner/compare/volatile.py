@@ -102,8 +102,8 @@ KEY_RULES: tuple[KeyRule, ...] = (
             "ids the palace or the runner mint: JSON-RPC ids, drawer, event and entry ids",
             suffixes=("_id",), example={"drawer_id": "drawer_w_r_abc", "id": 7}),
     KeyRule("times", frozenset({"timestamp", "created_at", "updated_at", "filed_at", "date",
-                                "time", "hlc", "t", "ms", "elapsed_ms", "host_ms", "last_seen",
-                                "expires_at"}), TIME_MASK,
+                                "time", "hlc", "t", "created_t", "ms", "elapsed_ms", "host_ms",
+                                "last_seen", "expires_at"}), TIME_MASK,
             "clock readings and durations", example={"filed_at": "2026-08-01T09:30:00"}),
     KeyRule("scores", frozenset({"similarity", "distance"}), SCORE_MASK,
             "a search's similarity and distance are the embedder's (the real server's runs use "

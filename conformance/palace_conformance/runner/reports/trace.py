@@ -36,8 +36,9 @@ DROPPED_REQUEST_KEYS = frozenset({"timeout_ms", "env", "cwd", "options"})
 #: HTTP headers that vary with the client library, the port or the body size, not the protocol
 DROPPED_HEADERS = frozenset({"host", "accept-encoding", "connection", "content-length",
                              "user-agent", "date", "server", "keep-alive", "transfer-encoding"})
-#: journal fields that only say when (``t``); ``pid`` is renamed instead
-DROPPED_JOURNAL_KEYS = frozenset({"t"})
+#: journal fields that only say when (``t``, a process start's ``created_t``); ``pid`` is
+#: renamed instead
+DROPPED_JOURNAL_KEYS = frozenset({"t", "created_t"})
 _MASKED_TIME_KEYS = TIME_KEYS - {"pid", "id"}
 _SESSION_KEYS = frozenset({"session", "mcp-session-id", "session_id"})
 _KEPT_ID_KEYS = frozenset({"fault_id"})  # written in the fixture: stable and meaningful
