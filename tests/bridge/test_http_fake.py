@@ -509,6 +509,7 @@ def test_http12_a_stream_closed_early_is_resumed_from_its_last_event_id(make_rem
     assert not result.is_error and '"total_drawers"' in result.text
     gets = [r for r in remote.fake.records("http_request") if r["method"] == "GET"]
     assert [g["headers"].get("last-event-id") for g in gets] == ["p-1"]
+    assert "content-type" not in gets[0]["headers"]  # no body, no Content-Type
     assert [r["last_event_id"] for r in remote.fake.records("http_resumed")] == ["p-1"]
 
 

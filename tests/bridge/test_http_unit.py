@@ -139,6 +139,7 @@ def test_headers_on_every_request():
         assert request.headers["mcp-protocol-version"] == "2025-11-25"
     delete = server.requests[-1]
     assert delete.method == "DELETE" and delete.headers["mcp-session-id"] == "sess-1"
+    assert "content-type" not in delete.headers  # no body, no Content-Type
     assert [r.method for r in server.requests].count("GET") == 0, "no GET stream (HTTP-07)"
 
 
@@ -205,6 +206,11 @@ def test_sse_answer_with_comments_server_ping_and_foreign_events():
                               headers={"Content-Type": "application/json"}), "not valid JSON"),
     (lambda b: httpx.Response(200, json={"jsonrpc": "2.0", "id": "x", "result": {}}),
      "carries id 'x'"),
+    (lambda b: httpx.Response(200, json={"jsonrpc": "2.0", "id": 99999, "result": {}}),
+     "carries id 99999"),  # an id above the request's as well as one of another type
+    (lambda b: httpx.Response(200, text='{"jsonrpc": "2.0", "id": 1, "result": {}}',
+                              headers={"Content-Type": "application/javascript"}),
+     "unexpected content type"),  # JSON-RPC inside, but not the type MCP names
     (lambda b: httpx.Response(200, content=b": only a comment\n\n",
                               headers={"Content-Type": "text/event-stream"}),
      "SSE stream ended without a response"),
