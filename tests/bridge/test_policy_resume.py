@@ -44,6 +44,19 @@ def test_attempts_are_bounded():
         f"ev-{n}" for n in range(MAX_RESUMES)], "each GET carries the latest id"
 
 
+def test_a_call_sends_at_most_three_gets_and_counts_each_once():
+    """The documented bound (docs/choices.md): 3 GETs per call, then the call fails."""
+    resume = StreamResume(Deadline.start(FakeClock(), 0))
+    decisions = [resume.on_stream_end(f"ev-{n}", 10) for n in range(4)]
+    assert decisions[:3] == [Resume("ev-0", 10), Resume("ev-1", 10), Resume("ev-2", 10)]
+    assert decisions[3] == GiveUp("still none after 3 resumed streams")
+
+
+def test_the_default_wait_is_one_second():
+    assert StreamResume(Deadline.start(FakeClock(), 0)).on_stream_end("ev-7", None) == Resume(
+        "ev-7", 1000)
+
+
 def test_a_wait_that_cannot_end_before_the_deadline_is_not_started():
     clock = FakeClock()
     resume = policy(timeout_ms=1000, clock=clock)
