@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from palace_bridge.sse import Event, SSEDecoder, SSEEventTooLarge
+from palace_bridge.sse import Event, SSEDecoder, SSEEventTooLarge, _LineEnds
 
 
 def decode(data: bytes) -> list[Event]:
@@ -91,3 +91,31 @@ def test_a_line_or_an_event_past_the_bound_is_a_protocol_error_not_a_buffer():
         decoder.feed(b"".join(b"data: " + b"y" * 30 + b"\n" for _ in range(4)))
     decoder = SSEDecoder(max_event=100)
     assert decoder.feed(b"data: " + b"z" * 90 + b"\n\n") == [Event("z" * 90)]  # at the bound
+
+
+class _CountedText(str):
+    """Text that counts the characters its ``find`` scans, to measure the line finder's cost
+    without timing it (a count does not depend on the machine's load)."""
+
+    scanned = 0
+
+    def find(self, sub: str, start: int = 0, *rest: int) -> int:  # type: ignore[override]
+        found = super().find(sub, start, *rest)
+        type(self).scanned += (found + 1 if found >= 0 else len(self)) - start
+        return found
+
+
+def test_a_run_of_cr_lines_before_an_lf_is_searched_once():
+    """_LineEnds keeps the next LF it found while it walks a run of CR-only lines; searching
+    for it again at every CR made one read of n such lines cost n * n / 2 (docs/choices.md:
+    the decoders are linear in their input)."""
+    n = 2000
+    text = _CountedText("\r" * n + "data: x\n")
+    _CountedText.scanned = 0
+    ends = _LineEnds(text)
+    cuts, start = [], 0
+    while (cut := ends.next(start)) is not None:
+        cuts.append(cut)
+        start = cut[0] + cut[1]
+    assert cuts == [(i, 1) for i in range(n)] + [(n + 7, 1)]
+    assert _CountedText.scanned <= 3 * len(text)

@@ -162,6 +162,12 @@ def test_every_n_is_accepted_for_every_action_on_both_transports(action: str) ->
     ({"faults": [{"action": "sse", "garbage_event": "{}"}]}, "'garbage_event' must be text"),
     ({"faults": [{"action": "sse", "garbage_event": "  "}]}, "'garbage_event' must be text"),
     ({"faults": [{"action": "sse", "garbage_event": 7}]}, "'garbage_event' must be text"),
+    ({"faults": [{"action": "sse", "line_ending": "CRLF"}]}, "'line_ending' must be lf, crlf"),
+    ({"faults": [{"action": "sse", "line_ending": 1}]}, "'line_ending' must be lf, crlf or cr"),
+    ({"faults": [{"action": "sse", "chunk_bytes": 0}]}, "'chunk_bytes' must be an integer >= 1"),
+    ({"faults": [{"action": "sse", "chunk_bytes": -1}]}, "'chunk_bytes' must be an integer >= 1"),
+    ({"faults": [{"action": "sse", "chunk_bytes": "2"}]}, "'chunk_bytes' must be an integer"),
+    ({"faults": [{"action": "sse", "unknown_fields": "yes"}]}, "'unknown_fields' must be true"),
 ])
 def test_bad_plans_are_refused_with_one_line(data: Any, fragment: str) -> None:
     with pytest.raises(FaultPlanError) as caught:

@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from palace_conformance.fake.http.port import sse_event
+
 from .http_support import (
     Fake,
     call,
@@ -219,6 +221,52 @@ def test_sse_garbage_event_is_a_message_event_of_text_before_the_answer(fake: Fa
     assert json.loads(events[2]["data"]) == {"jsonrpc": "2.0", "id": 23, "result": {}}
     [record] = fake.records("http_garbage_event", mark)
     assert record["id"] == 23
+
+
+@pytest.mark.parametrize("ending", [b"\r\n", b"\r"])
+def test_sse_line_ending_ends_every_line_of_the_stream_so(fake: Fake, ending: bytes) -> None:
+    """The SSE standard's other two line endings, on every line: priming event, keep-alive,
+    decoy and answer alike (JSON data holds no raw CR or LF, so only line ends change)."""
+    name = {b"\r\n": "crlf", b"\r": "cr"}[ending]
+    fake.arm({"action": "sse", "on": on("ping"), "line_ending": name, "keepalives": 1,
+              "priming_id": "p-1", "decoy_event": "endpoint"})
+    body = fake.post(ping(24)).content
+    assert body.count(ending) == body.count(b"\r") and b"\n\n" not in body
+    if ending == b"\r":
+        assert b"\n" not in body
+    events = sse_events(body.replace(ending, b"\n"))
+    assert [e.get("event", e.get("id", "comment")) for e in events] == [
+        "p-1", "comment", "endpoint", "message"]
+    assert json.loads(events[3]["data"]) == {"jsonrpc": "2.0", "id": 24, "result": {}}
+
+
+def test_sse_chunk_bytes_writes_each_event_in_pieces_of_that_size(fake: Fake) -> None:
+    """Each piece is its own HTTP chunk, flushed before the next: a client's reads split there
+    (a CR and its LF apart when the piece ends between them)."""
+    fake.arm({"action": "sse", "on": on("ping"), "line_ending": "crlf", "chunk_bytes": 3,
+              "decoy_event": "endpoint"})
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+    with fake.http.stream("POST", fake.url, content=json.dumps(ping(25)).encode(),
+                          headers=headers) as answer:
+        pieces = list(answer.iter_raw())
+    decoy = sse_event(b"", "endpoint")  # the framing's size: "event: endpoint" and one data
+    assert pieces[:2] == [b"eve", b"nt:"]
+    assert all(len(piece) <= 3 for piece in pieces) and len(pieces) > len(decoy)
+    body = b"".join(pieces)
+    events = sse_events(body.replace(b"\r\n", b"\n"))
+    assert [e["event"] for e in events] == ["endpoint", "message"]
+    assert json.loads(events[1]["data"]) == {"jsonrpc": "2.0", "id": 25, "result": {}}
+
+
+def test_sse_unknown_fields_end_each_event_and_change_nothing_else(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "unknown_fields": True})
+    body = fake.post(ping(26)).content
+    assert body.startswith(b"event: message\ndata: {")
+    assert body.endswith(b"}\nEvent: error\nData: an unknown field\n\n")
+    [event] = sse_events(body)
+    assert (event["Event"], event["Data"]) == ("error", "an unknown field")
+    assert json.loads(event["data"]) == {"jsonrpc": "2.0", "id": 26, "result": {}}
 
 
 def test_sse_decoy_keeps_a_string_id_a_string(fake: Fake) -> None:

@@ -26,6 +26,7 @@ VALUES = st.sampled_from([
     "before_reply",
     "after_reply", "reply", "stall", "exit", {"a": 1}, [1], 1.5,
     "message", "two words", "error\n", "",  # an sse decoy_event: only an event type, not message
+    "lf", "crlf", "cr", "CRLF",  # an sse line_ending
     86_400_000, 86_400_001, 2**31, 2**31 + 1, 10**26,  # the ceilings of durations and sizes
 ])
 
@@ -94,6 +95,8 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "sse", "decoy_event": "error"},
         {"action": "sse", "decoy_event": "endpoint"},
         {"action": "sse", "decoy_event": None},
+        {"action": "sse", "line_ending": "cr", "chunk_bytes": 1, "unknown_fields": True},
+        {"action": "sse", "line_ending": None, "chunk_bytes": None, "unknown_fields": None},
     ]
     bad = [
         {"action": "startup_fail"},
@@ -109,6 +112,10 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "sse", "decoy_event": "error\n"},
         {"action": "sse", "decoy_event": "an error"},
         {"action": "sse", "decoy_event": 1},
+        {"action": "sse", "line_ending": "CRLF"},
+        {"action": "sse", "line_ending": "\r\n"},
+        {"action": "sse", "chunk_bytes": 0},  # a write of nothing
+        {"action": "sse", "unknown_fields": 1},
     ]
     for fault in good:
         assert _schema_accepts(fault) and _python_accepts(fault), fault

@@ -58,7 +58,8 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "sse": (
         frozenset({"http"}),
         frozenset({"event_delay_ms", "keepalives", "close_without_response", "priming_id",
-                   "retry_ms", "decoy_event", "garbage_event"}),
+                   "retry_ms", "decoy_event", "garbage_event", "line_ending", "chunk_bytes",
+                   "unknown_fields"}),
     ),
     "accept_202": (frozenset({"http"}), frozenset()),
     "content_type": (frozenset({"http"}), frozenset({"value"})),
@@ -68,6 +69,8 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 
 #: what an sse fault's ``decoy_event`` may be: an event type, one token (never "message")
 SSE_EVENT_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+#: what an sse fault's ``line_ending`` may be: the three the SSE standard accepts
+SSE_LINE_ENDINGS = ("lf", "crlf", "cr")
 RESERVED = frozenset({"id", "on", "times", "action"})  # fault keys that are not parameters
 EVERY = "every"  # the compact syntax's one key=value that is not a parameter: it goes to on.every
 STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay",
@@ -105,6 +108,11 @@ Examples:
   sse@mempalace_status,decoy_event=error    first an 'error' event carrying a decoy answer
   sse@mempalace_status,garbage_event={oops  first a 'message' event whose data is not JSON
                                             (same id, other result), then the real one
+  sse@mempalace_status,line_ending=crlf,chunk_bytes=1
+                                            lines end in CRLF, and each event goes out one
+                                            byte per write (a CR and its LF in two reads)
+  sse@mempalace_status,unknown_fields=true  each event ends with 'Event:' and 'Data:'
+                                            lines, fields a client must ignore
   retype_id@mempalace_search                first a decoy answer whose id is the other JSON
                                             type (1 -> "1"), then the real one
   negotiate_version@initialize,version=2025-03-26   settle on an older version than offered
@@ -355,7 +363,7 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
                                  "(a fault that could never fire within a run)")
 
     for name in INTEGER_PARAMS:
-        need_int(name)
+        need_int(name, 1 if name == "chunk_bytes" else 0)  # a write of 0 bytes sends nothing
     if action in {"exit", "startup_fail", "partial_line"}:
         need_int("code")
         if isinstance(params.get("code"), int) and params["code"] > 255:
@@ -414,6 +422,11 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         raise FaultPlanError(f"{where}: sse 'garbage_event' must be text that is not JSON "
                              f"(the data of a message event no parser can read), e.g. "
                              f"'{{not json', not {json.dumps(garbage)}")
+    if action == "sse" and params.get("line_ending") not in (None, *SSE_LINE_ENDINGS):
+        raise FaultPlanError(f"{where}: sse 'line_ending' must be lf, crlf or cr, not "
+                             f"{json.dumps(params['line_ending'])}")
+    if action == "sse" and not isinstance(params.get("unknown_fields", False), (bool, type(None))):
+        raise FaultPlanError(f"{where}: sse 'unknown_fields' must be true or false")
     if action == "rotate_token" and not isinstance(params.get("token"), str):
         raise FaultPlanError(f"{where}: rotate_token needs a 'token' string")
 
@@ -474,7 +487,8 @@ MAX_MS = 86_400_000
 MAX_COUNT = 2**31
 #: the non-negative integer parameters: a duration (``*ms``) up to MAX_MS, else up to MAX_COUNT
 INTEGER_PARAMS = ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
-                  "event_delay_ms", "keepalives", "lifetime_ms", "retry_ms", "stderr_bytes")
+                  "event_delay_ms", "keepalives", "lifetime_ms", "retry_ms", "stderr_bytes",
+                  "chunk_bytes")
 
 
 def _shown(spec: str) -> str:

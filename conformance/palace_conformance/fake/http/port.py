@@ -50,6 +50,14 @@ def sse_event(data: bytes, event: str = "message") -> bytes:
             + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n")
 
 
+#: the bytes each ``line_ending`` of an ``sse`` fault ends a line with
+LINE_ENDINGS = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}
+#: what an ``sse`` fault's ``unknown_fields`` puts last in each event: fields whose names differ
+#: from the standard's only by case, which a client ignores as it ignores any field it does not
+#: know (last, so that a client that took them for ``event`` and ``data`` keeps what they say)
+UNKNOWN_FIELDS = b"Event: error\nData: an unknown field\n"
+
+
 def decoy_answer(request_id: Any, event: str) -> dict[str, Any]:
     """What an ``sse`` fault's ``decoy_event`` carries: a response to the very request, with a
     result no tool gives (a text that says it is a decoy), so a client that reads an event of
@@ -151,28 +159,48 @@ class HttpPort:
         if params.get("priming_id") is not None:
             retry = params.get("retry_ms")
             retry = SSE_RETRY_MS if retry is None else int(retry)
-            await self.wire.stream(f"id: {params['priming_id']}\nretry: {retry}\n"
-                                   "data: \n\n".encode())
+            await self._stream(f"id: {params['priming_id']}\nretry: {retry}\n"
+                               "data: \n\n".encode())
         for _ in range(int(params.get("keepalives", 0))):
             await pause(int(params.get("event_delay_ms", 0)))
-            await self.wire.stream(b": keepalive\n\n")
+            await self._stream(b": keepalive\n\n")
         decoy = params.get("decoy_event")
         if decoy is not None and self.exchange.kind == "request":
             message = decoy_answer(self.exchange.request_id, str(decoy))
             self.journal.record("http_decoy", conn=self.call.conn, event=decoy, id=message["id"])
-            await self.wire.stream(sse_event(encode(message), str(decoy)))
+            await self._stream(self._sse_event(encode(message), str(decoy)))
         garbage = params.get("garbage_event")
         if garbage is not None and self.exchange.kind == "request":
             self.journal.record("http_garbage_event", conn=self.call.conn,
                                 id=self.exchange.request_id)
-            await self.wire.stream(sse_event(str(garbage).encode()))
+            await self._stream(self._sse_event(str(garbage).encode()))
 
     async def _event(self, data: bytes, *, cut: bool) -> None:
         await pause(int(self._sse_params.get("event_delay_ms", 0)))
         half = cut and self.partial is not None
-        await self.wire.stream(sse_event(data), half=half)
+        await self._stream(self._sse_event(data), half=half)
         if half:
             await self._after_cut()
+
+    def _sse_event(self, data: bytes, event: str = "message") -> bytes:
+        framed = sse_event(data, event)
+        if self._sse_params.get("unknown_fields"):  # before the blank line that ends it
+            return framed[:-1] + UNKNOWN_FIELDS + b"\n"
+        return framed
+
+    async def _stream(self, data: bytes, *, half: bool = False) -> None:
+        """One write of the event stream, in the fault's ``line_ending`` (the events are built
+        with LF, and JSON data holds no raw CR or LF), in pieces of ``chunk_bytes`` each flushed
+        before the next, so a client reads them apart (a CR and its LF in two reads); the half
+        write of a ``partial_line`` goes out in one piece."""
+        params = self._sse_params
+        data = data.replace(b"\n", LINE_ENDINGS[str(params.get("line_ending") or "lf")])
+        size = params.get("chunk_bytes")
+        if half or not size:
+            await self.wire.stream(data, half=half)
+            return
+        for at in range(0, len(data), int(size)):
+            await self.wire.stream(data[at:at + int(size)])
 
     def _withhold(self, data: bytes) -> None:
         priming = self._sse_params.get("priming_id")
