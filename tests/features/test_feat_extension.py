@@ -233,3 +233,26 @@ def test_the_client_is_created_once_at_load_from_a_snapshot(
     assert made == [{"MEMPALACE_AGENT_NAME": "pi-one"}]
     assert client.called("mempalace_diary_read") == [{"agent_name": "pi-one"}]
     assert "MEMPALACE_REMOTE_URL" not in scripted.calls[0]["env"]
+
+
+def test_a_bug_in_background_work_becomes_one_stderr_line() -> None:
+    """The guard around background work: a bug is one stderr line, never an escaped exception,
+    and a cancelled task (shutdown abandoning a poll) is left cancelled, with nothing logged."""
+    bridge, host, _, _, _ = load({})
+
+    async def broken() -> None:
+        raise KeyError("oops")
+
+    async def run() -> tuple[Any, asyncio.Future[Any]]:
+        failed = bridge.background("feed", broken())
+        stalled = bridge.background("mailbox", asyncio.sleep(60))
+        await asyncio.sleep(0)
+        stalled.cancel()
+        await bridge.drain()
+        return failed.result(), stalled
+
+    result, stalled = asyncio.run(run())
+    assert result is None and stalled.cancelled()
+    [line] = host.of_kind("stderr")
+    assert line["line"].startswith("mempalace: feed: internal error")
+    assert host.of_kind("error") == []
