@@ -30,6 +30,9 @@ ERROR_KINDS: Final = ("timeout", "unavailable", "connection_closed", "tool_error
                       "bad_request", "host_timeout", "exception")
 #: error kinds that speak of the host or the runner, never of the bridge
 HOST_ERROR_KINDS: Final = frozenset({"host_timeout", "bad_request"})
+#: ops only the host carries out (a settle is its wait: no bridge failure can end it), so any
+#: ``ok: false`` is the host's: the step's window was not kept and fails whatever its kind
+HOST_ONLY_OPS: Final = frozenset({"settle"})
 
 # Why the runner could not drive a host any further (a step's error kind then, never a host's):
 PROTOCOL_VIOLATION: Final = "protocol_violation"  # a non-JSON stdout line, a reply without ok, ...

@@ -61,6 +61,17 @@ def test_host_level_errors_fail_the_step_even_without_expectations() -> None:
     assert found["/steps/2"] == ("pass", "call_tool completed: ok: false (timeout)")
 
 
+def test_a_settle_the_host_could_not_keep_fails_whatever_its_kind() -> None:
+    """A settle is the host's own wait: an exception there means its window was not kept."""
+    case = scenario([{"op": "load"}, {"op": "settle"}, {"op": "settle"}])
+    steps = [ran(0, "load"),
+             ran(1, "settle", ok=False, error={"kind": "exception", "message": "TypeError: x"}),
+             ran(2, "settle")]
+    found = verdicts(Observation(case, "stdio", steps, []))
+    assert found["/steps/1"][0] == "fail" and "exception: TypeError: x" in found["/steps/1"][1]
+    assert found["/steps/2"] == ("pass", "settle completed: ok")
+
+
 def test_timing_results_effects_and_step_journal_windows() -> None:
     case = scenario([{"op": "load"}, {**CALL, "expect": {
         "ok": True, "elapsed_ms": {"at_least": 300, "slack_ms": 100},

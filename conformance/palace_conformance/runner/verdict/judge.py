@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from palace_conformance.contract import HOST_ERROR_KINDS, call_outcomes
+from palace_conformance.contract import HOST_ERROR_KINDS, HOST_ONLY_OPS, call_outcomes
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.results import CORE, FAIL, PASS, SEED, CheckRecord, StepRecord
 from palace_conformance.runner.verdict.early_end import settled_step
@@ -196,7 +196,8 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
             recorder.add(pointer, False, f"not judged: {why}", step=key)
         return
     kind = (record.error or {}).get("kind")
-    if record.ok is False and kind in HOST_ERROR_KINDS and kind not in _expected_kinds(step):
+    host_failed = kind in HOST_ERROR_KINDS or step.op in HOST_ONLY_OPS
+    if record.ok is False and host_failed and kind not in _expected_kinds(step):
         recorder.add(at, False, f"{step.op}: the host could not complete the op: "
                      f"{kind}: {(record.error or {}).get('message', '')}", step=key,
                      got=record.error)
