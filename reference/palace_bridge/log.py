@@ -29,8 +29,8 @@ class SplitSecretGuard:
         self._held = ""
 
     def feed(self, text: str) -> str:
-        """The part of ``self._held + text`` that can be written now."""
-        text = self._held + text
+        """What of ``self._held + text`` can go now: redacted first, so no cut splits a secret."""
+        text = redact_text(self._held + text, self.secrets)
         keep = self._secret_prefix_at_end(text)
         self._held = text[len(text) - keep:] if keep else ""
         return text[:len(text) - keep]

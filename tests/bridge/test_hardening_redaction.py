@@ -145,6 +145,27 @@ def test_the_guard_redacts_a_token_cut_at_any_point_and_holds_back_only_a_prefix
     assert stream.getvalue() == "x" * (64 * 1024 - cut) + REDACTED + " tail"
 
 
+@pytest.mark.parametrize("token", ["zq-7c41d9e2zq", "a1b2c3a"])
+def test_a_token_that_ends_as_it_starts_is_redacted_when_a_read_ends_with_it(token):
+    """Its end could start it again: holding that end back must not cut the token open (the
+    rest would be forwarded unredacted), so the guard redacts before it cuts."""
+    stream = io.StringIO()
+    log = Log(stream, debug=True, secrets=(token,))
+    guard = SplitSecretGuard(log.secrets)
+    log.raw(guard.feed("before " + token))
+    log.raw(guard.feed(" after\n"))
+    log.raw(guard.flush())
+    assert stream.getvalue() == f"before {REDACTED} after\n"
+
+
+def test_the_guard_holds_back_nothing_that_cannot_start_the_token():
+    """Forwarded stderr goes out as it is read: only a possible start of the token waits."""
+    guard = SplitSecretGuard((TOKEN,))
+    assert guard.feed("a whole line\n") == "a whole line\n"
+    assert guard.feed("no token ends here") == "no token ends here"
+    assert guard.flush() == ""
+
+
 def test_the_guard_lets_a_lookalike_go_at_the_end_of_the_stream():
     guard = SplitSecretGuard((TOKEN,))
     assert guard.feed("ends with " + TOKEN[:5]) == "ends with "

@@ -47,6 +47,13 @@ def test_a_broken_sink_never_raises():
     Log(Broken()).line("still fine")
 
 
+def test_a_closed_sink_never_raises():
+    """A host that closed its stderr (ValueError on write) must not break the bridge either."""
+    closed = io.StringIO()
+    closed.close()
+    Log(closed, debug=True).raw("child line\n")
+
+
 def test_the_bridge_imports_no_mcp_sdk():
     """Runtime dependencies stay minimal: httpx only, never the ``mcp`` SDK."""
     import subprocess

@@ -128,7 +128,8 @@ def test_every_n_is_accepted_for_every_action_on_both_transports(action: str) ->
     required = {"error": {"code": -1}, "http_status": {"status": 404},
                 "answer_status": {"status": 203},
                 "server_request": {"method": "roots/list"}, "notify": {"method": "n/x"},
-                "negotiate_version": {"version": "2025-03-26"}, "rotate_token": {"token": "t"}}
+                "negotiate_version": {"version": "2025-03-26"}, "rotate_token": {"token": "t"},
+                "write_stderr": {"pieces": ["x"]}}
     on = {"method": STARTUP} if action in {"startup_fail", "ignore_sigterm",
                                            "spawn_grandchild"} else {"method": "ping"}
     fault = plan_from_json([{"action": action, "on": {**on, "every": 4},

@@ -225,6 +225,29 @@ def test_flood_stderr_invalid_utf8_writes_bytes_no_decoder_accepts(tmp_path: Pat
         assert fake.stderr_text().count("fake palace stderr flood") >= 2000 // 80
 
 
+def test_write_stderr_writes_its_pieces_apart_before_the_reply(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"faults": [{
+        "action": "write_stderr", "on": {"method": "ping", "nth": 2},
+        "pieces": ["note: key=ab", "cd and on\n"], "pause_ms": 400}]}))
+    with FakeProcess(tmp_path, plan=plan) as fake:
+        fake.ping()
+        assert "key=ab" not in fake.stderr_text()
+        fake.send(rpc("ping", None, 7))
+        wait_for(lambda: "note: key=ab" in fake.stderr_text(), what="the first piece")
+        assert "cd and on" not in fake.stderr_text(), "the second piece waits pause_ms"
+        fake.recv()  # the reply comes after both pieces
+        assert "note: key=abcd and on\n" in fake.stderr_text()
+        assert fired(fake) == [("write_stderr", "ping", 2)]
+
+
+def test_write_stderr_at_startup_comes_before_serving(tmp_path: Path) -> None:
+    with FakeProcess(tmp_path, faults=['write_stderr@$startup,pieces=["early words\\n"]']) as fake:
+        fake.ping()
+        assert "early words\n" in fake.stderr_text()
+        assert fired(fake) == [("write_stderr", "$startup", 1)]
+
+
 def test_retype_id_sends_a_decoy_with_the_other_id_type_first(tmp_path: Path) -> None:
     with FakeProcess(tmp_path, faults=["retype_id@pingx2"]) as fake:
         fake.send(rpc("ping", None, 7))

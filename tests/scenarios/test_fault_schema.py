@@ -28,6 +28,7 @@ VALUES = st.sampled_from([
     "message", "two words", "error\n", "",  # an sse decoy_event: only an event type, not message
     "lf", "crlf", "cr", "CRLF",  # an sse line_ending
     86_400_000, 86_400_001, 2**31, 2**31 + 1, 10**26,  # the ceilings of durations and sizes
+    ["key=ab", "cd\n"], [], [""],  # write_stderr's pieces: only non-empty strings, at least one
 ])
 
 
@@ -92,6 +93,8 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "error", "code": -32001, "data": {"failure_kind": "peer_contention"}},
         {"action": "stall", "ms": 86_400_000},
         {"action": "flood_stderr", "bytes": 2**31},
+        {"action": "write_stderr", "pieces": ["key=ab", "cd\n"], "pause_ms": 300},
+        {"action": "write_stderr", "on": {"method": "$startup"}, "pieces": ["x"]},
         {"action": "sse", "decoy_event": "error"},
         {"action": "sse", "decoy_event": "endpoint"},
         {"action": "sse", "decoy_event": None},
@@ -107,6 +110,11 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "stall", "ms": 86_400_001},  # past a day: a typo that would overflow a sleep
         {"action": "delay", "ms": 10**26},
         {"action": "flood_stderr", "bytes": 2**31 + 1},
+        {"action": "write_stderr"},
+        {"action": "write_stderr", "pieces": []},
+        {"action": "write_stderr", "pieces": ["ok", ""]},
+        {"action": "write_stderr", "pieces": "text"},
+        {"action": "write_stderr", "pieces": ["x"], "bytes": 5},
         {"action": "sse", "decoy_event": "message"},  # that is the real answer's type
         {"action": "sse", "decoy_event": ""},
         {"action": "sse", "decoy_event": "error\n"},
@@ -136,7 +144,7 @@ _REQUIRED: dict[str, dict[str, Any]] = {
     "http_status": {"status": 500}, "error": {"code": -32001}, "server_request": {"method": "x"},
     "notify": {"method": "x"}, "negotiate_version": {"version": "2025-03-26"},
     "rotate_token": {"token": "t"}, "startup_fail": {"on": {"method": "$startup"}},
-    "spawn_grandchild": {"on": {"method": "$startup"}},
+    "spawn_grandchild": {"on": {"method": "$startup"}}, "write_stderr": {"pieces": ["x"]},
 }
 
 

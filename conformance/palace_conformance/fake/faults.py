@@ -44,6 +44,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "server_request": (frozenset({"stdio", "http"}), frozenset({"method", "params"})),
     "notify": (frozenset({"stdio", "http"}), frozenset({"method", "params"})),
     "flood_stderr": (frozenset({"stdio", "http"}), frozenset({"bytes", "invalid_utf8"})),
+    "write_stderr": (frozenset({"stdio", "http"}), frozenset({"pieces", "pause_ms"})),
     "lock_held": (frozenset({"stdio", "http"}), frozenset({"pid", "argv"})),
     # process level (on.method == "$startup")
     "startup_fail": (frozenset({"stdio", "http"}), frozenset({"code", "stderr", "after_ms"})),
@@ -73,8 +74,8 @@ SSE_EVENT_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 SSE_LINE_ENDINGS = ("lf", "crlf", "cr")
 RESERVED = frozenset({"id", "on", "times", "action"})  # fault keys that are not parameters
 EVERY = "every"  # the compact syntax's one key=value that is not a parameter: it goes to on.every
-STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "delay",
-                             "spawn_grandchild"})
+STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "write_stderr",
+                             "delay", "spawn_grandchild"})
 HTTP_ACTIONS = frozenset(
     {"http_status", "answer_status", "reset", "sse", "accept_202", "content_type",
      "forget_session", "rotate_token"}
@@ -117,6 +118,10 @@ Examples:
                                             type (1 -> "1"), then the real one
   negotiate_version@initialize,version=2025-03-26   settle on an older version than offered
   flood_stderr@$startup,bytes=4096,invalid_utf8=true   stderr bytes that are not UTF-8
+  write_stderr@$startup,pieces=["key=abcd\\n"]   write that text on stderr; in a plan, several
+                                            pieces ("key=ab", "cd\\n": a spec's commas split
+                                            it) are written in turn, pause_ms apart, so a
+                                            reader gets the text in parts
   spawn_grandchild@$startup                 start a grandchild in the child's process group
   spawn_grandchild@$startup,leave_group=true,hold_pipes=true
                                             one that calls setsid (out of the group's reach)
@@ -395,6 +400,12 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
     if action == "negotiate_version" and not isinstance(params.get("version"), str):
         raise FaultPlanError(f"{where}: negotiate_version needs a 'version' string, "
                              "e.g. 2025-03-26")
+    pieces = params.get("pieces")
+    if action == "write_stderr" and not (isinstance(pieces, list) and pieces
+                                         and all(isinstance(p, str) and p for p in pieces)):
+        raise FaultPlanError(f"{where}: write_stderr needs 'pieces', a non-empty list of "
+                             f"non-empty strings (written in order, e.g. [\"key=ab\", \"cd\\n\"]), "
+                             f"not {json.dumps(pieces)}")
     if action == "flood_stderr" and not isinstance(params.get("invalid_utf8", False), bool):
         raise FaultPlanError(f"{where}: flood_stderr 'invalid_utf8' must be true or false")
     for flag in ("leave_group", "hold_pipes"):
@@ -488,7 +499,7 @@ MAX_COUNT = 2**31
 #: the non-negative integer parameters: a duration (``*ms``) up to MAX_MS, else up to MAX_COUNT
 INTEGER_PARAMS = ("ms", "interval_ms", "count", "bytes", "after_bytes", "after_ms",
                   "event_delay_ms", "keepalives", "lifetime_ms", "retry_ms", "stderr_bytes",
-                  "chunk_bytes")
+                  "chunk_bytes", "pause_ms")
 
 
 def _shown(spec: str) -> str:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from palace_conformance.fake.brain import Brain, Exchange
@@ -78,6 +79,16 @@ def flood_stderr(size: int, invalid_utf8: bool = False) -> None:
         written += len(chunk)
 
 
+def write_stderr(pieces: Sequence[str], pause_ms: int = 0) -> None:
+    """Write each piece to fd 2 with its own write, ``pause_ms`` apart (the ``write_stderr``
+    fault): a reader gets a line in parts, as a server's stderr may arrive, so a bridge must not
+    judge (redact) what it forwards one read at a time."""
+    for index, piece in enumerate(pieces):
+        if index and pause_ms:
+            time.sleep(pause_ms / 1000.0)
+        os.write(2, piece.encode("utf-8", "replace"))
+
+
 def last_words(size: int, line: str) -> None:
     """A dying server's stderr (the ``exit`` fault's ``stderr_bytes`` and ``stderr``): a flood of
     ``size`` bytes, then ``line``. The pipe is first enlarged to hold them all (Linux, up to its
@@ -138,6 +149,9 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
     if (flood := fault("flood_stderr")) is not None:
         await offload(port, flood_stderr, int(flood.params.get("bytes", 1 << 20)),
                       bool(flood.params.get("invalid_utf8", False)))
+    if (written := fault("write_stderr")) is not None:
+        await offload(port, write_stderr, list(written.params["pieces"]),
+                      int(written.params.get("pause_ms") or 0))
     for f in exchange.faults:
         if f.action == "notify":
             await send({"jsonrpc": "2.0", "method": f.params["method"],

@@ -1,8 +1,9 @@
 """The ``$startup`` faults, read once for both transports.
 
 A fake process matches its plan against the pseudo-method ``$startup`` when it starts. What that
-asks for (fail with a code, ignore SIGTERM, flood stderr, start slowly, start a grandchild) is
-decided here; the stdio and HTTP transports only carry it out, each with its own way of waiting.
+asks for (fail with a code, ignore SIGTERM, flood stderr or write given text on it, start slowly,
+start a grandchild) is decided here; the stdio and HTTP transports only carry it out, each with its
+own way of waiting.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class StartupFaults:
     fail_stderr: str | None = None  # ... having printed this line
     ignore_sigterm: bool = False
     flood_bytes: tuple[tuple[int, bool], ...] = ()  # stderr floods (size, invalid_utf8), in order
+    stderr_pieces: tuple[tuple[tuple[str, ...], int], ...] = ()  # write_stderr (pieces, pause_ms)
     delay_ms: int = 0  # serve only after this long (every ``delay`` added up)
     grandchild_ms: int | None = None  # start a grandchild living this long (``spawn_grandchild``)
     grandchild_leaves_group: bool = False  # ... which calls setsid (``leave_group``)
@@ -51,6 +53,8 @@ def startup_faults(faults: Sequence[Fault]) -> StartupFaults:
         flood_bytes=tuple((int(f.params.get("bytes", 1 << 20)),
                            bool(f.params.get("invalid_utf8", False)))
                           for f in faults if f.action == "flood_stderr"),
+        stderr_pieces=tuple((tuple(f.params["pieces"]), int(f.params.get("pause_ms") or 0))
+                            for f in faults if f.action == "write_stderr"),
         delay_ms=sum(int(f.params.get("ms", 0)) for f in faults if f.action == "delay"),
         grandchild_ms=(None if grandchild is None
                        else int(grandchild.params.get("lifetime_ms", GRANDCHILD_LIFETIME_MS))),

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import Fault
-from palace_conformance.fake.playback import encode, flood_stderr, play
+from palace_conformance.fake.playback import encode, flood_stderr, play, write_stderr
 from palace_conformance.fake.startup import startup_faults
 
 STDIN_EOF = "stdin EOF -- client disconnected, shutting down"
@@ -124,6 +124,8 @@ def _startup(brain: Brain, faults: list[Fault]) -> int | None:
                          start.grandchild_holds_pipes, start.grandchild_last_words)
     for size, invalid_utf8 in start.flood_bytes:
         flood_stderr(size, invalid_utf8)
+    for pieces, pause_ms in start.stderr_pieces:
+        write_stderr(pieces, pause_ms)
     if start.delay_ms:
         time.sleep(start.delay_ms / 1000.0)
     return None

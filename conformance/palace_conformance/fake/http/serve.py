@@ -22,7 +22,7 @@ from palace_conformance.fake.options import (
     FakeOptions,
     build_brain,
 )
-from palace_conformance.fake.playback import flood_stderr, pause
+from palace_conformance.fake.playback import flood_stderr, pause, write_stderr
 from palace_conformance.fake.startup import startup_faults
 
 _SECRET_IN_SPEC = re.compile(r"(token=)[^,]*")
@@ -52,6 +52,8 @@ async def _startup(brain: Brain) -> tuple[int | None, bool]:
         return start.record_failure(brain), False
     for size, invalid_utf8 in start.flood_bytes:
         flood_stderr(size, invalid_utf8)
+    for pieces, pause_ms in start.stderr_pieces:
+        write_stderr(pieces, pause_ms)
     await pause(start.delay_ms)
     return None, start.ignore_sigterm
 
