@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
-from mutation.module_map import BRIDGE_DIR
 from mutation.sessions import (
     ModuleSession,
     _keys,
@@ -80,49 +78,3 @@ def test_two_mutants_of_one_operator_at_one_place_get_distinct_keys() -> None:
                                           "b": "backoff.py:8:17:NumberReplacer#2",
                                           "c": "backoff.py:8:17:AddNot"}
 
-
-def _one_session(work: Path, module: str) -> None:
-    from mutation.sessions import copy_bridge, init
-
-    copy_bridge(BRIDGE_DIR, work)
-    init(ModuleSession(module, work), ["true"], 60, environment(work))
-
-
-def test_report_combines_run_directories_module_by_module(tmp_path: Path, capsys) -> None:
-    """Runs in parallel each write their own directory; one report reads them all, each module
-    from the first directory (--out, then --from in order) that ran it."""
-    from mutation.__main__ import main
-
-    first, second = tmp_path / "first", tmp_path / "second"
-    _one_session(first, "features/diary.py")
-    _one_session(second, "backoff.py")
-    _one_session(second, "features/diary.py")  # shadowed by --out's
-    assert main(["report", "--out", str(first), "--from", str(second)]) == 0
-    report = json.loads((first / "report.json").read_text())
-    assert set(report["modules"]) == {"features/diary.py", "backoff.py"}
-    assert report["modules"]["backoff.py"]["pending"] > 0
-    alone = json.loads(json.dumps(report["modules"]["features/diary.py"]))
-    assert main(["report", "--out", str(first)]) == 0
-    assert json.loads((first / "report.json").read_text())["modules"] == {
-        "features/diary.py": alone}
-    assert main(["report", "--out", str(first), "--from", str(tmp_path / "nope")]) == 2
-    assert "--from" in capsys.readouterr().err
-
-
-def test_a_mutant_cosmic_ray_cannot_write_is_incompetent_not_the_end_of_the_run() -> None:
-    """cosmic-ray 8.7's ExceptionReplacer fails on a dotted name in an except tuple; an
-    unreached mutant's diff is written by this tool, which must not let that end the run."""
-    from mutation.report import INCOMPETENT, SURVIVED
-    from mutation.sessions import _status, unreached_result
-
-    source = "try:\n    pass\nexcept (os.error, ValueError):\n    pass\n"
-
-    def spec(occurrence: int) -> SimpleNamespace:
-        return SimpleNamespace(operator_name="core/ExceptionReplacer", operator_args={},
-                               occurrence=occurrence, start_pos=(3, 8))
-
-    broken = unreached_result(source, spec(0), Path("m.py"))
-    assert _status(broken) == INCOMPETENT
-    assert broken.output.startswith("cosmic-ray could not write this mutant: AttributeError")
-    fine = unreached_result(source, spec(1), Path("m.py"))
-    assert _status(fine) == SURVIVED and "CosmicRayTestingException" in fine.diff
