@@ -35,7 +35,15 @@ from mutation.module_map import (
     selections,
     shipped_scenario_ids,
 )
-from mutation.report import REPO_ROOT, Report, TriageError, load_triage
+from mutation.report import (
+    EQUIVALENT,
+    NOT_SAMPLED,
+    PENDING,
+    REPO_ROOT,
+    Report,
+    TriageError,
+    load_triage,
+)
 from mutation.sessions import (
     ModuleSession,
     SessionError,
@@ -50,9 +58,11 @@ from mutation.sessions import (
     mark_equivalents,
     pending_keys,
     records,
+    reopen,
     retime,
     scenario_command,
     skip_unsampled,
+    unsampled_keys,
 )
 
 DEFAULT_OUT = ROOT / ".mutation"
@@ -182,11 +192,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
         print(f"{module}: {len(chosen[module])} scenario(s); {spared} mutant(s) spared as "
               f"equivalent (annotations); {len(pending_keys(session))} pending")
     if args.sample is not None:
-        pending = {key for s in sessions.values() for key in pending_keys(s)}
-        keep = choose_sample(pending, args.sample, args.seed)
-        for session in sessions.values():
-            skip_unsampled(session, keep)
-        print(f"sample: {len(keep)} of {len(pending)} pending mutant(s), seed {args.seed}")
+        _sample(args, list(sessions.values()))
     runs = _load_runs(out)
     failed_baselines = []
     executed: list[str] = []  # modules whose mutants cosmic-ray ran in this invocation
@@ -218,6 +224,30 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
         print(f"UNJUDGED mutant {record.key}: {record.status} after its module ran (see "
               f"{ModuleSession(record.module, out).log})")
     return 1 if failed_baselines or report.untriaged or unjudged else 0
+
+
+def _sample(args: argparse.Namespace, sessions: list[ModuleSession]) -> None:
+    """Choose the sample. In a work directory an earlier sample left, the mutants it chose
+    (judged or still pending) stay chosen: the same --sample resumes it, a larger one draws only
+    the difference, with --seed, among the mutants it left out, so the whole is still a uniform
+    draw over the modules' mutants."""
+    left_out = {key: (s, job) for s in sessions for key, job in unsampled_keys(s).items()}
+    pending = {key for s in sessions for key in pending_keys(s)}
+    if not left_out:
+        keep = choose_sample(pending, args.sample, args.seed)
+        for session in sessions:
+            skip_unsampled(session, keep)
+        print(f"sample: {len(keep)} of {len(pending)} pending mutant(s), seed {args.seed}")
+        return
+    judged = sum(1 for s in sessions for r in records(s) if r.status not in (
+        PENDING, EQUIVALENT, NOT_SAMPLED))
+    chosen = judged + len(pending)
+    more = choose_sample(left_out, max(0, args.sample - chosen), args.seed)
+    for session in sessions:
+        reopen(session, [job for key, (owner, job) in left_out.items()
+                         if owner is session and key in more])
+    print(f"sample: {chosen} mutant(s) chosen before ({judged} judged, {len(pending)} pending), "
+          f"{len(more)} more drawn with seed {args.seed} among the {len(left_out)} left out")
 
 
 def _run_module(args: argparse.Namespace, session: ModuleSession, chosen: list[str], runner: str,

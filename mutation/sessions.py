@@ -16,6 +16,7 @@ import os
 import random
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -205,6 +206,27 @@ def choose_sample(keys: Iterable[str], size: int, seed: int) -> set[str]:
     """A fixed, seeded choice: the same keys for the same candidates, size and seed."""
     ordered = sorted(keys)
     return set(random.Random(seed).sample(ordered, min(size, len(ordered))))
+
+
+def unsampled_keys(session: ModuleSession) -> dict[str, str]:
+    """Mutants an earlier ``--sample`` left out: key → cosmic-ray job id."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome
+
+    with use_db(str(session.db), WorkDB.Mode.open) as db:
+        keys = _keys(session.module, db.work_items)
+        return {keys[job_id]: job_id for job_id, result in db.results
+                if result.worker_outcome == WorkerOutcome.SKIPPED
+                and result.output == NOT_SAMPLED_OUTPUT}
+
+
+def reopen(session: ModuleSession, job_ids: Iterable[str]) -> None:
+    """Put mutants an earlier sample left out back to pending, so a larger sample can draw them.
+    cosmic-ray's WorkDB can set a result but not remove one, hence the table itself."""
+    ids = list(job_ids)
+    with contextlib.closing(sqlite3.connect(session.db)) as db, db:
+        db.executemany("DELETE FROM work_results WHERE job_id = ? AND output = ?",
+                       [(job_id, NOT_SAMPLED_OUTPUT) for job_id in ids])
 
 
 def skip_unsampled(session: ModuleSession, keep: set[str]) -> None:

@@ -180,3 +180,43 @@ def test_a_mutant_cosmic_ray_cannot_write_is_incompetent_not_the_end_of_the_run(
     assert broken.output.startswith("cosmic-ray could not write this mutant: AttributeError")
     fine = unreached_result(source, spec(1), Path("m.py"))
     assert _status(fine) == SURVIVED and "CosmicRayTestingException" in fine.diff
+
+
+def test_a_larger_sample_in_the_same_directory_draws_only_the_difference(tmp_path: Path,
+                                                                          capsys) -> None:
+    """Extending a sample keeps what the earlier one chose (judged or pending) and draws the
+    rest among the mutants it left out; the same --sample again resumes, drawing nothing."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    from mutation.__main__ import _sample
+    from mutation.report import NOT_SAMPLED, PENDING
+    from mutation.sessions import pending_keys
+
+    session, runner, _log, env = world(tmp_path)
+    init(session, [runner, "run"], 60.0, env)
+    every = {r.key for r in records(session)}
+    assert len(every) >= 4
+
+    def status() -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for record in records(session):
+            found.setdefault(record.status, set()).add(record.key)
+        return found
+
+    _sample(SimpleNamespace(sample=1, seed=3), [session])
+    first = status()
+    assert len(first[PENDING]) == 1 and len(first[NOT_SAMPLED]) == len(every) - 1
+    (chosen,) = first[PENDING]
+    with use_db(str(session.db), WorkDB.Mode.open) as db:  # judge it, as a run would
+        db.set_result(pending_keys(session)[chosen],
+                      WorkResult(worker_outcome=WorkerOutcome.NORMAL,
+                                 test_outcome=TestOutcome.KILLED, output="", diff=""))
+    _sample(SimpleNamespace(sample=1, seed=3), [session])  # resumes: nothing new
+    assert status().get(PENDING, set()) == set()
+    _sample(SimpleNamespace(sample=3, seed=4), [session])
+    grown = status()
+    assert len(grown[PENDING]) == 2 and chosen not in grown[PENDING]
+    assert grown[KILLED] == {chosen}
+    assert len(grown[NOT_SAMPLED]) == len(every) - 3
+    assert "2 more drawn with seed 4" in capsys.readouterr().out
