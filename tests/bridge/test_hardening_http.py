@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import io
+import socket
 import time
+from collections.abc import Iterator
 
+import httpx
 import pytest
 
+from palace_bridge import http
 from palace_bridge.client import create_client
 from palace_bridge.errors import PalaceProtocolError, PalaceTimeout
-from palace_bridge.http import MAX_ANSWERS_IN_FLIGHT
+from palace_bridge.http import MAX_ANSWERS_IN_FLIGHT, HttpTransport
+from palace_bridge.log import Log
 
 from .hostile_http import Exchange, HostileHttp
 from .support import remote_env, run
@@ -206,3 +211,52 @@ def test_an_answer_past_64_mib_is_a_protocol_error(hostile):
             await client.stop()
 
     run(main())
+
+
+@pytest.fixture
+def black_hole() -> Iterator[str]:
+    """A loopback palace URL whose peer never completes a TCP handshake: the listener's one-slot
+    accept queue is already full, so the kernel drops every further SYN."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    filler = socket.create_connection(server.getsockname(), timeout=5)
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/mcp"
+    filler.close()
+    server.close()
+
+
+def test_a_peer_that_never_completes_the_tcp_handshake_fails_the_try_at_the_connect_bound(
+        black_hole: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connect is the one wait httpx bounds itself: the handshake's own deadline (60 s here)
+    is not what ends a try against a black hole."""
+    monkeypatch.setattr(http, "CONNECT_TIMEOUT_S", 0.5)
+    stderr = io.StringIO()
+    client = create_client(remote_env(black_hole, MEMPALACE_MCP_INIT_TIMEOUT_MS="60000",
+                                      MEMPALACE_REMOTE_CONNECT_RETRIES="0"), stderr=stderr)
+
+    async def main() -> tuple[bool, float]:
+        began = time.monotonic()
+        started = await asyncio.wait_for(client.start(), TEST_BOUND_S)
+        took = time.monotonic() - began
+        await asyncio.wait_for(client.stop(), TEST_BOUND_S)
+        return started, took
+
+    started, took = run(main())
+    assert started is False
+    assert 0.5 <= took < 0.5 + HANG_SLACK_S
+    assert "unavailable" in stderr.getvalue()
+
+
+def test_the_connect_bound_is_ten_seconds_and_no_read_is_bounded_by_httpx() -> None:
+    """The reference's own choice (docs/choices.md): 10 s for a TCP connect; a read is bounded
+    by the call's deadline instead, which httpx does not know."""
+
+    async def main() -> httpx.Timeout:
+        transport = HttpTransport("http://127.0.0.1:9/mcp", None, Log(io.StringIO()))
+        try:
+            return transport._client.timeout
+        finally:
+            await transport._client.aclose()
+
+    assert run(main()) == httpx.Timeout(None, connect=10.0)

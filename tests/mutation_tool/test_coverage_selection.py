@@ -188,7 +188,6 @@ def test_a_larger_sample_in_the_same_directory_draws_only_the_difference(tmp_pat
     rest among the mutants it left out; the same --sample again resumes, drawing nothing."""
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
-
     from mutation.__main__ import _sample
     from mutation.report import NOT_SAMPLED, PENDING
     from mutation.sessions import pending_keys
