@@ -4,6 +4,7 @@ Markdown. Works on plain :class:`MutantRecord` values, so it is tested without c
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ VERDICT_CHOICE = "reference choice"
 VERDICTS = (VERDICT_EQUIVALENT, VERDICT_OPEN, VERDICT_KILLED, VERDICT_CHOICE)
 TRIAGE_PATH = Path(__file__).with_name("triage.json")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+Z_95 = 1.6449  # one-sided 95 %: the normal quantile the Wilson lower bound uses
 
 
 class TriageError(Exception):
@@ -154,11 +156,55 @@ class Tally:
                   - self.reference_choices)
         return (ran + self.killed_since) / judged if judged else None
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def judged(self) -> int:
+        """The mutants run that count in the score: neither equivalent nor a reference choice."""
+        ran = self.counts[KILLED] + self.counts[TIMEOUT]
+        return ran + self.counts[SURVIVED] - self.equivalent_survivors - self.reference_choices
+
+    @property
+    def size(self) -> float:
+        """How many of the module's mutants would count in the score were all run: the share
+        of the run ones that count, over every mutant the sample drew from."""
+        run = self.counts[KILLED] + self.counts[TIMEOUT] + self.counts[SURVIVED]
+        whole = run + self.counts[NOT_SAMPLED] + self.counts[PENDING]
+        return whole * self.judged / run if run else 0.0
+
+    @property
+    def lower_bound(self) -> float | None:
+        """Where only some mutants ran (a ``--sample``, an unfinished run), the score is an
+        estimate: its one-sided 95 % Wilson lower bound, the value the whole would score at
+        least, 19 times in 20, were the mutants run a uniform draw (a seeded sample is; an
+        unfinished run, cut in cosmic-ray's order, only roughly). None when every mutant ran
+        (the score is exact) or none did."""
+        if not (self.counts[NOT_SAMPLED] or self.counts[PENDING]):
+            return None
+        n, score = self.judged, self.score
+        if not n or score is None:
+            return None
+        p, z2 = score, Z_95 * Z_95
+        spread = Z_95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+        return (p + z2 / (2 * n) - spread) / (1 + z2 / n)
+
+    def to_json(self, lower: float | None = None) -> dict[str, Any]:
         score = self.score
         return {**self.counts, "equivalent_survivors": self.equivalent_survivors,
                 "killed_since": self.killed_since, "reference_choices": self.reference_choices,
-                "score": None if score is None else round(score, 4)}
+                "score": None if score is None else round(score, 4),
+                **({} if lower is None else {"score_lower_95": round(lower, 4)})}
+
+
+def pooled_bound(modules: Iterable[Tally]) -> float | None:
+    """A lower bound for several modules of which some ran only in part: each such module at its
+    own 95 % bound, each whole one at its score, weighted by :attr:`Tally.size`. Conservative
+    (every part-run module at its worst at once, which is rarer than 1 in 20), not a joint 95 %
+    bound; None when every module ran whole."""
+    tallies = [t for t in modules if t.judged]
+    if all(t.lower_bound is None for t in tallies):
+        return None
+    weight = sum(t.size for t in tallies)
+    return sum(t.size * (t.lower_bound if t.lower_bound is not None else t.score or 0.0)
+               for t in tallies) / weight
 
 
 @dataclass
@@ -190,6 +236,15 @@ class Report:
     def total(self) -> Tally:
         return self._tally(self.records)
 
+    def bounds(self) -> tuple[dict[str, float | None], dict[str, float | None], float | None]:
+        """The 95 % lower bounds of the scores (part-run modules only): per module, per area
+        (:func:`pooled_bound` over its modules) and over every module."""
+        modules = self.by_module()
+        areas = {a: pooled_bound(t for m, t in modules.items() if a in self.areas.get(m, ()))
+                 for a in self.by_area()}
+        return ({m: t.lower_bound for m, t in modules.items()}, areas,
+                pooled_bound(modules.values()))
+
     @property
     def survivors(self) -> list[MutantRecord]:
         return sorted((r for r in self.records if r.status == SURVIVED),
@@ -208,11 +263,12 @@ class Report:
                       key=lambda r: (r.module, r.line, r.column, r.operator))
 
     def to_json(self) -> dict[str, Any]:
+        module_bounds, area_bounds, total_bound = self.bounds()
         return {
             "format": 1,
-            "total": self.total().to_json(),
-            "modules": {m: t.to_json() for m, t in self.by_module().items()},
-            "areas": {a: t.to_json() for a, t in self.by_area().items()},
+            "total": self.total().to_json(total_bound),
+            "modules": {m: t.to_json(module_bounds[m]) for m, t in self.by_module().items()},
+            "areas": {a: t.to_json(area_bounds[a]) for a, t in self.by_area().items()},
             "runs": self.runs,
             "survivors": [{"mutant": r.key, "module": r.module, "line": r.line,
                            "operator": r.operator, "diff": r.diff,
@@ -227,11 +283,16 @@ class Report:
         lines.append(f"Score (killed, timed out, or killed since by a newer scenario, over the "
                      f"mutants run that are neither equivalent nor a reference choice): "
                      f"{_percent(total.score)}; " + _counts(total) + ".")
+        module_bounds, area_bounds, total_bound = self.bounds()
+        if total_bound is not None:
+            lines[-1] += (f" Some modules ran only in part: all of them score at least "
+                          f"{_percent(total_bound)} (each part-run module at its one-sided 95 % "
+                          "Wilson bound, weighted by its size).")
         lines += ["", "## Per module", "", _table_head("module")]
-        lines += [_row(m, t) for m, t in self.by_module().items()]
+        lines += [_row(m, t, module_bounds[m]) for m, t in self.by_module().items()]
         lines += ["", "## Per behaviour area (a mutant counts in each area of its module)", "",
                   _table_head("area")]
-        lines += [_row(a, t) for a, t in self.by_area().items()]
+        lines += [_row(a, t, area_bounds[a]) for a, t in self.by_area().items()]
         if self.runs:
             lines += ["", "## Runs", "", "| module | scenarios | baseline s | timeout s | "
                       "wall s |", "|---|---|---|---|---|"]
@@ -287,14 +348,14 @@ def _counts(tally: Tally) -> str:
 def _table_head(first: str) -> str:
     return (f"| {first} | score | killed | timeout | survived | equivalent survivors | "
             "killed since | reference choice | incompetent | equivalent (annotations) | "
-            "not sampled | pending |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|")
+            "not sampled | pending | score, 95 % lower bound (part run) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
-def _row(name: str, tally: Tally) -> str:
+def _row(name: str, tally: Tally, lower: float | None) -> str:
     c = tally.counts
     return (f"| {name} | {_percent(tally.score)} | {c[KILLED]} | {c[TIMEOUT]} | {c[SURVIVED]} | "
             f"{tally.equivalent_survivors} | {tally.killed_since} | {tally.reference_choices} | "
             f"{c[INCOMPETENT]} | "
             f"{c[EQUIVALENT]} | "
-            f"{c[NOT_SAMPLED]} | {c[PENDING]} |")
+            f"{c[NOT_SAMPLED]} | {c[PENDING]} | {_percent(lower)} |")

@@ -177,3 +177,30 @@ def test_a_survivor_judged_without_a_run_says_which_line_no_scenario_reaches() -
     assert markdown.count("Judged without a run") == 1
     notes = [s.get("note") for s in report.to_json()["survivors"]]
     assert notes == [None, "no scenario reaches line 9"]
+
+
+def test_a_part_run_module_has_a_lower_bound_and_a_whole_one_none() -> None:
+    """Killing all of a 22-mutant sample says the module scores at least 89 %, 19 times in 20
+    (the Wilson bound); a module whose every mutant ran has an exact score and no bound."""
+    sampled = [rec("a.py", line, KILLED) for line in range(1, 23)] + [rec("a.py", 99, NOT_SAMPLED)]
+    whole = [rec("b.py", line, KILLED) for line in range(1, 23)]
+    report = Report(sampled + whole, AREAS, {})
+    modules = report.by_module()
+    assert modules["a.py"].score == 1.0 and modules["b.py"].score == 1.0
+    assert modules["a.py"].lower_bound == pytest.approx(0.8905, abs=1e-3)
+    assert modules["b.py"].lower_bound is None
+    half = Report([rec("a.py", 1, KILLED), rec("a.py", 2, SURVIVED), rec("a.py", 3, PENDING)],
+                  AREAS, {}).total()
+    assert half.lower_bound == pytest.approx(0.1209, abs=1e-3)  # unfinished: a bound too
+    data = report.to_json()
+    assert data["modules"]["a.py"]["score_lower_95"] == pytest.approx(0.8905, abs=1e-3)
+    assert "score_lower_95" not in data["modules"]["b.py"]
+    text = report.markdown()
+    assert "| a.py | 100.0% | 22 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 1 | 0 | 89.0% |" in text
+    assert "| b.py | 100.0% | 22 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | - |" in text
+    # an area or the whole: a.py at its bound, b.py at its exact score, by their sizes (23, 22)
+    pooled = (23 * modules["a.py"].lower_bound + 22 * 1.0) / 45
+    assert data["areas"]["STDIO"]["score_lower_95"] == pytest.approx(pooled, abs=1e-4)
+    assert "score_lower_95" not in data["areas"]["HTTP"]  # b.py alone: every mutant ran
+    assert data["total"]["score_lower_95"] == pytest.approx(pooled, abs=1e-4)
+    assert f"all of them score at least {pooled:.1%}" in text
