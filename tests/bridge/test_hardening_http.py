@@ -168,19 +168,7 @@ def test_an_oversized_sse_event_is_a_protocol_error(hostile, monkeypatch):
             await exchange.hold()
         await exchange.accepted()
 
-    server = hostile(handler)
-    client = create_client(remote_env(server.url, MEMPALACE_MCP_TIMEOUT_MS="30000"),
-                           stderr=io.StringIO())
-
-    async def main() -> None:
-        assert await client.start()
-        try:
-            with pytest.raises(PalaceProtocolError, match="grew past 1000 characters"):
-                await asyncio.wait_for(client.call_tool("mempalace_status", {}), TEST_BOUND_S)
-        finally:
-            await client.stop()
-
-    run(main())
+    first_call_fails(hostile(handler), "30000", "grew past 1000 characters")
 
 
 def test_an_answer_past_64_mib_is_a_protocol_error(hostile):
@@ -198,14 +186,19 @@ def test_an_answer_past_64_mib_is_a_protocol_error(hostile):
             return
         await exchange.accepted()
 
-    server = hostile(handler)
-    client = create_client(remote_env(server.url, MEMPALACE_MCP_TIMEOUT_MS="60000"),
+    first_call_fails(hostile(handler), "60000", f"exceeded {bound} bytes")
+
+
+def first_call_fails(server: HostileHttp, timeout_ms: str, match: str) -> None:
+    """Start a bridge on ``server``; its first call must fail with a protocol error naming
+    ``match``."""
+    client = create_client(remote_env(server.url, MEMPALACE_MCP_TIMEOUT_MS=timeout_ms),
                            stderr=io.StringIO())
 
     async def main() -> None:
         assert await client.start()
         try:
-            with pytest.raises(PalaceProtocolError, match=f"exceeded {bound} bytes"):
+            with pytest.raises(PalaceProtocolError, match=match):
                 await asyncio.wait_for(client.call_tool("mempalace_status", {}), TEST_BOUND_S)
         finally:
             await client.stop()
