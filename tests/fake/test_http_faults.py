@@ -291,6 +291,49 @@ def test_sse_can_close_without_a_response_and_replay_it_on_resume(fake: Fake) ->
     assert fake.http.get(fake.url, headers={"Last-Event-ID": "resume-me"}).status_code == 404
 
 
+def test_sse_resume_status_answers_the_resuming_get_with_it_once_for_a_2xx(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "close_without_response": True,
+              "priming_id": "resume-203", "resume_status": 203})
+    mark = fake.mark()
+    assert sse_events(fake.post(ping(7)).content) == [
+        {"id": "resume-203", "retry": "200", "data": ""}]
+    resumed = fake.http.get(fake.url, headers={"Last-Event-ID": "resume-203",
+                                           "Accept": "text/event-stream"})
+    assert resumed.status_code == 203
+    assert resumed.headers["content-type"] == "text/event-stream"
+    [event] = sse_events(resumed.content)
+    assert json.loads(event["data"]) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert [(r["last_event_id"], r["status"]) for r in fake.records("http_resumed", mark)] == [
+        ("resume-203", 203)]
+    # a 2xx delivered it: nothing is left to replay
+    assert fake.http.get(fake.url, headers={"Last-Event-ID": "resume-203"}).status_code == 404
+
+
+def test_sse_resume_status_error_keeps_the_stream_and_replays_on_every_get(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "close_without_response": True,
+              "priming_id": "resume-500", "resume_status": 500})
+    mark = fake.mark()
+    fake.post(ping(8))
+    for _ in range(2):  # a client that retries the GET is answered the same way each time
+        resumed = fake.http.get(fake.url, headers={"Last-Event-ID": "resume-500",
+                                               "Accept": "text/event-stream"})
+        assert resumed.status_code == 500
+        assert resumed.headers["content-type"] == "text/event-stream"
+        [event] = sse_events(resumed.content)
+        assert json.loads(event["data"]) == {"jsonrpc": "2.0", "id": 8, "result": {}}
+    assert [r["status"] for r in fake.records("http_resumed", mark)] == [500, 500]
+    assert [r["status"] for r in fake.records("http_response", mark)
+            if r["status"] == 500] == [500, 500]
+
+
+def test_sse_resume_status_must_be_a_status_with_a_body(fake: Fake) -> None:
+    for bad in (199, 204, 304, 600, True, "500"):
+        answer = fake.control("POST", "faults", {"action": "sse", "on": on("ping"),
+                                                 "resume_status": bad})
+        assert answer.status_code == 400, bad
+        assert "resume_status" in answer.json()["error"]
+
+
 def test_sse_without_priming_just_ends_the_stream(fake: Fake) -> None:
     fake.arm({"action": "sse", "on": on("ping"), "close_without_response": True})
     answer = fake.post(ping())

@@ -22,7 +22,8 @@ from palace_conformance.scenarios.schema import FAULT_PLAN_SCHEMA, schema_proble
 ABSENT = object()
 PARAMS = sorted({p for _, params in ACTIONS.values() for p in params} | {"bogus", "every"})
 VALUES = st.sampled_from([
-    None, -300, -255, -1, 0, 1, 5, 99, 203, 300, 399, 404, 599, 600, True, False, "text",
+    None, -300, -255, -1, 0, 1, 5, 99, 199, 200, 203, 204, 205, 300, 304, 399, 404, 599, 600,
+    True, False, "text",
     "before_reply",
     "after_reply", "reply", "stall", "exit", {"a": 1}, [1], 1.5,
     "message", "two words", "error\n", "",  # an sse decoy_event: only an event type, not message

@@ -60,7 +60,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"http"}),
         frozenset({"event_delay_ms", "keepalives", "close_without_response", "priming_id",
                    "retry_ms", "decoy_event", "garbage_event", "line_ending", "chunk_bytes",
-                   "unknown_fields"}),
+                   "unknown_fields", "resume_status"}),
     ),
     "accept_202": (frozenset({"http"}), frozenset()),
     "content_type": (frozenset({"http"}), frozenset({"value"})),
@@ -72,6 +72,8 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 SSE_EVENT_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
 #: what an sse fault's ``line_ending`` may be: the three the SSE standard accepts
 SSE_LINE_ENDINGS = ("lf", "crlf", "cr")
+#: statuses whose response has no body (RFC 9110): an sse ``resume_status`` cannot be one
+NO_BODY_STATUSES = frozenset({204, 205, 304})
 RESERVED = frozenset({"id", "on", "times", "action"})  # fault keys that are not parameters
 EVERY = "every"  # the compact syntax's one key=value that is not a parameter: it goes to on.every
 STARTUP_ACTIONS = frozenset({"startup_fail", "ignore_sigterm", "flood_stderr", "write_stderr",
@@ -114,6 +116,10 @@ Examples:
                                             byte per write (a CR and its LF in two reads)
   sse@mempalace_status,unknown_fields=true  each event ends with 'Event:' and 'Data:'
                                             lines, fields a client must ignore
+  sse@mempalace_search,close_without_response=true,priming_id=e1,resume_status=500
+                                            close the stream after its priming event; the
+                                            GET that resumes it gets the replayed answer as
+                                            an event stream, with status 500
   retype_id@mempalace_search                first a decoy answer whose id is the other JSON
                                             type (1 -> "1"), then the real one
   negotiate_version@initialize,version=2025-03-26   settle on an older version than offered
@@ -438,6 +444,13 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
                              f"{json.dumps(params['line_ending'])}")
     if action == "sse" and not isinstance(params.get("unknown_fields", False), (bool, type(None))):
         raise FaultPlanError(f"{where}: sse 'unknown_fields' must be true or false")
+    resume = params.get("resume_status")
+    if action == "sse" and resume is not None and (
+            not isinstance(resume, int) or isinstance(resume, bool) or not 200 <= resume <= 599
+            or resume in NO_BODY_STATUSES):
+        raise FaultPlanError(f"{where}: sse 'resume_status' must be an HTTP status from 200 to "
+                             f"599 that carries a body (not 204, 205 or 304): the resuming GET "
+                             f"gets it with the replayed stream, not {json.dumps(resume)}")
     if action == "rotate_token" and not isinstance(params.get("token"), str):
         raise FaultPlanError(f"{where}: rotate_token needs a 'token' string")
 

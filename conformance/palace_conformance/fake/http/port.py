@@ -5,7 +5,7 @@ framing both share."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from palace_conformance.fake.brain import Brain, Exchange
 from palace_conformance.fake.http.wire import (
@@ -32,11 +32,18 @@ class Call:
     extra: Headers = field(default_factory=list)  # headers every answer carries (session id)
 
 
+class Withheld(NamedTuple):
+    """A reply an ``sse`` fault held back, replayed to the GET that resumes its stream."""
+
+    reply: bytes
+    status: int = 200  # the resuming GET's status (``resume_status``); the body is the same
+
+
 class PortOwner(Protocol):
     """What a port needs of the server that owns it."""
 
     brain: Brain
-    resumable: dict[str, bytes]
+    resumable: dict[str, Withheld]
 
     def exit_process(self, code: int) -> None: ...
 
@@ -205,7 +212,9 @@ class HttpPort:
     def _withhold(self, data: bytes) -> None:
         priming = self._sse_params.get("priming_id")
         if priming is not None:
-            self.server.resumable[str(priming)] = data
+            status = self._sse_params.get("resume_status")
+            self.server.resumable[str(priming)] = Withheld(data, 200 if status is None
+                                                           else int(status))
         self.journal.record("http_withheld", conn=self.call.conn, id=self.exchange.request_id,
                             resumable=priming is not None)
 

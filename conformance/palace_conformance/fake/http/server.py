@@ -22,6 +22,7 @@ from palace_conformance.fake.http.port import (
     SSE_HEADERS,
     Call,
     HttpPort,
+    Withheld,
     sse_event,
 )
 from palace_conformance.fake.http.wire import (
@@ -76,7 +77,7 @@ class FakeHttpServer:
         extra = [h.strip().lower() for h in os.environ.get(EXTRA_HOSTS_ENV, "").split(",")]
         self.allowed_hosts = {*LOOPBACK_HOSTS, host.lower(), *(h for h in extra if h)}
         self.methods = {"GET", "POST", "DELETE"} if sessions else {"GET", "POST"}
-        self.resumable: dict[str, bytes] = {}  # priming event id -> withheld reply
+        self.resumable: dict[str, Withheld] = {}  # priming event id -> withheld reply
         self.port = 0
         self._conns = 0
         self._server: asyncio.Server | None = None
@@ -387,9 +388,15 @@ class FakeHttpServer:
         await port.finish()
 
     async def _resume(self, call: Call, event_id: str) -> None:
-        reply = self.resumable.pop(event_id)
-        self.brain.journal.record("http_resumed", conn=call.conn, last_event_id=event_id)
-        await call.wire.start_stream(200, [*SSE_HEADERS, *call.extra])
+        """Replay a withheld reply as an event stream, with the ``sse`` fault's
+        ``resume_status`` (200 unless set). A 2xx delivers it, so a later GET finds nothing;
+        any other status keeps it withheld, so every retried GET is answered the same way."""
+        reply, status = self.resumable[event_id]
+        if 200 <= status < 300:
+            del self.resumable[event_id]
+        self.brain.journal.record("http_resumed", conn=call.conn, last_event_id=event_id,
+                                  status=status)
+        await call.wire.start_stream(status, [*SSE_HEADERS, *call.extra])
         await call.wire.stream(f"id: {event_id}-reply\n".encode() + sse_event(reply))
         await call.wire.end_stream()
 
