@@ -8,11 +8,15 @@ Usage: ``python mutant_host.py MUTATION``:
 * ``noisy-stdout``: something prints to stdout during an op (must not break the protocol);
 * ``late-stop``: ``session_shutdown`` returns at once and the child is stopped (politely) about
   0.8 s later, past the host's shutdown grace: gone soon after, but not when shutdown returns.
+* ``no-kill-at-exit``: the bridge's last resort at exit (the atexit hook that SIGKILLs every
+  live child's group) is gone, so a host that exits before a stop finishes leaves the child's
+  group behind (LIFE-06).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import sys
 from typing import Any
@@ -74,9 +78,13 @@ def late_stop() -> None:
     reference.DEFAULT_GRACE_MS = 100  # the host's shutdown does not wait for the late stop
 
 
+def no_kill_at_exit() -> None:
+    atexit.unregister(local._kill_leftovers)
+
+
 MUTATIONS = {"no-kill-on-timeout": no_kill_on_timeout, "errors-as-exception": errors_as_exception,
              "http-details": http_details, "noisy-stdout": noisy_stdout,
-             "late-stop": late_stop}
+             "late-stop": late_stop, "no-kill-at-exit": no_kill_at_exit}
 
 if __name__ == "__main__":
     MUTATIONS[sys.argv[1]]()

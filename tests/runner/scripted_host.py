@@ -20,6 +20,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
   a host whose bridge is no pi extension answers);
 * ``no-concurrency``: like ``good``, but ``call_tools`` is an op it does not know
   (``bad_request``, as a host that predates the op answers);
+* ``linger:MS``: like ``good``, but after answering ``exit`` it stays alive MS milliseconds
+  before it exits;
 * ``no-palace:WHERE``: like ``good`` (it never starts a palace), but ``load`` says why: WHERE is
   ``effects`` (a ``stderr`` and a ``notify`` effect) or ``stderr`` (lines on the host's stderr);
 
@@ -113,6 +115,8 @@ def main() -> None:
             reply(request_id, [])
         elif op == "exit":
             reply(request_id)
+            if mode == "linger":
+                time.sleep(int(target) / 1000)
             return
         else:
             reply(request_id)

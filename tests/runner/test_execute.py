@@ -10,7 +10,7 @@ from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.runner.execution.execute import run_scenario
 from palace_conformance.runner.verdict.judge import expectation_pointers
 
-from .support import options, scripted, shipped
+from .support import failing, mutant, options, scripted, shipped, write_scenario
 
 
 def pointers(result: object) -> set[str]:
@@ -97,3 +97,32 @@ def test_a_held_lock_is_held_by_another_process_for_the_whole_run(tmp_path: Path
     [contended, *_] = [r for r in result.journal if r.get("event") == "contended"]
     assert "fake hold-lock" in contended["holder"]  # the runner's lock holder, not a fake
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_exit_step_judges_what_outlived_the_host(tmp_path: Path) -> None:
+    scenario = shipped("life.exit.host-exit-leaves-no-child")
+    result = run_scenario(scenario, "stdio", options(work_root=tmp_path))
+    assert result.status == "passed", result.reason
+    assert [s.op for s in result.steps][-2:] == ["call_tool", "exit"]  # no teardown exit after it
+    # the bridge's stop is still in its 30 s grace when the host's wait for it (5 s) ends
+    assert result.steps[-1].elapsed_ms is not None and result.steps[-1].elapsed_ms >= 5000
+    leaked = run_scenario(scenario, "stdio", options(mutant("no-kill-at-exit"),
+                                                     work_root=tmp_path))
+    assert failing(leaked) == {"/expect/processes/alive_after_shutdown":
+                               "processes: 1 fake process(es) alive after the host's exit; "
+                               "expected 0"}
+    pids = [r["pid"] for r in leaked.journal if r["kind"] in ("process_start",
+                                                               "descendant_start")]
+    assert len(pids) == 2 and not any(procs.alive(pid) for pid in pids)  # cleanup ended them
+
+
+def test_a_host_that_lingers_after_exit_is_killed_at_the_steps_deadline(tmp_path: Path) -> None:
+    data = {"id": "life.sample.exit", "transports": ["stdio"],
+            "steps": [{"op": "load"}, {"op": "exit", "timeout_ms": 300}]}
+    scenario = write_scenario(tmp_path, data)
+    quick = run_scenario(scenario, "stdio", options(scripted("linger:0"), work_root=tmp_path))
+    assert quick.status == "passed", quick.reason
+    assert [s.op for s in quick.steps] == ["load", "exit"]
+    slow = run_scenario(scenario, "stdio", options(scripted("linger:60000"), work_root=tmp_path))
+    assert failing(slow) == {"/steps/1": "exit: host still running 300 ms after it answered "
+                             "'exit'; killed it"}

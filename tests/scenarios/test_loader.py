@@ -237,6 +237,24 @@ def test_semantic_and_schema_rules(tmp_path: Path, mutate: Any, fragment: str) -
     assert any(fragment in line for line in lines), lines
 
 
+def test_an_exit_step_ends_the_run_on_its_transports(tmp_path: Path) -> None:
+    data = scenario()
+    data["steps"].insert(4, {"op": "exit"})
+    assert any("/steps/5: step after an 'exit' on http, stdio (the host is gone) (make 'exit' "
+               "the last step)" in line for line in problems_for(tmp_path, data))
+    data = scenario()
+    data["steps"][4:] = [{"op": "exit", "transport": "stdio"},
+                         {"op": "shutdown", "transport": "http"}]
+    assert problems_for(tmp_path, data) == []
+    data["expect"]["tools"] = {"includes": ["mempalace_search"]}
+    assert any("/expect/tools: the tools are listed at the end of the run, but an 'exit' step "
+               "ended the host" in line for line in problems_for(tmp_path, data))
+    data = scenario()
+    data["steps"][4] = {"op": "exit", "grace_ms": 10}
+    assert any("/steps/4: unknown field 'grace_ms'" in line
+               for line in problems_for(tmp_path, data))
+
+
 def test_step_journal_checks_are_typed_and_checked(tmp_path: Path) -> None:
     data = scenario()
     data["steps"][3]["expect"]["journal"] = [

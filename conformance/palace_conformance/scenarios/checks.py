@@ -263,7 +263,8 @@ def evaluate_processes(expect: ProcessesExpect, facts: Mapping[str, Any]) -> lis
                                 f"{name} x{got}; expected {bounds.describe()}"))
     if expect.alive_after_shutdown is not None:
         verdicts.append(Verdict(facts["alive"] == expect.alive_after_shutdown,
-                                f"{facts['alive']} fake process(es) alive after shutdown; expected "
+                                f"{facts['alive']} fake process(es) alive after "
+                                f"{facts.get('after', 'shutdown')}; expected "
                                 f"{expect.alive_after_shutdown}"))
     return verdicts
 

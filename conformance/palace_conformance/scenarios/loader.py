@@ -28,7 +28,7 @@ from palace_conformance.scenarios.palace_state import LABEL, event_id_references
 from palace_conformance.scenarios.schema import schema_problems
 
 BRIDGE_OPS = frozenset({"load", "event", "call_tool", "call_tools", "command", "settle", "sleep",
-                        "server", "set_env", "shutdown", "reload"})
+                        "server", "set_env", "shutdown", "reload", "exit"})
 FAKE_OPS = frozenset({"rpc", "http", "sleep", "server"})
 HTTP_SERVER_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rotate_token"})
 #: server actions on processes only the runner owns when it is the client (subject fake)
@@ -368,6 +368,23 @@ def _steps(data: dict[str, Any], context: Context) -> Found:
                    "drop 'ok' (an error implies ok: false) or drop 'error'")
         if op in ("sleep", "set_env") and expect.get("ok") is False:
             yield (f"{at}/expect/ok", f"a {op} step cannot fail", "remove the expectation")
+    yield from _exit_steps(data, steps)
+
+
+def _exit_steps(data: dict[str, Any], steps: list[dict[str, Any]]) -> Found:
+    """An ``exit`` ends the host, so it is the last step on each transport it runs on, and
+    the tools cannot be listed at the end of such a run (``expect.tools``)."""
+    gone: set[str] = set()
+    for index, step in enumerate(steps):
+        runs_on = _step_transports(data, step)
+        if runs_on & gone:
+            yield (f"/steps/{index}", f"step after an 'exit' on {', '.join(sorted(runs_on & gone))}"
+                   " (the host is gone)", "make 'exit' the last step")
+        if step["op"] == "exit":
+            gone |= runs_on
+    if gone and "tools" in (data.get("expect") or {}):
+        yield ("/expect/tools", "the tools are listed at the end of the run, but an 'exit' step "
+               "ended the host", "check the tools in a step before the 'exit'")
 
 
 def _tool_name(name: str, at: str, expects_missing: bool, context: Context) -> Found:

@@ -315,6 +315,21 @@ class DriverClient:
             reply.elapsed_ms = (time.monotonic() - started) * 1000.0
             return reply
 
+    def wait_ended(self, op: str, deadline_ms: float) -> float:
+        """After ``exit``: wait up to ``deadline_ms`` for the host's process to end; the ms it
+        took. The host cannot be driven any more either way (every later request fails, and the
+        runner sends no teardown ``exit``); a host still running at the deadline is killed and
+        :class:`DriverFailure` names it."""
+        assert self.proc is not None
+        started = time.monotonic()
+        try:
+            code = self.proc.wait(deadline_ms / 1000.0)
+        except subprocess.TimeoutExpired:
+            raise self._die(HOST_DEADLINE, op, f"host still running {deadline_ms:.0f} ms after "
+                            f"it answered {op!r}; killed it") from None
+        self.dead = DriverFailure(HOST_EXITED, op, f"host exited after {op!r} (exit code {code})")
+        return (time.monotonic() - started) * 1000.0
+
     def _drain_stray(self) -> str | None:
         while True:
             try:

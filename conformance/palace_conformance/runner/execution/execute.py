@@ -58,7 +58,9 @@ CLOSE_STDIN_WAIT_MS = 5000  # how long a close_stdin step waits for the fake to 
 TEARDOWN_KEY = "(teardown)"
 #: at the core level, how much longer children alive after the last step may take to go
 CORE_PROCESS_GRACE_MS = 3000
-DESCENDANT_GRACE_MS = 1000  # a SIGKILLed grandchild ends a moment after the signal
+#: a SIGKILLed grandchild ends a moment after the signal; so does a child its host SIGKILLed
+#: as it exited (an ``exit`` step)
+DESCENDANT_GRACE_MS = 1000
 PROCESS_POLL_MS = 50
 
 
@@ -331,6 +333,8 @@ class _Execution:
             return
         reply = self.driver.request(op, request, deadline_ms=deadline)
         _fill(record, reply)
+        if op == "exit":  # the step lasts until the host's process has ended
+            record.elapsed_ms = reply.elapsed_ms + self.driver.wait_ended(op, deadline)
         record.effects = self._effects_view(record.effects, _system_prompt(step, record))
         if op == "list_tools" and isinstance(record.result, list):
             record.result = self._tools_view(record.result)
@@ -422,10 +426,14 @@ class _Execution:
         profile = self.options.profile if scenario.subject != "fake" else None
         records, offsets = world.read_journal()
         facts = process_facts(records, procs.alive)
+        exited = any(step.op == "exit" and step.ran for step in self.steps)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
             facts = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
-        elif facts["alive"] and facts["alive"] == len(live_descendants(records, procs.alive)):
+        elif facts["alive"] and (exited or facts["alive"] == len(live_descendants(
+                records, procs.alive))):
             facts = self._facts_after_grace(DESCENDANT_GRACE_MS)
+        if exited:
+            facts["after"] = "the host's exit"  # what the judge's message says they outlived
         teardown = self._exit_host()
         if teardown is not None:
             self.steps.append(teardown)
@@ -474,10 +482,13 @@ class _Execution:
         """Process facts once the children still alive after the last step have had
         ``grace_ms`` more to go: ``CORE_PROCESS_GRACE_MS`` at the core level (no orphan, whatever
         the order), ``DESCENDANT_GRACE_MS`` at any level when only grandchildren are left (a
-        bridge can signal them, but cannot wait for them: they are not its children).
+        bridge can signal them, but cannot wait for them: they are not its children) or when an
+        ``exit`` step ended the host (what it SIGKILLed on its way out ends a moment later).
 
-        Taken before the host's exit all the same: a host kills what is left when it exits, so
-        after it every child is gone and an orphan could not be told from a clean stop. The
+        Taken before the runner's own ``exit`` all the same: a host kills what is left when it
+        exits, so after it every child is gone and an orphan could not be told from a clean stop.
+        A scenario whose last step is ``exit`` asks exactly that: no child may outlive the host
+        (LIFE-06), however the host and its bridge share the work. The
         journal is read again so that a child that exited meanwhile counts as exited, not as
         SIGKILLed; the journal checks still judge the records up to the end of the last step.
         """

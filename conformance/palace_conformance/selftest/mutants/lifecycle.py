@@ -126,6 +126,13 @@ def _reload_keeps_child(original: Any) -> Any:
     return on_session_shutdown
 
 
+def _no_kill_at_exit(original: Any) -> Any:
+    def kill_now(self: Any) -> None:
+        """The host's exit SIGKILLs nothing: a child its stop had not ended yet lives on."""
+
+    return kill_now
+
+
 MUTANTS: tuple[Mutant, ...] = (
     # LIFE
     mutant("life-remote-falls-back-to-local", "LIFE-02",
@@ -149,4 +156,8 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("life-reload-leaks-child", "LIFE-06",
        "session_shutdown with reason reload is ignored: the replaced instance's child lives on",
        ("palace_bridge.extension:Bridge.on_session_shutdown", _reload_keeps_child)),
+    mutant("life-no-kill-at-exit", "LIFE-06",
+       "a host that exits before a stop finished leaves the child and its group running (the "
+       "last resort at exit kills nothing)",
+       (f"{STDIO}:StdioConnection.kill_now", _no_kill_at_exit)),
 )
