@@ -29,7 +29,7 @@ from palace_conformance.runner.results import ScenarioResult
 from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
 from palace_conformance.scenarios.model import Scenario
 
-CLI = [sys.executable, "-c", warm.LAUNCH]
+CLI = list(warm.LAUNCH_ARGV)
 
 
 @pytest.fixture
@@ -184,3 +184,37 @@ def test_warm_and_cold_runs_have_the_same_outcome(scenario_id: str, transport: s
     assert warm_result.status == cold_result.status == "passed", (
         warm_result.reason, cold_result.reason)
     assert warm_result.outcome == cold_result.outcome
+
+
+def test_a_module_in_the_working_directory_shadows_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: warm.WarmServer) -> None:
+    """Python puts the working directory first on ``sys.path`` for ``-c`` and ``-m``. The
+    runner's own programs start with ``-P``, so a ``palace_bridge/``, a ``palace_conformance/``
+    or a ``json.py`` where the runner is run, or in a run directory a scenario writes into, is
+    never imported in place of the real one: warm (the server starts in the runner's working
+    directory) or cold."""
+    planted = tmp_path / "planted"
+    for name in ("palace_bridge/__init__.py", "palace_conformance/__init__.py", "json.py"):
+        (planted / name).parent.mkdir(parents=True, exist_ok=True)
+        (planted / name).write_text(f"raise SystemExit('imported the planted {name}')\n")
+    monkeypatch.chdir(planted)
+    hello = b'{"id": 1, "op": "hello"}\n'
+    host = warm.popen(list(REFERENCE_HOST), env=_env(tmp_path), cwd=planted,
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                      server=server)
+    assert isinstance(host, warm.WarmProcess)
+    assert host.stdin is not None and host.stdout is not None and host.stderr is not None
+    host.stdin.write(hello)
+    host.stdin.flush()
+    warm_answer = host.stdout.readline()
+    host.stdin.close()
+    assert host.wait(30) == 0, host.stderr.read()
+    for stream in (host.stdout, host.stderr):
+        stream.close()
+    cold = subprocess.run(REFERENCE_HOST, input=hello, cwd=planted, env=_env(tmp_path),
+                          capture_output=True, timeout=60, check=False)
+    for answer in (warm_answer, cold.stdout.splitlines()[0] if cold.stdout else b""):
+        assert json.loads(answer)["result"]["protocol"] == 1, (answer, cold.stderr)
+    fake = subprocess.run([*warm.LAUNCH_ARGV, "fixtures", "list"], cwd=planted,
+                          env=_env(tmp_path), capture_output=True, timeout=60, check=False)
+    assert fake.returncode == 0, fake.stderr

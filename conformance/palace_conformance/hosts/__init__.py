@@ -8,5 +8,10 @@ from __future__ import annotations
 
 import sys
 
+#: Python's ``-P``: the runner's own Python programs never get their working directory (the
+#: user's, or a run directory a scenario writes into) put first on ``sys.path``, where a
+#: ``palace_bridge/`` or a ``json.py`` there would be imported instead of the real one
+SAFE_PATH = "-P"
 #: how the runner starts the reference host (``--bridge reference``)
-REFERENCE_HOST: tuple[str, ...] = (sys.executable, "-m", "palace_conformance.hosts.reference")
+REFERENCE_HOST: tuple[str, ...] = (sys.executable, SAFE_PATH, "-m",
+                                   "palace_conformance.hosts.reference")

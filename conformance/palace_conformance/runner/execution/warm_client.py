@@ -35,11 +35,13 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from palace_conformance import processes as procs
-from palace_conformance.hosts import REFERENCE_HOST
+from palace_conformance.hosts import REFERENCE_HOST, SAFE_PATH
 from palace_conformance.runner.execution.warm_server import REQUEST_HEADER
 
 #: the runner starts its own CLI as ``python -c LAUNCH ARGS...`` (the HTTP fake, the lock holder)
 LAUNCH = "from palace_conformance.cli import main; main()"
+#: ... as this argv, ARGS after it
+LAUNCH_ARGV: tuple[str, ...] = (sys.executable, SAFE_PATH, "-c", LAUNCH)
 SERVE = "from palace_conformance.runner.execution.warm_server import serve; serve()"
 READY_S = 30.0  # how long the warm server may take to import everything
 #: what a stream argument may be: subprocess.PIPE, subprocess.DEVNULL, an open file or an fd
@@ -65,9 +67,9 @@ def entry_for(argv: Sequence[str]) -> Entry | None:
     """The warm entry for an argv the runner knows (its own Python programs), else None."""
     argv = list(argv)
     if argv[:len(REFERENCE_HOST)] == list(REFERENCE_HOST):
-        return Entry(REFERENCE_HOST[2], None, tuple(argv[len(REFERENCE_HOST):]))
-    if argv[:3] == [sys.executable, "-c", LAUNCH]:
-        return Entry("palace_conformance.cli", "-c", tuple(argv[3:]))
+        return Entry(REFERENCE_HOST[-1], None, tuple(argv[len(REFERENCE_HOST):]))
+    if argv[:len(LAUNCH_ARGV)] == list(LAUNCH_ARGV):
+        return Entry("palace_conformance.cli", "-c", tuple(argv[len(LAUNCH_ARGV):]))
     return None
 
 
@@ -156,7 +158,7 @@ class WarmServer:
         with tempfile.TemporaryFile() as log:  # the server's stderr, read only if it fails
             try:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-c", SERVE, str(theirs.fileno())],
+                    [sys.executable, SAFE_PATH, "-c", SERVE, str(theirs.fileno())],
                     pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL, stderr=log)
             except OSError as exc:

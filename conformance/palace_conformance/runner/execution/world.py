@@ -16,7 +16,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -29,7 +28,7 @@ from palace_conformance import processes as procs
 from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TOKEN_ENV
 from palace_conformance.fake.shims import install_shim, python_path
 from palace_conformance.runner.execution import warm_client
-from palace_conformance.runner.execution.warm_client import LAUNCH
+from palace_conformance.runner.execution.warm_client import LAUNCH_ARGV
 from palace_conformance.scenarios import paths, placeholders
 from palace_conformance.scenarios.model import PLACEHOLDERS, Scenario, Step
 from palace_conformance.scenarios.palace_state import PalaceSeedError, write_state
@@ -235,7 +234,7 @@ class World:
 
     def _start_http_fake(self) -> None:
         ready = self.root / "fake-ready.json"
-        argv = [sys.executable, "-c", LAUNCH, "fake", "http", "--port", "0", "--ready-file",
+        argv = [*LAUNCH_ARGV, "fake", "http", "--port", "0", "--ready-file",
                 str(ready), "--plan", str(self.plan), "--journal", str(self.journal), "--state",
                 str(self.state)]
         if self.original.http.sessions:
@@ -265,7 +264,7 @@ class World:
         return " | ".join(line for line in lines[-3:] if line.strip()) or "no stderr"
 
     def _hold_lock(self) -> None:
-        argv = [sys.executable, "-c", LAUNCH, "fake", "hold-lock"]
+        argv = [*LAUNCH_ARGV, "fake", "hold-lock"]
         palace = self.env.get("MEMPALACE_PALACE_PATH")
         if palace:
             argv += ["--palace", palace]
