@@ -22,7 +22,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import {
-  ConnectionClosedError, handshake, isAnswer, lineSplitter, parseMessage, RpcError, sleep, textOf, unwrap,
+  answerServerRequest, ConnectionClosedError, handshake, isAnswer, isServerRequest, lineSplitter, parseMessage, RpcError, sleep,
+  textOf, unwrap,
   type McpTool, type RpcMessage, type ToolResult,
 } from "./mcp-wire";
 
@@ -64,9 +65,14 @@ class Child {
   private nextId = 1;
 
   constructor(private readonly debug: (text: string) => void) {
-    this.proc = spawn("mempalace-mcp", [], { stdio: ["pipe", "pipe", "pipe"] });
+    // its own process group: signalled whole, and swept once the child exits (LIFE-06)
+    this.proc = spawn("mempalace-mcp", [], { stdio: ["pipe", "pipe", "pipe"], detached: true });
     this.exited = new Promise((resolve) => {
-      this.proc.once("exit", (code, signal) => { this.fail(`mempalace-mcp exited (${signal ?? `code ${code}`})`); resolve(); });
+      this.proc.once("exit", (code, signal) => {
+        this.fail(`mempalace-mcp exited (${signal ?? `code ${code}`})`);
+        this.signal("SIGKILL");
+        resolve();
+      });
       this.proc.once("error", (error) => { this.fail(`mempalace-mcp could not be started (${error.message})`); resolve(); });
     });
     this.proc.stdin!.on("error", () => undefined);
@@ -99,10 +105,18 @@ class Child {
 
   async kill(): Promise<void> {
     if (this.gone) return;
-    this.proc.kill("SIGTERM");
+    this.signal("SIGTERM");
     if (await Promise.race([this.exited.then(() => true), sleep(KILL_GRACE_MS).then(() => this.gone)])) return;
-    this.proc.kill("SIGKILL");
+    this.signal("SIGKILL");
     await Promise.race([this.exited, sleep(KILL_GRACE_MS)]);
+  }
+
+  /** Signals the child's process group, so what it started goes with it (LIFE-06). */
+  signal(signal: NodeJS.Signals): void {
+    if (this.proc.pid === undefined) return;
+    try {
+      process.kill(-this.proc.pid, signal);
+    } catch { /* the group is gone */ }
   }
 
   private write(message: RpcMessage): void {
@@ -118,8 +132,8 @@ class Child {
       this.pending.delete(message.id);
       clearTimeout(entry.timer);
       entry.resolve(message);
-    } else if (message.method === "ping" && message.id !== undefined) {
-      this.write({ jsonrpc: "2.0", id: message.id, result: {} });
+    } else if (isServerRequest(message)) {
+      this.write(answerServerRequest(message));
     }
   }
 

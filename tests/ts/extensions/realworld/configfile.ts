@@ -21,7 +21,7 @@ import path from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import {
-  ConnectionClosedError, handshake, readAnswer, sleep, unwrap, type McpTool, type ToolResult,
+  ConnectionClosedError, handshake, readAnswer, RpcError, sleep, unwrap, type McpTool, type RpcMessage, type ToolResult,
 } from "./mcp-wire";
 
 const CONNECT_ATTEMPTS = 3;
@@ -138,10 +138,23 @@ class Remote {
   }
 
   private async notify(method: string, params?: Record<string, unknown>): Promise<void> {
-    const body = JSON.stringify({ jsonrpc: "2.0", method, ...(params ? { params } : {}) });
+    await this.post({ jsonrpc: "2.0", method, ...(params ? { params } : {}) });
+  }
+
+  /** A notification or an answer to the server: nothing to wait for but the 202. */
+  private async post(message: RpcMessage): Promise<void> {
+    const body = JSON.stringify(message);
     const response = await fetch(this.settings.url, { method: "POST", headers: this.headers(), body, signal: AbortSignal.timeout(5_000) })
       .catch(() => undefined);
     await response?.body?.cancel().catch(() => undefined);
+  }
+
+  /** GET with Last-Event-ID: the event stream of an answer, resumed (MCP Streamable HTTP). */
+  private resume(lastEventId: string, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { ...this.headers(), accept: "text/event-stream", "last-event-id": lastEventId };
+    delete headers["content-type"]; // a GET has no body
+    return fetch(this.settings.url, { method: "GET", headers, signal })
+      .catch((error) => { throw signal.aborted ? error : new ConnectionClosedError(causeOf(error)); });
   }
 
   private async request(method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<unknown> {
@@ -167,7 +180,11 @@ class Remote {
         this.session = response.headers.get("mcp-session-id") ?? undefined;
         this.stateful = this.session !== undefined;
       }
-      const result = unwrap(await readAnswer(response, id));
+      const result = unwrap(await readAnswer(response, id, {
+        signal: abort.signal,
+        resume: (lastEventId) => this.resume(lastEventId, abort.signal),
+        reply: (message) => this.post(message),
+      }));
       if (method === "initialize") this.version = (result as { protocolVersion?: string }).protocolVersion;
       return result;
     } catch (error) {
@@ -182,6 +199,17 @@ class Remote {
   private log(line: string): void {
     if (this.settings.debug) console.error(`configfile: ${line}`);
   }
+}
+
+/** The value with the token replaced wherever it occurs, at any depth. */
+function redacted<T>(value: T, token: string | undefined): T {
+  if (!token) return value;
+  if (typeof value === "string") return value.split(token).join("[redacted]") as T;
+  if (Array.isArray(value)) return value.map((item) => redacted(item, token)) as T;
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, redacted(item, token)])) as T;
+  }
+  return value;
 }
 
 function causeOf(error: unknown): string {
@@ -214,7 +242,12 @@ export default function configfile(pi: ExtensionAPI) {
         description: tool.description ?? "",
         parameters: Type.Unsafe(tool.inputSchema),
         async execute(_id, params) {
-          const result = await connecting.call(tool.name, params as Record<string, unknown>);
+          const result = await connecting.call(tool.name, params as Record<string, unknown>).catch((error) => {
+            // a server or proxy may echo the bearer token in an error: the agent never sees it
+            throw error instanceof RpcError
+              ? new RpcError(error.code, redacted(error.message, settings.token), redacted(error.data, settings.token))
+              : error;
+          });
           return { content: (result.content ?? []) as never, details: undefined, isError: Boolean(result.isError) };
         },
       });

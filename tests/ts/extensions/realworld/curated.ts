@@ -19,7 +19,7 @@
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import {
-  ConnectionClosedError, handshake, readAnswer, sleep, unwrap, type McpTool, type ToolResult,
+  ConnectionClosedError, handshake, readAnswer, sleep, unwrap, type McpTool, type RpcMessage, type ToolResult,
 } from "./mcp-wire";
 
 const CURATED: Record<string, { palace: string; description: string }> = {
@@ -66,6 +66,7 @@ class Remote {
   private version?: string;
   private stateful = false;
   private nextId = 1;
+  private renewing?: Promise<void>;
   private readonly timeoutMs = millis("MEMPALACE_MCP_TIMEOUT_MS", 60_000);
   private readonly initTimeoutMs = millis("MEMPALACE_MCP_INIT_TIMEOUT_MS", 300_000);
   private readonly debug = process.env.MEMPALACE_EXT_DEBUG === "1";
@@ -97,6 +98,13 @@ class Remote {
     this.session = undefined;
   }
 
+  /** A new session in place of `lost`, opened once however many requests saw `lost` die. */
+  private async renew(lost: string): Promise<void> {
+    if (this.session !== undefined && this.session !== lost) return; // someone else renewed it
+    this.renewing ??= this.open(false).then(() => undefined).finally(() => { this.renewing = undefined; });
+    await this.renewing;
+  }
+
   /** A new session: initialize and initialized, and the tool list when asked for. */
   private async open(listTools: boolean): Promise<McpTool[]> {
     this.session = undefined;
@@ -117,10 +125,23 @@ class Remote {
   }
 
   private async notify(method: string, params?: Record<string, unknown>): Promise<void> {
-    const body = JSON.stringify({ jsonrpc: "2.0", method, ...(params ? { params } : {}) });
+    await this.post({ jsonrpc: "2.0", method, ...(params ? { params } : {}) });
+  }
+
+  /** A notification or an answer to the server: nothing to wait for but the 202. */
+  private async post(message: RpcMessage): Promise<void> {
+    const body = JSON.stringify(message);
     const response = await fetch(this.url, { method: "POST", headers: this.headers(), body, signal: AbortSignal.timeout(5_000) })
       .catch(() => undefined);
     await response?.body?.cancel().catch(() => undefined);
+  }
+
+  /** GET with Last-Event-ID: the event stream of an answer, resumed (MCP Streamable HTTP). */
+  private resume(lastEventId: string, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { ...this.headers(), accept: "text/event-stream", "last-event-id": lastEventId };
+    delete headers["content-type"]; // a GET has no body
+    return fetch(this.url, { method: "GET", headers, signal })
+      .catch((error) => { throw signal.aborted ? error : new ConnectionClosedError(causeOf(error)); });
   }
 
   private async request(method: string, params: Record<string, unknown> | undefined, timeoutMs: number,
@@ -137,9 +158,11 @@ class Remote {
         .catch((error) => { throw abort.signal.aborted ? error : new ConnectionClosedError(causeOf(error)); });
       if (response.status === 404 && sentSession) {
         await response.body?.cancel();
-        this.session = undefined;
-        if (retried || method === "initialize") throw new SessionExpiredError();
-        await this.open(false);
+        if (retried || method === "initialize") {
+          if (this.session === sentSession) this.session = undefined;
+          throw new SessionExpiredError();
+        }
+        await this.renew(sentSession);
         return await this.request(method, params, timeoutMs, true);
       }
       if (response.status === 401 && method !== "initialize" && !retried) {
@@ -155,7 +178,11 @@ class Remote {
         this.session = response.headers.get("mcp-session-id") ?? undefined;
         this.stateful = this.session !== undefined;
       }
-      const result = unwrap(await readAnswer(response, id));
+      const result = unwrap(await readAnswer(response, id, {
+        signal: abort.signal,
+        resume: (lastEventId) => this.resume(lastEventId, abort.signal),
+        reply: (message) => this.post(message),
+      }));
       if (method === "initialize") this.version = (result as { protocolVersion?: string }).protocolVersion;
       return result;
     } catch (error) {

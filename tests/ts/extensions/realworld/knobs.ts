@@ -75,9 +75,14 @@ class Child {
   spawnError?: NodeJS.ErrnoException;
 
   constructor(private readonly debug: boolean) {
-    this.proc = spawn("mempalace-mcp", [], { stdio: ["pipe", "pipe", "pipe"] });
+    // its own process group: signalled whole, and swept once the child exits (LIFE-06)
+    this.proc = spawn("mempalace-mcp", [], { stdio: ["pipe", "pipe", "pipe"], detached: true });
     this.exited = new Promise((resolve) => {
-      this.proc.once("exit", (code, signal) => { this.fail(`mempalace-mcp exited (${signal ?? `code ${code}`})`); resolve(); });
+      this.proc.once("exit", (code, signal) => {
+        this.fail(`mempalace-mcp exited (${signal ?? `code ${code}`})`);
+        this.signal("SIGKILL");
+        resolve();
+      });
       this.proc.once("error", (error: NodeJS.ErrnoException) => {
         this.spawnError = error;
         this.fail(`mempalace-mcp could not be started (${error.code ?? error.message})`);
@@ -89,6 +94,14 @@ class Child {
     this.proc.stdout!.on("data", lineSplitter((line) => this.onLine(line)));
     this.proc.stderr!.setEncoding("utf8");
     this.proc.stderr!.on("data", (chunk: string) => { if (this.debug) process.stderr.write(chunk); });
+  }
+
+  /** Signals the child's process group, so what it started goes with it (LIFE-06). */
+  signal(signal: NodeJS.Signals): void {
+    if (this.proc.pid === undefined) return;
+    try {
+      process.kill(-this.proc.pid, signal);
+    } catch { /* the group is gone */ }
   }
 
   send(id: number, method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<RpcMessage> {
@@ -205,7 +218,7 @@ class Palace {
       this.state = "dead";
       this.why = why;
     }
-    if (child && !child.gone) child.proc.kill("SIGTERM");
+    if (child && !child.gone) child.signal("SIGTERM");
   }
 
   private async start(): Promise<Child> {
@@ -229,7 +242,7 @@ class Palace {
       } catch (error) {
         this.why = (error as Error).message;
         this.state = child.spawnError ? "latched" : "dead";
-        if (!child.gone) child.proc.kill("SIGTERM");
+        if (!child.gone) child.signal("SIGTERM");
         await exitWithin(child, STOP_WAIT_MS);
         continue;
       }
@@ -258,9 +271,9 @@ class Palace {
 async function stopChild(child: Child): Promise<void> {
   child.proc.stdin!.end();
   if (await exitWithin(child, STOP_WAIT_MS)) return;
-  child.proc.kill("SIGTERM");
+  child.signal("SIGTERM");
   if (await exitWithin(child, STOP_WAIT_MS)) return;
-  child.proc.kill("SIGKILL");
+  child.signal("SIGKILL");
   await exitWithin(child, STOP_WAIT_MS);
 }
 

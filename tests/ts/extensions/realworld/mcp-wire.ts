@@ -1,10 +1,14 @@
 // Wire pieces the real-world test bridges share: JSON-RPC messages over newline-delimited stdio
-// and over Streamable HTTP (a JSON body or an SSE stream), the MCP handshake with tools/list
-// pages, and errors that keep what the server said.
+// and over Streamable HTTP (a JSON body or an SSE stream read per the SSE standard, resumed with
+// Last-Event-ID when it ends before the answer), the MCP handshake with tools/list pages, the
+// refusal of server requests a client without capabilities cannot serve, and errors that keep
+// what the server said.
 //
 // No bridge policy lives here: timeouts, kills, respawns, retries, sessions and logging are each
-// bridge's own business (and where their planted defects are). Nothing in this file is defective
-// on purpose.
+// bridge's own business (and where their planted defects are); the bridge hands readAnswer its
+// call's signal and the requests it sends back. Nothing in this file is defective on purpose.
+
+import { setTimeout as delay } from "node:timers/promises";
 
 export const PROTOCOL_VERSION = "2025-06-18";
 
@@ -87,27 +91,67 @@ export function lineSplitter(onLine: (line: string) => void): (chunk: string) =>
   };
 }
 
-/** The JSON-RPC messages of an SSE body, as they arrive (comments and empty events skipped). */
-export async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<RpcMessage> {
+/** What an event stream said about resuming it: its last event id and its retry time, if any. */
+export interface SseStreamState {
+  lastEventId: string;
+  retryMs?: number;
+}
+
+/**
+ * Splits decoded text into SSE lines as they arrive: CRLF, LF or a lone CR ends a line (the SSE
+ * standard), a line may run over several reads, and a CR ending one read may have its LF open the
+ * next (one line end, not two).
+ */
+export function sseLineSplitter(): (chunk: string) => string[] {
+  let unterminated = "";
+  let afterCR = false;
+  return (chunk) => {
+    if (chunk === "") return [];
+    if (afterCR && chunk.startsWith("\n")) chunk = chunk.slice(1);
+    afterCR = chunk.endsWith("\r");
+    const lines = chunk.split(/\r\n|\r|\n/);
+    lines[0] = unterminated + lines[0];
+    unterminated = lines.pop() ?? "";
+    return lines;
+  };
+}
+
+/**
+ * The JSON-RPC messages of an SSE body, as they arrive, read per the SSE standard: only events of
+ * type `message` (or with no `event:` field) carry them; comments, unknown fields, empty events
+ * and data that is not one JSON-RPC message are skipped. `state` keeps the last event id and the
+ * server's `retry`, for resuming the stream.
+ */
+export async function* sseMessages(body: ReadableStream<Uint8Array>,
+  state: SseStreamState = { lastEventId: "" }): AsyncGenerator<RpcMessage> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
-  let buffered = "";
+  const split = sseLineSplitter();
+  let eventType = "";
   let data: string[] = [];
+  let idBuffer = state.lastEventId;
   try {
     for (;;) {
       const { value, done } = await reader.read();
-      if (done) return;
-      buffered += decoder.decode(value, { stream: true });
-      for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-        const line = buffered.slice(0, end).replace(/\r$/, "");
-        buffered = buffered.slice(end + 1);
+      if (done) return; // an event not ended by an empty line is discarded
+      for (const line of split(decoder.decode(value, { stream: true }))) {
         if (line === "") {
+          state.lastEventId = idBuffer;
+          const type = eventType;
           const message = data.length ? parseMessage(data.join("\n")) : undefined;
+          eventType = "";
           data = [];
-          if (message) yield message;
-        } else if (line.startsWith("data:")) {
-          data.push(line.slice(5).replace(/^ /, ""));
+          if (message && (type === "" || type === "message")) yield message;
+          continue;
         }
+        if (line.startsWith(":")) continue; // a comment (keep-alive)
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "event") eventType = text;
+        else if (field === "data") data.push(text);
+        else if (field === "id" && !text.includes("\0")) idBuffer = text;
+        else if (field === "retry" && /^[0-9]+$/.test(text)) state.retryMs = Number(text);
       }
     }
   } finally {
@@ -115,16 +159,68 @@ export async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGener
   }
 }
 
-/** The answer with `id` from an HTTP response body (application/json or text/event-stream). */
-export async function readAnswer(response: Response, id: number): Promise<RpcMessage> {
+/** The answer to a request the server sent the client: `ping` is served, anything else refused. */
+export function answerServerRequest(request: RpcMessage): RpcMessage {
+  return request.method === "ping"
+    ? { jsonrpc: "2.0", id: request.id, result: {} }
+    : { jsonrpc: "2.0", id: request.id, error: { code: -32601, message: `Method not found: ${request.method}` } };
+}
+
+/** Is this message a request from the server (a method and an id)? */
+export function isServerRequest(message: RpcMessage): boolean {
+  return typeof message.method === "string" && message.id !== undefined && message.id !== null;
+}
+
+/** How `readAnswer` talks back to the server while it waits for an answer. */
+export interface AnswerOptions {
+  /** Sends GET with `Last-Event-ID` (and the session headers) to resume an event stream. */
+  resume?: (lastEventId: string) => Promise<Response>;
+  /** Posts a message to the server: the answer to a request it sent inside the stream. */
+  reply?: (message: RpcMessage) => Promise<void>;
+  /** The call's signal: aborting it ends the wait before a resumption too. */
+  signal?: AbortSignal;
+}
+
+/** Resumptions of one answer after the first stream: a bound for calls without a deadline. */
+export const MAX_RESUMES = 3;
+/** The wait before resuming when the server sent no `retry` (the spec leaves it to the client). */
+export const DEFAULT_RETRY_MS = 1_000;
+
+/**
+ * The answer with `id` from an event stream, resumed as MCP Streamable HTTP says when it ends
+ * first ("Resumability and Redelivery"): after the server's `retry`, a GET with the last event
+ * id, whose answer must be a 2xx event stream. A stream with no event id cannot be resumed.
+ */
+async function answerFromStream(response: Response, id: number, options: AnswerOptions): Promise<RpcMessage> {
+  const state: SseStreamState = { lastEventId: "" };
+  for (let resumes = 0; ; resumes++) {
+    if (!response.body) throw new ProtocolError("the event stream has no body");
+    for await (const message of sseMessages(response.body, state)) {
+      if (isAnswer(message) && message.id === id) return message;
+      if (isServerRequest(message)) await options.reply?.(answerServerRequest(message)).catch(() => undefined);
+    }
+    if (!state.lastEventId) throw new ProtocolError("the event stream ended without the answer and with no event id to resume from");
+    if (!options.resume) throw new ProtocolError("the event stream ended without the answer");
+    if (resumes >= MAX_RESUMES) throw new ProtocolError(`the event stream ended without the answer after ${MAX_RESUMES} resumptions`);
+    await delay(state.retryMs ?? DEFAULT_RETRY_MS, undefined, { signal: options.signal });
+    response = await options.resume(state.lastEventId);
+    const type = response.headers.get("content-type") ?? "";
+    if (!response.ok || !type.includes("text/event-stream")) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new ProtocolError(`resuming the event stream was answered HTTP ${response.status} (${type || "no content type"})`);
+    }
+  }
+}
+
+/**
+ * The answer with `id` from an HTTP response body (application/json or text/event-stream). Server
+ * requests inside an event stream are answered through `options.reply`; a stream that ends early is
+ * resumed through `options.resume`.
+ */
+export async function readAnswer(response: Response, id: number, options: AnswerOptions = {}): Promise<RpcMessage> {
   const type = response.headers.get("content-type") ?? "";
   try {
-    if (type.includes("text/event-stream") && response.body) {
-      for await (const message of sseMessages(response.body)) {
-        if (isAnswer(message) && message.id === id) return message;
-      }
-      throw new ConnectionClosedError("the event stream ended without an answer");
-    }
+    if (type.includes("text/event-stream") && response.body) return await answerFromStream(response, id, options);
     if (type.includes("application/json")) {
       const message = parseMessage(await response.text());
       if (message && isAnswer(message) && message.id === id) return message;
@@ -132,7 +228,7 @@ export async function readAnswer(response: Response, id: number): Promise<RpcMes
     }
   } catch (error) {
     if (error instanceof ProtocolError || error instanceof ConnectionClosedError) throw error;
-    if ((error as Error)?.name === "AbortError") throw error;
+    if ((error as Error)?.name === "AbortError" || options.signal?.aborted) throw error;
     throw new ConnectionClosedError(`reading the answer failed (${(error as Error)?.message ?? error})`);
   }
   await response.body?.cancel().catch(() => undefined);

@@ -21,7 +21,7 @@ import path from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import {
-  ConnectionClosedError, handshake, isAnswer, lineSplitter, parseMessage, sleep, unwrap,
+  answerServerRequest, ConnectionClosedError, handshake, isAnswer, isServerRequest, lineSplitter, parseMessage, sleep, unwrap,
   type McpTool, type RpcMessage, type ToolResult,
 } from "./mcp-wire";
 
@@ -96,9 +96,10 @@ class Server {
   gone = false;
 
   constructor(python: string, private readonly debug: boolean) {
-    this.proc = spawn(python, ["-m", "mempalace.mcp_server"], { stdio: ["pipe", "pipe", "pipe"] });
+    // its own process group: signalled whole, and swept once the child exits (LIFE-06)
+    this.proc = spawn(python, ["-m", "mempalace.mcp_server"], { stdio: ["pipe", "pipe", "pipe"], detached: true });
     this.exited = new Promise((resolve) => {
-      this.proc.once("exit", () => { this.gone = true; resolve(); });
+      this.proc.once("exit", () => { this.gone = true; this.signal("SIGKILL"); resolve(); });
       this.proc.once("error", (error) => {
         this.gone = true;
         for (const entry of this.pending.values()) {
@@ -134,9 +135,9 @@ class Server {
   /** SIGTERM now, SIGKILL after the grace if it is still there. */
   async kill(): Promise<void> {
     if (this.gone) return;
-    this.proc.kill("SIGTERM");
+    this.signal("SIGTERM");
     if (await this.exitWithin(KILL_GRACE_MS)) return;
-    this.proc.kill("SIGKILL");
+    this.signal("SIGKILL");
     await this.exitWithin(KILL_GRACE_MS);
   }
 
@@ -144,6 +145,14 @@ class Server {
   async stop(): Promise<void> {
     this.proc.stdin!.end();
     if (!(await this.exitWithin(KILL_GRACE_MS))) await this.kill();
+  }
+
+  /** Signals the child's process group, so what it started goes with it (LIFE-06). */
+  signal(signal: NodeJS.Signals): void {
+    if (this.proc.pid === undefined) return;
+    try {
+      process.kill(-this.proc.pid, signal);
+    } catch { /* the group is gone */ }
   }
 
   exitWithin(ms: number): Promise<boolean> {
@@ -166,8 +175,8 @@ class Server {
       this.pending.delete(message.id as number);
       clearTimeout(entry.timer);
       entry.resolve(message);
-    } else if (message.method === "ping" && message.id !== undefined) {
-      this.write({ jsonrpc: "2.0", id: message.id, result: {} });
+    } else if (isServerRequest(message)) {
+      this.write(answerServerRequest(message));
     }
   }
 }
