@@ -189,6 +189,27 @@ def test_an_answer_past_64_mib_is_a_protocol_error(hostile):
     first_call_fails(hostile(handler), "60000", f"exceeded {bound} bytes")
 
 
+def test_an_sse_answer_past_the_body_bound_is_a_protocol_error(hostile, monkeypatch):
+    """docs/choices.md: the 64 MiB bound holds for a whole SSE answer too, not only for one event:
+    a stream of small keep-alives and stray events that runs past it fails the call at once with
+    the bound's protocol error, instead of being read until the deadline. The reference's own
+    choice (another bridge may read on), so no scenario pins it. The bound is lowered here
+    (MAX_EVENT keeps its 64 MiB, set at import) and the stream sent in one write, so the bytes
+    read never end exactly on the bound."""
+    bound = 2000
+    monkeypatch.setattr("palace_bridge.http.MAX_BODY", bound)
+
+    async def handler(message: dict, exchange: Exchange) -> None:
+        if message.get("method") == "tools/call":
+            await exchange.sse_start()
+            stray = b'event: message\ndata: {"jsonrpc":"2.0","id":"stray","result":{}}\n\n'
+            await exchange.sse_send((b": keep-alive\n\n" + stray) * 100)  # about 8 KB
+            await exchange.hold()
+        await exchange.accepted()
+
+    first_call_fails(hostile(handler), "3000", f"SSE answer to tools/call exceeded {bound} bytes")
+
+
 def first_call_fails(server: HostileHttp, timeout_ms: str, match: str) -> None:
     """Start a bridge on ``server``; its first call must fail with a protocol error naming
     ``match``."""

@@ -43,6 +43,8 @@ class Server:
         self.session_ids = session_ids
         self.sessions = 0
         self.script: dict[str, list[Callable[[dict[str, Any]], Any]]] = {}
+        #: answers a GET (a resuming one, HTTP-12); None: 405, as for the idle stream
+        self.get: Callable[[httpx.Request], httpx.Response] | None = None
 
     def on(self, method: str, *answers: Callable[[dict[str, Any]], Any]) -> None:
         self.script.setdefault(method, []).extend(answers)
@@ -58,7 +60,8 @@ class Server:
     async def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if request.method != "POST":
-            return httpx.Response(405)
+            return self.get(request) if request.method == "GET" and self.get else (
+                httpx.Response(405))
         body = json.loads(request.content)
         method = body.get("method")
         if self.script.get(method):
@@ -253,6 +256,42 @@ def test_bad_sse_data_is_dropped_and_the_answer_after_it_read():
 
     result, _ = scenario(server, body)
     assert result.text == "after garbage"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/json", None])
+def test_a_resuming_get_answered_2xx_without_an_event_stream_fails_the_call(content_type):
+    """The GET that resumes a stream (HTTP-12) must answer an event stream (MCP: that or 405);
+    the reference refuses any other 2xx at once, even a body shaped like SSE that holds the
+    answer. Its own choice (docs/choices.md): the TypeScript SDK reads any 2xx body as the
+    stream, so no scenario may pin it."""
+    server = Server()
+    call_ids: list[Any] = []
+
+    def closed_early(body: dict[str, Any]) -> httpx.Response:
+        call_ids.append(body["id"])
+        return httpx.Response(200, content=b"id: ev-1\nretry: 10\ndata:\n\n",
+                              headers={"Content-Type": "text/event-stream"})
+
+    def resumed(request: httpx.Request) -> httpx.Response:
+        answer = json.dumps({"jsonrpc": "2.0", "id": call_ids[-1], "result": {
+            "content": [{"type": "text", "text": "replayed"}]}})
+        headers = {"Content-Type": content_type} if content_type else {}
+        return httpx.Response(200, content=f"event: message\ndata: {answer}\n\n".encode(),
+                              headers=headers)
+
+    server.on("tools/call", closed_early)
+    server.get = resumed
+
+    async def body(client):
+        await client.start()
+        with pytest.raises(PalaceProtocolError) as caught:
+            await client.call_tool("mempalace_status", {}, timeout_ms=10000)
+        return caught.value
+
+    error, _ = scenario(server, body)
+    assert "resuming it failed" in str(error)
+    gets = [r for r in server.requests if r.method == "GET"]
+    assert [g.headers.get("last-event-id") for g in gets] == ["ev-1"]
 
 
 def test_error_with_null_id_on_a_post_belongs_to_that_post():

@@ -402,7 +402,8 @@ def test_oversized_reply(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("spec", "expected"), [("wrong_id@ping", "wrong-1"),
                                                 ('wrong_id@ping,reply_id="1"', "1"),
-                                                ("wrong_id@ping,reply_id=999", 999)])
+                                                ("wrong_id@ping,reply_id=999", 999),
+                                                ("wrong_id@ping,reply_id=null", None)])
 def test_wrong_id(tmp_path: Path, spec: str, expected: Any) -> None:
     with FakeProcess(tmp_path, faults=[spec]) as fake:
         fake.send(rpc("ping", None, 1))

@@ -449,6 +449,16 @@ def test_result_and_wrong_id_shape_the_json_reply(fake: Fake) -> None:
     assert fake.post({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).json()["id"] == "wrong-4"
 
 
+def test_wrong_id_null_answers_the_post_with_a_null_id_result(fake: Fake) -> None:
+    """``reply_id: null`` is a value, not "use the default": the POST's JSON answer is the real
+    result under a null id (tool.ids.null-id-result-never-the-answer)."""
+    fake.arm({"action": "wrong_id", "on": on("ping"), "reply_id": None})
+    answer = fake.post(ping(5))
+    assert answer.status_code == 200
+    assert answer.json() == {"jsonrpc": "2.0", "id": None, "result": {}}
+    assert fake.post(ping(6)).json()["id"] == 6
+
+
 def test_plan_faults_from_the_command_line_count_from_start_and_exit_ends_the_server(
         tmp_path: Path) -> None:
     fake = start_fake(tmp_path, "--fault", "http_status@mempalace_status#2,status=418",
