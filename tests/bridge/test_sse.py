@@ -119,3 +119,41 @@ def test_a_run_of_cr_lines_before_an_lf_is_searched_once():
         start = cut[0] + cut[1]
     assert cuts == [(i, 1) for i in range(n)] + [(n + 7, 1)]
     assert _CountedText.scanned <= 3 * len(text)
+
+
+def test_a_run_of_lf_lines_before_a_cr_is_searched_once():
+    """The mirror of the CR run: _LineEnds keeps the next CR it found while it walks a run of
+    LF-only lines, and searches again only once a line end has passed it; searching again at
+    every LF made one read of n such lines before a CR cost n * n / 2 (docs/choices.md)."""
+    n = 2000
+    text = _CountedText("\n" * n + "data: x\r")
+    _CountedText.scanned = 0
+    ends = _LineEnds(text)
+    cuts, start = [], 0
+    while (cut := ends.next(start)) is not None:
+        cuts.append(cut)
+        start = cut[0] + cut[1]
+    assert cuts == [(i, 1) for i in range(n)] + [(n + 7, 1)]
+    assert _CountedText.scanned <= 3 * len(text)
+
+
+def test_the_rest_of_a_read_after_a_line_end_counts_toward_the_line_bound():
+    """A line begun after a line end in one read and continued in the next is bounded by all
+    its characters: the bound is the reference's own (docs/choices.md)."""
+    decoder = SSEDecoder(max_event=100)
+    assert decoder.feed(b": ping\ndata: " + b"x" * 54) == []  # 60 characters after the LF
+    with pytest.raises(SSEEventTooLarge, match="a line of the event stream grew past 100"):
+        decoder.feed(b"x" * 60)
+
+
+def test_the_first_event_of_a_stream_may_reach_the_bound_exactly():
+    """An event's data counts one character per line for its line end (four lines of 24: 100);
+    the first event of a decoder starts from nothing, as every later one does (the bound is the
+    reference's own, docs/choices.md)."""
+    event = b"".join(b"data: " + b"z" * 24 + b"\n" for _ in range(4)) + b"\n"
+    whole = Event("\n".join(["z" * 24] * 4))
+    decoder = SSEDecoder(max_event=100)
+    assert decoder.feed(event) == [whole]
+    assert decoder.feed(event) == [whole]
+    with pytest.raises(SSEEventTooLarge, match="an event of the event stream grew past 100"):
+        decoder.feed(event.replace(b"z\n\n", b"zz\n\n"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -238,6 +239,24 @@ def test_sse_line_ending_ends_every_line_of_the_stream_so(fake: Fake, ending: by
     assert [e.get("event", e.get("id", "comment")) for e in events] == [
         "p-1", "comment", "endpoint", "message"]
     assert json.loads(events[3]["data"]) == {"jsonrpc": "2.0", "id": 24, "result": {}}
+
+
+def test_sse_mixed_line_endings_use_all_three_in_one_stream(fake: Fake) -> None:
+    """A line with more after it ends in a lone CR, the line before a blank line in CRLF, the
+    blank line in LF; no lone CR is right before an LF, so the stream's lines are the LF
+    stream's (the standard reads a CR followed by an LF as one line end)."""
+    fake.arm({"action": "sse", "on": on("ping"), "line_ending": "mixed", "keepalives": 1,
+              "priming_id": "p-2", "decoy_event": "endpoint"})
+    body = fake.post(ping(27)).content
+    assert body.startswith(b"id: p-2\rretry: 200\rdata: \r\n\n"
+                           b": keepalive\r\n\nevent: endpoint\rdata: {")
+    assert body.endswith(b"}\r\n\n") and b"event: message\rdata: {" in body
+    assert body.count(b"\r\n\n") == 4 and body.count(b"\n") == 8  # 4 events, nothing else
+    lines = re.split(rb"\r\n|\n|\r", body)
+    events = sse_events(b"\n".join(lines))
+    assert [e.get("event", e.get("id", "comment")) for e in events] == [
+        "p-2", "comment", "endpoint", "message"]
+    assert json.loads(events[3]["data"]) == {"jsonrpc": "2.0", "id": 27, "result": {}}
 
 
 def test_sse_chunk_bytes_writes_each_event_in_pieces_of_that_size(fake: Fake) -> None:

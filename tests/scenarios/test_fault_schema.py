@@ -27,7 +27,7 @@ VALUES = st.sampled_from([
     "before_reply",
     "after_reply", "reply", "stall", "exit", {"a": 1}, [1], 1.5,
     "message", "two words", "error\n", "",  # an sse decoy_event: only an event type, not message
-    "lf", "crlf", "cr", "CRLF",  # an sse line_ending
+    "lf", "crlf", "cr", "mixed", "CRLF",  # an sse line_ending
     86_400_000, 86_400_001, 2**31, 2**31 + 1, 10**26,  # the ceilings of durations and sizes
     ["key=ab", "cd\n"], [], [""],  # write_stderr's pieces: only non-empty strings, at least one
 ])
@@ -101,6 +101,7 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "sse", "decoy_event": None},
         {"action": "sse", "line_ending": "cr", "chunk_bytes": 1, "unknown_fields": True},
         {"action": "sse", "line_ending": None, "chunk_bytes": None, "unknown_fields": None},
+        {"action": "sse", "line_ending": "mixed", "chunk_bytes": 3},
     ]
     bad = [
         {"action": "startup_fail"},
@@ -123,6 +124,7 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "sse", "decoy_event": 1},
         {"action": "sse", "line_ending": "CRLF"},
         {"action": "sse", "line_ending": "\r\n"},
+        {"action": "sse", "line_ending": "Mixed"},
         {"action": "sse", "chunk_bytes": 0},  # a write of nothing
         {"action": "sse", "unknown_fields": 1},
     ]

@@ -70,8 +70,9 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 
 #: what an sse fault's ``decoy_event`` may be: an event type, one token (never "message")
 SSE_EVENT_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
-#: what an sse fault's ``line_ending`` may be: the three the SSE standard accepts
-SSE_LINE_ENDINGS = ("lf", "crlf", "cr")
+#: what an sse fault's ``line_ending`` may be: the three the SSE standard accepts, or all three
+#: mixed in one stream (which it accepts too)
+SSE_LINE_ENDINGS = ("lf", "crlf", "cr", "mixed")
 #: statuses whose response has no body (RFC 9110): an sse ``resume_status`` cannot be one
 NO_BODY_STATUSES = frozenset({204, 205, 304})
 RESERVED = frozenset({"id", "on", "times", "action"})  # fault keys that are not parameters
@@ -440,7 +441,7 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
                              f"(the data of a message event no parser can read), e.g. "
                              f"'{{not json', not {json.dumps(garbage)}")
     if action == "sse" and params.get("line_ending") not in (None, *SSE_LINE_ENDINGS):
-        raise FaultPlanError(f"{where}: sse 'line_ending' must be lf, crlf or cr, not "
+        raise FaultPlanError(f"{where}: sse 'line_ending' must be lf, crlf, cr or mixed, not "
                              f"{json.dumps(params['line_ending'])}")
     if action == "sse" and not isinstance(params.get("unknown_fields", False), (bool, type(None))):
         raise FaultPlanError(f"{where}: sse 'unknown_fields' must be true or false")

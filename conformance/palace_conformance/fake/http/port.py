@@ -4,6 +4,7 @@ framing both share."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -57,8 +58,19 @@ def sse_event(data: bytes, event: str = "message") -> bytes:
             + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n")
 
 
-#: the bytes each ``line_ending`` of an ``sse`` fault ends a line with
+#: the bytes each ``line_ending`` of an ``sse`` fault ends a line with (``mixed``: see _mixed)
 LINE_ENDINGS = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}
+#: a blank line and the line before it, or a line end with more after it (``mixed`` endings)
+_MIXED_LINE_END = re.compile(rb"\n\n|\n(?=.)", re.DOTALL)
+
+
+def _mixed(data: bytes) -> bytes:
+    """``line_ending: mixed``: a line with another line after it ends in a lone CR, the line
+    before a blank line in CRLF and the blank line in LF, all three in one stream as the SSE
+    standard allows. A lone CR is never right before an LF (the pair would be one CRLF), so the
+    lines are those of the LF stream; a client that takes a CR with any later LF for a CRLF
+    loses the line after it."""
+    return _MIXED_LINE_END.sub(lambda m: b"\r\n\n" if m.group() == b"\n\n" else b"\r", data)
 #: what an ``sse`` fault's ``unknown_fields`` puts last in each event: fields whose names differ
 #: from the standard's only by case, which a client ignores as it ignores any field it does not
 #: know (last, so that a client that took them for ``event`` and ``data`` keeps what they say)
@@ -201,7 +213,8 @@ class HttpPort:
         before the next, so a client reads them apart (a CR and its LF in two reads); the half
         write of a ``partial_line`` goes out in one piece."""
         params = self._sse_params
-        data = data.replace(b"\n", LINE_ENDINGS[str(params.get("line_ending") or "lf")])
+        ending = str(params.get("line_ending") or "lf")
+        data = _mixed(data) if ending == "mixed" else data.replace(b"\n", LINE_ENDINGS[ending])
         size = params.get("chunk_bytes")
         if half or not size:
             await self.wire.stream(data, half=half)
