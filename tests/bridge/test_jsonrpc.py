@@ -123,3 +123,15 @@ def test_line_decoder_costs_linear_time_in_an_unterminated_line():
     cpu_s = time.process_time() - began
     assert [len(line) for line in lines] == [32 * 1024 * 1024]
     assert cpu_s < 10.0
+
+
+def test_a_stdio_message_may_be_64_mib_and_not_a_byte_more() -> None:
+    """docs/choices.md: one stdio message is at most 64 MiB, the reference's own bound (no
+    scenario may pin it: another bridge may take a longer line whole). Both sides of it, with
+    the decoder's default, as the bridge builds it."""
+    bound = 64 * 1024 * 1024
+    decoder = LineDecoder()
+    assert decoder.feed(b"x" * bound) == []  # 64 MiB without a newline yet: still a message
+    with pytest.raises(LineTooLong, match=f"grew past {bound} bytes"):
+        decoder.feed(b"x")
+    assert decoder.feed(b'{"jsonrpc":"2.0"}\n') == [b'{"jsonrpc":"2.0"}']  # the stream goes on
