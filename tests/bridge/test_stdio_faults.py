@@ -6,7 +6,6 @@ Knobs are shrunk (300 ms timeouts, 50 ms backoff); timing checks are a lower bou
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 
 import pytest
@@ -237,9 +236,12 @@ def test_stdio06_respawns_are_capped_with_doubling_backoff(scenario):
     assert not started
     starts = scenario.records("process_start")
     assert len(starts) == 4, "the first start plus MAX_RESPAWNS=3 attempts"
-    gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(starts)]
-    # a base long beside a child's start, so a loaded machine's slow starts cannot pass a flat
-    # backoff off as a doubling one
+    exits = scenario.records("process_exit")
+    assert len(exits) == 4
+    # each backoff runs from a child's death to the next child's creation (``created_t``, before
+    # its interpreter starts): a loaded machine's slow starts are outside it, so they can neither
+    # shorten a gap nor pass a flat backoff off as a doubling one
+    gaps = [b.get("created_t", b["t"]) - a["t"] for a, b in zip(exits[:3], starts[1:], strict=True)]
     for gap, backoff in zip(gaps, (0.3, 0.6, 1.2), strict=True):
         assert gap >= backoff, (gaps, "backoff 1x, 2x, 4x")
     assert gaps[2] > gaps[0] + 0.45, "the backoff grows"
