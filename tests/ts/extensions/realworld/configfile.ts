@@ -21,7 +21,7 @@ import path from "node:path";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 import {
-  ConnectionClosedError, handshake, readAnswer, RpcError, sleep, unwrap, type McpTool, type RpcMessage, type ToolResult,
+  ConnectionClosedError, handshake, ProtocolError, readAnswer, RpcError, sleep, unwrap, type McpTool, type RpcMessage, type ToolResult,
 } from "./mcp-wire";
 
 const CONNECT_ATTEMPTS = 3;
@@ -137,16 +137,19 @@ class Remote {
     return headers;
   }
 
+  /** A notification: the server must accept it (MCP: 202); any other answer is a refusal. */
   private async notify(method: string, params?: Record<string, unknown>): Promise<void> {
-    await this.post({ jsonrpc: "2.0", method, ...(params ? { params } : {}) });
+    const status = await this.post({ jsonrpc: "2.0", method, ...(params ? { params } : {}) });
+    if (status !== undefined && !(status >= 200 && status < 300)) throw new ProtocolError(`${method} was refused: HTTP ${status}`);
   }
 
-  /** A notification or an answer to the server: nothing to wait for but the 202. */
-  private async post(message: RpcMessage): Promise<void> {
+  /** A notification or an answer to the server: nothing to wait for but the 202. Its status. */
+  private async post(message: RpcMessage): Promise<number | undefined> {
     const body = JSON.stringify(message);
     const response = await fetch(this.settings.url, { method: "POST", headers: this.headers(), body, signal: AbortSignal.timeout(5_000) })
       .catch(() => undefined);
     await response?.body?.cancel().catch(() => undefined);
+    return response?.status;
   }
 
   /** GET with Last-Event-ID: the event stream of an answer, resumed (MCP Streamable HTTP). */
@@ -183,7 +186,7 @@ class Remote {
       const result = unwrap(await readAnswer(response, id, {
         signal: abort.signal,
         resume: (lastEventId) => this.resume(lastEventId, abort.signal),
-        reply: (message) => this.post(message),
+        reply: async (message) => { await this.post(message); },
       }));
       if (method === "initialize") this.version = (result as { protocolVersion?: string }).protocolVersion;
       return result;
