@@ -71,6 +71,8 @@ def _mixed(data: bytes) -> bytes:
     lines are those of the LF stream; a client that takes a CR with any later LF for a CRLF
     loses the line after it."""
     return _MIXED_LINE_END.sub(lambda m: b"\r\n\n" if m.group() == b"\n\n" else b"\r", data)
+
+
 #: what an ``sse`` fault's ``unknown_fields`` puts last in each event: fields whose names differ
 #: from the standard's only by case, which a client ignores as it ignores any field it does not
 #: know (last, so that a client that took them for ``event`` and ``data`` keeps what they say)
