@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -268,3 +269,27 @@ def test_life06_no_orphans_even_when_the_server_started_helpers(scenario, stall)
     if not gone:
         os.kill(helper, signal.SIGKILL)  # clean up our own helper before failing
     assert gone, "the helper outlived its server"
+
+
+def test_a_server_command_through_a_file_cannot_run_and_is_not_retried(tmp_path):
+    """A MEMPALACE_MCP_BIN whose directory part is a file (ENOTDIR) is a command that cannot run,
+    like one not found (ENOENT) or not executable (EACCES): the start gives up at once, with no
+    respawn attempts (the reference's choice: retrying a path that cannot be run helps nobody;
+    no rule fixes it, so no scenario does)."""
+    scenario = Scenario(tmp_path)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory\n")
+
+    async def main():
+        client = scenario.client(MEMPALACE_MCP_BIN=str(a_file / "mempalace-mcp"),
+                                 MEMPALACE_MCP_MAX_RESPAWNS="3",
+                                 MEMPALACE_MCP_RESPAWN_BACKOFF_MS="60000")
+        # a respawn would wait its 60 s backoff first: giving up at once ends far inside 30 s
+        started = await asyncio.wait_for(client.start(), 30)
+        with pytest.raises(PalaceUnavailable):
+            await asyncio.wait_for(client.call_tool("mempalace_status", {}), 30)
+        await client.stop()
+        return started
+
+    assert run(main()) is False
+    assert scenario.pids() == []
