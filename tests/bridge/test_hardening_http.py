@@ -210,6 +210,38 @@ def test_an_sse_answer_past_the_body_bound_is_a_protocol_error(hostile, monkeypa
     first_call_fails(hostile(handler), "3000", f"SSE answer to tools/call exceeded {bound} bytes")
 
 
+def test_an_sse_answer_may_reach_the_body_bound_exactly(hostile, monkeypatch):
+    """The other side of the bound: a whole SSE answer of exactly MAX_BODY bytes is read (the
+    bound is on what passes it, not on what reaches it)."""
+    answer = (b'event: message\ndata: {"jsonrpc":"2.0","id":ID,'
+              b'"result":{"content":[{"type":"text","text":"at the bound"}]}}\n\n')
+
+    async def handler(message: dict, exchange: Exchange) -> None:
+        if message.get("method") == "tools/call":
+            body = b": keep-alive\n\n" + answer.replace(b"ID", str(message["id"]).encode())
+            monkeypatch.setattr("palace_bridge.http.MAX_BODY", len(body))
+            await exchange.sse_start()
+            await exchange.sse_send(body)
+            await exchange.hold()
+            return
+        await exchange.accepted()
+
+    server = hostile(handler)
+    client = create_client(remote_env(server.url, MEMPALACE_MCP_TIMEOUT_MS="5000"),
+                           stderr=io.StringIO())
+
+    async def main() -> str:
+        assert await client.start()
+        try:
+            result = await asyncio.wait_for(client.call_tool("mempalace_status", {}),
+                                            TEST_BOUND_S)
+        finally:
+            await client.stop()
+        return result.content[0]["text"]
+
+    assert run(main()) == "at the bound"
+
+
 def first_call_fails(server: HostileHttp, timeout_ms: str, match: str) -> None:
     """Start a bridge on ``server``; its first call must fail with a protocol error naming
     ``match``."""

@@ -211,6 +211,8 @@ def test_sse_answer_with_comments_server_ping_and_foreign_events():
      "carries id 'x'"),
     (lambda b: httpx.Response(200, json={"jsonrpc": "2.0", "id": 99999, "result": {}}),
      "carries id 99999"),  # an id above the request's as well as one of another type
+    (lambda b: httpx.Response(200, json={"jsonrpc": "2.0", "id": -1, "result": {}}),
+     "carries id -1"),  # and one below it
     (lambda b: httpx.Response(200, text='{"jsonrpc": "2.0", "id": 1, "result": {}}',
                               headers={"Content-Type": "application/javascript"}),
      "unexpected content type"),  # JSON-RPC inside, but not the type MCP names
