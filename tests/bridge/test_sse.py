@@ -91,6 +91,9 @@ def test_a_line_or_an_event_past_the_bound_is_a_protocol_error_not_a_buffer():
         decoder.feed(b"".join(b"data: " + b"y" * 30 + b"\n" for _ in range(4)))
     decoder = SSEDecoder(max_event=100)
     assert decoder.feed(b"data: " + b"z" * 90 + b"\n\n") == [Event("z" * 90)]  # at the bound
+    decoder = SSEDecoder(max_event=100)  # a whole line past the bound, in one read
+    with pytest.raises(SSEEventTooLarge, match="a line of the event stream grew past 100"):
+        decoder.feed(b": " + b"w" * 150 + b"\n")
 
 
 class _CountedText(str):

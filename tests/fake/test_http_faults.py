@@ -282,9 +282,10 @@ def test_sse_unknown_fields_end_each_event_and_change_nothing_else(fake: Fake) -
     fake.arm({"action": "sse", "on": on("ping"), "unknown_fields": True})
     body = fake.post(ping(26)).content
     assert body.startswith(b"event: message\ndata: {")
-    assert body.endswith(b"}\nEvent: error\nData: an unknown field\n\n")
+    assert body.endswith(b"}\nEvent: error\nData: an unknown field\nRetry: 86400000\n\n")
     [event] = sse_events(body)
-    assert (event["Event"], event["Data"]) == ("error", "an unknown field")
+    assert (event["Event"], event["Data"], event["Retry"]) == ("error", "an unknown field",
+                                                               "86400000")
     assert json.loads(event["data"]) == {"jsonrpc": "2.0", "id": 26, "result": {}}
 
 

@@ -75,8 +75,9 @@ def _mixed(data: bytes) -> bytes:
 
 #: what an ``sse`` fault's ``unknown_fields`` puts last in each event: fields whose names differ
 #: from the standard's only by case, which a client ignores as it ignores any field it does not
-#: know (last, so that a client that took them for ``event`` and ``data`` keeps what they say)
-UNKNOWN_FIELDS = b"Event: error\nData: an unknown field\n"
+#: know (last, so that a client that took them for ``event``, ``data`` and ``retry`` keeps what
+#: they say: a wait of a day before it resumes the stream)
+UNKNOWN_FIELDS = b"Event: error\nData: an unknown field\nRetry: 86400000\n"
 
 
 def decoy_answer(request_id: Any, event: str) -> dict[str, Any]:
@@ -180,8 +181,9 @@ class HttpPort:
         if params.get("priming_id") is not None:
             retry = params.get("retry_ms")
             retry = SSE_RETRY_MS if retry is None else int(retry)
+            unknown = UNKNOWN_FIELDS if params.get("unknown_fields") else b""
             await self._stream(f"id: {params['priming_id']}\nretry: {retry}\n"
-                               "data: \n\n".encode())
+                               "data: \n".encode() + unknown + b"\n")
         for _ in range(int(params.get("keepalives", 0))):
             await pause(int(params.get("event_delay_ms", 0)))
             await self._stream(b": keepalive\n\n")
