@@ -108,28 +108,14 @@ class _CountedText(str):
         return found
 
 
-def test_a_run_of_cr_lines_before_an_lf_is_searched_once():
-    """_LineEnds keeps the next LF it found while it walks a run of CR-only lines; searching
-    for it again at every CR made one read of n such lines cost n * n / 2 (docs/choices.md:
-    the decoders are linear in their input)."""
+@pytest.mark.parametrize(("run", "end"), [("\r", "\n"), ("\n", "\r")], ids=["cr-run", "lf-run"])
+def test_a_run_of_one_line_end_before_the_other_is_searched_once(run: str, end: str) -> None:
+    """_LineEnds keeps the next LF it found while it walks a run of CR-only lines, and the next
+    CR while it walks LF-only lines, searching again only once a line end has passed it;
+    searching again at every line end made one read of n such lines cost n * n / 2
+    (docs/choices.md: the decoders are linear in their input)."""
     n = 2000
-    text = _CountedText("\r" * n + "data: x\n")
-    _CountedText.scanned = 0
-    ends = _LineEnds(text)
-    cuts, start = [], 0
-    while (cut := ends.next(start)) is not None:
-        cuts.append(cut)
-        start = cut[0] + cut[1]
-    assert cuts == [(i, 1) for i in range(n)] + [(n + 7, 1)]
-    assert _CountedText.scanned <= 3 * len(text)
-
-
-def test_a_run_of_lf_lines_before_a_cr_is_searched_once():
-    """The mirror of the CR run: _LineEnds keeps the next CR it found while it walks a run of
-    LF-only lines, and searches again only once a line end has passed it; searching again at
-    every LF made one read of n such lines before a CR cost n * n / 2 (docs/choices.md)."""
-    n = 2000
-    text = _CountedText("\n" * n + "data: x\r")
+    text = _CountedText(run * n + "data: x" + end)
     _CountedText.scanned = 0
     ends = _LineEnds(text)
     cuts, start = [], 0

@@ -55,6 +55,12 @@ def raw_post(fake: Fake, message: object, timeout: float = 5.0):
 # -- HTTP-only faults ------------------------------------------------------------------------
 
 
+def resume(fake: Fake, event_id: str) -> httpx.Response:
+    """The GET that resumes a stream from ``event_id``, as a client sends it."""
+    return fake.http.get(fake.url, headers={"Last-Event-ID": event_id,
+                                           "Accept": "text/event-stream"})
+
+
 def test_http_status_fires_on_its_request_only_and_carries_headers_and_body(fake: Fake) -> None:
     [fid] = fake.arm({"action": "http_status", "on": on("ping"), "status": 503,
                       "headers": {"Retry-After": "5"}, "body": {"busy": True}})
@@ -303,8 +309,7 @@ def test_sse_can_close_without_a_response_and_replay_it_on_resume(fake: Fake) ->
     events = sse_events(answer.content)
     assert events == [{"id": "resume-me", "retry": "200", "data": ""}]
     assert fake.records("http_withheld")[-1]["resumable"] is True
-    resumed = fake.http.get(fake.url, headers={"Last-Event-ID": "resume-me",
-                                           "Accept": "text/event-stream"})
+    resumed = resume(fake, "resume-me")
     assert resumed.status_code == 200
     [event] = sse_events(resumed.content)
     assert json.loads(event["data"]) == {"jsonrpc": "2.0", "id": 6, "result": {}}
@@ -317,8 +322,7 @@ def test_sse_resume_status_answers_the_resuming_get_with_it_once_for_a_2xx(fake:
     mark = fake.mark()
     assert sse_events(fake.post(ping(7)).content) == [
         {"id": "resume-203", "retry": "200", "data": ""}]
-    resumed = fake.http.get(fake.url, headers={"Last-Event-ID": "resume-203",
-                                           "Accept": "text/event-stream"})
+    resumed = resume(fake, "resume-203")
     assert resumed.status_code == 203
     assert resumed.headers["content-type"] == "text/event-stream"
     [event] = sse_events(resumed.content)
@@ -335,8 +339,7 @@ def test_sse_resume_status_error_keeps_the_stream_and_replays_on_every_get(fake:
     mark = fake.mark()
     fake.post(ping(8))
     for _ in range(2):  # a client that retries the GET is answered the same way each time
-        resumed = fake.http.get(fake.url, headers={"Last-Event-ID": "resume-500",
-                                               "Accept": "text/event-stream"})
+        resumed = resume(fake, "resume-500")
         assert resumed.status_code == 500
         assert resumed.headers["content-type"] == "text/event-stream"
         [event] = sse_events(resumed.content)
