@@ -52,6 +52,9 @@ def _status(args: argparse.Namespace) -> int:
     print(f"system node: {system} ({info['system_node_version']}, {verdict})" if system
           else "system node: none on PATH")
     print(f"npm: {info['npm'] or 'not found'}")
+    cache = info["cache"]
+    assert isinstance(cache, dict)
+    print(f"cache: {cache['path']} (CI cache key {cache['key']})")
     pinned = info["pinned"]
     assert isinstance(pinned, dict)
     print("pinned: " + ", ".join(f"{k}@{v}" for k, v in sorted(pinned.items()))

@@ -269,7 +269,17 @@ def status() -> dict[str, object]:
         "pinned": pinned_packages(),
         "runtime_package": f"{RUNTIME_PACKAGE}@{pinned_runtime_version()}",
         "lock_digest": lock_digest(),
+        "cache": cache_entry(home),
     }
+
+
+def cache_entry(home: Path) -> dict[str, str]:
+    """What a CI cache (GitHub's actions/cache) saves and under which key: the hosts' directory,
+    keyed by platform and the lockfiles' digest, so a new pin or another OS never restores it."""
+    system = platform.system().lower()
+    machine = platform.machine().lower()
+    return {"path": str(home),
+            "key": f"palace-conformance-node-hosts-{system}-{machine}-{lock_digest()}"}
 
 
 def is_node_spec(spec: str) -> bool:
