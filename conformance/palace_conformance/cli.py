@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     from palace_conformance.fidelity import command as fidelity_command  # light, like selftest
 
     fidelity_command.add_commands(sub)
+    from palace_conformance.ci import command as ci_command  # light, like selftest
+
+    ci_command.add_commands(sub)
     return parser
 
 
