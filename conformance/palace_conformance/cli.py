@@ -26,6 +26,18 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, no usage dump
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        """As argparse's, but an unknown flag is named under its subcommand with the nearest
+        flag of that subcommand (argparse names only the top-level program)."""
+        argv = list(sys.argv[1:] if args is None else args)
+        parsed, extras = self.parse_known_args(argv, namespace)
+        if extras:
+            from palace_conformance.suggest import unknown_arguments
+
+            raise UsageError(unknown_arguments(self, argv, extras))
+        return parsed
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(

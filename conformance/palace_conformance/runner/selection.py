@@ -37,6 +37,12 @@ def host_argv(bridge: str) -> tuple[str, ...]:
     found = (program if os.sep in program and os.access(program, os.X_OK)
              else shutil.which(program) if os.sep not in program else None)
     if found is None:
+        from palace_conformance.suggest import bridge as suggested_bridge
+
+        meant = suggested_bridge(bridge)
+        if meant is not None:
+            raise RunUsageError(f"--bridge {bridge}: no such bridge; did you mean --bridge "
+                                f"{meant}?")
         raise RunUsageError(f"bridge command {program!r} not found or not executable (give a "
                             "driver host command, e.g. --bridge 'node host.mjs', or --bridge "
                             "reference)")

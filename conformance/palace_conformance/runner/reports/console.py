@@ -187,6 +187,8 @@ def _failure_lines(run: RunResult) -> list[str]:
         tag = " (expected by the baseline)" if result.baseline is not None else ""
         lines.append(f"{result.scenario} [{result.transport}]{tag} covers "
                      f"{', '.join(result.covers) or '-'}:")
+        if result.status == NOT_TESTABLE:  # why it could not be judged: the one thing to fix
+            lines.append(f"  not testable: {one_line(result.reason or 'no reason recorded')}")
         for check in result.failures:
             where = f" step {check.step}" if check.step is not None else ""
             lines.append(f"  {check.pointer}{where}: {one_line(check.message)}")

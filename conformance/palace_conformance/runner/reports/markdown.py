@@ -121,11 +121,20 @@ def _failures(run: RunResult, bundles: str | None) -> list[str]:
     failed = run.failed()
     if not failed:
         return []
-    rows = [(result, check) for result in failed for check in result.failures]
+    # a not-testable result says why in its own row, before any check it failed
+    rows: list[tuple[ScenarioResult, CheckRecord | None]] = [
+        row for result in failed
+        for row in ([(result, None)] if result.status == NOT_TESTABLE else [])
+        + [(result, check) for check in result.failures]]
     lines = ["### Failures", "",
              "| Scenario | Transport | Check | Expected | Got | Behaviours |",
              "|---|---|---|---|---|---|"]
     for result, check in rows[:MAX_ROWS]:
+        if check is None:
+            lines.append(f"| {_code(result.scenario)} | {result.transport} | not testable | - "
+                         f"| {_text(result.reason or 'no reason recorded')} "
+                         f"| {_covers(result.covers)} |")
+            continue
         expected, got = _check_cells(check)
         lines.append(f"| {_code(result.scenario)} | {result.transport} | {_where(check)} "
                      f"| {expected} | {got} | {_covers(result.covers)} |")
