@@ -141,8 +141,9 @@ def load_profile(path: str | Path) -> Profile:
     if problems:
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        fix = first.fix.replace("see fixtures/README.md", "see docs/profiles.md")
         raise ProfileError(f"profile {source} at {first.pointer}: {first.message}; "
-                           f"{first.fix}{more}")
+                           f"{fix}{more} (every field: docs/profiles.md)")
     for item in data.get("files", []):
         _check_file_path(source, item["path"])
     claims = data.get("claims", {})

@@ -209,13 +209,34 @@ def _checked(path: Path, data: Any, context: Context) -> tuple[Scenario | None, 
         return None, [problem]
     shown = display(path)
     found = [Problem(shown, p.message, p.fix, p.pointer) for p in schema_problems(data)]
-    if found:
-        return None, found
+    if found:  # list the semantic problems too, so one pass shows everything to fix
+        return None, found + _semantic_beside(found, data, path, context)
     found = [Problem(shown, message, fix, where)
              for where, message, fix in semantic_problems(data, path, context)]
     if found:
         return None, found
     return Scenario.from_json(data, path), []
+
+
+def _semantic_beside(schema_found: list[Problem], data: Any, path: Path,
+                     context: Context) -> list[Problem]:
+    """The semantic problems of a file that also breaks the schema, outside the places the
+    schema problems are (those would be echoes of them). The rules expect a schema-valid file:
+    where they cannot read this one, they report nothing and wait for the schema's fix."""
+    if not isinstance(data, dict):
+        return []
+    try:
+        semantic = semantic_problems(data, path, context)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError):
+        return []
+    broken = [p.pointer for p in schema_found]
+
+    def echoes(where: str) -> bool:
+        return any(where == b or where.startswith(b.rstrip("/") + "/") or
+                   b.startswith(where.rstrip("/") + "/") for b in broken if b != "/")
+
+    return [Problem(display(path), message, fix, where)
+            for where, message, fix in semantic if not echoes(where)]
 
 
 def load_catalogue(paths: Iterable[str | Path] | None = None,

@@ -148,12 +148,48 @@ def _generic(error: ValidationError) -> tuple[str, str]:
 
 
 def _leaves(error: ValidationError) -> Iterator[ValidationError]:
-    """The most specific errors: an ``if/then`` or ``$ref`` failure reports its causes."""
+    """The most specific errors: an ``if/then`` or ``$ref`` failure reports its causes; a
+    ``oneOf``/``anyOf`` that no branch satisfies, and whose author wrote no message for it,
+    reports the causes of the closest branch."""
     if error.validator in ("allOf", "$ref", "then", "else") and error.context:
         for sub in error.context:
             yield from _leaves(sub)
-    else:
-        yield error
+        return
+    authored = _hint(error.schema, "x-problem", str(error.validator)) is not None
+    closest = (_closest_branch(error)
+               if error.validator in ("oneOf", "anyOf") and not authored else None)
+    if closest:
+        for sub in closest:
+            yield from _leaves(sub)
+        return
+    yield error
+
+
+def _closest_branch(error: ValidationError) -> list[ValidationError] | None:
+    """The errors of the branch the author most likely meant: among branches that all failed,
+    one whose required fields the object has (``{"env": ..., "unit": "sec"}`` meant the ``env``
+    branch), then the one with the fewest errors. None when some branch had no error (the
+    ``oneOf`` failed by matching twice) or the schema is not a list of branches."""
+    branches = error.validator_value
+    if not isinstance(branches, list) or not error.context:
+        return None
+    by_branch: dict[int, list[ValidationError]] = {}
+    for sub in error.context:
+        index = sub.relative_schema_path[0] if sub.relative_schema_path else None
+        if isinstance(index, int):
+            by_branch.setdefault(index, []).append(sub)
+    if set(by_branch) != set(range(len(branches))):
+        return None
+    instance = error.instance
+
+    def distance(index: int) -> tuple[int, int]:
+        branch = branches[index]
+        required = branch.get("required", []) if isinstance(branch, dict) else []
+        has_them = isinstance(instance, dict) and bool(required) and all(
+            key in instance for key in required)
+        return (0 if has_them else 1, len(by_branch[index]))
+
+    return by_branch[min(by_branch, key=distance)]
 
 
 def schema_problems(data: Any, name: str = SCENARIO_SCHEMA) -> list[SchemaProblem]:
