@@ -130,7 +130,8 @@ def _unavailable(client: PalaceClient) -> int:
         why = error.detail  # its message would say "unavailable" twice
     else:
         why = error_line(error) if error is not None else "it did not start"
-    hint = ("; check MEMPALACE_REMOTE_TOKEN" if isinstance(error, PalaceAuthError) else "")
+    hint = ("; check MEMPALACE_REMOTE_TOKEN" if isinstance(error, PalaceAuthError)
+            and "MEMPALACE_REMOTE_TOKEN" not in why else "")
     print(f"palace-bridge: {where} unavailable: {why}{hint}", file=sys.stderr)
     return EXIT_AUTH if isinstance(error, PalaceAuthError) else EXIT_UNAVAILABLE
 

@@ -57,15 +57,20 @@ class PalaceToolError(PalaceError):
         return error
 
 
+#: how an error answer's HTML body is summarised (its markup is no use in a one-line error)
+HTML_ERROR_PAGE = "HTML error page"
+
+
 class PalaceAuthError(PalaceError):
     """The remote palace refused the credentials (401); re-initializing would not help (HTTP-08)."""
 
     def __init__(self, status: int, detail: str = "") -> None:
         self.status = status
         self.detail = detail
-        text = (f"mempalace refused the credentials (HTTP {status}); "
-                "check MEMPALACE_REMOTE_TOKEN")
-        super().__init__(f"{text}: {detail}" if detail else text)
+        # what happened, once: a body that only says "an HTML page" tells nothing about a 401
+        said = f": {detail}" if detail and detail != HTML_ERROR_PAGE else ""
+        super().__init__(f"mempalace refused the credentials (HTTP {status}{said}); "
+                         "check MEMPALACE_REMOTE_TOKEN")
 
 
 class PalaceSessionLost(PalaceError):

@@ -37,7 +37,13 @@ import httpx
 from . import jsonrpc
 from .clock import SYSTEM_CLOCK
 from .deadlines import Deadline, TimeoutPolicy
-from .errors import PalaceConnectionClosed, PalaceProtocolError, PalaceTimeout, PalaceUnavailable
+from .errors import (
+    HTML_ERROR_PAGE,
+    PalaceConnectionClosed,
+    PalaceProtocolError,
+    PalaceTimeout,
+    PalaceUnavailable,
+)
 from .jsonrpc import Invalid, Notification, Response, ServerRequest
 from .log import Log
 from .resume import GiveUp, StreamResume
@@ -335,7 +341,7 @@ def _error_body(body: bytes, content_type: str) -> Response | None:
 
 def _excerpt(body: bytes, content_type: str) -> str:
     if content_type == "text/html":
-        return "HTML error page"
+        return HTML_ERROR_PAGE
     text = " ".join(body[:200].decode(errors="replace").split())
     return text
 

@@ -187,6 +187,10 @@ def test_a_refused_token_at_connect_is_named_and_has_its_own_exit_code(tmp_path,
     assert last.startswith(f"palace-bridge: remote palace {fake.url} unavailable: ")
     assert "401" in last and last.endswith("check MEMPALACE_REMOTE_TOKEN")
     assert "wrong-token-77aa" not in proc.stderr
+    # what happened, once: no second hint, no "HTML error page" for the fake's HTML 401 body
+    assert last.count("MEMPALACE_REMOTE_TOKEN") == 1 and "HTML" not in last, last
+    assert last.endswith("unavailable: mempalace refused the credentials (HTTP 401); check "
+                         "MEMPALACE_REMOTE_TOKEN"), last
 
 
 def test_a_lock_error_line_keeps_the_holder(tmp_path, in_process):
