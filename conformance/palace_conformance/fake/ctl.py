@@ -126,7 +126,9 @@ def run_ctl(args: argparse.Namespace) -> int:
             armed = call(base, "POST", "/_fake/faults", faults)
             print(f"armed {', '.join(armed.get('armed', []))}")
         elif args.ctl_command == "clear":
-            print(f"cleared {call(base, 'DELETE', '/_fake/faults').get('cleared', 0)} fault(s)")
+            cleared = call(base, "DELETE", "/_fake/faults").get("cleared", 0)
+            print(f"cleared {cleared} fault(s); the token is not a fault and stays as it is "
+                  "(rotate-token TOKEN or --none changes it)")
         elif args.ctl_command == "forget-sessions":
             body = {"id": args.id} if args.id else None
             forgotten = call(base, "POST", "/_fake/sessions/forget", body).get("forgotten", [])
@@ -163,7 +165,7 @@ def add_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     inject = verbs.add_parser("inject", help="arm fault(s) now; they count requests from now on")
     inject.add_argument("spec", metavar="SPEC", nargs="*", help="compact fault spec(s)")
     inject.add_argument("--preset", metavar="NAME", help="arm a preset's faults")
-    verbs.add_parser("clear", help="disarm every fault")
+    verbs.add_parser("clear", help="disarm every fault (the token is separate: rotate-token)")
     forget = verbs.add_parser("forget-sessions", help="forget every session (or --id ID): the "
                               "next request on it gets 404")
     forget.add_argument("--id", help="only this session")
