@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from palace_conformance.runner.compare.matrix import (
     ABSENT,
@@ -29,6 +30,7 @@ def sources():
     wake_fail = failing(WAKE, "stdio", "/steps/4/expect/effects/0",
                         'effects absent {"kind": "injected"}: record #0 should not be there',
                         step_key="second-prompt")
+    wake_fail = replace(wake_fail, covers=("WAKE-01", "WAKE-02"))  # as the judge cites them
     reference = source(
         "reference",
         result(WAKE, "stdio", eager_steps(), covers=("WAKE-01", "WAKE-02")),
@@ -41,7 +43,8 @@ def sources():
                covers=("WAKE-01", "WAKE-02"), reason="/steps/4/expect/effects/0: absent"),
         not_applicable(WAKE, "http"),
         result(TOOL, "stdio", eager_steps(), status="failed", covers=("TOOL-01",),
-               checks=[failing(TOOL, "stdio", "/expect/tools/registered", "schema changed")],
+               checks=[replace(failing(TOOL, "stdio", "/expect/tools/registered",
+                                       "schema changed"), covers=("TOOL-01",))],
                baseline=BaselineMark("fail", "upstream bug #12", "baseline.json")),
         result(LIFE, "stdio", [], status="not_testable", covers=("LIFE-01",),
                checks=[failing(LIFE, "stdio", "/setup", "Not testable: host did not start")]),
@@ -77,6 +80,23 @@ def test_behaviours_roll_up_from_the_scenarios_covering_them() -> None:
         "not_testable", KNOWN_FAILURE, "failed", "failed"]
     assert built.counts(1) == {"passed": 0, "failed": 1, KNOWN_FAILURE: 1, "not_applicable": 1,
                                "not_testable": 1, ABSENT: 2}
+
+
+def test_a_behaviour_fails_only_on_a_failing_check_that_cites_it() -> None:
+    """A scenario covering WAKE-01 and WAKE-02 failed on a check citing WAKE-02 alone: WAKE-01's
+    checks passed there, so its roll-up is pass; WAKE-02 fails."""
+    only_02 = replace(failing(WAKE, "stdio", "/steps/4/expect/effects/0", "injected twice"),
+                      covers=("WAKE-02",))
+    bridge = source("b", result(WAKE, "stdio", eager_steps(), status="failed", checks=[only_02],
+                                covers=("WAKE-01", "WAKE-02")))
+    built = build([bridge], behaviours=BEHAVIOURS, areas=AREAS)
+    assert built.behaviour_status(0, "WAKE-01") == "passed"
+    assert built.behaviour_status(0, "WAKE-02") == "failed"
+    uncited = replace(only_02, covers=())  # a check citing nothing stands for all the covers
+    bridge = source("b", result(WAKE, "stdio", eager_steps(), status="failed", checks=[uncited],
+                                covers=("WAKE-01", "WAKE-02")))
+    built = build([bridge], behaviours=BEHAVIOURS, areas=AREAS)
+    assert built.behaviour_status(0, "WAKE-01") == "failed"
 
 
 def test_markdown_lists_bridges_behaviours_scenarios_and_failures() -> None:

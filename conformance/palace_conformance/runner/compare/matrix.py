@@ -143,7 +143,7 @@ class Matrix:
 
     def behaviour_status(self, index: int, behaviour: str) -> str:
         """A behaviour's roll-up for one bridge over every cell of the rows that cover it."""
-        seen = {cell.status for row in self.rows if behaviour in row.covers
+        seen = {_status_for(cell, behaviour) for row in self.rows if behaviour in row.covers
                 for (bridge, _), cell in row.cells.items() if bridge == index}
         for status in (FAILED, NOT_TESTABLE, KNOWN_FAILURE, PASSED, NOT_APPLICABLE):
             if status in seen:
@@ -153,6 +153,20 @@ class Matrix:
     def red_cells(self) -> list[Cell]:
         return [cell for _, rows in self.by_area() for row in rows
                 for cell in row.cells.values() if cell.status in RED]
+
+
+def _status_for(cell: Cell, behaviour: str) -> str:
+    """A cell's status as far as ``behaviour`` goes: a failed cell fails it only when a failing
+    check cites it (a check citing no behaviour stands for all its scenario covers); when every
+    failing check cites another behaviour, this one's checks passed there."""
+    if cell.status not in (FAILED, KNOWN_FAILURE) or cell.result is None:
+        return cell.status
+    failures = cell.result.failures
+    if not failures:
+        return cell.status
+    if any(behaviour in (check.covers or cell.result.covers) for check in failures):
+        return cell.status
+    return PASSED
 
 
 def _behaviour_titles() -> tuple[dict[str, str], dict[str, str]]:
