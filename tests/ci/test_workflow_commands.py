@@ -82,6 +82,14 @@ def test_annotations_name_scenario_check_and_behaviours_and_point_into_the_works
     assert lines[0].startswith("::error file=ext.ts,")
 
 
+def test_a_stale_baseline_entry_points_at_the_baseline(tmp_path: Path) -> None:
+    run = RunResult(results=[], stale_baseline=["stdio.x [stdio]: passes now; remove the entry"])
+    (tmp_path / "ci").mkdir()
+    lines = annotation_lines(run, workspace=str(tmp_path), baseline=str(tmp_path / "ci" / "b.json"))
+    assert lines == ["::error file=ci/b.json,title=stale baseline entry::stdio.x [stdio]: "
+                     "passes now; remove the entry"]
+
+
 def test_annotations_are_redacted_and_capped(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMPALACE_REMOTE_TOKEN", "s3cret-token-value")

@@ -47,10 +47,11 @@ def _lines(result: ScenarioResult, file: str | None) -> Iterator[str]:
 
 
 def annotation_lines(run: RunResult, *, workspace: str | None, fallback_files: Iterable[str] = (),
-                limit: int = MAX_ANNOTATIONS) -> list[str]:
+                     baseline: str | None = None, limit: int = MAX_ANNOTATIONS) -> list[str]:
     """The workflow command lines for ``run``'s blocking results, at most ``limit`` of them and
     a closing ``::notice::`` counting the rest. ``fallback_files`` (the bridge's file, the
-    profile) stand in for a scenario file outside the workspace."""
+    profile) stand in for a scenario file outside the workspace; a stale baseline entry points
+    at the ``baseline`` file."""
     fallback = next((rel for rel in (workspace_relative(f, workspace) for f in fallback_files)
                      if rel), None)
     lines: list[str] = []
@@ -58,6 +59,9 @@ def annotation_lines(run: RunResult, *, workspace: str | None, fallback_files: I
         if not result.blocking:
             continue
         lines += _lines(result, workspace_relative(result.path, workspace) or fallback)
+    baseline_file = workspace_relative(baseline, workspace) if baseline else None
+    lines += [command("error", line, file=baseline_file, title="stale baseline entry")
+              for line in run.stale_baseline]
     redactor = Redactor(environment_secrets())
     lines = [redactor.text(line) for line in lines]
     if len(lines) > limit:

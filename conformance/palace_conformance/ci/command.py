@@ -158,7 +158,8 @@ def _publish(args: argparse.Namespace, env: dict[str, str], report: Path, code: 
         return
     run = RunResult.from_json(json.loads(results.read_text(encoding="utf-8")))
     for line in annotation_lines(run, workspace=env.get("GITHUB_WORKSPACE"),
-                            fallback_files=_bridge_files(args)):
+                                 fallback_files=_bridge_files(args),
+                                 baseline=_given(args.baseline)):
         print(line, flush=True)
     if "GITHUB_STEP_SUMMARY" in env and summary.is_file():
         append_summary(Path(env["GITHUB_STEP_SUMMARY"]), summary.read_text(encoding="utf-8"))
