@@ -1,23 +1,43 @@
-"""The default parallelism follows the CPUs the runner may use, within its bounds."""
+"""The default parallelism: several runs per CPU the runner may use (runs mostly wait), capped,
+and no more than the available memory holds."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from palace_conformance.runner import jobs
 
+PLENTY = 64 * 2**30
 
-@pytest.mark.parametrize(("cpus", "expected"), [(1, 2), (2, 4), (3, 6), (4, 8), (64, 8)])
-def test_two_runs_per_usable_cpu_between_the_bounds(monkeypatch: pytest.MonkeyPatch, cpus: int,
-                                                    expected: int) -> None:
+
+@pytest.mark.parametrize(("cpus", "expected"), [(1, 4), (2, 8), (3, 12), (64, 12)])
+def test_runs_per_usable_cpu_up_to_the_cap(monkeypatch: pytest.MonkeyPatch, cpus: int,
+                                           expected: int) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)), raising=False)
+    monkeypatch.setattr(jobs, "available_memory", lambda: PLENTY)
     assert jobs.default_jobs() == expected
 
 
 def test_without_an_affinity_mask_the_machine_count_is_used(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 3)
-    assert jobs.usable_cpus() == 3 and jobs.default_jobs() == 6
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert jobs.usable_cpus() == 2 and jobs.default_jobs(memory=PLENTY) == 8
+
+
+@pytest.mark.parametrize(("memory_mib", "expected"), [(1024, 4), (2048, 8), (100, 2)])
+def test_memory_caps_the_runs_and_the_floor_holds(memory_mib: int, expected: int) -> None:
+    assert jobs.default_jobs(cpus=4, memory=memory_mib * 2**20) == expected
+
+
+def test_available_memory_reads_memavailable(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:  4000 kB\nMemFree:  100 kB\nMemAvailable:  2048 kB\n")
+    assert jobs.available_memory(str(meminfo)) == 2048 * 1024
+    meminfo.write_text("MemTotal:  4000 kB\n")
+    assert jobs.available_memory(str(meminfo)) is None
+    assert jobs.available_memory(str(tmp_path / "missing")) is None
+    assert jobs.default_jobs(cpus=2, memory=None) >= jobs.MIN_JOBS

@@ -130,7 +130,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      help="skip a mutant's remaining runs once one fails, and re-run unmutated "
                      "only the runs that failed (about twice as fast; a thinner matrix)")
     cmd.add_argument("--jobs", type=int, default=None, metavar="N",
-                     help="runs in parallel (default: two per CPU, 2 to 8; here "
+                     help="runs in parallel (default: 4 per CPU, 2 to 12, as memory allows; here "
                      f"{default_jobs()}); every run is isolated")
     cmd.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                      help="an op's deadline when its step sets no timeout_ms "

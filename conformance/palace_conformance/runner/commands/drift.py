@@ -155,7 +155,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=(*TRANSPORTS, "both"), default="both",
                         help="which transports (default both)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="runs in parallel per bridge (default: two per CPU, as run; "
+                        help="runs in parallel per bridge (default: as run, 4 per CPU, 2 to 12; "
                         "the bridges run one after the other)")
     add_server_options(parser)
     parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",

@@ -243,7 +243,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--select", action="append", default=[], metavar="PATTERN",
                      help="only scenario ids matching this glob (e.g. 'stdio.*'); repeatable")
     run.add_argument("--jobs", type=int, default=None, metavar="N",
-                     help="runs in parallel (default: two per CPU, 2 to 8; here "
+                     help="runs in parallel (default: 4 per CPU, 2 to 12, as memory allows; here "
                      f"{default_jobs()}); every run is isolated")
     run.add_argument("--cold-start", action="store_true",
                      help="start every reference host and HTTP fake as a fresh interpreter "
