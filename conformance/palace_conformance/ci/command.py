@@ -81,9 +81,8 @@ def _bridge_files(args: argparse.Namespace) -> list[str]:
     spec = _bridge_spec(args)
     if spec.startswith("pi-extension:"):
         files.append(spec.split(":", 1)[1])
-    else:
-        with_words = spec.split() if spec != "reference" else []
-        files += [word for word in with_words if re.search(r"\.(ts|js|mjs|py)$", word)]
+    elif spec != "reference":  # a host command: the source files it names
+        files += [word for word in spec.split() if re.search(r"\.(ts|js|mjs|py)$", word)]
     if _given(args.profile):
         files.append(_given(args.profile) or "")
     return files
