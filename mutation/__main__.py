@@ -145,7 +145,7 @@ def _report(out: Path, module_map: ModuleMap, known: Sequence[str],
                 break
     return Report(every, _areas(module_map, known),
                   load_triage(known=known, scenarios=shipped_scenario_ids(),
-                              tests_root=REPO_ROOT),
+                              tests_root=REPO_ROOT, bridge_dir=BRIDGE_DIR),
                   [runs[m] | {"module": m} for m in sorted(runs)])
 
 
@@ -158,7 +158,8 @@ def _summary(report: Report, out: Path) -> None:
     print(f"report: {md_path} and {json_path}")
     for record in report.untriaged:
         why = f" ({record.note})" if record.note else ""
-        print(f"UNTRIAGED survivor {record.key}{why} (add it to mutation/triage.json)")
+        print(f"UNTRIAGED survivor {record.name} (line {record.line}){why} (add it to "
+              "mutation/triage.json)")
 
 
 def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
