@@ -216,3 +216,16 @@ def test_a_part_run_module_has_a_lower_bound_and_a_whole_one_none() -> None:
     assert "score_lower_95" not in data["areas"]["HTTP"]  # b.py alone: every mutant ran
     assert data["total"]["score_lower_95"] == pytest.approx(pooled, abs=1e-4)
     assert f"all of them score at least {pooled:.1%}" in text
+
+
+def test_the_triage_command_checks_the_file_and_counts_its_verdicts(capsys) -> None:
+    from mutation.__main__ import main
+
+    assert main(["triage"]) == 0
+    out = capsys.readouterr().out
+    verdicts = load_triage()
+    total = next(line for line in out.splitlines() if line.startswith("| **all** |"))
+    counts = [int(cell) for cell in total.strip("|").split("|")[1:]]
+    assert counts[-1] == len(verdicts) == sum(counts[:-1])
+    assert counts[3] == sum(1 for v in verdicts.values() if v.verdict == "not yet killed")
+    assert out.count("not yet killed (") == counts[3]
