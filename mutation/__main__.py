@@ -5,6 +5,8 @@
                                                the report of every session under DIR (and
                                                of other run directories, combined)
     python -m mutation selections              module → behaviours → scenario count
+    python -m mutation triage                  the triage file checked against the checkout,
+                                               its verdicts counted per module (Markdown)
 
 Run it from the checkout (tox -e mutation, tox -e mutation-sample). docs/mutation.md says why
 cosmic-ray and how to triage a survivor.
@@ -40,6 +42,10 @@ from mutation.report import (
     NOT_SAMPLED,
     PENDING,
     REPO_ROOT,
+    VERDICT_CHOICE,
+    VERDICT_EQUIVALENT,
+    VERDICT_KILLED,
+    VERDICT_OPEN,
     Report,
     TriageError,
     load_triage,
@@ -109,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
                              "from the first of --out and these, in order, that ran it; the "
                              "combined report is written to --out")
     sub.add_parser("selections", help="print each module's behaviours and scenario count")
+    sub.add_parser("triage", help="check mutation/triage.json against the checkout (stale or "
+                                  "ambiguous anchors fail) and count its verdicts per module")
     return parser
 
 
@@ -145,7 +153,7 @@ def _report(out: Path, module_map: ModuleMap, known: Sequence[str],
                 break
     return Report(every, _areas(module_map, known),
                   load_triage(known=known, scenarios=shipped_scenario_ids(),
-                              tests_root=REPO_ROOT),
+                              tests_root=REPO_ROOT, bridge_dir=BRIDGE_DIR),
                   [runs[m] | {"module": m} for m in sorted(runs)])
 
 
@@ -158,7 +166,8 @@ def _summary(report: Report, out: Path) -> None:
     print(f"report: {md_path} and {json_path}")
     for record in report.untriaged:
         why = f" ({record.note})" if record.note else ""
-        print(f"UNTRIAGED survivor {record.key}{why} (add it to mutation/triage.json)")
+        print(f"UNTRIAGED survivor {record.name} (line {record.line}){why} (add it to "
+              "mutation/triage.json)")
 
 
 def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
@@ -331,6 +340,30 @@ def _selections(module_map: ModuleMap, known: list[str]) -> int:
     return 0
 
 
+def _triage(known: list[str]) -> int:
+    """The triage file's verdicts per module, as a Markdown table, after every check the run
+    makes (anchors resolve in the checkout, IDs, scenarios and tests exist)."""
+    verdicts = load_triage(known=known, scenarios=shipped_scenario_ids(), tests_root=REPO_ROOT,
+                           bridge_dir=BRIDGE_DIR)
+    columns = (VERDICT_EQUIVALENT, VERDICT_KILLED, VERDICT_CHOICE, VERDICT_OPEN)
+    counts: dict[str, dict[str, int]] = {}
+    for anchor, verdict in verdicts.items():
+        module = anchor.split("::")[0]
+        counts.setdefault(module, dict.fromkeys(columns, 0))[verdict.verdict] += 1
+    print("| module | " + " | ".join(columns) + " | triaged survivors |")
+    print("|---" * (len(columns) + 2) + "|")
+    for module in sorted(counts):
+        row = counts[module]
+        print(f"| {module} | " + " | ".join(str(row[c]) for c in columns)
+              + f" | {sum(row.values())} |")
+    totals = [sum(row[c] for row in counts.values()) for c in columns]
+    print("| **all** | " + " | ".join(str(t) for t in totals) + f" | {sum(totals)} |")
+    for anchor, verdict in sorted(verdicts.items()):
+        if verdict.verdict == VERDICT_OPEN:
+            print(f"not yet killed ({verdict.behaviour}): {anchor}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -343,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         if args.command == "selections":
             return _selections(module_map, known)
+        if args.command == "triage":
+            return _triage(known)
         if args.command == "report":
             missing = [d for d in args.sources if not d.is_dir()]
             if missing:
@@ -352,6 +387,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = args.out.resolve()
             _summary(_report(out, module_map, known, [d.resolve() for d in args.sources]), out)
             return 0
+        # a triage file the run's report would refuse stops it before hours of mutants
+        load_triage(known=known, scenarios=shipped_scenario_ids(), tests_root=REPO_ROOT,
+                    bridge_dir=BRIDGE_DIR)
         return _run(args, module_map, known, scenarios)
     except (MapError, TriageError, SessionError) as exc:
         print(f"python -m mutation: {exc}", file=sys.stderr)

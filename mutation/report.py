@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mutation.anchors import Anchor, AnchorError, resolve
+
 KILLED, SURVIVED, TIMEOUT, INCOMPETENT = "killed", "survived", "timeout", "incompetent"
 EQUIVALENT, NOT_SAMPLED, PENDING = "equivalent", "not_sampled", "pending"
 STATUSES = (KILLED, TIMEOUT, SURVIVED, INCOMPETENT, EQUIVALENT, NOT_SAMPLED, PENDING)
@@ -36,11 +38,18 @@ class MutantRecord:
     status: str
     diff: str = ""
     note: str = ""  # why it was judged without a run ("no scenario reaches line N"), if it was
+    anchor: str = ""  # MODULE::SCOPE::OPERATOR::TEXT (mutation/anchors.py), "" if unknown
 
     @property
     def key(self) -> str:
-        """Stable while the lines above it do not move: module, position, operator."""
+        """The mutant in its session: module, position, operator (moves with the lines)."""
         return f"{self.module}:{self.line}:{self.column}:{self.operator}"
+
+    @property
+    def name(self) -> str:
+        """What the report and the triage file call it: the anchor, stable across edits
+        outside its function (the session key when the anchor could not be made)."""
+        return self.anchor or self.key
 
 
 @dataclass(frozen=True)
@@ -63,11 +72,13 @@ class Verdict:
 
 def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None,
                 scenarios: Iterable[str] | None = None,
-                tests_root: Path | None = None) -> dict[str, Verdict]:
-    """The checked-in triage, by mutant key; :class:`TriageError` on a malformed entry.
+                tests_root: Path | None = None,
+                bridge_dir: Path | None = None) -> dict[str, Verdict]:
+    """The checked-in triage, by mutant anchor; :class:`TriageError` on a malformed entry.
     ``known`` (behaviour IDs) and ``scenarios`` (scenario IDs), when given, are what entries
     may name; ``tests_root``, when given, is the checkout a ``reference choice``'s test must be
-    found in."""
+    found in; ``bridge_dir``, when given, the sources every anchor must point into, once
+    (stale or ambiguous anchors are refused)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -82,9 +93,12 @@ def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None,
         verdict = Verdict(str(entry.get("mutant", "")), str(entry.get("verdict", "")),
                           str(entry.get("reason", "")), str(entry.get("behaviour", "")),
                           str(entry.get("scenario", "")), str(entry.get("test", "")))
-        if verdict.mutant.count(":") != 3:
-            raise TriageError(f"{where}: 'mutant' must be MODULE:LINE:COLUMN:OPERATOR "
-                              "(copy it from the report)")
+        try:
+            anchor = Anchor.parse(verdict.mutant)
+        except AnchorError as exc:
+            raise TriageError(f"{where}: 'mutant' {exc}") from None
+        if bridge_dir is not None:
+            _check_anchor(where, anchor, bridge_dir)
         if verdict.verdict not in VERDICTS:
             raise TriageError(f"{where}: 'verdict' must be one of "
                               + ", ".join(repr(v) for v in VERDICTS))
@@ -106,6 +120,19 @@ def load_triage(path: Path = TRIAGE_PATH, known: Iterable[str] | None = None,
             raise TriageError(f"{where}: {verdict.mutant} is triaged twice")
         verdicts[verdict.mutant] = verdict
     return verdicts
+
+
+def _check_anchor(where: str, anchor: Anchor, bridge_dir: Path) -> None:
+    """The anchor names one place of its module's current source."""
+    try:
+        source = (bridge_dir / anchor.module).read_text(encoding="utf-8")
+    except OSError:
+        raise TriageError(f"{where}: stale: {anchor.module} is not a module of "
+                          f"{bridge_dir.name}/ now") from None
+    try:
+        resolve(anchor, source)
+    except AnchorError as exc:
+        raise TriageError(f"{where}: {exc}") from None
 
 
 def _check_test(where: str, test: str, root: Path | None) -> None:
@@ -219,7 +246,7 @@ class Report:
     def _tally(self, records: Iterable[MutantRecord]) -> Tally:
         tally = Tally()
         for record in records:
-            verdict = self.triage.get(record.key)
+            verdict = self.triage.get(record.name)
             tally.add(record, None if verdict is None else verdict.verdict)
         return tally
 
@@ -252,7 +279,7 @@ class Report:
 
     @property
     def untriaged(self) -> list[MutantRecord]:
-        return [r for r in self.survivors if r.key not in self.triage]
+        return [r for r in self.survivors if r.name not in self.triage]
 
     def unjudged(self, modules: Iterable[str]) -> list[MutantRecord]:
         """Mutants of ``modules`` still pending or incompetent: after those modules ran, either
@@ -270,10 +297,10 @@ class Report:
             "modules": {m: t.to_json(module_bounds[m]) for m, t in self.by_module().items()},
             "areas": {a: t.to_json(area_bounds[a]) for a, t in self.by_area().items()},
             "runs": self.runs,
-            "survivors": [{"mutant": r.key, "module": r.module, "line": r.line,
+            "survivors": [{"mutant": r.name, "module": r.module, "line": r.line,
                            "operator": r.operator, "diff": r.diff,
                            **({"note": r.note} if r.note else {}),
-                           "triage": _verdict_json(self.triage.get(r.key))}
+                           "triage": _verdict_json(self.triage.get(r.name))}
                           for r in self.survivors],
         }
 
@@ -301,13 +328,13 @@ class Report:
         lines += ["", f"## Survivors ({len(self.survivors)}, {len(self.untriaged)} untriaged)",
                   ""]
         for record in self.survivors:
-            verdict = self.triage.get(record.key)
+            verdict = self.triage.get(record.name)
             said = ("UNTRIAGED" if verdict is None else
                     f"{verdict.verdict}" + (f" ({verdict.behaviour})" if verdict.behaviour else "")
                     + (f" by `{verdict.scenario}`" if verdict.scenario else "")
                     + (f", killed by `{verdict.test}`" if verdict.test else "")
                     + f": {verdict.reason}")
-            lines += [f"### `{record.key}`", "", said, ""]
+            lines += [f"### `{record.name}` (line {record.line})", "", said, ""]
             if record.note:
                 lines += [f"Judged without a run: {record.note}.", ""]
             lines += ["```diff", record.diff.strip(), "```", ""]

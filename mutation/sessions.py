@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from mutation.anchors import AnchorError, anchor_of
 from mutation.equivalence import REASON, annotation_spans, in_annotation
 from mutation.line_map import (
     NO_REACH,
@@ -351,10 +352,14 @@ def _diff(original: str, mutated: str | None, path: Path) -> str:
 
 
 def records(session: ModuleSession) -> list[MutantRecord]:
-    """Every mutant of the session with its status."""
+    """Every mutant of the session with its status and its anchor in the session's source."""
     from cosmic_ray.work_db import WorkDB, use_db
 
     found: list[MutantRecord] = []
+    try:
+        source = session.source.read_text(encoding="utf-8")
+    except OSError:
+        source = None
     with use_db(str(session.db), WorkDB.Mode.open) as db:
         results = dict(db.results)
         items = list(db.work_items)
@@ -364,9 +369,23 @@ def records(session: ModuleSession) -> list[MutantRecord]:
             record = _record(session.module, item.mutations[0], _status(result),
                              (result.diff or "") if result is not None else "")
             output = (result.output or "") if result is not None else ""
-            found.append(replace(record, operator=keys[item.job_id].rpartition(":")[2],
-                                 note=output if output.startswith(NO_REACH) else ""))
+            operator = keys[item.job_id].rpartition(":")[2]
+            found.append(replace(record, operator=operator,
+                                 note=output if output.startswith(NO_REACH) else "",
+                                 anchor=_anchor(session.module, source, operator, item)))
     return found
+
+
+def _anchor(module: str, source: str | None, operator: str, item: Any) -> str:
+    """The mutant's anchor, or "" when the source is gone or no longer has its position."""
+    if source is None:
+        return ""
+    spec = item.mutations[0]
+    try:
+        return str(anchor_of(module, source, operator, tuple(spec.start_pos),
+                             tuple(spec.end_pos)))
+    except AnchorError:
+        return ""
 
 
 def _status(result: object | None) -> str:

@@ -119,6 +119,8 @@ def test_each_mutant_runs_only_the_runs_that_reach_it(tmp_path: Path) -> None:
     on_2 = [r for r in found if r.line == 2]
     on_6 = [r for r in found if r.line == 6]
     assert on_2 and on_6 and len(on_2) + len(on_6) == len(found)
+    assert all(r.anchor.startswith(f"{session.module}::reached::") for r in on_2)
+    assert all(r.anchor.startswith(f"{session.module}::unreached::") for r in on_6)
     assert {r.status for r in on_2} == {KILLED}
     assert {r.status for r in on_6} == {SURVIVED}
     assert {r.note for r in on_6} == {f"{NO_REACH} 6"}

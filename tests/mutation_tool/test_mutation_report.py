@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from mutation.module_map import ModuleMap, load_catalogue_facts, shipped_scenario_ids
+from mutation.module_map import BRIDGE_DIR, ModuleMap, load_catalogue_facts, shipped_scenario_ids
 from mutation.report import (
     EQUIVALENT,
     INCOMPETENT,
@@ -115,7 +115,7 @@ def test_written_report_lists_survivors_with_diff_and_triage(tmp_path: Path) -> 
     assert data["survivors"][1]["triage"] is None
     assert data["modules"]["a.py"]["score"] == pytest.approx(0.6667)
     text = as_md.read_text()
-    assert "### `b.py:2:4:NumberReplacer`\n\nUNTRIAGED" in text
+    assert "### `b.py:2:4:NumberReplacer` (line 2)\n\nUNTRIAGED" in text
     assert "not yet killed (STDIO-06): one-sided bound" in text
     assert "-line 3" in text
     assert "| a.py | 66.7% | 1 | 1 | 1 | 0 | 0 |" in text
@@ -128,23 +128,25 @@ def write_triage(tmp_path: Path, *entries: dict[str, str]) -> Path:
 
 
 @pytest.mark.parametrize(("entry", "message"), [
-    ({"mutant": "a.py:1", "verdict": "equivalent", "reason": "r"}, "MODULE:LINE:COLUMN"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "maybe", "reason": "r"}, "'verdict' must be"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "equivalent", "reason": " "}, "give a 'reason'"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "not yet killed", "reason": "r"}, "behaviour ID"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "not yet killed", "reason": "r",
+    ({"mutant": "a.py:1:2:Op", "verdict": "equivalent", "reason": "r"},
+     "is not MODULE::SCOPE::OPERATOR::TEXT"),
+    ({"mutant": "a.py::f::Op@0::x", "verdict": "equivalent", "reason": "r"}, "1 or more"),
+    ({"mutant": "a.py::f::Op::x", "verdict": "maybe", "reason": "r"}, "'verdict' must be"),
+    ({"mutant": "a.py::f::Op::x", "verdict": "equivalent", "reason": " "}, "give a 'reason'"),
+    ({"mutant": "a.py::f::Op::x", "verdict": "not yet killed", "reason": "r"}, "behaviour ID"),
+    ({"mutant": "a.py::f::Op::x", "verdict": "not yet killed", "reason": "r",
       "behaviour": "NOPE-9"}, "behaviour ID"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "killed since", "reason": "r"},
+    ({"mutant": "a.py::f::Op::x", "verdict": "killed since", "reason": "r"},
      "names the shipped scenario"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "killed since", "reason": "r", "scenario": "no.such"},
+    ({"mutant": "a.py::f::Op::x", "verdict": "killed since", "reason": "r", "scenario": "no.such"},
      "names the shipped scenario"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "reference choice", "reason": "r"},
+    ({"mutant": "a.py::f::Op::x", "verdict": "reference choice", "reason": "r"},
      "names the unit test"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "reference choice", "reason": "r",
+    ({"mutant": "a.py::f::Op::x", "verdict": "reference choice", "reason": "r",
       "test": "tests/x.py"}, "names the unit test"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "reference choice", "reason": "r",
+    ({"mutant": "a.py::f::Op::x", "verdict": "reference choice", "reason": "r",
       "test": "tests/no_such_file.py::test_x"}, "does not exist"),
-    ({"mutant": "a.py:1:2:Op", "verdict": "reference choice", "reason": "r",
+    ({"mutant": "a.py::f::Op::x", "verdict": "reference choice", "reason": "r",
       "test": "tests/mutation_tool/test_mutation_report.py::test_no_such_test"},
      "has no test named"),
 ])
@@ -156,16 +158,26 @@ def test_a_malformed_triage_entry_is_one_line(tmp_path: Path, entry: dict[str, s
 
 
 def test_a_mutant_triaged_twice_is_refused(tmp_path: Path) -> None:
-    entry = {"mutant": "a.py:1:2:Op", "verdict": "equivalent", "reason": "r"}
+    entry = {"mutant": "a.py::f::Op::x", "verdict": "equivalent", "reason": "r"}
     with pytest.raises(TriageError, match="triaged twice"):
         load_triage(write_triage(tmp_path, entry, entry))
 
 
 def test_the_shipped_triage_is_valid_and_names_mapped_modules() -> None:
     known, _ = load_catalogue_facts()
-    verdicts = load_triage(known=known, scenarios=shipped_scenario_ids(), tests_root=REPO_ROOT)
+    verdicts = load_triage(known=known, scenarios=shipped_scenario_ids(), tests_root=REPO_ROOT,
+                           bridge_dir=BRIDGE_DIR)
     mapped = set(ModuleMap.load().modules)
-    assert all(key.split(":")[0] in mapped for key in verdicts)
+    assert all(key.split("::")[0] in mapped for key in verdicts)
+
+
+def test_the_triage_matches_a_survivor_by_its_anchor_not_its_line() -> None:
+    anchor = "b.py::f::NumberReplacer::2"
+    moved = MutantRecord("b.py", 40, 4, "NumberReplacer", SURVIVED, "-x\n+y", anchor=anchor)
+    report = Report([moved], AREAS, {anchor: Verdict(anchor, "equivalent", "r")})
+    assert report.untriaged == [] and report.total().equivalent_survivors == 1
+    assert report.to_json()["survivors"][0]["mutant"] == anchor
+    assert f"### `{anchor}` (line 40)" in report.markdown()
 
 
 def test_a_survivor_judged_without_a_run_says_which_line_no_scenario_reaches() -> None:
@@ -204,3 +216,16 @@ def test_a_part_run_module_has_a_lower_bound_and_a_whole_one_none() -> None:
     assert "score_lower_95" not in data["areas"]["HTTP"]  # b.py alone: every mutant ran
     assert data["total"]["score_lower_95"] == pytest.approx(pooled, abs=1e-4)
     assert f"all of them score at least {pooled:.1%}" in text
+
+
+def test_the_triage_command_checks_the_file_and_counts_its_verdicts(capsys) -> None:
+    from mutation.__main__ import main
+
+    assert main(["triage"]) == 0
+    out = capsys.readouterr().out
+    verdicts = load_triage()
+    total = next(line for line in out.splitlines() if line.startswith("| **all** |"))
+    counts = [int(cell) for cell in total.strip("|").split("|")[1:]]
+    assert counts[-1] == len(verdicts) == sum(counts[:-1])
+    assert counts[3] == sum(1 for v in verdicts.values() if v.verdict == "not yet killed")
+    assert out.count("not yet killed (") == counts[3]

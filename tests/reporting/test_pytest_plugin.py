@@ -160,3 +160,57 @@ def test_a_placeholder_capability_list_is_replaced_by_what_was_observed(tmp_path
     assert "wakeup not detected by observation, and no profile claims it" in out
     assert "palace-conformance capabilities" in out
     assert "the bridge reached the fake on no transport, so stdio kept" in out
+
+
+def collected(done: subprocess.CompletedProcess[str]) -> set[str]:
+    """The node ids ``--collect-only -q`` listed."""
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {line for line in done.stdout.splitlines() if line and " " not in line}
+
+
+def test_paths_narrow_the_scenarios_as_test_paths_do(tmp_path: Path) -> None:
+    """Each scenario file is a collector: a directory, one file or one of its items named on
+    the command line chooses the scenarios; with no path, the whole catalogue runs beside the
+    project's own tests."""
+    scenarios = tmp_path / "scenarios"
+    one = write_scenario(scenarios / "a", "life.plug.one", {"ok": True},
+                         transports=("stdio", "http"))
+    write_scenario(scenarios / "a", "life.plug.two", {"ok": True})
+    three = write_scenario(scenarios / "b", "life.plug.three", {"ok": True})
+    (tmp_path / "test_own.py").write_text("def test_own():\n    pass\n")
+    base = (f"--palace-bridge={GOOD}", "--palace-level=seed", "--palace-scenarios", "scenarios",
+            "--collect-only", "-q")
+    every = {"life.plug.one[stdio]", "life.plug.one[http]", "life.plug.one[parity]",
+             "life.plug.two[stdio]", "life.plug.three[stdio]"}
+    assert collected(pytest_in(tmp_path, *base)) == every | {"test_own.py::test_own"}
+    assert collected(pytest_in(tmp_path, *base, "test_own.py")) == every | {
+        "test_own.py::test_own"}  # no scenario named: the catalogue still runs
+    assert collected(pytest_in(tmp_path, *base, "scenarios/a")) == {
+        "life.plug.one[stdio]", "life.plug.one[http]", "life.plug.one[parity]",
+        "life.plug.two[stdio]"}
+    assert collected(pytest_in(tmp_path, *base, str(three))) == {"life.plug.three[stdio]"}
+    assert collected(pytest_in(tmp_path, *base, f"{one}::life.plug.one[http]")) == {
+        "life.plug.one[http]"}
+    assert collected(pytest_in(tmp_path, *base, "scenarios/b", "test_own.py")) == {
+        "life.plug.three[stdio]", "test_own.py::test_own"}
+    assert collected(pytest_in(tmp_path, *base, "scenarios", "--palace-select",
+                               "life.plug.t*")) == {"life.plug.two[stdio]",
+                                                    "life.plug.three[stdio]"}
+
+
+def test_a_narrowed_run_runs_only_the_scenarios_named(tmp_path: Path) -> None:
+    scenarios = tmp_path / "scenarios"
+    write_scenario(scenarios / "a", "life.plug.fails", {"ok": False})
+    write_scenario(scenarios / "b", "life.plug.passes", {"ok": True})
+    done = pytest_in(tmp_path, f"--palace-bridge={GOOD}", "--palace-level=seed",
+                     "--palace-scenarios", "scenarios", "scenarios/b", "-v")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "life.plug.passes[stdio] PASSED" in done.stdout
+    assert "1 passed" in done.stdout and "life.plug.fails" not in done.stdout
+    outside = tmp_path / "other.json"
+    outside.write_text("{}")
+    done = pytest_in(tmp_path, f"--palace-bridge={GOOD}", "--palace-scenarios", "scenarios",
+                     str(outside))
+    assert done.returncode == 4
+    assert f"{outside}: not a scenario of the catalogue (give its directory with " \
+           "--palace-scenarios)" in done.stderr

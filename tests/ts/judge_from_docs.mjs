@@ -1,7 +1,8 @@
-// The judge's matchers, checks and scenario expectations, written from fixtures/README.md alone
-// (sections Matchers, Checks, Scenario expectations, How a step is judged), then held to the
-// cases in fixtures/runner-tests/. If this disagrees with the Python judge, the README is not
-// enough to implement the judge: fix the README, not this file.
+// The judge's matchers, checks, step and scenario expectations and parity, written from
+// fixtures/README.md alone (sections Matchers, Checks, Step expectations, How a step is judged,
+// Scenario expectations, Parity), then held to every case in fixtures/runner-tests/. If this
+// disagrees with the Python judge, the README is not enough to implement the judge: fix the
+// README, not this file.
 //
 // Usage: node tests/ts/judge_from_docs.mjs [RUNNER_TESTS_DIR]
 // Prints one line per failing case on stderr and "N passed, M failed" on stdout; exits 1 on any
@@ -13,8 +14,8 @@ import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const DIR = process.argv[2] ?? join(HERE, "..", "..", "fixtures", "runner-tests");
-/** The files whose cases this script judges (steps.json and parity.json need a whole runner). */
-const FILES = ["matchers.json", "checks.json", "expectations.json"];
+/** The files whose cases this script judges: all five. */
+const FILES = ["matchers.json", "checks.json", "expectations.json", "steps.json", "parity.json"];
 
 // --- JSON values ---------------------------------------------------------------------------
 
@@ -255,6 +256,261 @@ function judgeSecrets(secrets, { journal, steps, host_stderr, host_argv }) {
     [String(i), texts.some((text) => text.includes(secret)) ? "fail" : "pass"]));
 }
 
+// --- steps (How a step is judged) ------------------------------------------------------------
+
+/** Error kinds that say the host could not do the op at all. */
+const HOST_KINDS = new Set(["host_timeout", "bad_request"]);
+const verdict = (ok) => (ok ? "pass" : "fail");
+
+/** The JSON object or array a tool's text holds, or NOTHING: JSON whitespace trimmed, then it
+ * must start with `{` or `[` and parse as strict JSON. */
+function parseText(text) {
+  const trimmed = text.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, "");
+  if (trimmed === "" || !"{[".includes(trimmed[0])) return NOTHING;
+  try {
+    return JSON.parse(trimmed);
+  } catch {
+    return NOTHING;
+  }
+}
+
+/** What `result` matches: for call_tool the result plus `json` from its first content item. */
+function resultView(op, result) {
+  if (op !== "call_tool" || !isObject(result) || !Array.isArray(result.content)) return result;
+  const first = result.content[0];
+  if (!isObject(first) || typeof first.text !== "string") return result;
+  const parsed = parseText(first.text);
+  return parsed === NOTHING ? result : { ...result, json: parsed };
+}
+
+/** The first JSON object written in a text, or NOTHING. */
+function firstObject(text) {
+  for (let start = text.indexOf("{"); start >= 0; start = text.indexOf("{", start + 1)) {
+    for (let end = text.indexOf("}", start); end >= 0; end = text.indexOf("}", end + 1)) {
+      try {
+        const value = JSON.parse(text.slice(start, end + 1));
+        if (isObject(value)) return value;
+      } catch { /* not yet a whole object */ }
+    }
+  }
+  return NOTHING;
+}
+
+/** The error an isError tool result says: message, code, data and kind (undefined when it
+ * cannot be told; the wording rules of the pi host are not ported: no case needs them). */
+function errorOfResult(result) {
+  const text = (result.content ?? [])
+    .filter((item) => isObject(item) && typeof item.text === "string").map((i) => i.text).join("\n");
+  const details = isObject(result.details) && isObject(result.details.error) ? result.details.error : {};
+  let message = text;
+  if (typeof details.message === "string" && !text.includes(details.message)) {
+    message = text === "" ? details.message : `${text}\n${details.message}`;
+  }
+  const inText = text.match(/-32[0-9]{3}/);
+  const error = { message };
+  if (has(details, "code")) error.code = details.code;
+  else if (inText) error.code = Number(inText[0]);
+  if (has(details, "data")) error.data = details.data;
+  else {
+    const found = firstObject(text);
+    if (found !== NOTHING) error.data = found;
+  }
+  if (typeof details.kind === "string") error.kind = details.kind;
+  else if (Number.isInteger(details.code)) error.kind = "tool_error";
+  else if (isNumber(details.status)) {
+    const status = details.status;
+    error.kind = status === 401 || status === 403 ? "auth"
+      : status >= 200 && status < 300 ? "protocol" : "http_error";
+  } else if (inText) error.kind = "tool_error";
+  return error;
+}
+
+/** The pointers (below the step's) and verdicts of each expectation of a step. */
+function judgeExpectations(step, data, transport) {
+  const expect = step.expect ?? {};
+  const out = {};
+  const ran = data.ran !== false && (data.failure === undefined || data.failure === null);
+  const say = (pointer, ok) => { out[pointer] = verdict(ran && ok); };
+  const wantsError = expect.error !== undefined;
+  const wantOk = expect.ok ?? (wantsError ? false : undefined);
+  if (wantOk !== undefined) say("/expect/ok", data.ok === wantOk);
+  let error = data.ok === false && isObject(data.error) ? data.error : null;
+  if ((wantsError || wantOk === false) && step.op === "call_tool" && data.ok === true
+      && isObject(data.result) && data.result.is_error === true) {
+    error = errorOfResult(data.result);
+  }
+  if (wantsError) {
+    const want = expect.error;
+    if (has(want, "kind")) say("/expect/error/kind", error !== null && error.kind === want.kind);
+    if (has(want, "code")) {
+      say("/expect/error/code", error !== null && isNumber(error.code) && error.code === want.code);
+    }
+    if (has(want, "message_contains")) {
+      const texts = Array.isArray(want.message_contains) ? want.message_contains : [want.message_contains];
+      say("/expect/error/message_contains", error !== null && typeof error.message === "string"
+        && texts.every((t) => error.message.includes(t)));
+    }
+    if (has(want, "data")) {
+      say("/expect/error/data", error !== null && match(want.data, has(error, "data") ? error.data : null));
+    }
+  }
+  if (has(expect, "result")) say("/expect/result", match(expect.result, resultView(step.op, data.result ?? null)));
+  for (const stream of ["effects", "journal"]) {
+    (expect[stream] ?? []).forEach((check, i) => {
+      if (check.transport !== undefined && check.transport !== transport) return;
+      say(`/expect/${stream}/${i}`, passes(check, data[stream] ?? []));
+    });
+  }
+  if (expect.tools !== undefined) {
+    const listed = step.op === "rpc" ? data.result?.result?.tools : data.tools;
+    const judged = Array.isArray(listed) ? judgeTools(expect.tools, listed, []) : null;
+    for (const field of ["registered", "includes", "excludes", "schemas", "order"]) {
+      const named = Array.isArray(expect.tools[field]) ? expect.tools[field].length > 0
+        : expect.tools[field] !== undefined;
+      if (named) say(`/expect/tools/${field}`, judged !== null && judged[field] === "pass");
+    }
+  }
+  if (expect.elapsed_ms !== undefined) {
+    say("/expect/elapsed_ms", isNumber(data.elapsed_ms) && withinTiming(expect.elapsed_ms, data.elapsed_ms));
+  }
+  return { ran, out };
+}
+
+/** {pointer: verdict} for a scenario whose only step is `step`, run as `data` says. */
+function judgeStep(step, data) {
+  const transport = data.transport ?? "stdio";
+  if (step.transport !== undefined && step.transport !== transport) return {};
+  const { ran, out } = judgeExpectations(step, data, transport);
+  const kind = isObject(data.error) ? data.error.kind : undefined;
+  const hostFailed = data.ok === false && HOST_KINDS.has(kind) && step.expect?.error?.kind !== kind;
+  const settleFailed = step.op === "settle" && data.ok === false;
+  const implicit = { "/steps/0": verdict(ran && !hostFailed && !settleFailed) };
+  return Object.assign(implicit, ...Object.entries(out).map(([p, v]) => ({ [`/steps/0${p}`]: v })));
+}
+
+// --- parity (the normalised outcome) ---------------------------------------------------------
+
+const TIME_KEYS = new Set(["timestamp", "created_at", "updated_at", "filed_at", "date", "time", "hlc",
+  "t", "ms", "elapsed_ms", "host_ms", "pid", "last_seen", "expires_at"]);
+const ISO_TIME = /[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:?[0-9]{2})?/g;
+const REPLICA = /(?<![A-Za-z0-9])rep_[0-9a-fA-F]{32}(?![0-9a-fA-F])/g;
+const PARITY_KINDS = new Set(["tool_registered", "command_registered", "message", "user_message",
+  "injected", "notify", "error"]);
+
+/** [value, "${NAME}"] pairs, longest value first. */
+const replacementList = (values) => Object.entries(values).filter(([, v]) => v)
+  .map(([name, value]) => [value, `\${${name}}`]).sort((a, b) => b[0].length - a[0].length);
+
+function maskText(text, replacements) {
+  let out = text;
+  for (const [value, name] of replacements) out = out.replaceAll(value, name);
+  return out.replace(ISO_TIME, "<time>").replace(REPLICA, "<replica>");
+}
+
+function normalise(value, replacements, key = null) {
+  if (key !== null && (key === "id" || key.endsWith("_id"))) return value === null ? null : "<id>";
+  if (key !== null && TIME_KEYS.has(key) && value !== null && !isObject(value) && !Array.isArray(value)) {
+    return "<time>";
+  }
+  if (key === "origin_replica" && value !== null) return "<replica>";
+  if (isObject(value)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalise(v, replacements, k)]));
+  }
+  if (Array.isArray(value)) return value.map((v) => normalise(v, replacements));
+  if (typeof value === "string") return maskText(value, replacements);
+  return value;
+}
+
+/** A tool result with each text item that holds a JSON object or array read as `json`. */
+function normaliseToolResult(result, replacements) {
+  if (!isObject(result) || !Array.isArray(result.content)) return normalise(result, replacements);
+  const out = {};
+  for (const [k, v] of Object.entries(result)) {
+    if (k !== "content") out[k] = normalise(v, replacements, k);
+  }
+  out.content = result.content.map((item) => {
+    if (isObject(item) && item.type === "text" && typeof item.text === "string") {
+      const parsed = parseText(item.text);
+      if (parsed !== NOTHING) return { type: "text", json: normalise(parsed, replacements) };
+    }
+    return normalise(item, replacements);
+  });
+  return out;
+}
+
+const errorParts = (error, replacements) => normalise(Object.fromEntries(
+  ["kind", "code", "message"].filter((k) => has(error, k)).map((k) => [k, error[k]])), replacements);
+
+function normaliseStep(step, replacements) {
+  const out = { ok: step.ok ?? null };
+  if (step.failure !== undefined && step.failure !== null) out.failure = maskText(step.failure, replacements);
+  if (isObject(step.error)) out.error = errorParts(step.error, replacements);
+  const result = step.result ?? null;
+  if (step.op === "call_tool") out.result = normaliseToolResult(result, replacements);
+  else if (step.op === "call_tools") {
+    const calls = isObject(result) && Array.isArray(result.calls) ? result.calls : null;
+    out.result = calls === null ? normalise(result, replacements) : {
+      calls: calls.map((call) => {
+        if (!isObject(call)) return normalise(call, replacements);
+        const view = { ok: call.ok ?? null };
+        if (isObject(call.error)) view.error = errorParts(call.error, replacements);
+        if (has(call, "result")) view.result = normaliseToolResult(call.result, replacements);
+        return view;
+      }),
+    };
+  } else if (step.op === "server") out.result = null;
+  else out.result = normalise(result, replacements);
+  out.effects = (step.effects ?? []).filter((e) => PARITY_KINDS.has(e.kind)).map((e) =>
+    (typeof e.custom_type === "string" && e.custom_type !== "" ? `${e.kind}:${e.custom_type}` : e.kind));
+  return out;
+}
+
+const ABSENT = Symbol("absent");
+const escapeToken = (key) => key.replaceAll("~", "~0").replaceAll("/", "~1");
+
+/** The first pointer where two outcomes differ outside `ignore`: {pointer, stdio, http} or null. */
+function firstDifference(left, right, ignore, where = "") {
+  const bases = ignore.map((p) => p.replace(/\/+$/, ""));
+  if (bases.some((base) => where === base || where.startsWith(`${base}/`))) return null;
+  if (isObject(left) && isObject(right)) {
+    const keys = [...Object.keys(left), ...Object.keys(right).filter((k) => !has(left, k))];
+    for (const key of keys) {
+      const found = firstDifference(has(left, key) ? left[key] : ABSENT,
+        has(right, key) ? right[key] : ABSENT, ignore, `${where}/${escapeToken(key)}`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (Array.isArray(left) && Array.isArray(right)) {
+    for (let i = 0; i < Math.max(left.length, right.length); i += 1) {
+      const found = firstDifference(i < left.length ? left[i] : ABSENT,
+        i < right.length ? right[i] : ABSENT, ignore, `${where}/${i}`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  const same = left !== ABSENT && right !== ABSENT && !isObject(left) && !isObject(right)
+    && !Array.isArray(left) && !Array.isArray(right) && sameJson(left, right);
+  if (same || (left === ABSENT && right === ABSENT)) return null;
+  return { pointer: where || "/", stdio: left === ABSENT ? null : left, http: right === ABSENT ? null : right };
+}
+
+function judgeParity(settings, runs) {
+  const keys = new Set(settings.steps.flatMap((step, index) =>
+    (step.transport === undefined ? [step.as ?? String(index)] : [])));
+  const compared = (run) => ({
+    steps: Object.fromEntries(Object.entries(run.steps ?? {}).filter(([key]) => keys.has(key))),
+  });
+  return firstDifference(compared(runs.stdio), compared(runs.http), settings.ignore ?? []);
+}
+
+function judgeNormalise(options, data) {
+  const replacements = replacementList(options.replacements ?? {});
+  if (options.as === "value") return normalise(data, replacements);
+  if (options.as === "tool_result") return normaliseToolResult(data, replacements);
+  return normaliseStep(data, replacements);
+}
+
 // --- running the cases ---------------------------------------------------------------------
 
 function outcome(group, test) {
@@ -274,6 +530,9 @@ function outcome(group, test) {
       { facts: test.facts, verdicts: test.expected }];
   }
   if (has(group, "wire_secrets")) return [judgeSecrets(group.wire_secrets, data), test.expected];
+  if (has(group, "step")) return [judgeStep(group.step, data), test.expected];
+  if (has(group, "normalise")) return [judgeNormalise(group.normalise, data), test.expected];
+  if (has(group, "parity")) return [judgeParity(group.parity, data), test.expected];
   throw new Error(`no judge here for a group of kind ${Object.keys(group).join(", ")}`);
 }
 

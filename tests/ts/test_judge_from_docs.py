@@ -1,5 +1,6 @@
-"""A judge written in JavaScript from fixtures/README.md alone agrees with every matcher, check and
-expectation case in fixtures/runner-tests/: the docs are enough to port the judge."""
+"""A judge written in JavaScript from fixtures/README.md alone agrees with every case in the five
+files of fixtures/runner-tests/ (matchers, checks, expectations, steps, parity): the docs are
+enough to port the judge."""
 
 from __future__ import annotations
 
@@ -12,8 +13,14 @@ from palace_conformance.hosts import node
 from palace_conformance.resources import fixtures_dir
 
 SCRIPT = Path(__file__).resolve().parent / "judge_from_docs.mjs"
-#: the files the script judges (steps and parity need a whole runner around them)
-FILES = ("matchers.json", "checks.json", "expectations.json")
+#: the files the script judges: every runner-tests file
+FILES = ("matchers.json", "checks.json", "expectations.json", "steps.json", "parity.json")
+
+
+def test_the_judge_covers_every_runner_tests_file() -> None:
+    shipped = {p.name for p in (fixtures_dir() / "runner-tests").glob("*.json")}
+    assert shipped == set(FILES)
+    assert f"const FILES = [{', '.join(json.dumps(f) for f in FILES)}];" in SCRIPT.read_text()
 
 
 def test_the_judge_written_from_the_docs_passes_every_case(node_hosts: node.Installation) -> None:

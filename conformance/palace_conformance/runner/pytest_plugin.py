@@ -1,11 +1,16 @@
 """pytest plugin: the scenario fixtures as test items, for bridges whose CI already speaks pytest.
 
-``pytest --palace-bridge=reference`` (or a driver host command) adds one item per scenario and
+``pytest --palace-bridge=reference`` (or a driver host command) collects each scenario file as a
+:class:`ScenarioFile` (pytest's non-Python test files) whose items are the scenario on each
 transport, named like ``stdio.timeout.stall-kills-child[stdio]`` (plus ``[parity]`` when both
-transports run), that fails with the check records' messages. ``--palace-transport``,
-``--palace-select`` (globs, repeatable) and ``--palace-baseline`` mean what ``run``'s flags mean:
-a known failure is an xfail, a baseline entry whose result passes now fails as stale, an expired
-entry no longer excuses its failure.
+transports run), and that fail with the check records' messages. Paths narrow as they do for
+test files: ``pytest fixtures/scenarios/stdio`` runs that directory's scenarios, ``pytest
+X.json`` one scenario, ``X.json::ID[stdio]`` one item; with no path among the arguments the
+whole catalogue runs beside the project's own tests. ``--palace-scenarios`` says where the
+catalogue is (default: the shipped scenarios); ``--palace-transport``, ``--palace-select``
+(globs, repeatable) and ``--palace-baseline`` mean what ``run``'s flags mean: a known failure is
+an xfail, a baseline entry whose result passes now fails as stale, an expired entry no longer
+excuses its failure.
 
 Registered through the ``pytest11`` entry point, so this module is imported by every pytest run
 of every project that has palace-conformance installed: it imports nothing but pytest and the
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +115,20 @@ class PalaceItem(pytest.Item):
         return self.scenario.path, None, f"{self.scenario.id} [{self.transport}]"
 
 
+class ScenarioFile(pytest.File):
+    """One scenario file of the catalogue: its items, or none when ``--palace-select`` leaves
+    the scenario out (the file is claimed all the same, so naming it is no collection error)."""
+
+    def __init__(self, *, scenario: Scenario | None, suite: PalaceSuite, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.suite = suite
+
+    def collect(self) -> Iterator[PalaceItem]:
+        if self.scenario is not None:
+            yield from self.suite.items(self, self.scenario)
+
+
 class PalaceSuite:
     """The active plugin: configuration, collection, the runs, and the baseline's verdicts."""
 
@@ -138,7 +158,16 @@ class PalaceSuite:
         self.op_timeout_ms = int(config.getoption("palace_op_timeout_ms"))
         if self.op_timeout_ms < 1:
             raise pytest.UsageError("--palace-op-timeout-ms: give 1 or more")
-        self.scenarios = self._load(config.getoption("palace_scenarios"))
+        roots = [Path(p) for p in config.getoption("palace_scenarios")]
+        self.files: set[Path] = set()  # every scenario file of the catalogue, resolved
+        self.scenarios = self._load(roots)
+        self.by_path = {s.path.resolve(): s for s in self.scenarios}
+        if not self._narrowed(config):
+            from palace_conformance.scenarios.loader import scenarios_dir
+
+            # no path among the arguments names a scenario: the whole catalogue is collected
+            # beside what the arguments name, as pytest collects any other test file
+            config.args.extend(str(r.resolve()) for r in roots or [scenarios_dir()])
         self.baseline = self._baseline(config.getoption("palace_baseline"))
         self.host: HostInfo | None = None
         self.detected: tuple[str, ...] | None = None  # capabilities observed (no one stated them)
@@ -147,12 +176,13 @@ class PalaceSuite:
         self.seen: list[dict[str, str]] = []
         self.baseline_lines: list[str] = []
 
-    def _load(self, paths: list[str]) -> list[Scenario]:
+    def _load(self, paths: list[Path]) -> list[Scenario]:
         from palace_conformance.scenarios.loader import discover, load_catalogue
 
         files, problems = discover(paths or None)
         if problems:
             raise pytest.UsageError(f"--palace-scenarios: {problems[0]}")
+        self.files = {f.resolve() for f in files}
         if self.patterns:  # ids equal file names: skip validating what is not selected
             files = [f for f in files
                      if any(fnmatch.fnmatchcase(f.stem, p) for p in self.patterns)]
@@ -181,33 +211,51 @@ class PalaceSuite:
 
     # -- collection ----------------------------------------------------------------------------
 
-    @pytest.hookimpl(tryfirst=True)  # before -k / -m deselect, so they apply to these items
-    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
-                                      items: list[pytest.Item]) -> None:
+    def _narrowed(self, config: pytest.Config) -> bool:
+        """Whether the command line names a scenario file or a directory holding one (so the
+        arguments choose the scenarios); a JSON file it names outside the catalogue is a usage
+        error, not an empty run."""
+        if config.args_source != pytest.Config.ArgsSource.ARGS:
+            return False  # testpaths or the current directory: the user named nothing
+        found = False
+        for arg in config.args:
+            path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+            if path in self.files or (path.is_dir() and any(
+                    f.is_relative_to(path) for f in self.files)):
+                found = True
+            elif path.suffix == ".json" and path.is_file():
+                raise pytest.UsageError(f"{arg}: not a scenario of the catalogue (give its "
+                                        "directory with --palace-scenarios)")
+        return found
+
+    def pytest_collect_file(self, file_path: Path,
+                            parent: pytest.Collector) -> ScenarioFile | None:
+        resolved = file_path.resolve()
+        if resolved not in self.files:
+            return None
+        return ScenarioFile.from_parent(parent, path=file_path,
+                                        scenario=self.by_path.get(resolved), suite=self)
+
+    def items(self, parent: ScenarioFile, scenario: Scenario) -> Iterator[PalaceItem]:
+        """The scenario on each transport it runs on here, then ``parity`` when both run."""
         from palace_conformance.runner.results import PARITY
         from palace_conformance.runner.verdict import parity
 
-        added: list[pytest.Item] = []
-        xdist = config.pluginmanager.hasplugin("xdist")
-        for scenario in self.scenarios:
-            transports = [t for t in self.transports if t in scenario.transports]
-            if len(transports) == 2 and parity.applies(scenario):
-                transports.append(PARITY)
-            for transport in transports:
-                name = f"{scenario.id}[{transport}]"
-                item = PalaceItem.from_parent(session, name=name, nodeid=name,
-                                              path=scenario.path, scenario=scenario,
-                                              transport=transport, suite=self)
-                # with -n N --dist loadgroup a scenario's items share a worker, so the
-                # [parity] item reuses both runs instead of repeating them
-                if xdist:
-                    item.add_marker(pytest.mark.xdist_group(scenario.id))
-                added.append(item)
-        items.extend(added)
-        # counted like collected files' items ("collected N items"); a passed report is not
-        # forwarded by xdist workers, so this only feeds the local terminal line
-        config.hook.pytest_collectreport(report=pytest.CollectReport(
-            nodeid="palace-conformance", outcome="passed", longrepr=None, result=[*added]))
+        xdist = self.config.pluginmanager.hasplugin("xdist")
+        transports = [t for t in self.transports if t in scenario.transports]
+        if len(transports) == 2 and parity.applies(scenario):
+            transports.append(PARITY)
+        for transport in transports:
+            name = f"{scenario.id}[{transport}]"
+            # the id alone is the node id, as before files were collectors: baselines, -k,
+            # --deselect and CI histories keep naming items the same
+            item = PalaceItem.from_parent(parent, name=name, nodeid=name, scenario=scenario,
+                                          transport=transport, suite=self)
+            # with -n N --dist loadgroup a scenario's items share a worker, so the
+            # [parity] item reuses both runs instead of repeating them
+            if xdist:
+                item.add_marker(pytest.mark.xdist_group(scenario.id))
+            yield item
 
     # -- running -------------------------------------------------------------------------------
 
