@@ -87,11 +87,12 @@ class Profile:
                 continue
             value = env[name]
             if knob.absent:
-                return out, f"the scenario sets {name}, which this bridge has no equivalent of"
+                return out, (f"the scenario tests {name}={value} (essential, not pace), which "
+                             "this bridge has no equivalent of")
             if knob.fixed is not None:
                 if str(knob.fixed) != value:
-                    return out, (f"the scenario needs {name}={value}; this bridge's is fixed at "
-                                 f"{knob.fixed}")
+                    return out, (f"the scenario tests {name}={value} (essential, not pace); this "
+                                 f"bridge's is fixed at {knob.fixed}")
                 continue
             if knob.env is not None:
                 out[knob.env] = _convert(value, knob.unit)

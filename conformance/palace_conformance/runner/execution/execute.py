@@ -21,7 +21,7 @@ from typing import Any
 from palace_conformance import processes as procs
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.redaction import Redactor, environment_secrets, scenario_secrets
-from palace_conformance.runner.execution import profile_edges
+from palace_conformance.runner.execution import pace, profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
 from palace_conformance.runner.execution.real_world import RealServerSetup, RealWorld
@@ -153,6 +153,7 @@ class _Execution:
         self.steps: list[StepRecord] = []
         self.step_tools: dict[int, list[dict[str, Any]] | None] = {}
         self.extra_tools: set[str] = set()  # tools beyond the catalogue that the profile allows
+        self.paced = pace.Paced(scenario)  # pace values the bridge lacks dropped (pace.py)
         self.result = ScenarioResult(scenario=scenario.id, transport=transport, status="passed",
                                      title=scenario.title, covers=scenario.covers,
                                      path=str(scenario.path), level=options.level,
@@ -190,6 +191,7 @@ class _Execution:
             why = profile_edges.inapplicable(profile, self.original, self.transport)
             if why:
                 return self._not_applicable(why)
+            self.paced = pace.pace(profile, self.original)
         real = self.options.real
         why = unmet_reason(self.original, self.transport,
                            real.traits if real is not None else FAKE_SERVER)
@@ -197,11 +199,11 @@ class _Execution:
             return self._not_applicable(why)
         try:
             if real is not None:
-                self.world = RealWorld(real, self.original, self.transport,
+                self.world = RealWorld(real, self.paced.scenario, self.transport,
                                        work_root=self.options.work_root,
                                        warm_start=self.options.warm_start)
             else:
-                self.world = World(self.original, self.transport,
+                self.world = World(self.paced.scenario, self.transport,
                                    work_root=self.options.work_root,
                                    warm_start=self.options.warm_start)
             try:
@@ -318,6 +320,8 @@ class _Execution:
         assert self.driver is not None and self.world is not None
         request = step.driver_request()
         deadline = op_deadline(step, self.options)
+        if step.timeout_ms is None:  # the runner's own deadline follows the bridge's pace
+            deadline += self.paced.deadline_extra_ms
         request["timeout_ms"] = deadline
         if step.op == "load":
             request.update(env=self.world.env, cwd=str(self.world.root), options={})
@@ -469,6 +473,10 @@ class _Execution:
                 message="extra tools, allowed by the profile: "
                         + ", ".join(sorted(self.extra_tools)),
                 covers=scenario.covers, level=CORE))
+        if self.paced.changes:
+            self.result.checks.append(CheckRecord(
+                scenario=scenario.id, transport=self.transport, pointer="/env_pace", status=PASS,
+                message=self.paced.note, covers=scenario.covers, level=CORE))
         self.result.status = scenario_status(self.result.checks, self.options.level)
         failures = self.result.failures
         if failures:
