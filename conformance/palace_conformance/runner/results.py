@@ -294,10 +294,17 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        """Green: nothing failed that a baseline does not expect, no stale baseline entry, and
-        every planned run ran (a run not started is never a pass)."""
+        """Green: nothing failed that a baseline does not expect, no stale baseline entry, every
+        planned run ran (a run not started is never a pass), and something was judged."""
         return (not any(r.blocking for r in self.results) and not self.stale_baseline
-                and not self.not_run)
+                and not self.not_run and not self.nothing_judged)
+
+    @property
+    def nothing_judged(self) -> bool:
+        """The bridge had results, and not one verdict among them (every one not applicable or
+        not testable): a gate that judged nothing is never green."""
+        bridge = [r for r in self.results if r.subject != "fake"]
+        return bool(bridge) and not any(r.status in (PASSED, FAILED) for r in bridge)
 
     @property
     def exit_code(self) -> int:

@@ -152,6 +152,8 @@ def _totals(run: RunResult) -> str:
         others = fake[FAILED] + fake[NOT_TESTABLE]
         text += (f"; the fake's own self-tests, not counted as the bridge's: {fake[PASSED]} "
                  f"passed{f', {others} failed' if others else ''}")
+    if run.nothing_judged:
+        text += "\n" + nothing_judged_line(run)
     if run.server != "fake":
         text += f"; against the {run.server} mempalace server"
         if fake[NOT_APPLICABLE]:
@@ -161,6 +163,18 @@ def _totals(run: RunResult) -> str:
             text += "\nnot applicable, by reason: " + "; ".join(
                 f"{count} {reason}" for reason, count in reasons)
     return text
+
+
+def nothing_judged_line(run: RunResult) -> str:
+    """Why a run judged nothing: its results counted by reason, most frequent first."""
+    reasons: Counter[str] = Counter({f"not applicable: {reason}": count
+                                     for reason, count in not_applicable_by_reason(run)})
+    for result in run.results:
+        if result.status == NOT_TESTABLE and result.subject != "fake":
+            reasons[result.reason] += 1
+    shown = "; ".join(f"{count} {reason}" for reason, count in reasons.most_common(8))
+    more = f"; and {len(reasons) - 8} other reason(s)" if len(reasons) > 8 else ""
+    return f"nothing judged: no result of the bridge passed or failed; by reason: {shown}{more}"
 
 
 def not_applicable_by_reason(run: RunResult) -> list[tuple[str, int]]:
