@@ -433,6 +433,8 @@ class _Execution:
         exited = any(step.op == "exit" and step.ran for step in self.steps)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
             facts = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
+            if facts["alive"] and not exited:
+                facts = self._facts_after_host_exit(facts)
         elif facts["alive"] and (exited or facts["alive"] == len(live_descendants(
                 records, procs.alive))):
             facts = self._facts_after_grace(DESCENDANT_GRACE_MS)
@@ -509,6 +511,25 @@ class _Execution:
             if not facts["alive"] or time.monotonic() >= deadline:
                 return facts
             time.sleep(PROCESS_POLL_MS / 1000.0)
+
+    def _facts_after_host_exit(self, before: dict[str, Any]) -> dict[str, Any]:
+        """At the core level a child still alive after the last step and its grace, while the
+        host lives, may be one kept warm across ``session_shutdown``: the host is told to exit
+        first, and what outlives it (plus the grace) is the orphan. Only that count is taken
+        after the exit: spawns and signals stay those of ``before``, so what the host's own
+        last-resort SIGKILL at exit ends (DRIVER.md, ``exit``) is never the bridge's kill."""
+        record = self._exit_host()
+        if record is not None:
+            self.steps.append(record)
+            if self.driver is not None and self.driver.dead is None:
+                try:
+                    self.driver.wait_ended("exit", EXIT_TIMEOUT_MS)
+                except DriverFailure:
+                    pass  # killed at the deadline: what it left is judged all the same
+        after = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
+        return {**before, "alive": after["alive"],
+                "after": "the host's exit (a child kept after session_shutdown may live as long "
+                         "as the host)"}
 
     def _drained_host_stderr(self) -> str:
         """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""
