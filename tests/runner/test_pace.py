@@ -102,3 +102,37 @@ def test_essential_values_and_knobs_the_bridge_has_are_left_to_the_profile(
     assert fixed.translate_env(dict(zero.env))[1] == (
         "the scenario tests MEMPALACE_MCP_TIMEOUT_MS=0 (essential, not pace); this bridge's is "
         "fixed at 30000")
+
+
+def test_a_budget_sets_a_scenario_the_bridges_pace_lengthens_aside_as_too_slow(
+        tmp_path: Path) -> None:
+    from palace_conformance.runner.execution.execute import RunOptions
+    from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
+    from palace_conformance.runner.reports.console import _totals
+    from palace_conformance.runner.results import HostInfo, RunResult, ScenarioResult
+
+    profile = profile_with(tmp_path, {"MEMPALACE_MCP_TIMEOUT_MS": {"fixed": 30000}})
+    stall = load_scenario(STALL)
+    quick = load_scenario(scenarios_dir() / "life" / "life.handshake.initialize-first.json")
+    ran: list[str] = []
+
+    def runner(scenario: Scenario, transport: str, *_: Any) -> ScenarioResult:
+        ran.append(scenario.id)
+        return ScenarioResult(scenario.id, transport, "passed")
+
+    def suite(budget: int | None) -> RunResult:
+        ran.clear()
+        return run_suite([stall, quick], SuiteOptions(
+            run=RunOptions(host_argv=("host",), profile=profile, work_root=tmp_path), jobs=1,
+            transports=("stdio",), max_scenario_seconds=budget),
+            host=HostInfo(argv=["host"], capabilities=("stdio",)), runner=runner)
+
+    run = suite(60)  # +38 s of windows, +38 s of sleep: 76 s
+    assert run.too_slow == [("stdio.timeout.stall-kills-child", "stdio", 76.25)]
+    assert ran == ["life.handshake.initialize-first"] and run.not_run == []
+    assert not run.ok  # set aside is never a pass
+    assert "1 not run: too slow (the bridge's own pace adds more than --max-scenario-seconds: " \
+           "stdio.timeout.stall-kills-child [stdio] +76 s)" in _totals(run)
+    assert RunResult.from_json(run.to_json()).too_slow == run.too_slow
+    assert suite(90).ok and sorted(ran) == sorted([stall.id, quick.id])
+    assert suite(None).ok

@@ -64,6 +64,12 @@ MUST_PASS = {
                     "stdio.start.not-on-path", "life.reload.stdio-old-child-exits",
                     "life.shutdown.grandchild-dies-with-child",
                     "tool.server-request.refused-at-once"],
+    # every core safety behaviour judged at its own fixed timings, no knob given (pace.py)
+    "fixedconst": ["stdio.respawn.after-crash", "stdio.exit.mid-request-fails-at-once",
+                   "stdio.kill.idle-child-killed-heals", "stdio.start.gives-up-after-budget",
+                   "tool.ids.null-id-result-never-the-answer", "tool.results.is-error-content-kept",
+                   "life.shutdown.setsid-grandchild-holding-pipes",
+                   "life.reload.stdio-old-child-exits"],
 }
 
 

@@ -9,6 +9,7 @@ declare — reported apart, not a failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -522,10 +523,9 @@ class _Execution:
         if record is not None:
             self.steps.append(record)
             if self.driver is not None and self.driver.dead is None:
-                try:
+                # killed at the deadline: what it left is judged all the same
+                with contextlib.suppress(DriverFailure):
                     self.driver.wait_ended("exit", EXIT_TIMEOUT_MS)
-                except DriverFailure:
-                    pass  # killed at the deadline: what it left is judged all the same
         after = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
         return {**before, "alive": after["alive"],
                 "after": "the host's exit (a child kept after session_shutdown may live as long "

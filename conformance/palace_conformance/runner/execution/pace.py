@@ -157,7 +157,7 @@ def _repeats(name: str, profile: Profile, env: Mapping[str, str | None]) -> int:
     elif given is not None and given.isdigit():
         attempts = int(given)
     attempts = max(1, min(attempts, SEED_RETRIES))
-    return 2 ** attempts - 1
+    return int(2 ** attempts) - 1
 
 
 def _widen(bound: int, changes: tuple[PaceChange, ...]) -> int:

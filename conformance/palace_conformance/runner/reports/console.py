@@ -142,6 +142,11 @@ def _totals(run: RunResult) -> str:
         parts.append(f"{counts['expected_failure']} expected by the baseline")
     if run.not_run:
         parts.append(f"{len(run.not_run)} not run (stopped after the first failure)")
+    if run.too_slow:
+        parts.append(f"{len(run.too_slow)} not run: too slow (the bridge's own pace adds more "
+                     "than --max-scenario-seconds: "
+                     + ", ".join(f"{s} [{t}] +{sec:.0f} s" for s, t, sec in run.too_slow[:5])
+                     + (", ..." if len(run.too_slow) > 5 else "") + ")")
     verdict = "OK" if run.ok else "FAILED"
     text = (f"{verdict}: {scenarios} scenario(s), {len(bridge)} result(s): {', '.join(parts)} "
             f"in {run.duration_ms / 1000:.1f} s, judged at the {run.level} level")
