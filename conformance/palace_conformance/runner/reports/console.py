@@ -157,8 +157,6 @@ def _totals(run: RunResult) -> str:
         others = fake[FAILED] + fake[NOT_TESTABLE]
         text += (f"; the fake's own self-tests, not counted as the bridge's: {fake[PASSED]} "
                  f"passed{f', {others} failed' if others else ''}")
-    if run.nothing_judged:
-        text += "\n" + nothing_judged_line(run)
     if run.server != "fake":
         text += f"; against the {run.server} mempalace server"
         if fake[NOT_APPLICABLE]:
@@ -167,6 +165,8 @@ def _totals(run: RunResult) -> str:
         if reasons:
             text += "\nnot applicable, by reason: " + "; ".join(
                 f"{count} {reason}" for reason, count in reasons)
+    if run.nothing_judged:  # above the totals: their line stays the last
+        text = nothing_judged_line(run) + "\n" + text
     return text
 
 
