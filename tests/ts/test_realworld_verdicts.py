@@ -95,6 +95,7 @@ def test_the_knock_on_tables_name_planted_defects() -> None:
     assert knock_ons("knobs") == {}
 
 
+@pytest.mark.timeout(300)  # fixedconst's paced stall scenarios take ~30 s each; pyspawn's hangs
 @pytest.mark.parametrize("name", BRIDGES)
 def test_core_failures_are_exactly_the_planted_defects(name: str, tmp_path: Path) -> None:
     profile = load_profile(REALWORLD / f"{name}.profile.json")
