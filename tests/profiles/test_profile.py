@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from palace_conformance.resources import fixtures_dir
 from palace_conformance.runner.profile import ProfileError, load_profile
 
 
@@ -84,8 +85,8 @@ def test_knobs_are_renamed_converted_or_make_the_scenario_inapplicable(tmp_path:
     assert why is None and env["MY_TIMEOUT_S"] == "2" and env["MY_WING"] == "w"
     assert profile.translate_env({"MEMPALACE_MCP_INIT_TIMEOUT_MS": "8000"})[1] is None
     why = profile.translate_env({"MEMPALACE_MCP_INIT_TIMEOUT_MS": "500"})[1]
-    assert why == ("the scenario needs MEMPALACE_MCP_INIT_TIMEOUT_MS=500; this bridge's is fixed "
-                   "at 8000")
+    assert why == ("the scenario tests MEMPALACE_MCP_INIT_TIMEOUT_MS=500 (essential, not pace); "
+                   "this bridge's is fixed at 8000")
     assert "no equivalent" in str(profile.translate_env({"MEMPALACE_MCP_MAX_RESPAWNS": "0"})[1])
 
 
@@ -106,3 +107,32 @@ def test_files_expand_placeholders_and_follow_the_transport(tmp_path: Path) -> N
     assert remote[0][2] == 0o600
     local = profile.files_for(home=home, cwd=cwd, tmp=tmp, remote=False, values={}, env={})
     assert [p.name for p, _, _ in local] == ["notes.txt"]
+
+
+def test_a_map_onto_no_catalogue_tool_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, minimal(tools={"map": {"palace_search": "mempalace_serch"}}))
+    with pytest.raises(ProfileError) as raised:
+        load_profile(path)
+    assert str(raised.value) == (
+        f"profile {path}: tools.map maps palace_search onto mempalace_serch, which is no "
+        "catalogue tool (did you mean mempalace_search?)")
+
+
+def test_a_capability_no_scenario_judges_is_refused(tmp_path: Path) -> None:
+    from palace_conformance.runner import profile as profiles
+
+    catalogue = tmp_path / "scenarios" / "stdio"
+    catalogue.mkdir(parents=True)
+    (catalogue / "a.json").write_text(json.dumps({"transports": ["stdio"],
+                                                  "requires": ["wakeup"]}))
+    (catalogue / "b.json").write_text(json.dumps({"transports": ["http"], "subject": "fake"}))
+    roots = [tmp_path / "scenarios"]
+    assert profiles.scenario_capabilities(roots) == {"stdio", "wakeup"}
+    profiles._check_capabilities(tmp_path, ["stdio", "wakeup"], roots)
+    with pytest.raises(ProfileError, match=r"claims http, keepalive, which no scenario of the "
+                                           r"catalogue judges \(drop the claim\)$"):
+        profiles._check_capabilities(tmp_path, ["stdio", "http", "keepalive"], roots)
+    # the shipped catalogue judges every capability a profile may claim
+    schema = json.loads((fixtures_dir() / "schema" / "bridge-profile.schema.json").read_text())
+    claimable = schema["properties"]["claims"]["properties"]["capabilities"]["items"]["enum"]
+    assert set(claimable) <= profiles.scenario_capabilities()

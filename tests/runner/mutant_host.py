@@ -11,6 +11,10 @@ Usage: ``python mutant_host.py MUTATION``:
 * ``no-kill-at-exit``: the bridge's last resort at exit (the atexit hook that SIGKILLs every
   live child's group) is gone, so a host that exits before a stop finishes leaves the child's
   group behind (LIFE-06).
+* ``warm-child``: ``session_shutdown`` keeps the child running (warm, for the next session); the
+  bridge's exit hook ends it, with its group, when the host exits.
+* ``warm-child-leaked``: the same without that exit hook: what the child started outlives the
+  host.
 """
 
 from __future__ import annotations
@@ -82,9 +86,23 @@ def no_kill_at_exit() -> None:
     atexit.unregister(local._kill_leftovers)
 
 
+def warm_child() -> None:
+    async def stop(self: local.LocalEngine) -> None:
+        return None  # kept warm across session_shutdown
+
+    local.LocalEngine.stop = stop  # type: ignore[method-assign]
+    reference.DEFAULT_GRACE_MS = 100  # the host's shutdown does not wait for it
+
+
+def warm_child_leaked() -> None:
+    warm_child()
+    no_kill_at_exit()
+
+
 MUTATIONS = {"no-kill-on-timeout": no_kill_on_timeout, "errors-as-exception": errors_as_exception,
              "http-details": http_details, "noisy-stdout": noisy_stdout,
-             "late-stop": late_stop, "no-kill-at-exit": no_kill_at_exit}
+             "late-stop": late_stop, "no-kill-at-exit": no_kill_at_exit,
+             "warm-child": warm_child, "warm-child-leaked": warm_child_leaked}
 
 if __name__ == "__main__":
     MUTATIONS[sys.argv[1]]()

@@ -1,4 +1,4 @@
-"""not_applicable (reported apart, never red) versus not_testable (a failure class)."""
+"""not_applicable (reported apart, never a failure) versus not_testable (a failure class)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,17 @@ def test_a_missing_capability_or_transport_is_not_applicable(tmp_path: Path) -> 
     assert not needs_wakeup.blocking and list(tmp_path.iterdir()) == []
 
 
-def test_a_run_of_only_inapplicable_scenarios_is_green(tmp_path: Path) -> None:
+def test_a_run_of_only_inapplicable_scenarios_judged_nothing_and_is_red(tmp_path: Path) -> None:
+    """Each result is no failure (never blocking), but a gate that judged nothing is never green
+    (issue 26)."""
     scenarios = [shipped("wake.fresh-session.inject-once"),
                  shipped("diary.command.prompt-names-agent-and-topic")]
     run = run_suite(scenarios, SuiteOptions(run=options(scripted("good", "stdio,http"),
                                                         work_root=tmp_path)))
     assert [r.status for r in run.results] == ["not_applicable"] * len(run.results)
     assert run.counts()["not_applicable"] == 4  # two transports + parity for the wake-up
-    assert run.ok and run.exit_code == 0
+    assert not any(r.blocking for r in run.results)
+    assert run.nothing_judged and not run.ok and run.exit_code == 1
 
 
 def test_a_host_that_cannot_load_the_bridge_is_not_testable(tmp_path: Path) -> None:

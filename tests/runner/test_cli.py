@@ -64,11 +64,15 @@ def test_a_failing_bridge_exits_1_naming_the_failed_checks(
     assert failure is not None and "/steps/4/expect/error/code" in (failure.text or "")
 
 
-def test_only_inapplicable_scenarios_still_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+def test_only_inapplicable_scenarios_judge_nothing_and_exit_1(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A green gate that judged nothing would hide a bridge the profile ruled out (issue 26)."""
     code, out, _ = cli(capsys, scenario_file("wake.fresh-session.inject-once"),
                        "--bridge", shlex.join(scripted("good", "stdio,http")))
-    assert code == 0
+    assert code == 1
     assert "N/A" in out and "3 not applicable" in out
+    assert "nothing judged: no result of the bridge passed or failed; by reason: 2 not " \
+           "applicable: the host does not declare wakeup; 1 not applicable: parity" in out
 
 
 @pytest.mark.parametrize(("args", "expected"), [

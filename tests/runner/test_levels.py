@@ -103,3 +103,21 @@ def test_no_orphan_is_judged_after_a_grace_at_core_but_when_shutdown_returns_at_
     checks = {c.pointer: c for c in core.checks}
     assert checks["/expect/processes/alive_after_shutdown"].passed
     assert checks["/expect/processes/signals/SIGKILL"].passed  # it exited: stdin EOF
+
+
+def test_at_core_a_child_kept_warm_is_judged_once_the_host_has_exited(tmp_path: Path) -> None:
+    """A child kept across ``session_shutdown`` is fine while the host lives: at core the orphan
+    is what outlives the host's exit (plus the grace); at seed it must be gone at shutdown."""
+    scenario = shipped("life.shutdown.grandchild-dies-with-child")
+    warm = run_scenario(scenario, "stdio", options(mutant("warm-child"), level=CORE,
+                                                   work_root=tmp_path))
+    assert warm.status == "passed", failing(warm)
+    assert warm.steps[-1].key == "(teardown)" and warm.steps[-1].op == "exit"
+    seed = run_scenario(scenario, "stdio", options(mutant("warm-child"), level=SEED,
+                                                   work_root=tmp_path))
+    assert "/expect/processes/alive_after_shutdown" in failing(seed)
+    leaked = run_scenario(scenario, "stdio", options(mutant("warm-child-leaked"), level=CORE,
+                                                     work_root=tmp_path))
+    message = {c.pointer: c.message for c in leaked.checks if not c.passed}
+    assert "alive after the host's exit" in \
+        message["/expect/processes/alive_after_shutdown"], message

@@ -79,3 +79,32 @@ def test_the_cli_stand_in_journals_helper_run_then_acts_like_the_fake_cli(
     assert helper["kind"] == "helper_run" and helper["name"] == "mempalace"
     assert helper["argv"][1:] == ["status"] and helper["argv"][0].endswith("/bin/mempalace")
     assert cli["kind"] == "cli_run" and cli["command"] == "status"
+
+
+def test_a_run_that_judged_nothing_is_never_green() -> None:
+    from palace_conformance.runner.reports.console import _totals
+
+    def run(*statuses: tuple[str, str, str]) -> RunResult:
+        return RunResult(results=[ScenarioResult(sid, "stdio", status, reason=reason,
+                                                 subject="fake" if sid.startswith("fake.") else
+                                                 "bridge")
+                                  for sid, status, reason in statuses])
+
+    na = "not_applicable"
+    nothing = run(("a.b.c", na, "Not applicable: the host does not declare http"),
+                  ("a.b.d", na, "Not applicable: the host does not declare http"),
+                  ("a.b.e", na, "Not applicable: it checks the seed's conventions only"),
+                  ("fake.x.y", "passed", ""))
+    assert nothing.nothing_judged and not nothing.ok and nothing.exit_code == 1
+    line = _totals(nothing).splitlines()[0]
+    assert line == ("nothing judged: no result of the bridge passed or failed; by reason: "
+                    "2 not applicable: the host does not declare http; 1 not applicable: it "
+                    "checks the seed's conventions only")
+    assert _totals(nothing).splitlines()[1].startswith("FAILED: ")
+    one = run(("a.b.c", na, "Not applicable: x"), ("a.b.d", "passed", ""))
+    assert not one.nothing_judged and one.ok
+    fake_only = run(("fake.x.y", "passed", ""))  # the fake's self-tests: no bridge to judge
+    assert not fake_only.nothing_judged and fake_only.ok
+    untestable = run(("a.b.c", "not_testable", "Not testable: the host did not start"))
+    assert untestable.nothing_judged and "1 Not testable: the host did not start" in \
+        _totals(untestable)

@@ -401,3 +401,16 @@ def test_json_the_decoder_cannot_take_is_one_problem_line(tmp_path: Path, text: 
     lines = problems_for(tmp_path, text, name="tool.sample.x", area="tool")
     assert len(lines) == 1
     assert fragment in lines[0] and lines[0].endswith("(fix the JSON syntax)")
+
+
+def test_env_pace_names_values_env_sets(tmp_path: Path) -> None:
+    env = {"MEMPALACE_MCP_TIMEOUT_MS": "300", "MEMPALACE_FEED": "0", "MEMPALACE_PI_DEVICE": None}
+    path = write(tmp_path, scenario(env=env, env_pace=["MEMPALACE_MCP_TIMEOUT_MS"]))
+    loaded = load_scenario(path)
+    assert loaded.env_pace == frozenset({"MEMPALACE_MCP_TIMEOUT_MS"})
+    assert load_scenario(write(tmp_path / "old", scenario(env=env))).env_pace == frozenset()
+    for name in ("MEMPALACE_MCP_INIT_TIMEOUT_MS", "MEMPALACE_PI_DEVICE"):  # unset; null
+        [line] = problems_for(tmp_path / name, scenario(env=env, env_pace=[name]))
+        assert f"/env_pace/0: {name} is not set in env" in line and "(list only" in line
+    [line] = problems_for(tmp_path / "dup", scenario(env=env, env_pace=["MEMPALACE_FEED"] * 2))
+    assert "/env_pace" in line

@@ -20,9 +20,10 @@ import jsonschema
 import pytest
 
 from palace_conformance.resources import fixtures_dir, tool_catalogue
+from palace_conformance.runner.profiling.matching import SEED_KNOBS
 
 REALWORLD = Path(__file__).resolve().parent / "extensions" / "realworld"
-BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes"]
+BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "fixedconst"]
 DEFECT_LINE = re.compile(r"^// ([A-Z]+-\d{2}): \S")
 BEHAVIOUR_ID = re.compile(r"\b[A-Z]+-\d{2}\b")
 
@@ -87,7 +88,10 @@ def why_not_applicable(found: dict[str, Any], bridge: dict[str, Any]) -> list[st
     if missing := set(found.get("requires", [])) - claimed:
         problems.append(f"requires {sorted(missing)}")
     env = found.get("env", {})
+    pace = set(found.get("env_pace", ()))  # dropped for such a bridge, its windows derived
     for seed, knob in bridge.get("knobs", {}).items():
+        if seed in pace:
+            continue
         if "fixed" in knob and seed in env and env[seed] is not None and \
                 str(env[seed]) != str(knob["fixed"]):
             problems.append(f"sets {seed}={env[seed]}; the bridge has it fixed at {knob['fixed']}")
@@ -129,7 +133,8 @@ def test_profile_says_what_the_bridge_does(name: str) -> None:
     seed_knobs = (fixtures_dir() / "behaviours.json").read_text()
     digits = code.replace("_", "")
     for seed, knob in found.get("knobs", {}).items():
-        assert seed in seed_knobs, f"{seed} is not one of the seed's variables"
+        assert seed in seed_knobs or seed in SEED_KNOBS, \
+            f"{seed} is not one of the seed's variables"
         if "env" in knob:
             variable = knob["env"]
             assert f'"{variable}"' in code or f"process.env.{variable}" in code, \
@@ -164,12 +169,21 @@ def test_planted_defects_are_core_and_caught_by_applicable_scenarios(name: str) 
 
 
 def test_applicability_sees_what_a_profile_rules_out() -> None:
-    knobs, curated = profile("knobs"), profile("curated")
-    assert why_not_applicable(scenario("stdio.respawn.cap-with-backoff"), knobs) == [
-        "sets MEMPALACE_MCP_INIT_TIMEOUT_MS=5000; the bridge has it fixed at 8000"]
+    knobs, curated, fixed = profile("knobs"), profile("curated"), profile("fixedconst")
+    # its start-up budget is pace there (the backoff is the behaviour): it runs at knobs' 8 s
+    assert why_not_applicable(scenario("stdio.respawn.cap-with-backoff"), knobs) == []
+    assert why_not_applicable(scenario("stdio.respawn.cap-with-backoff"), fixed) == [
+        "sets MEMPALACE_MCP_RESPAWN_BACKOFF_MS=700; the bridge has it fixed at 500"]
     assert why_not_applicable(scenario("wake.fresh-session.inject-once"), knobs) == [
         "requires ['wakeup']"]
     assert why_not_applicable(scenario("life.shutdown.stdio-polite-close"), curated) == [
         "transports ['stdio'] not claimed"]
     assert "calls unmapped mempalace_list_wings" in why_not_applicable(
         scenario("tool.errors.codes-and-data-kept"), curated)
+
+
+def test_the_fixed_constants_bridge_declares_every_seed_knob_fixed_or_absent() -> None:
+    knobs = profile("fixedconst")["knobs"]
+    assert sorted(knobs) == sorted(SEED_KNOBS)
+    assert all(set(knob) in ({"fixed"}, {"absent"}) for knob in knobs.values())
+    assert "process.env" not in source("fixedconst")  # it reads no variable at all

@@ -14,6 +14,7 @@ by passing the profile, and files are written only under the run's HOME or worki
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -87,11 +88,12 @@ class Profile:
                 continue
             value = env[name]
             if knob.absent:
-                return out, f"the scenario sets {name}, which this bridge has no equivalent of"
+                return out, (f"the scenario tests {name}={value} (essential, not pace), which "
+                             "this bridge has no equivalent of")
             if knob.fixed is not None:
                 if str(knob.fixed) != value:
-                    return out, (f"the scenario needs {name}={value}; this bridge's is fixed at "
-                                 f"{knob.fixed}")
+                    return out, (f"the scenario tests {name}={value} (essential, not pace); this "
+                                 f"bridge's is fixed at {knob.fixed}")
                 continue
             if knob.env is not None:
                 out[knob.env] = _convert(value, knob.unit)
@@ -146,6 +148,8 @@ def load_profile(path: str | Path) -> Profile:
                            f"{fix}{more} (every field: docs/profiles.md)")
     for item in data.get("files", []):
         _check_file_path(source, item["path"])
+    _check_tool_map(source, data.get("tools", {}).get("map", {}))
+    _check_capabilities(source, data.get("claims", {}).get("capabilities") or ())
     claims = data.get("claims", {})
     seed_copy = bool(claims.get("seed_copy", False))
     channels = data.get("channels", {})
@@ -168,6 +172,49 @@ def load_profile(path: str | Path) -> Profile:
         diagnostics_channel=channels.get("diagnostics", "stderr"),
         errors_channel=channels.get("errors"),
     )
+
+
+def _check_tool_map(source: Path, tool_map: Mapping[str, str]) -> None:
+    """A map onto a tool the catalogue does not have would make every scenario that calls the
+    bridge's tool not applicable, silently."""
+    from palace_conformance.resources import tool_catalogue
+
+    known = {tool["name"] for tool in tool_catalogue()["tools"]}
+    for own, target in tool_map.items():
+        if target not in known:
+            close = difflib.get_close_matches(target, sorted(known), n=1)
+            hint = f"did you mean {close[0]}?" if close else "map it onto a catalogue tool"
+            raise ProfileError(f"profile {source}: tools.map maps {own} onto {target}, which is "
+                               f"no catalogue tool ({hint})")
+
+
+def _check_capabilities(source: Path, claimed: Any, roots: list[Path] | None = None) -> None:
+    """A claimed capability no scenario needs is a claim nothing would ever judge."""
+    needed = scenario_capabilities(roots)
+    idle = [c for c in claimed if c not in needed]
+    if idle:
+        raise ProfileError(f"profile {source}: claims.capabilities claims {', '.join(idle)}, "
+                           "which no scenario of the catalogue judges (drop the claim)")
+
+
+def scenario_capabilities(roots: list[Path] | None = None) -> set[str]:
+    """Every capability some scenario needs: its transports and ``requires`` (read as plain
+    JSON: the loader's own checks are not needed to know what a file asks for)."""
+    from palace_conformance.scenarios.loader import shipped_roots
+
+    found: set[str] = set()
+    for root in roots if roots is not None else shipped_roots(slow=True):
+        for path in sorted(root.rglob("*.json")):
+            try:
+                data = json.loads(path.read_bytes())
+            except (OSError, ValueError):
+                continue  # a broken fixture is the loader's to report
+            if isinstance(data, dict) and data.get("subject", "bridge") != "fake":
+                for key in ("transports", "requires"):
+                    values = data.get(key)
+                    if isinstance(values, list):
+                        found.update(v for v in values if isinstance(v, str))
+    return found
 
 
 def _check_file_path(source: Path, path: str) -> None:

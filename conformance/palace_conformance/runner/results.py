@@ -276,6 +276,9 @@ class RunResult:
     level: str = SEED  # judged at core (what any bridge must do) or seed (its conventions too)
     #: (scenario, transport) runs planned but never started (``run -x`` stopped after a failure)
     not_run: list[tuple[str, str]] = field(default_factory=list)
+    #: (scenario, transport, seconds) set aside as *not run: too slow*: the bridge's own pace
+    #: (``execution/pace.py``) would add that much, over ``run --max-scenario-seconds``
+    too_slow: list[tuple[str, str, float]] = field(default_factory=list)
     bridge: str = ""  # the ``--bridge`` spec it ran against (how ``merge`` tells runs apart)
     shard: str = ""  # ``K/N`` when the run was one shard of a split catalogue (``run --shard``)
     slack_factor: float = 1.0  # ``run --slack-factor``: every declared slack was multiplied by it
@@ -294,10 +297,17 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        """Green: nothing failed that a baseline does not expect, no stale baseline entry, and
-        every planned run ran (a run not started is never a pass)."""
+        """Green: nothing failed that a baseline does not expect, no stale baseline entry, every
+        planned run ran (a run not started is never a pass), and something was judged."""
         return (not any(r.blocking for r in self.results) and not self.stale_baseline
-                and not self.not_run)
+                and not self.not_run and not self.too_slow and not self.nothing_judged)
+
+    @property
+    def nothing_judged(self) -> bool:
+        """The bridge had results, and not one verdict among them (every one not applicable or
+        not testable): a gate that judged nothing is never green."""
+        bridge = [r for r in self.results if r.subject != "fake"]
+        return bool(bridge) and not any(r.status in (PASSED, FAILED) for r in bridge)
 
     @property
     def exit_code(self) -> int:
@@ -316,6 +326,8 @@ class RunResult:
                 "level": self.level, "ok": self.ok, "counts": self.counts(),
                 "fake_counts": self.counts("fake"), "stale_baseline": self.stale_baseline,
                 "not_run": [{"scenario": s, "transport": t} for s, t in self.not_run],
+                "too_slow": [{"scenario": s, "transport": t, "seconds": seconds}
+                             for s, t, seconds in self.too_slow],
                 "bridge": self.bridge, "shard": self.shard, "slack_factor": self.slack_factor,
                 "server": self.server,
                 "results": [r.to_json(journal=journal) for r in self.results]}
@@ -329,6 +341,8 @@ class RunResult:
                    stale_baseline=list(data.get("stale_baseline", ())),
                    level=data.get("level", SEED),
                    not_run=[(n["scenario"], n["transport"]) for n in data.get("not_run", ())],
+                   too_slow=[(n["scenario"], n["transport"], float(n["seconds"]))
+                             for n in data.get("too_slow", ())],
                    bridge=str(data.get("bridge") or ""), shard=str(data.get("shard") or ""),
                    slack_factor=float(data.get("slack_factor", 1.0)),
                    server=str(data.get("server") or "fake"))

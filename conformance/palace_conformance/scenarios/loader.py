@@ -293,7 +293,19 @@ def semantic_problems(data: dict[str, Any], path: Path,
     return [*_identity(data, path, context), *_steps(data, context), *_faults(data, context),
             *_expectations(data, context), *_seed_only(data), *_palace_labels(data),
             *_fresh_palace(data),
-            *_placeholders(data), *paths.fixture_problems(data), *_declared_slack(data)]
+            *_placeholders(data), *paths.fixture_problems(data), *_declared_slack(data),
+            *_pace_names(data)]
+
+
+def _pace_names(data: dict[str, Any]) -> Found:
+    """``env_pace`` names values the scenario sets: a pace mark on nothing would say a knob is
+    only pace without the scenario setting it."""
+    env = data.get("env") or {}
+    for number, name in enumerate(data.get("env_pace", [])):
+        if env.get(name) is None:
+            yield (f"/env_pace/{number}", f"{name} is not set in env (a null value is the "
+                   "knob's default, never pace)",
+                   "list only names whose value env sets, or drop the name from env_pace")
 
 
 def _declared_slack(data: dict[str, Any]) -> Found:

@@ -372,6 +372,8 @@ class Scenario:
     requires: tuple[str, ...] = ()
     parity: Parity = field(default_factory=Parity)
     env: Mapping[str, str | None] = field(default_factory=dict)
+    #: names in ``env`` that only set the pace (``env_pace``); the others are essential
+    env_pace: frozenset[str] = frozenset()
     palace: Palace = field(default_factory=Palace)
     feed_helper: FeedHelper = field(default_factory=FeedHelper)
     faults: FaultPlan = field(default_factory=FaultPlan)
@@ -394,6 +396,7 @@ class Scenario:
             requires=tuple(data.get("requires", ())),
             parity=Parity.from_json(data.get("parity", True)),
             env=dict(data.get("env", {})),
+            env_pace=frozenset(data.get("env_pace", ())),
             palace=Palace.from_json(data.get("palace")),
             feed_helper=FeedHelper.from_json((data.get("helpers") or {}).get("feed")),
             faults=plan_from_json(list(data.get("faults", [])), source=f"scenario {data['id']}"),

@@ -93,6 +93,8 @@ def _run_checked(args: argparse.Namespace) -> int:
         args.jobs = default_jobs()
     at_least_one("--jobs", args.jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    if args.max_scenario_seconds is not None:
+        at_least_one("--max-scenario-seconds", args.max_scenario_seconds)
     factor = slack_factor("--slack-factor", args.slack_factor)
     shard = parse_shard(args.shard) if args.shard is not None else None
     profile = load_profile_arg(args.profile)
@@ -156,7 +158,7 @@ def _run_checked(args: argparse.Namespace) -> int:
                        level=args.level or default_level(args.bridge, profile),
                        profile=profile, slack_factor=factor, real=real),
         jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
-        only=only)
+        only=only, max_scenario_seconds=args.max_scenario_seconds)
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         run = run_suite(scenarios, options,
@@ -256,6 +258,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      help="also run the slow tier (fixtures/slow/): scenarios that wait out a "
                      "seed default of 30 s or more, e.g. the 60 s request timeout; minutes, not "
                      "seconds (docs/choices.md)")
+    run.add_argument("--max-scenario-seconds", type=int, default=None, metavar="N",
+                     help="set aside as 'not run: too slow' (never a pass; the run fails) a "
+                          "scenario that the bridge's own pace (a profile's fixed or absent "
+                          "knob in place of a pace value, fixtures/README.md) would lengthen by "
+                          "more than N seconds")
     run.add_argument("--slack-factor", default="1", metavar="F",
                      help="multiply every declared timing slack (a fixture's slack_ms) by F >= 1 "
                      "for a slow or loaded machine; lower bounds never move, and the factor is "

@@ -9,6 +9,7 @@ declare — reported apart, not a failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -21,7 +22,7 @@ from typing import Any
 from palace_conformance import processes as procs
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.redaction import Redactor, environment_secrets, scenario_secrets
-from palace_conformance.runner.execution import profile_edges
+from palace_conformance.runner.execution import pace, profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
 from palace_conformance.runner.execution.real_world import RealServerSetup, RealWorld
@@ -153,6 +154,7 @@ class _Execution:
         self.steps: list[StepRecord] = []
         self.step_tools: dict[int, list[dict[str, Any]] | None] = {}
         self.extra_tools: set[str] = set()  # tools beyond the catalogue that the profile allows
+        self.paced = pace.Paced(scenario)  # pace values the bridge lacks dropped (pace.py)
         self.result = ScenarioResult(scenario=scenario.id, transport=transport, status="passed",
                                      title=scenario.title, covers=scenario.covers,
                                      path=str(scenario.path), level=options.level,
@@ -190,6 +192,7 @@ class _Execution:
             why = profile_edges.inapplicable(profile, self.original, self.transport)
             if why:
                 return self._not_applicable(why)
+            self.paced = pace.pace(profile, self.original)
         real = self.options.real
         why = unmet_reason(self.original, self.transport,
                            real.traits if real is not None else FAKE_SERVER)
@@ -197,11 +200,11 @@ class _Execution:
             return self._not_applicable(why)
         try:
             if real is not None:
-                self.world = RealWorld(real, self.original, self.transport,
+                self.world = RealWorld(real, self.paced.scenario, self.transport,
                                        work_root=self.options.work_root,
                                        warm_start=self.options.warm_start)
             else:
-                self.world = World(self.original, self.transport,
+                self.world = World(self.paced.scenario, self.transport,
                                    work_root=self.options.work_root,
                                    warm_start=self.options.warm_start)
             try:
@@ -318,6 +321,8 @@ class _Execution:
         assert self.driver is not None and self.world is not None
         request = step.driver_request()
         deadline = op_deadline(step, self.options)
+        if step.timeout_ms is None:  # the runner's own deadline follows the bridge's pace
+            deadline += self.paced.deadline_extra_ms
         request["timeout_ms"] = deadline
         if step.op == "load":
             request.update(env=self.world.env, cwd=str(self.world.root), options={})
@@ -429,6 +434,8 @@ class _Execution:
         exited = any(step.op == "exit" and step.ran for step in self.steps)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
             facts = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
+            if facts["alive"] and not exited:
+                facts = self._facts_after_host_exit(facts)
         elif facts["alive"] and (exited or facts["alive"] == len(live_descendants(
                 records, procs.alive))):
             facts = self._facts_after_grace(DESCENDANT_GRACE_MS)
@@ -469,6 +476,10 @@ class _Execution:
                 message="extra tools, allowed by the profile: "
                         + ", ".join(sorted(self.extra_tools)),
                 covers=scenario.covers, level=CORE))
+        if self.paced.changes:
+            self.result.checks.append(CheckRecord(
+                scenario=scenario.id, transport=self.transport, pointer="/env_pace", status=PASS,
+                message=self.paced.note, covers=scenario.covers, level=CORE))
         self.result.status = scenario_status(self.result.checks, self.options.level)
         failures = self.result.failures
         if failures:
@@ -501,6 +512,24 @@ class _Execution:
             if not facts["alive"] or time.monotonic() >= deadline:
                 return facts
             time.sleep(PROCESS_POLL_MS / 1000.0)
+
+    def _facts_after_host_exit(self, before: dict[str, Any]) -> dict[str, Any]:
+        """At the core level a child still alive after the last step and its grace, while the
+        host lives, may be one kept warm across ``session_shutdown``: the host is told to exit
+        first, and what outlives it (plus the grace) is the orphan. Only that count is taken
+        after the exit: spawns and signals stay those of ``before``, so what the host's own
+        last-resort SIGKILL at exit ends (DRIVER.md, ``exit``) is never the bridge's kill."""
+        record = self._exit_host()
+        if record is not None:
+            self.steps.append(record)
+            if self.driver is not None and self.driver.dead is None:
+                # killed at the deadline: what it left is judged all the same
+                with contextlib.suppress(DriverFailure):
+                    self.driver.wait_ended("exit", EXIT_TIMEOUT_MS)
+        after = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
+        return {**before, "alive": after["alive"],
+                "after": "the host's exit (a child kept after session_shutdown may live as long "
+                         "as the host)"}
 
     def _drained_host_stderr(self) -> str:
         """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.runner.execution import pace
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
 from palace_conformance.runner.execution.world import claim, clean_stale, scrubbed_environ
@@ -63,6 +64,9 @@ class SuiteOptions:
     exitfirst: bool = False
     #: scenario id -> the only transports to run it on (``run --last-failed``); None: all
     only: Mapping[str, frozenset[str]] | None = None
+    #: ``run --max-scenario-seconds``: a scenario the bridge's own pace would lengthen by more
+    #: is set aside as *not run: too slow* (never a pass); None: every scenario runs
+    max_scenario_seconds: float | None = None
 
 
 def probe_host(argv: Sequence[str], grace_ms: int = 3000,
@@ -120,9 +124,15 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         progress.start(len(jobs))
     stop = threading.Event()  # set by -x: runs not started yet are not started
 
+    too_slow: list[tuple[str, str, float]] = []
+
     def one(job: tuple[Scenario, str]) -> ScenarioResult | None:
         scenario, transport = job
         if stop.is_set():
+            return None
+        added = _added_seconds(scenario, run_options)
+        if options.max_scenario_seconds is not None and added > options.max_scenario_seconds:
+            too_slow.append((scenario.id, transport, added))
             return None
         if progress is not None:
             progress.begin(scenario, transport)
@@ -157,7 +167,9 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         if progress is not None:
             progress.close()
     results = [r for r in finished if r is not None]
-    not_run = [(s.id, t) for (s, t), r in zip(jobs, finished, strict=True) if r is None]
+    slow = {(sid, t) for sid, t, _ in too_slow}
+    not_run = [(s.id, t) for (s, t), r in zip(jobs, finished, strict=True)
+               if r is None and (s.id, t) not in slow]
     planned = {(s.id, t) for s, t in jobs}
     by_key = {(r.scenario, r.transport): r for r in results}
     for scenario in scenarios:
@@ -166,12 +178,22 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
             continue
         if pair[0] is not None and pair[1] is not None:
             results.append(parity.compare(scenario, pair[0], pair[1], options.run.level))
-        elif all((scenario.id, t) in planned for t in TRANSPORTS):
+        elif all((scenario.id, t) in planned and (scenario.id, t) not in slow
+                 for t in TRANSPORTS):
             not_run.append((scenario.id, PARITY))  # one of its transports was not started
     results.sort(key=_order)
     not_run.sort(key=lambda key: (key[0], TRANSPORT_ORDER.index(key[1])))
     run = RunResult(host=host, results=results, started_at=stamp,
                     duration_ms=(time.monotonic() - started) * 1000.0, level=options.run.level,
-                    not_run=not_run)
+                    not_run=not_run, too_slow=sorted(too_slow))
     return apply_baseline(run, options.baseline)
+
+
+def _added_seconds(scenario: Scenario, options: RunOptions) -> float:
+    """How much longer the bridge's own pace makes ``scenario``: its longer sleeps, plus its
+    longer waits (each widened window once); 0 without a profile or a pace value it lacks."""
+    if options.profile is None or scenario.subject == "fake":
+        return 0.0
+    paced = pace.pace(options.profile, scenario)
+    return (paced.sleep_extra_ms + paced.deadline_extra_ms) / 1000.0
 

@@ -142,6 +142,11 @@ def _totals(run: RunResult) -> str:
         parts.append(f"{counts['expected_failure']} expected by the baseline")
     if run.not_run:
         parts.append(f"{len(run.not_run)} not run (stopped after the first failure)")
+    if run.too_slow:
+        parts.append(f"{len(run.too_slow)} not run: too slow (the bridge's own pace adds more "
+                     "than --max-scenario-seconds: "
+                     + ", ".join(f"{s} [{t}] +{sec:.0f} s" for s, t, sec in run.too_slow[:5])
+                     + (", ..." if len(run.too_slow) > 5 else "") + ")")
     verdict = "OK" if run.ok else "FAILED"
     text = (f"{verdict}: {scenarios} scenario(s), {len(bridge)} result(s): {', '.join(parts)} "
             f"in {run.duration_ms / 1000:.1f} s, judged at the {run.level} level")
@@ -160,7 +165,21 @@ def _totals(run: RunResult) -> str:
         if reasons:
             text += "\nnot applicable, by reason: " + "; ".join(
                 f"{count} {reason}" for reason, count in reasons)
+    if run.nothing_judged:  # above the totals: their line stays the last
+        text = nothing_judged_line(run) + "\n" + text
     return text
+
+
+def nothing_judged_line(run: RunResult) -> str:
+    """Why a run judged nothing: its results counted by reason, most frequent first."""
+    reasons: Counter[str] = Counter({f"not applicable: {reason}": count
+                                     for reason, count in not_applicable_by_reason(run)})
+    for result in run.results:
+        if result.status == NOT_TESTABLE and result.subject != "fake":
+            reasons[result.reason] += 1
+    shown = "; ".join(f"{count} {reason}" for reason, count in reasons.most_common(8))
+    more = f"; and {len(reasons) - 8} other reason(s)" if len(reasons) > 8 else ""
+    return f"nothing judged: no result of the bridge passed or failed; by reason: {shown}{more}"
 
 
 def not_applicable_by_reason(run: RunResult) -> list[tuple[str, int]]:

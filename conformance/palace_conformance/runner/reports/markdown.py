@@ -91,6 +91,8 @@ def _header(run: RunResult) -> list[str]:
             parts.append(f"{problems} baseline problem{'s' if problems != 1 else ''}")
         if run.not_run:
             parts.append(f"{len(run.not_run)} not run")
+        if run.too_slow:
+            parts.append(f"{len(run.too_slow)} not run: too slow")
         verdict = "❌ palace-conformance: " + ", ".join(parts)
     host = run.host
     who = host.impl or "host"
@@ -114,6 +116,9 @@ def _header(run: RunResult) -> list[str]:
     if run.not_run:
         lines += [f"**Not run:** {len(run.not_run)} result(s): the run stopped after the first "
                   "failure (`-x`).", ""]
+    if run.too_slow:
+        lines += [f"**Not run, too slow:** {len(run.too_slow)} result(s): the bridge's own pace "
+                  "would add more than `--max-scenario-seconds` to each.", ""]
     return lines
 
 

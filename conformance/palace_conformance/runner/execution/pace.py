@@ -1,0 +1,209 @@
+"""Pace: a scenario's speed-ups given to a bridge that has no such knob.
+
+A scenario sets some knobs only to run fast (``env_pace``: a 50 ms respawn backoff, a 300 ms
+request timeout, feeding off). A bridge whose profile says such a knob is ``fixed`` (its own
+constant) or ``absent`` (no knob, no such wait) cannot be given the value, but the behaviour under
+test does not depend on it: the value is dropped, and every window the value could have shortened
+is widened by what the bridge's own value adds, with a declared slack. Only an *essential* value
+(the behaviour under test is that knob) the bridge lacks makes a scenario not applicable
+(``profile.translate_env``).
+
+The rule, per paced knob with scenario value ``v`` and the bridge's fixed value ``b``:
+
+- ``b > v``: each upper bound that is at least ``v`` (a window long enough to hold that wait, so
+  one that may be waiting for it: a timing's ``at_least + slack_ms``, a settle's ``max_ms``, a
+  ``sleep``'s ``ms``, a step's ``timeout_ms``, the runner's own op deadline) grows by
+  ``repeats * (b - v) * (1 + PACE_SLACK_FRACTION) + PACE_SLACK_MS``; shorter windows (a call
+  that must fail "at once", long before a 5 s timeout) keep their bound.
+- ``b < v``: lower bounds drop by ``repeats * (v - b)`` (never below 0); nothing is tightened.
+- ``absent``: the value is dropped, windows stay as written (the bridge has no such wait; if it
+  has one of its own, its profile must say ``fixed``).
+
+``repeats`` is how many of the knob's waits one window may hold: the respawn backoff doubles per
+attempt, so a budget of ``r`` respawns waits up to ``2**r - 1`` first delays; a poll or a ping
+period may need two periods to be seen; every other knob one.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from palace_conformance.runner.profile import Profile
+from palace_conformance.scenarios.model import Scenario
+
+#: a derived window's slack: this share of the wait it adds, plus a fixed part
+PACE_SLACK_FRACTION = 0.25
+PACE_SLACK_MS = 1000
+#: a settle without ``max_ms`` waits this long (the format's default)
+SETTLE_MAX_DEFAULT_MS = 5000
+BACKOFF = "MEMPALACE_MCP_RESPAWN_BACKOFF_MS"
+MAX_RESPAWNS = "MEMPALACE_MCP_MAX_RESPAWNS"
+CONNECT_BACKOFF = "MEMPALACE_REMOTE_CONNECT_BACKOFF_MS"
+CONNECT_RETRIES = "MEMPALACE_REMOTE_CONNECT_RETRIES"
+#: the seed's respawn and connect-retry budgets; a doubling wait is counted over at most this
+#: many attempts
+SEED_RETRIES = 3
+#: knobs whose wait comes round periodically: two periods may pass before it is seen
+PERIODIC = frozenset({"MEMPALACE_MCP_KEEPALIVE_MS", "MEMPALACE_MAILBOX_POLL_MS"})
+
+
+@dataclass(frozen=True)
+class PaceChange:
+    """One pace value the bridge could not be given."""
+
+    name: str
+    value: str  # the scenario's
+    bridge: int | None  # the bridge's fixed value in ms; None: absent (dropped)
+    repeats: int = 1
+
+    @property
+    def widen_ms(self) -> int:
+        """What every window at least ``value`` long grows by."""
+        if self.bridge is None or not self.value.isdigit() or self.bridge <= int(self.value):
+            return 0
+        added = self.repeats * (self.bridge - int(self.value))
+        return math.ceil(added * (1 + PACE_SLACK_FRACTION)) + PACE_SLACK_MS
+
+    @property
+    def lower_ms(self) -> int:
+        """What lower bounds drop by (a bridge quicker than the scenario's value)."""
+        if self.bridge is None or not self.value.isdigit() or self.bridge >= int(self.value):
+            return 0
+        return self.repeats * (int(self.value) - self.bridge)
+
+    def describe(self) -> str:
+        if self.bridge is None:
+            return f"{self.name}={self.value} dropped (the bridge has none)"
+        widen = f", windows +{self.widen_ms} ms" if self.widen_ms else ""
+        return f"{self.name}={self.value} -> the bridge's fixed {self.bridge}{widen}"
+
+
+@dataclass(frozen=True)
+class Paced:
+    """A scenario as it runs on one bridge: pace values it lacks dropped, windows derived."""
+
+    scenario: Scenario
+    changes: tuple[PaceChange, ...] = ()
+    #: added to every op deadline the runner sets itself (a step without ``timeout_ms``)
+    deadline_extra_ms: int = 0
+    #: what the derived windows add to the scenario's own waits (``sleep`` steps), in ms
+    sleep_extra_ms: int = 0
+
+    @property
+    def note(self) -> str:
+        """One line for the result: what was changed and why."""
+        return ("pace values this bridge has no knob for: "
+                + "; ".join(c.describe() for c in self.changes))
+
+
+def pace(profile: Profile, scenario: Scenario) -> Paced:
+    """``scenario`` for a bridge with ``profile``: unchanged unless one of its pace values names
+    a knob the profile says is ``fixed`` or ``absent``."""
+    changes = tuple(_changes(profile, scenario))
+    if not changes:
+        return Paced(scenario)
+    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
+    dropped = {c.name for c in changes}
+    raw["env"] = {k: v for k, v in raw.get("env", {}).items() if k not in dropped}
+    kept = [n for n in raw.get("env_pace", []) if n not in dropped]
+    if kept:
+        raw["env_pace"] = kept
+    else:
+        raw.pop("env_pace", None)
+    sleep_before = _sleep_total(raw)
+    _derive_windows(raw, changes)
+    derived = Scenario.from_json(raw, scenario.path)
+    return Paced(derived, changes,
+                 deadline_extra_ms=sum(c.widen_ms for c in changes),
+                 sleep_extra_ms=_sleep_total(raw) - sleep_before)
+
+
+def _changes(profile: Profile, scenario: Scenario) -> list[PaceChange]:
+    out = []
+    env = scenario.env
+    for name in sorted(scenario.env_pace):
+        knob = profile.knobs.get(name)
+        value = env.get(name)
+        if knob is None or value is None or not (knob.absent or knob.fixed is not None):
+            continue
+        bridge = None if knob.absent else _ms(knob.fixed)
+        out.append(PaceChange(name, value, bridge, _repeats(name, profile, env)))
+    return out
+
+
+def _ms(fixed: int | str | None) -> int | None:
+    if isinstance(fixed, int):
+        return fixed
+    if isinstance(fixed, str) and fixed.isdigit():
+        return int(fixed)
+    return None  # not a duration (a fixed flag or name): dropped, no window follows it
+
+
+def _repeats(name: str, profile: Profile, env: Mapping[str, str | None]) -> int:
+    if name in PERIODIC:
+        return 2
+    budget = {BACKOFF: MAX_RESPAWNS, CONNECT_BACKOFF: CONNECT_RETRIES}.get(name)
+    if budget is None:
+        return 1
+    attempts = SEED_RETRIES
+    knob = profile.knobs.get(budget)
+    given = env.get(budget)
+    if knob is not None and isinstance(knob.fixed, int):
+        attempts = knob.fixed
+    elif given is not None and given.isdigit():
+        attempts = int(given)
+    attempts = max(1, min(attempts, SEED_RETRIES))
+    return int(2 ** attempts) - 1
+
+
+def _widen(bound: int, changes: tuple[PaceChange, ...]) -> int:
+    """How much a window with upper bound ``bound`` grows: each paced wait it could hold."""
+    return sum(c.widen_ms for c in changes if c.value.isdigit() and bound >= int(c.value))
+
+
+def _derive_windows(raw: dict[str, Any], changes: tuple[PaceChange, ...]) -> None:
+    lower = sum(c.lower_ms for c in changes)
+    for step in raw.get("steps", []):
+        if not isinstance(step, dict):
+            continue
+        if isinstance(step.get("timeout_ms"), int):
+            step["timeout_ms"] += _widen(step["timeout_ms"], changes)
+        if step.get("op") == "settle":
+            max_ms = step.get("max_ms", SETTLE_MAX_DEFAULT_MS)
+            step["max_ms"] = max_ms + _widen(max_ms, changes)
+        if step.get("op") == "sleep" and isinstance(step.get("ms"), int):
+            step["ms"] += _widen(step["ms"], changes)
+    _timings(raw.get("steps"), changes, lower)
+    _timings(raw.get("expect"), changes, lower)
+
+
+def _timings(value: Any, changes: tuple[PaceChange, ...], lower: int) -> None:
+    """Every duration (``{"at_least", "slack_ms"}``: a step's ``elapsed_ms``, a gap's ``ms``)."""
+    if isinstance(value, list):
+        for item in value:
+            _timings(item, changes, lower)
+        return
+    if not isinstance(value, dict):
+        return
+    for key, item in value.items():
+        if key in ("elapsed_ms", "ms") and isinstance(item, dict) and "at_least" in item:
+            at_least = int(item["at_least"])
+            if "slack_ms" in item:
+                item["slack_ms"] = int(item["slack_ms"]) + _widen(
+                    at_least + int(item["slack_ms"]), changes)
+            if lower:
+                dropped = min(at_least, lower)
+                item["at_least"] = at_least - dropped
+                if "slack_ms" in item:
+                    item["slack_ms"] = int(item["slack_ms"]) + dropped  # same upper bound
+        else:
+            _timings(item, changes, lower)
+
+
+def _sleep_total(raw: Mapping[str, Any]) -> int:
+    return sum(int(s.get("ms", 0)) for s in raw.get("steps", [])
+               if isinstance(s, dict) and s.get("op") == "sleep")
