@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from palace_conformance import __version__
-from palace_conformance.fake import commands as fake_commands
-from palace_conformance.hosts import commands as hosts_commands
-from palace_conformance.record import commands as record_commands
-from palace_conformance.runner.commands import reports as report_commands
-from palace_conformance.runner.commands import run as run_commands
+from palace_conformance.commands import fake as fake_commands
+from palace_conformance.commands import fixtures as fixture_commands
+from palace_conformance.commands import hosts as hosts_commands
+from palace_conformance.commands import record as record_commands
+from palace_conformance.commands import reports as report_commands
+from palace_conformance.commands import run as run_commands
 from palace_conformance.runner.interrupts import exit_status
-from palace_conformance.scenarios import commands as fixture_commands
 
 
 class UsageError(Exception):
@@ -43,23 +43,25 @@ def build_parser() -> argparse.ArgumentParser:
     hosts_commands.add_commands(sub)
     run_commands.add_commands(sub)
     report_commands.add_commands(sub)
-    from palace_conformance.selftest import command as selftest_command  # light: engine loads later
+    from palace_conformance.commands import (
+        selftest as selftest_command,  # light: engine loads later
+    )
 
     selftest_command.add_commands(sub)
-    from palace_conformance.runner.commands import drift as drift_commands  # light, like selftest
+    from palace_conformance.commands import drift as drift_commands  # light, like selftest
 
     drift_commands.add_commands(sub)
-    from palace_conformance.runner.commands import profile as profile_commands  # light, too
+    from palace_conformance.commands import profile as profile_commands  # light, too
 
     profile_commands.add_commands(sub)
-    from palace_conformance.runner.commands import merge as merge_commands  # light, too
+    from palace_conformance.commands import merge as merge_commands  # light, too
 
     merge_commands.add_commands(sub)
     record_commands.add_commands(sub)
-    from palace_conformance.official import commands as official_commands  # light, too
+    from palace_conformance.commands import official as official_commands  # light, too
 
     official_commands.add_commands(sub)
-    from palace_conformance.fidelity import command as fidelity_command  # light, like selftest
+    from palace_conformance.commands import fidelity as fidelity_command  # light, like selftest
 
     fidelity_command.add_commands(sub)
     return parser

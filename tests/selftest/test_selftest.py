@@ -135,9 +135,9 @@ def test_usage_mistakes_are_one_line_with_exit_2(capsys: pytest.CaptureFixture[s
 
 
 def test_the_command_defaults_match_the_engine() -> None:
+    from palace_conformance.commands import selftest as selftest_command
     from palace_conformance.runner.execution import execute
     from palace_conformance.runner.jobs import default_jobs
-    from palace_conformance.selftest import command as selftest_command
     from palace_conformance.selftest import engine as selftest
 
     assert selftest.SelftestOptions().jobs == default_jobs()

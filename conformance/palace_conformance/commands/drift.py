@@ -14,10 +14,8 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
-from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
-from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.usage import (
+from palace_conformance.commands.server_option import add_server_options, chosen_server
+from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
     directory,
@@ -25,6 +23,8 @@ from palace_conformance.runner.usage import (
     writable,
     write_text,
 )
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
+from palace_conformance.runner.jobs import default_jobs
 
 
 class _AddSource(argparse.Action):

@@ -13,14 +13,14 @@ import json
 import sys
 from pathlib import Path
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
-from palace_conformance.runner.usage import (
+from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
     one_line,
     writable,
     write_text,
 )
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 
 PROG = "palace-conformance profile init"
 

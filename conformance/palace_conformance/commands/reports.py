@@ -14,11 +14,11 @@ import signal
 from datetime import date
 from pathlib import Path
 
+from palace_conformance.commands.server_option import add_server_options, chosen_server
+from palace_conformance.commands.usage import RunUsageError, at_least_one, one_line, writable
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
-from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.selection import default_level, host_argv, load_profile_arg
-from palace_conformance.runner.usage import RunUsageError, at_least_one, one_line, writable
 
 REPLAY = "palace-conformance replay"
 BASELINE = "palace-conformance baseline"

@@ -16,8 +16,16 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from palace_conformance.commands.server_option import add_server_options, chosen_server
+from palace_conformance.commands.usage import (
+    RunUsageError,
+    at_least_one,
+    directory,
+    one_line,
+    slack_factor,
+    writable,
+)
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
-from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
@@ -29,14 +37,6 @@ from palace_conformance.runner.selection import (
     select,
     select_covers,
     select_shard,
-)
-from palace_conformance.runner.usage import (
-    RunUsageError,
-    at_least_one,
-    directory,
-    one_line,
-    slack_factor,
-    writable,
 )
 
 if TYPE_CHECKING:

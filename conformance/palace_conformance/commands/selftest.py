@@ -16,16 +16,16 @@ import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
-from palace_conformance.runner.interrupts import interrupt
-from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.usage import (
+from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
     one_line,
     writable,
     write_text,
 )
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.runner.interrupts import interrupt
+from palace_conformance.runner.jobs import default_jobs
 
 if TYPE_CHECKING:
     from palace_conformance.selftest.mutants import Mutant

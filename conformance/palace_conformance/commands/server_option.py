@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from palace_conformance.runner.usage import RunUsageError
+from palace_conformance.commands.usage import RunUsageError
 
 if TYPE_CHECKING:
     from palace_conformance.runner.execution.real_world import RealServerSetup

@@ -113,13 +113,13 @@ class PalaceSuite:
     """The active plugin: configuration, collection, the runs, and the baseline's verdicts."""
 
     def __init__(self, config: pytest.Config) -> None:
+        from palace_conformance.errors import RunUsageError
         from palace_conformance.runner.selection import (
             bridge_of,
             default_level,
             host_argv,
             load_profile_arg,
         )
-        from palace_conformance.runner.usage import RunUsageError
 
         self.config = config
         try:

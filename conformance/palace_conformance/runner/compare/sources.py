@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import RunUsageError
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.reports.redact import redacted_run, run_redactor
 from palace_conformance.runner.results import PARITY, RunResult
 from palace_conformance.runner.selection import host_argv, load_profile_arg, select
-from palace_conformance.runner.usage import RunUsageError
 
 if TYPE_CHECKING:
     from palace_conformance.runner.profile import Profile
