@@ -159,7 +159,7 @@ def _cli_mine(args: argparse.Namespace) -> int:
 
 
 def _catalog(args: argparse.Namespace) -> int:
-    from palace_conformance.fake.truth_table import TruthTableError, run_catalog
+    from palace_conformance.fidelity.truth_table import TruthTableError, run_catalog
     from palace_conformance.real.install import RealServerMissing
 
     if args.real_python and not args.from_real:

@@ -27,13 +27,12 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
+from palace_conformance.contract import FEED_SESSION_MODES as MODES
+from palace_conformance.contract import FEED_SESSION_PROGRAM as PROGRAM
 from palace_conformance.fake.journal import REDACTED, Journal, read_journal
 from palace_conformance.processes import HOST_MARK
 
-PROGRAM = "mempalace-pi-session"
 RECORD_KIND = "feed_prepare"
-MODES = ("source", "none", "hang", "fail")
-STEP_KEYS = ("mode", "delay_ms", "exit")  # what a plan step (or a preset's standins entry) sets
 ENV_MODE = "PALACE_FEED_MODE"
 ENV_DELAY = "PALACE_FEED_DELAY_MS"
 ENV_EXIT = "PALACE_FEED_EXIT"

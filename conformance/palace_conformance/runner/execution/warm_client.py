@@ -42,6 +42,9 @@ from palace_conformance.runner.execution.warm_server import REQUEST_HEADER
 LAUNCH = "from palace_conformance.cli import main; main()"
 #: ... as this argv, ARGS after it
 LAUNCH_ARGV: tuple[str, ...] = (sys.executable, SAFE_PATH, "-c", LAUNCH)
+#: the runner's own Python programs started as ``python -P -m MODULE``: the reference host and
+#: the selftest's host (the reference host with a mutant of the bridge applied)
+WARM_MODULES: tuple[str, ...] = (REFERENCE_HOST[-1], "palace_conformance.selftest.host")
 SERVE = "from palace_conformance.runner.execution.warm_server import serve; serve()"
 READY_S = 30.0  # how long the warm server may take to import everything
 #: what a stream argument may be: subprocess.PIPE, subprocess.DEVNULL, an open file or an fd
@@ -66,8 +69,10 @@ class Entry:
 def entry_for(argv: Sequence[str]) -> Entry | None:
     """The warm entry for an argv the runner knows (its own Python programs), else None."""
     argv = list(argv)
-    if argv[:len(REFERENCE_HOST)] == list(REFERENCE_HOST):
-        return Entry(REFERENCE_HOST[-1], None, tuple(argv[len(REFERENCE_HOST):]))
+    for module in WARM_MODULES:
+        host = [*REFERENCE_HOST[:-1], module]
+        if argv[:len(host)] == host:
+            return Entry(module, None, tuple(argv[len(host):]))
     if argv[:len(LAUNCH_ARGV)] == list(LAUNCH_ARGV):
         return Entry("palace_conformance.cli", "-c", tuple(argv[len(LAUNCH_ARGV):]))
     return None

@@ -33,7 +33,7 @@ from urllib.parse import SplitResult, urlsplit
 import httpx
 
 from palace_conformance.fake.http.wire import BadRequest, ConnectionGone, Headers, RequestHead, Wire
-from palace_conformance.record.relay import FROM_PALACE, TO_PALACE, Message
+from palace_conformance.relay.stdio import FROM_PALACE, TO_PALACE, Message
 
 READ_SECONDS = 10.0  # the bridge's request head and body
 CONNECT_SECONDS = 10.0  # the upstream's TCP (and TLS) connect
