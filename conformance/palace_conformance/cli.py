@@ -15,11 +15,9 @@ from palace_conformance.commands import hosts as hosts_commands
 from palace_conformance.commands import record as record_commands
 from palace_conformance.commands import reports as report_commands
 from palace_conformance.commands import run as run_commands
+from palace_conformance.errors import ConformanceError, UserError
+from palace_conformance.errors import UsageError as UsageError
 from palace_conformance.runner.interrupts import exit_status
-
-
-class UsageError(Exception):
-    """A mistake in how the command was called; printed as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,9 +70,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         args = parser.parse_args(argv)
         code = args.handler(args)
-    except UsageError as exc:
+    except UsageError as exc:  # worded with the program's name already
         print(exc, file=sys.stderr)
         code = 2
+    except ConformanceError as exc:  # any other kit error a command let through: one line too
+        print(f"palace-conformance: {exc}", file=sys.stderr)
+        code = 2 if isinstance(exc, UserError) else 1
     except KeyboardInterrupt as exc:
         code = exit_status(exc)
     except BrokenPipeError:  # `... | head` closed the pipe: what it wanted was printed

@@ -39,3 +39,13 @@ class PalaceError(ConformanceError):
 
 class RunUsageError(UserError):
     """One line for the user, exit 2 (the runner's commands and their helpers)."""
+
+
+class UsageError(UserError):
+    """A mistake in how a command was called (a bad flag, plan or value), already worded with
+    the program's name: printed as it is, one line, exit status 2 (the CLI, the stand-ins)."""
+
+
+class BaselineError(UntrustedInputError, ValueError):
+    """A baseline file (a run's expected failures, or the official suite's expected verdicts)
+    that cannot be used; one line naming the file or entry, the problem and the fix."""

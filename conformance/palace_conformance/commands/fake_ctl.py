@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import PalaceError
 from palace_conformance.fake.faults import FakeSetupError, parse_compact
 
 PROG = "palace-conformance fake ctl"
 TIMEOUT_S = 10.0
 
 
-class CtlError(Exception):
+class CtlError(PalaceError):
     """A control call that failed; the message is the one line to print."""
 
 

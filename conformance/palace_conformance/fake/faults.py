@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.resources import CATALOGUES, tool_catalogue
 
 PLAN_SCHEMA_VERSION = 1
@@ -150,7 +151,7 @@ def _is_json(text: str) -> bool:
     return True
 
 
-class FakeSetupError(ValueError):
+class FakeSetupError(UntrustedInputError, ValueError):
     """The fake cannot start as configured (plan, fault spec, state or journal file); one line."""
 
 

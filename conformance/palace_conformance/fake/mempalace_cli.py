@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from palace_conformance.errors import UserError
 from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.lease import Contention, Lease, default_palace_path, holder_message
 from palace_conformance.fake.options import ENV_ARGV0, ENV_JOURNAL, ENV_STATE
@@ -68,7 +69,7 @@ def run_cli_mine(source: str | None, palace: str, journal_path: str | None,
     return 0
 
 
-class _CliUsage(Exception):
+class _CliUsage(UserError):
     pass
 
 

@@ -65,6 +65,7 @@ from palace_conformance.contract import (
     CAPABILITIES,
     DRIVER_PROTOCOL,
 )
+from palace_conformance.errors import HostError
 from palace_conformance.processes import alive, argv_of
 
 IMPL = "palace-conformance-python-host"
@@ -87,7 +88,7 @@ _KINDS: tuple[tuple[type[BaseException], str], ...] = (
 )
 
 
-class OpError(Exception):
+class OpError(HostError):
     """An op that failed; ``payload`` is the DRIVER.md error object."""
 
     def __init__(self, kind: str, message: str, **extra: Any) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import ConformanceError
 
 if TYPE_CHECKING:
     from palace_conformance.runner.execution.execute import RunOptions
@@ -63,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(PalaceSuite(config), "palace-conformance-suite")
 
 
-class PalaceFailure(Exception):
+class PalaceFailure(ConformanceError):
     """A scenario result that fails the item; ``str()`` is the report body."""
 
 

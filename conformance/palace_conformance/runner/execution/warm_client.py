@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from palace_conformance import processes as procs
+from palace_conformance.errors import ConformanceError
 from palace_conformance.hosts import REFERENCE_HOST, SAFE_PATH
 from palace_conformance.runner.execution.warm_server import REQUEST_HEADER
 
@@ -52,7 +53,7 @@ Stream = int | IO[Any] | None
 UNKNOWN_EXIT = 255  # the exit code of a child whose warm server died before reporting it
 
 
-class WarmStartUnavailable(Exception):
+class WarmStartUnavailable(ConformanceError):
     """The warm server cannot be used here; the caller starts the process cold instead."""
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from palace_conformance import processes as procs
+from palace_conformance.errors import PalaceError
 from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TOKEN_ENV
 from palace_conformance.fake.shims import install_shim, python_path
 from palace_conformance.runner.execution import warm_client
@@ -84,7 +85,7 @@ def clean_stale(directory: str | os.PathLike[str] | None = None, *,
     return removed
 
 
-class SetupError(Exception):
+class SetupError(PalaceError):
     """A prerequisite of the run could not be set up: the scenario is not testable; one line."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.runner.reports.bundle import MANIFEST, SCENARIO_FILE
 from palace_conformance.runner.reports.redact import restore_markers
 from palace_conformance.runner.results import RunResult
@@ -24,7 +25,7 @@ from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.model import Scenario
 
 
-class ReplayError(Exception):
+class ReplayError(UntrustedInputError):
     """A bundle that cannot be replayed; one line naming the problem and the fix."""
 
 if TYPE_CHECKING:
