@@ -8,6 +8,7 @@ import shlex
 import sys
 import time
 
+from palace_conformance.commands.options import add_subcommands
 from palace_conformance.fake.faults import COMPACT_HELP, FakeSetupError
 from palace_conformance.fake.lease import Lease, default_palace_path
 from palace_conformance.fake.mempalace_cli import contention_text, run_cli_mine
@@ -186,9 +187,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     fake = sub.add_parser("fake", help="run the fake MemPalace server and its helpers",
                           description="The fake MemPalace server (behaves like mempalace 3.11.0 "
                           "until a fault plan says otherwise).")
-    fake_sub = fake.add_subparsers(dest="fake_command", metavar="SUBCOMMAND",
-                                   parser_class=type(fake))
-    fake_sub.required = True
+    fake_sub = add_subcommands(fake, "fake_command")
 
     stdio = fake_sub.add_parser("stdio", help="serve MCP over stdin/stdout",
                                 epilog=COMPACT_HELP,

@@ -16,7 +16,12 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from palace_conformance.commands.server_option import add_server_options, chosen_server
+from palace_conformance.commands.options import (
+    add_jobs,
+    add_op_timeout,
+    add_server_options,
+    chosen_server,
+)
 from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
@@ -25,7 +30,7 @@ from palace_conformance.commands.usage import (
     slack_factor,
     writable,
 )
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
@@ -242,16 +247,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      help="which transports to run (default both)")
     run.add_argument("--select", action="append", default=[], metavar="PATTERN",
                      help="only scenario ids matching this glob (e.g. 'stdio.*'); repeatable")
-    run.add_argument("--jobs", type=int, default=None, metavar="N",
-                     help="runs in parallel (default: two per CPU, 2 to 8; here "
-                     f"{default_jobs()}); every run is isolated")
+    add_jobs(run)
     run.add_argument("--cold-start", action="store_true",
                      help="start every reference host and HTTP fake as a fresh interpreter "
                      "(slower); by default they are forked from a warm server that imported "
                      "them once (docs/runner.md)")
-    run.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
-                     help="an op's deadline when its step sets no timeout_ms "
-                     f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    add_op_timeout(run)
     run.add_argument("--slow", action="store_true",
                      help="also run the slow tier (fixtures/slow/): scenarios that wait out a "
                      "seed default of 30 s or more, e.g. the 60 s request timeout; minutes, not "

@@ -1,5 +1,6 @@
-"""``--server fake|real`` and ``--real-python PY``: the palace behind the bridge, one option set
-for ``run``, ``replay``, ``diff`` and ``matrix`` (docs/real-server.md).
+"""The option sets several commands share, defined once: ``--server fake|real`` and
+``--real-python PY`` (the palace behind the bridge, for ``run``, ``replay``, ``diff`` and
+``matrix``; docs/real-server.md), ``--jobs``, ``--op-timeout-ms``, and a command's sub-commands.
 
 Argparse only at import time; the real server's machinery is imported when it is asked for.
 """
@@ -12,6 +13,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from palace_conformance.commands.usage import RunUsageError
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.runner.jobs import default_jobs
 
 if TYPE_CHECKING:
     from palace_conformance.runner.execution.real_world import RealServerSetup
@@ -25,6 +28,28 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--real-python", metavar="PY", default=None,
                         help="with --server real: a Python with mempalace==3.11.0 installed "
                         "(default: $PALACE_REAL_PYTHON; `tox -e real-palace` provisions one)")
+
+
+def add_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="runs in parallel (default: two per CPU, 2 to 8; here "
+                        f"{default_jobs()}); every run is isolated")
+
+
+def add_op_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
+                        help="an op's deadline when its step sets no timeout_ms "
+                        f"(default {DEFAULT_OP_TIMEOUT_MS})")
+
+
+def add_subcommands(parser: argparse.ArgumentParser, dest: str,
+                    metavar: str = "SUBCOMMAND") -> argparse._SubParsersAction[
+                        argparse.ArgumentParser]:
+    """A command's required sub-commands, parsed by the same parser class as the command (the
+    CLI's, whose mistakes are one line)."""
+    sub = parser.add_subparsers(dest=dest, metavar=metavar, parser_class=type(parser))
+    sub.required = True
+    return sub
 
 
 @contextlib.contextmanager
