@@ -14,11 +14,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from palace_conformance.commands.options import (
-    add_op_timeout,
-    add_server_options,
-    chosen_server,
-)
+from palace_conformance.commands.options import add_op_timeout, add_server_options, chosen_server
 from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
