@@ -189,6 +189,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                           "until a fault plan says otherwise).")
     fake_sub = add_subcommands(fake, "fake_command")
 
+    _add_servers(fake_sub)
+    _add_shims(fake_sub)
+    _add_helpers(fake_sub)
+    from palace_conformance.commands.fake_ctl import add_ctl
+    from palace_conformance.commands.fake_journal import add_journal
+
+    add_ctl(fake_sub)
+    add_journal(fake_sub)
+
+
+def _add_servers(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``fake stdio`` and ``fake http``."""
     stdio = fake_sub.add_parser("stdio", help="serve MCP over stdin/stdout",
                                 epilog=COMPACT_HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -213,6 +225,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     http.add_argument("--no-control", action="store_true", help="disable the /_fake control API")
     http.set_defaults(handler=_http)
 
+
+def _add_shims(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``fake install-shim`` and ``fake uninstall-shim``."""
     shim = fake_sub.add_parser("install-shim", help="write DIR/mempalace-mcp, "
                                "DIR/mempalace-light-mcp and DIR/mempalace (the fake), "
                                "DIR/mempalace-pi-session (a scriptable stand-in) and the fake "
@@ -228,6 +243,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     unshim.add_argument("dir", metavar="DIR")
     unshim.set_defaults(handler=_uninstall_shim)
 
+
+def _add_helpers(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``hold-lock``, ``cli-mine``, ``faults``, ``presets`` and ``catalog``."""
     hold = fake_sub.add_parser("hold-lock", help="hold the palace writer lock like another writer")
     hold.add_argument("--palace", metavar="DIR")
     hold.add_argument("--seconds", type=float, default=0,
@@ -262,12 +280,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     catalog.add_argument("--check", action="store_true", help="write nothing: exit 1 with the "
                          "differences when the recording differs from the checked-in data")
     catalog.set_defaults(handler=_catalog)
-
-    from palace_conformance.commands.fake_ctl import add_ctl
-    from palace_conformance.commands.fake_journal import add_journal
-
-    add_ctl(fake_sub)
-    add_journal(fake_sub)
 
 
 def _port(text: str) -> int:
