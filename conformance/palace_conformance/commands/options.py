@@ -17,7 +17,7 @@ from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.runner.jobs import default_jobs
 
 if TYPE_CHECKING:
-    from palace_conformance.runner.execution.real_world import RealServerSetup
+    from palace_conformance.real.world import RealServerSetup
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +61,7 @@ def chosen_server(args: argparse.Namespace) -> Iterator[RealServerSetup | None]:
         yield None
         return
     from palace_conformance.real.install import RealServerMissing
-    from palace_conformance.runner.execution.real_world import real_server_setup
+    from palace_conformance.real.world import real_server_setup
 
     try:
         with real_server_setup(args.real_python) as setup:

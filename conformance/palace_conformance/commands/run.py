@@ -80,6 +80,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.execution import warm_client
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import SuiteOptions
+    from palace_conformance.runner.execution.world import FAKE_PALACE
     from palace_conformance.runner.reports.console import make_progress, render_summary
     from palace_conformance.runner.reports.hints import capability_hints
     from palace_conformance.runner.reports.report_dir import RUNS, clear_previous
@@ -120,7 +121,8 @@ def _run_checked(args: argparse.Namespace) -> int:
                        artifacts=report_dir / RUNS if report_dir else None,
                        warm_start=not args.cold_start,
                        level=args.level or default_level(args.bridge, profile),
-                       profile=profile, slack_factor=factor, real=real),
+                       profile=profile, slack_factor=factor,
+                       server=real if real is not None else FAKE_PALACE),
         jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
         only=only)
     with server:

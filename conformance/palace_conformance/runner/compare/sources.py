@@ -145,12 +145,14 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
     """Run the planned scenarios against one bridge (the same machinery as ``run``)."""
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
+    from palace_conformance.runner.execution.world import FAKE_PALACE
     from palace_conformance.runner.reports.console import make_progress
 
     options = SuiteOptions(run=RunOptions(host_argv=tuple(argv),
                                           op_timeout_ms=selection.op_timeout_ms,
                                           level=level, profile=profile,
-                                          real=selection.real),
+                                          server=selection.real if selection.real is not None
+                                          else FAKE_PALACE),
                            jobs=selection.jobs, transports=selection.transports)
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)

@@ -114,9 +114,11 @@ def replay(bundle: Bundle, host_argv: tuple[str, ...], *, op_timeout_ms: int,
     ``RealServerSetup`` (``replay --server real``)."""
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
+    from palace_conformance.runner.execution.world import FAKE_PALACE
 
     options = SuiteOptions(run=RunOptions(host_argv=host_argv, op_timeout_ms=op_timeout_ms,
-                                          level=level, profile=profile, real=real),
+                                          level=level, profile=profile,
+                                          server=real if real is not None else FAKE_PALACE),
                            jobs=jobs, transports=bundle.transports)
     return run_suite([bundle.scenario], options, progress=progress)
 
