@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_bridge.client import create_client
-from palace_conformance.fake.commands import install_shim
+from palace_conformance.fake.shims import install_shim
 
 CallFn = Callable[[], Awaitable[Any]]
 

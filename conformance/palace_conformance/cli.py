@@ -9,17 +9,15 @@ from collections.abc import Sequence
 from typing import NoReturn, cast
 
 from palace_conformance import __version__
-from palace_conformance.fake import commands as fake_commands
-from palace_conformance.hosts import commands as hosts_commands
-from palace_conformance.record import commands as record_commands
-from palace_conformance.runner.commands import reports as report_commands
-from palace_conformance.runner.commands import run as run_commands
+from palace_conformance.commands import fake as fake_commands
+from palace_conformance.commands import fixtures as fixture_commands
+from palace_conformance.commands import hosts as hosts_commands
+from palace_conformance.commands import record as record_commands
+from palace_conformance.commands import reports as report_commands
+from palace_conformance.commands import run as run_commands
+from palace_conformance.errors import ConformanceError, UserError
+from palace_conformance.errors import UsageError as UsageError
 from palace_conformance.runner.interrupts import exit_status
-from palace_conformance.scenarios import commands as fixture_commands
-
-
-class UsageError(Exception):
-    """A mistake in how the command was called; printed as one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,26 +53,28 @@ def build_parser() -> argparse.ArgumentParser:
     hosts_commands.add_commands(sub)
     run_commands.add_commands(sub)
     report_commands.add_commands(sub)
-    from palace_conformance.selftest import command as selftest_command  # light: engine loads later
+    from palace_conformance.commands import (
+        selftest as selftest_command,  # light: engine loads later
+    )
 
     selftest_command.add_commands(sub)
-    from palace_conformance.runner.commands import drift as drift_commands  # light, like selftest
+    from palace_conformance.commands import drift as drift_commands  # light, like selftest
 
     drift_commands.add_commands(sub)
-    from palace_conformance.runner.commands import profile as profile_commands  # light, too
+    from palace_conformance.commands import profile as profile_commands  # light, too
 
     profile_commands.add_commands(sub)
-    from palace_conformance.runner.commands import merge as merge_commands  # light, too
+    from palace_conformance.commands import merge as merge_commands  # light, too
 
     merge_commands.add_commands(sub)
     record_commands.add_commands(sub)
-    from palace_conformance.official import commands as official_commands  # light, too
+    from palace_conformance.commands import official as official_commands  # light, too
 
     official_commands.add_commands(sub)
-    from palace_conformance.fidelity import command as fidelity_command  # light, like selftest
+    from palace_conformance.commands import fidelity as fidelity_command  # light, like selftest
 
     fidelity_command.add_commands(sub)
-    from palace_conformance.ci import command as ci_command  # light, like selftest
+    from palace_conformance.commands import ci as ci_command  # light, like selftest
 
     ci_command.add_commands(sub)
     return parser
@@ -85,9 +85,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         args = parser.parse_args(argv)
         code = args.handler(args)
-    except UsageError as exc:
+    except UsageError as exc:  # worded with the program's name already
         print(exc, file=sys.stderr)
         code = 2
+    except ConformanceError as exc:  # any other kit error a command let through: one line too
+        print(f"palace-conformance: {exc}", file=sys.stderr)
+        code = 2 if isinstance(exc, UserError) else 1
     except KeyboardInterrupt as exc:
         code = exit_status(exc)
     except BrokenPipeError:  # `... | head` closed the pipe: what it wanted was printed

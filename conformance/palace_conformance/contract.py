@@ -62,3 +62,10 @@ MAILBOX_TYPE: Final = "mempalace-mailbox"
 
 #: the runner's deadline for one op when a step sets none (a host's own default is 30000)
 DEFAULT_OP_TIMEOUT_MS: Final = 15000
+
+#: the pi transcript stand-in (``standins/feed_session.py``): its program name, the modes a plan
+#: step may name and the keys a step (or a fake preset's ``standins`` entry) may set; the fake's
+#: presets check their ``standins`` entries against these
+FEED_SESSION_PROGRAM: Final = "mempalace-pi-session"
+FEED_SESSION_MODES: Final = ("source", "none", "hang", "fail")
+FEED_SESSION_STEP_KEYS: Final = ("mode", "delay_ms", "exit")

@@ -21,8 +21,8 @@ import pytest
 
 from palace_bridge.cli import main as bridge_main
 from palace_bridge.client import PalaceClient, create_client
-from palace_conformance.fake.commands import install_shim
 from palace_conformance.fake.journal import read_journal
+from palace_conformance.fake.shims import install_shim
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from palace_conformance.fake.palace import PalaceStore, run_tool
-from palace_conformance.fake.truth_table import (
+from palace_conformance.fidelity.truth_table import (
     KINDS,
     POPULATED_SEED,
     STATES,

@@ -22,8 +22,8 @@ import pytest
 
 from palace_bridge.extension import Bridge, activate
 from palace_bridge.host import InjectedMessage, RecordingHost
-from palace_conformance.fake.commands import install_shim
 from palace_conformance.fake.journal import read_journal
+from palace_conformance.fake.shims import install_shim
 
 ME = "pi@int-box"
 

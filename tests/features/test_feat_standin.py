@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from palace_conformance.fake.commands import install_shim
 from palace_conformance.fake.journal import read_journal
+from palace_conformance.fake.shims import install_shim
 
 
 def run(tmp: Path, *args: str, timeout: float = 20, **env: str) -> subprocess.CompletedProcess:

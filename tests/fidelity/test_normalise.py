@@ -87,7 +87,7 @@ def test_ids_used_as_object_keys_are_masked_like_values() -> None:
 def test_the_prose_and_host_keys_are_the_ones_the_truth_table_masks() -> None:
     """fake catalog's truth table and fidelity mask the same prose and host keys (two lists, one
     decision: the fake abridges 3.11's prose and embeds with its own model)."""
-    from palace_conformance.fake.truth_table import MASKED_KEYS
+    from palace_conformance.fidelity.truth_table import MASKED_KEYS
 
     [rule] = [r for r in RULES if r.id == "prose-and-embedder"]
     prose_and_host = {key for key, mask in MASKED_KEYS.items() if mask != "<SCORE>"}

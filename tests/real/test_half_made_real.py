@@ -20,7 +20,7 @@ import pytest
 
 from palace_conformance.fake.brain import tool_result
 from palace_conformance.fake.palace import PalaceStore, run_tool
-from palace_conformance.fake.truth_table import StdioSession
+from palace_conformance.fidelity.truth_table import StdioSession
 from palace_conformance.real.embedding import environment, running_stub
 from palace_conformance.real.install import isolated_environment, locate
 

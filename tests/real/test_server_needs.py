@@ -140,14 +140,14 @@ def test_only_a_patterns_own_kind_counts_not_one_inside_a_message() -> None:
 def test_the_runner_declares_such_a_run_not_applicable_before_building_a_world(
         catalogue: list[Scenario], tmp_path: Path) -> None:
     from palace_conformance.real.install import RealServer
+    from palace_conformance.real.world import RealServerSetup
     from palace_conformance.runner.execution.execute import RunOptions, run_scenario
-    from palace_conformance.runner.execution.real_world import RealServerSetup
 
     # a server that does not exist: nothing may be started for a run it cannot serve
     setup = RealServerSetup(server=RealServer(python=tmp_path / "none", version="3.11.0"),
                             embedding_url="http://127.0.0.1:9/v1", template_home=tmp_path)
     scenario = next(s for s in catalogue if s.id == "stdio.respawn.after-crash")
-    result = run_scenario(scenario, "stdio", RunOptions(host_argv=("false",), real=setup))
+    result = run_scenario(scenario, "stdio", RunOptions(host_argv=("false",), server=setup))
     assert result.status == NOT_APPLICABLE
     assert result.reason == ("Not applicable: on the real server, needs fault injection "
                              f"({', '.join(sorted({f.action for f in scenario.faults.faults}))})")
@@ -170,13 +170,13 @@ def test_a_stop_that_must_never_signal_needs_a_prompt_exit_on_eof(
 def test_a_load_gets_the_real_servers_start_allowance_unless_the_scenario_bounds_it(
         tmp_path: Path) -> None:
     from palace_conformance.real.install import RealServer
+    from palace_conformance.real.world import RealServerSetup
     from palace_conformance.runner.execution.execute import RunOptions, op_deadline
-    from palace_conformance.runner.execution.real_world import RealServerSetup
     from palace_conformance.scenarios.model import Step
 
     setup = RealServerSetup(server=RealServer(python=tmp_path / "none", version="3.11.0"),
                             embedding_url="http://127.0.0.1:9/v1", template_home=tmp_path)
-    fake, real = RunOptions(host_argv=("h",)), RunOptions(host_argv=("h",), real=setup)
+    fake, real = RunOptions(host_argv=("h",)), RunOptions(host_argv=("h",), server=setup)
     load = Step.from_json(0, {"op": "load"})
     bounded = Step.from_json(0, {"op": "load", "timeout_ms": 4000})
     call = Step.from_json(1, {"op": "call_tool", "name": "mempalace_status", "args": {}})

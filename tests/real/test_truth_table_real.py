@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from palace_conformance.fake.truth_table import (
+from palace_conformance.fidelity.truth_table import (
     catalogue_path,
     differences,
     light_path,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from palace_conformance.record.draft import Cleaner, build_draft, tool_calls
-from palace_conformance.record.relay import FROM_PALACE, TO_PALACE, Message
+from palace_conformance.relay.stdio import FROM_PALACE, TO_PALACE, Message
 
 SECRET = "tok-0123456789abcdef"
 

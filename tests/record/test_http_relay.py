@@ -23,8 +23,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from palace_conformance.record.proxy import EventStream, relayed
 from palace_conformance.redaction import name_looks_secret
+from palace_conformance.relay.http import EventStream, relayed
 
 BIN = Path(sys.executable).parent
 TOKEN = "http-rec-t0ken-9f8e7d6c"

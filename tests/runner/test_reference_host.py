@@ -15,8 +15,8 @@ import pytest
 from palace_bridge import errors
 from palace_bridge.host import ToolDefinition, ToolOutcome
 from palace_conformance import processes as procs
-from palace_conformance.fake.commands import install_shim
 from palace_conformance.fake.journal import read_journal
+from palace_conformance.fake.shims import install_shim
 from palace_conformance.hosts import REFERENCE_HOST
 from palace_conformance.hosts.reference import CAPABILITIES, ReferenceHost, error_payload
 from palace_conformance.resources import tool_catalogue

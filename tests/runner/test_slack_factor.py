@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from palace_conformance.cli import main
+from palace_conformance.commands.usage import RunUsageError, slack_factor
 from palace_conformance.runner.reports.merge import MergeError, merge_runs
 from palace_conformance.runner.results import RunResult
-from palace_conformance.runner.usage import RunUsageError, slack_factor
 from palace_conformance.scenarios.checks import evaluate
 from palace_conformance.scenarios.model import Check, Timing
 

@@ -20,6 +20,7 @@ from palace_conformance.runner.results import CheckRecord, ScenarioResult
 from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
 from palace_conformance.selftest.engine import (
     KILLED,
+    MUTANT_HOST_MODULE,
     SURVIVED,
     MutantOutcome,
     SelftestOptions,
@@ -135,9 +136,9 @@ def test_usage_mistakes_are_one_line_with_exit_2(capsys: pytest.CaptureFixture[s
 
 
 def test_the_command_defaults_match_the_engine() -> None:
+    from palace_conformance.commands import selftest as selftest_command
     from palace_conformance.runner.execution import execute
     from palace_conformance.runner.jobs import default_jobs
-    from palace_conformance.selftest import command as selftest_command
     from palace_conformance.selftest import engine as selftest
 
     assert selftest.SelftestOptions().jobs == default_jobs()
@@ -157,11 +158,12 @@ def test_list_names_every_mutant_and_the_control(capsys: pytest.CaptureFixture[s
 
 
 def _hello(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*REFERENCE_HOST, *args], input='{"id": 1, "op": "hello"}\n',
+    host = [*REFERENCE_HOST[:-1], MUTANT_HOST_MODULE]  # the selftest's host around the reference's
+    return subprocess.run([*host, *args], input='{"id": 1, "op": "hello"}\n',
                           capture_output=True, text=True, timeout=30, check=False)
 
 
-def test_the_reference_host_applies_a_mutant_and_says_so_in_hello() -> None:
+def test_the_selftest_host_applies_a_mutant_and_says_so_in_hello() -> None:
     done = _hello("--mutant", "wake-on-resume")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["result"]["bridge"].endswith("[mutant wake-on-resume]")

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from palace_conformance.fake.commands import install_shim
 from palace_conformance.fake.journal import read_journal
+from palace_conformance.fake.shims import install_shim
 from palace_conformance.hosts.node import host_command
 from palace_conformance.runner.execution.driver import DriverClient, Reply
 

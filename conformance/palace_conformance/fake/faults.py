@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.resources import CATALOGUES, tool_catalogue
 
 PLAN_SCHEMA_VERSION = 1
@@ -150,7 +151,7 @@ def _is_json(text: str) -> bool:
     return True
 
 
-class FakeSetupError(ValueError):
+class FakeSetupError(UntrustedInputError, ValueError):
     """The fake cannot start as configured (plan, fault spec, state or journal file); one line."""
 
 
@@ -363,6 +364,14 @@ def check_transport(fault: Fault, transport: str, where: str) -> None:
 
 
 def _check_params(action: str, params: dict[str, Any], where: str) -> None:
+    """Every parameter of one fault checked, in this order; the first problem is raised."""
+    _check_numbers(action, params, where)
+    _check_shapes(action, params, where)
+    _check_http(action, params, where)
+
+
+def _check_numbers(action: str, params: dict[str, Any], where: str) -> None:
+    """Integers within their limits, exit codes, HTTP statuses, JSON-RPC error codes."""
     def need_int(name: str, minimum: int = 0) -> None:
         value = params.get(name)
         if value is None:
@@ -394,6 +403,10 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         # JSON Schema and every other language: a boolean is not an integer
         raise FaultPlanError(f"{where}: error needs an integer 'code' (e.g. -32001), "
                              f"not {json.dumps(code)}")
+
+
+def _check_shapes(action: str, params: dict[str, Any], where: str) -> None:
+    """Methods, versions, stderr pieces, the grandchild's flags, what follows a fault."""
     if action in {"server_request", "notify"} and not isinstance(params.get("method"), str):
         raise FaultPlanError(f"{where}: {action} needs a 'method' string")
     if action == "exit" and params.get("when", "before_reply") not in (
@@ -427,6 +440,10 @@ def _check_params(action: str, params: dict[str, Any], where: str) -> None:
         raise FaultPlanError(f"{where}: exit 'stderr' must be a string (the last line written)")
     if action == "partial_line" and params.get("then", "exit") not in ("exit", "stall"):
         raise FaultPlanError(f"{where}: partial_line 'then' must be exit or stall")
+
+
+def _check_http(action: str, params: dict[str, Any], where: str) -> None:
+    """The SSE knobs and the rotated token."""
     decoy = params.get("decoy_event")
     if action == "sse" and decoy is not None and (
         not isinstance(decoy, str) or not SSE_EVENT_TYPE.fullmatch(decoy) or decoy == "message"

@@ -24,6 +24,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.fake.palace_checks import (
+    argument_problem,
+    chroma_missing,
+    digest,
+    refusal,
+)
+
 VERSION = "3.11.0"
 EVENT_STATUSES = ("applied", "blocked", "claimed", "failed", "open", "ready", "superseded")
 ARTIFACT_KINDS = ("file", "json", "log", "note", "patch")
@@ -48,10 +55,6 @@ AAAK_TEXT = ("AAAK is a compressed memory dialect that MemPalace uses for effici
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
-
-
-def _digest(*parts: str, size: int = 12) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:size]
 
 
 def new_replica_id() -> str:
@@ -259,50 +262,7 @@ def unmodelled(what: str) -> dict[str, Any]:
                                        "palace", "fake_unmodelled": True}
 
 
-NAME_MAX = 128
-_SAFE_NAME = re.compile(r"^(?:[^\W_]|[^\W_][\w .'-]{0,126}[^\W_])$")
-
-
-def _problem(field: str, value: Any, rule: str) -> str | None:
-    """What 3.11 says of one argument, checked on its stripped value, or None when it passes.
-
-    ``rule`` is ``text`` (content: any non-blank string), ``value`` (a knowledge-graph subject or
-    object: also at most 128 characters, no NUL) or ``name`` (wing, room, topic, agent_name, a
-    predicate: also no path characters, and letters or digits at both ends with only word
-    characters, space, ``.``, ``'`` and ``-`` between)."""
-    if not isinstance(value, str) or not value.strip():
-        return f"{field} must be a non-empty string"
-    value = value.strip()
-    if rule == "text":
-        return None
-    if len(value) > NAME_MAX:
-        return f"{field} exceeds maximum length of {NAME_MAX} characters"
-    if rule == "name" and (".." in value or "/" in value or "\\" in value):
-        return f"{field} contains invalid path characters"
-    if "\x00" in value:
-        return f"{field} contains null bytes"
-    if rule == "name" and not _SAFE_NAME.match(value):
-        return f"{field} contains invalid characters"
-    return None
-
-
-def _refused(*checks: tuple[str, Any, str]) -> dict[str, Any] | None:
-    """The first failing ``(field, value, rule)`` check as 3.11's result, or None."""
-    for field, value, rule in checks:
-        if (problem := _problem(field, value, rule)) is not None:
-            return {"success": False, "error": problem}
-    return None
-
-
 # --- a fresh palace (no chroma database yet) ---------------------------------------------
-
-
-def _chroma_missing(palace: str) -> dict[str, Any]:
-    """What 3.11 answers a read that opens the chroma database before any vector write."""
-    return {"error": "Chroma database missing",
-            "details": f"Could not open missing database at {palace}/chroma.sqlite3.",
-            "hint": "Run: mempalace status or mempalace repair-status for diagnostics.",
-            "backend": "chroma"}
 
 
 def _library_versions() -> dict[str, Any]:
@@ -315,7 +275,7 @@ def _updates() -> dict[str, Any]:
 
 
 def _fresh_status(palace: str) -> dict[str, Any]:
-    return {**_chroma_missing(palace), "sqlite_integrity": _unchecked_integrity(palace),
+    return {**chroma_missing(palace), "sqlite_integrity": _unchecked_integrity(palace),
             "library_versions": _library_versions(), "updates": _updates()}
 
 
@@ -349,7 +309,7 @@ def fresh(state: PalaceState, args: dict[str, Any]) -> dict[str, Any] | None:
     at all, or a half-made one), else None."""
     if state.initialised:
         return None
-    return backend_open_failed() if state.bare_database else _chroma_missing(args["__palace__"])
+    return backend_open_failed() if state.bare_database else chroma_missing(args["__palace__"])
 
 
 def make_directory(state: PalaceState) -> None:
@@ -380,7 +340,7 @@ def optional_name(field: str, value: Any) -> str | None:
     AttributeError on ``strip`` (-32000), a bad name is the problem text, absent is None."""
     if value is None or not value.strip():
         return None
-    return _problem(field, value, "name")
+    return argument_problem(field, value, "name")
 
 
 # --- palace overview -----------------------------------------------------------------------
@@ -481,7 +441,7 @@ def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_by: str,
                  source_file: str = "?") -> dict[str, Any]:
-    drawer_id = f"drawer_{wing}_{room}_{_digest(wing, room, content, size=24)}"
+    drawer_id = f"drawer_{wing}_{room}_{digest(wing, room, content, size=24)}"
     if any(d["id"] == drawer_id for d in state.drawers):
         return {"success": True, "reason": "already_exists", "drawer_id": drawer_id}
     vector_written(state)
@@ -493,7 +453,7 @@ def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_b
 
 @tool("mempalace_add_drawer", writes=True)
 def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    refused = _refused(("wing", args["wing"], "name"), ("room", args["room"], "name"),
+    refused = refusal(("wing", args["wing"], "name"), ("room", args["room"], "name"),
                        ("content", args["content"], "text"))
     if refused is not None:
         return refused
@@ -659,7 +619,7 @@ def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                  wing: str | None) -> dict[str, Any]:
     # 3.11 names the entry 'content' in its complaint, whichever argument carried it
-    refused = _refused(("agent_name", agent, "name"), ("content", entry, "text"),
+    refused = refusal(("agent_name", agent, "name"), ("content", entry, "text"),
                        ("topic", topic, "name"),
                        *((("wing", wing, "name"),) if wing is not None else ()))
     if refused is not None:
@@ -680,8 +640,8 @@ def _diary_write(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_diary_read")
 def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     agent = args["agent_name"]
-    problem = _problem("agent_name", agent, "name") or (
-        _problem("wing", args["wing"], "name") if args.get("wing") else None)
+    problem = argument_problem("agent_name", agent, "name") or (
+        argument_problem("wing", args["wing"], "name") if args.get("wing") else None)
     if problem is not None:
         return {"error": problem}
     if (missing := fresh(state, args)) is not None:
@@ -715,14 +675,14 @@ def triple_id_part(text: str) -> str:
 
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    refused = _refused(("subject", args["subject"], "value"),
+    refused = refusal(("subject", args["subject"], "value"),
                        ("predicate", args["predicate"], "name"),
                        ("object", args["object"], "value"))
     if refused is not None:
         return refused
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
     triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
-                 f"{triple_id_part(obj)}_{_digest(subject, predicate, obj)}")
+                 f"{triple_id_part(obj)}_{digest(subject, predicate, obj)}")
     state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
                           "object": obj, "valid_from": args.get("valid_from"),
                           "valid_to": args.get("valid_to"),
@@ -735,7 +695,7 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_kg_query")
 def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args["entity"]
-    if (problem := _problem("entity", entity, "value")) is not None:
+    if (problem := argument_problem("entity", entity, "value")) is not None:
         return {"error": problem}
     as_of = args.get("as_of")
     today = as_of or _now().strftime("%Y-%m-%d")
@@ -765,7 +725,7 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_event_append", writes=True)
 def _event_append(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    refused = _refused(*((field, args[field], "text")
+    refused = refusal(*((field, args[field], "text")
                          for field in ("type", "stream", "room", "from_agent")))
     if refused is not None:
         return refused
@@ -780,7 +740,7 @@ def append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     seq = max((e["seq"] for e in state.events), default=0) + 1
     when = _now()
     event = {
-        "id": f"evt_{when.strftime('%Y%m%dT%H%M%S')}_{_digest(str(seq), str(args.get('body')))}",
+        "id": f"evt_{when.strftime('%Y%m%dT%H%M%S')}_{digest(str(seq), str(args.get('body')))}",
         "seq": seq, "origin_replica": state.replica, "origin_seq": seq,
         "hlc": f"{int(when.timestamp() * 1000)}-{seq:06d}-{state.replica}",
         "type": args.get("type"), "stream": args.get("stream"), "room": args.get("room"),
@@ -850,7 +810,7 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_event_ack", writes=True)
 def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    refused = _refused(("event_id", args["event_id"], "text"),
+    refused = refusal(("event_id", args["event_id"], "text"),
                        ("from_agent", args["from_agent"], "text"))
     if refused is not None:
         return refused
@@ -899,7 +859,7 @@ def store_artifact(state: PalaceState, kind: str, content: str, created_by: Any,
 @tool("mempalace_artifact_get", writes=True)
 def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    if (problem := _problem("artifact_id", args["artifact_id"], "text")) is not None:
+    if (problem := argument_problem("artifact_id", args["artifact_id"], "text")) is not None:
         return {"error": problem}
     for artifact in state.artifacts:
         if artifact["id"] == args["artifact_id"]:

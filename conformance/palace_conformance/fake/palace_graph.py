@@ -14,13 +14,12 @@ from typing import Any
 
 from palace_conformance.fake.palace import (
     PalaceState,
-    _problem,
-    _refused,
     fresh,
     optional_name,
     tool,
     triple_id_part,
 )
+from palace_conformance.fake.palace_checks import argument_problem, refusal
 
 
 def _today() -> str:
@@ -47,7 +46,7 @@ def _end(state: PalaceState, subject: str, predicate: str, obj: str, ended: str)
 
 @tool("mempalace_kg_invalidate", writes=True)
 def _kg_invalidate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    refused = _refused(("subject", args["subject"], "value"),
+    refused = refusal(("subject", args["subject"], "value"),
                        ("predicate", args["predicate"], "name"),
                        ("object", args["object"], "value"))
     if refused is not None:
@@ -61,7 +60,7 @@ def _kg_invalidate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_kg_supersede", writes=True)
 def _kg_supersede(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    refused = _refused(("subject", args["subject"], "value"),
+    refused = refusal(("subject", args["subject"], "value"),
                        ("predicate", args["predicate"], "name"),
                        ("old_object", args["old_object"], "value"),
                        ("new_object", args["new_object"], "value"))
@@ -83,7 +82,7 @@ def _kg_supersede(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_kg_timeline")
 def _kg_timeline(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args.get("entity")
-    if entity is not None and (problem := _problem("entity", entity, "value")) is not None:
+    if entity is not None and (problem := argument_problem("entity", entity, "value")) is not None:
         return {"error": problem}
     today = _today()
     rows = [{"subject": t["subject"], "predicate": t["predicate"], "object": t["object"],
@@ -196,7 +195,7 @@ def tunnel_id_of(source_wing: str, source_room: str, target_wing: str, target_ro
 @tool("mempalace_create_tunnel", writes=True)
 def _create_tunnel(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for field in _ENDS:
-        if (problem := _problem(field, args[field], "name")) is not None:
+        if (problem := argument_problem(field, args[field], "name")) is not None:
             return {"error": problem}
     sw, sr, tw, tr = (args[field].strip() for field in _ENDS)
     if state.initialised:  # a fresh palace has no rooms to check against, and 3.11 files it
@@ -259,7 +258,7 @@ FOLLOW_STRENGTH = 0.05
 @tool("mempalace_follow_tunnels", writes=True)
 def _follow_tunnels(state: PalaceState, args: dict[str, Any]) -> Any:
     for field in ("wing", "room"):
-        if (problem := _problem(field, args[field], "name")) is not None:
+        if (problem := argument_problem(field, args[field], "name")) is not None:
             return {"error": problem}
     if (missing := fresh(state, args)) is not None:
         return missing

@@ -16,10 +16,6 @@ from typing import Any
 
 from palace_conformance.fake.palace import (
     PalaceState,
-    _chroma_missing,
-    _digest,
-    _problem,
-    _refused,
     append_event,
     backend_open_failed,
     drawer_metadata,
@@ -32,6 +28,7 @@ from palace_conformance.fake.palace import (
     tool,
     unmodelled,
 )
+from palace_conformance.fake.palace_checks import argument_problem, chroma_missing, digest, refusal
 
 _WORD = re.compile(r"\w+")
 _HEX_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
@@ -274,7 +271,7 @@ def _memories_filed_away(state: PalaceState, args: dict[str, Any]) -> dict[str, 
 def _reconnect(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if not state.initialised:
         missing = (backend_open_failed() if state.bare_database
-                   else _chroma_missing(args["__palace__"]))
+                   else chroma_missing(args["__palace__"]))
         return {"success": False, "message": missing["error"], "details": missing["details"],
                 "hint": missing["hint"], "drawers": 0, "vector_disabled": False}
     return {"success": True, "message": "Reconnected to palace", "drawers": len(state.drawers),
@@ -323,7 +320,7 @@ def _task_create(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     goal, done = args["goal"], args["done"]  # kept as given in the body
     seq = max((e["seq"] for e in state.events), default=0) + 1
     # 3.11 adds 8 random hex digits; the fake derives them, like its event ids
-    correlation_id = f"task_{task_slug(goal, 'work')}_{_digest(str(seq), goal, size=8)}"
+    correlation_id = f"task_{task_slug(goal, 'work')}_{digest(str(seq), goal, size=8)}"
     event = append_event(state, {
         "type": "task.request", "stream": f"project/{task_slug(fields['project'], 'project')}",
         "room": "delegation", "from_agent": fields["from_agent"], "to_agent": fields["to_agent"],
@@ -338,9 +335,9 @@ def _task_create(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_patch_submit", writes=True)
 def _patch_submit(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    if (problem := _problem("created_by", args["from_agent"], "text")) is not None:
+    if (problem := argument_problem("created_by", args["from_agent"], "text")) is not None:
         return {"success": False, "error": problem}
-    refused = _refused(("stream", args["stream"], "text"),
+    refused = refusal(("stream", args["stream"], "text"),
                        ("room", args.get("room", "patches"), "text"))
     if refused is not None:
         return refused

@@ -16,10 +16,11 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from palace_conformance.fake.brain import Brain, Exchange
+from palace_conformance.fake.faults import Fault
 
 
 class Port(Protocol):
@@ -146,19 +147,7 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
     if exchange.kind == "response":
         return
     fault = exchange.fault
-    if (flood := fault("flood_stderr")) is not None:
-        await offload(port, flood_stderr, int(flood.params.get("bytes", 1 << 20)),
-                      bool(flood.params.get("invalid_utf8", False)))
-    if (written := fault("write_stderr")) is not None:
-        await offload(port, write_stderr, list(written.params["pieces"]),
-                      int(written.params.get("pause_ms") or 0))
-    for f in exchange.faults:
-        if f.action == "notify":
-            await send({"jsonrpc": "2.0", "method": f.params["method"],
-                        "params": f.params.get("params", {})})
-        elif f.action == "server_request":
-            await send({"jsonrpc": "2.0", "id": brain.next_server_request_id(),
-                        "method": f.params["method"], "params": f.params.get("params", {})})
+    await _before_reply(brain, exchange, port, send)
     if (stall := fault("stall")) is not None:
         await pause(stall.params.get("ms"), port)
         journal.record("stall_end", fault_id=stall.id, id=exchange.request_id)
@@ -166,15 +155,7 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
     if (delay := fault("delay")) is not None:
         await pause(int(delay.params.get("ms", 0)), port)
     if (drip := fault("drip_progress")) is not None:
-        meta = ((exchange.message or {}).get("params") or {}).get("_meta") or {}
-        token = meta.get("progressToken", f"fake-progress-{exchange.request_id}")
-        count = int(drip.params.get("count", 3))
-        for step in range(1, count + 1):
-            await pause(int(drip.params.get("interval_ms", 100)), port)
-            await send({"jsonrpc": "2.0", "method": "notifications/progress",
-                        "params": {"progressToken": token, "progress": step, "total": count}})
-        if drip.params.get("then", "reply") == "stall":
-            await pause(FOREVER, port)
+        await _drip_progress(drip, exchange, port, send)
     crash = fault("exit")
 
     async def crash_out(note: str) -> None:
@@ -207,19 +188,7 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
         if retype.params.get("then", "reply") == "stall":
             await pause(FOREVER, port)
             return
-    if (wrong := fault("wrong_id")) is not None:
-        reply = {**reply, "id": wrong.params.get("reply_id", f"wrong-{reply.get('id')}")}
-    if (override := fault("error")) is not None and "id" in reply:
-        reply = {"jsonrpc": "2.0", "id": reply["id"],
-                 "error": {k: v for k, v in (("code", override.params["code"]),
-                                             ("message", override.params.get("message", "error")),
-                                             ("data", override.params.get("data")))
-                           if v is not None}}
-    if (result := fault("result")) is not None and "id" in reply:
-        reply = {"jsonrpc": "2.0", "id": reply["id"], "result": result.params.get("result", {})}
-    if (big := fault("oversized")) is not None and "result" in reply:
-        size = int(big.params.get("bytes", 11 << 20))
-        reply = {**reply, "result": {**reply["result"], "_padding": "x" * size}}
+    reply = _rewritten(reply, fault)
     if (partial := fault("partial_line")) is not None:
         data = encode(reply)
         await send_raw(data[: max(1, len(data) // 2)], "partial line")
@@ -233,3 +202,56 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
         await send(reply)
     if crash is not None:
         await crash_out("fault exit after reply")
+
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def _before_reply(brain: Brain, exchange: Exchange, port: Port, send: Send) -> None:
+    """What a fault does before the request is handled: stderr written, notifications and
+    server requests sent."""
+    fault = exchange.fault
+    if (flood := fault("flood_stderr")) is not None:
+        await offload(port, flood_stderr, int(flood.params.get("bytes", 1 << 20)),
+                      bool(flood.params.get("invalid_utf8", False)))
+    if (written := fault("write_stderr")) is not None:
+        await offload(port, write_stderr, list(written.params["pieces"]),
+                      int(written.params.get("pause_ms") or 0))
+    for f in exchange.faults:
+        if f.action == "notify":
+            await send({"jsonrpc": "2.0", "method": f.params["method"],
+                        "params": f.params.get("params", {})})
+        elif f.action == "server_request":
+            await send({"jsonrpc": "2.0", "id": brain.next_server_request_id(),
+                        "method": f.params["method"], "params": f.params.get("params", {})})
+
+
+async def _drip_progress(drip: Fault, exchange: Exchange, port: Port, send: Send) -> None:
+    """``drip_progress``: progress notifications at an interval, then the reply or a stall."""
+    meta = ((exchange.message or {}).get("params") or {}).get("_meta") or {}
+    token = meta.get("progressToken", f"fake-progress-{exchange.request_id}")
+    count = int(drip.params.get("count", 3))
+    for step in range(1, count + 1):
+        await pause(int(drip.params.get("interval_ms", 100)), port)
+        await send({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": step, "total": count}})
+    if drip.params.get("then", "reply") == "stall":
+        await pause(FOREVER, port)
+
+
+def _rewritten(reply: dict[str, Any], fault: Callable[[str], Fault | None]) -> dict[str, Any]:
+    """The reply as the ``wrong_id``, ``error``, ``result`` and ``oversized`` faults change it."""
+    if (wrong := fault("wrong_id")) is not None:
+        reply = {**reply, "id": wrong.params.get("reply_id", f"wrong-{reply.get('id')}")}
+    if (override := fault("error")) is not None and "id" in reply:
+        reply = {"jsonrpc": "2.0", "id": reply["id"],
+                 "error": {k: v for k, v in (("code", override.params["code"]),
+                                             ("message", override.params.get("message", "error")),
+                                             ("data", override.params.get("data")))
+                           if v is not None}}
+    if (result := fault("result")) is not None and "id" in reply:
+        reply = {"jsonrpc": "2.0", "id": reply["id"], "result": result.params.get("result", {})}
+    if (big := fault("oversized")) is not None and "result" in reply:
+        size = int(big.params.get("bytes", 11 << 20))
+        reply = {**reply, "result": {**reply["result"], "_padding": "x" * size}}
+    return reply

@@ -19,6 +19,11 @@ import json
 from functools import cache
 from typing import Any
 
+from palace_conformance.contract import (
+    FEED_SESSION_MODES,
+    FEED_SESSION_PROGRAM,
+    FEED_SESSION_STEP_KEYS,
+)
 from palace_conformance.fake.faults import (
     FakeSetupError,
     Fault,
@@ -27,13 +32,12 @@ from palace_conformance.fake.faults import (
     parse_compact,
 )
 from palace_conformance.resources import fixtures_dir
-from palace_conformance.standins import feed_session
 
 PRESETS_FILE = "fake-presets.json"
 TRANSPORTS = ("stdio", "http")
 #: stand-in program -> (the step keys it takes, the modes it knows): feed_session's plan steps
 STANDIN_STEPS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
-    feed_session.PROGRAM: (frozenset(feed_session.STEP_KEYS), feed_session.MODES),
+    FEED_SESSION_PROGRAM: (frozenset(FEED_SESSION_STEP_KEYS), FEED_SESSION_MODES),
 }
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 SHIMS = {
     "mempalace-mcp": ("palace_conformance.fake.cli", "fake_mcp_main()"),
     "mempalace-light-mcp": ("palace_conformance.fake.cli", "fake_light_mcp_main()"),
-    "mempalace": ("palace_conformance.fake.commands", "mempalace_cli_main(argv[1:], argv[0])"),
+    "mempalace": ("palace_conformance.fake.mempalace_cli", "mempalace_cli_main(argv[1:], argv[0])"),
     # a scriptable stand-in for the transcript exporter a bridge runs before mempalace_mine
     "mempalace-pi-session": ("palace_conformance.standins.feed_session", "shim_main()"),
 }

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
+
 RULES_FILE = Path(__file__).with_name("rules.json")
 KINDS = ("world", "pattern", "keys")
 
 
-class RulesError(Exception):
+class RulesError(UntrustedInputError):
     """The rules file is not valid; one line naming the rule and the problem."""
 
 

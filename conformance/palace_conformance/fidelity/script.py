@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
+
 SCRIPT_FILE = Path(__file__).with_name("script.json")
 ACTIONS = ("send", "raw", "rpc", "http", "cli", "http_start", "http_stop", "kill", "eof",
            "term")
@@ -29,7 +31,7 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_STDERR = r"^mempalace: |stdin EOF|Writable MCP HTTP startup"
 
 
-class ScriptError(Exception):
+class ScriptError(UntrustedInputError):
     """The script file is not a valid fidelity script; one line naming the problem."""
 
 

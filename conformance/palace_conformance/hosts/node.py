@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from palace_conformance.errors import HostError, UserError
+
 PI_DIR = Path(__file__).resolve().parent / "pi"
 RUNTIME_DIR = PI_DIR / "runtime"
 ENV_HOME = "PALACE_CONFORMANCE_NODE_HOME"
@@ -45,11 +47,11 @@ SPECS = ("pi-extension:FILE", "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped", "pi-mcp-
 _SHELL_SWAP = 'exec 3>&1 1>&2; exec "$0" "$@"'
 
 
-class NodeHostError(RuntimeError):
+class NodeHostError(HostError, RuntimeError):
     """The Node runtime or the hosts' npm dependencies cannot be set up; one line, with a fix."""
 
 
-class HostSpecError(ValueError):
+class HostSpecError(UserError, ValueError):
     """A ``--bridge`` spec this module does not know; one line listing the known ones."""
 
 

@@ -65,12 +65,15 @@ from palace_conformance.contract import (
     CAPABILITIES,
     DRIVER_PROTOCOL,
 )
+from palace_conformance.errors import HostError
 from palace_conformance.processes import alive, argv_of
 
 IMPL = "palace-conformance-python-host"
 DEFAULT_TIMEOUT_MS = 30000
 DEFAULT_GRACE_MS = 5000
-MUTANT: str | None = None  # ``--mutant NAME``: palace_bridge with one rule broken (selftest)
+#: a note ``hello`` adds to the bridge's name, e.g. ``mutant NAME`` from the selftest's host
+#: (:mod:`palace_conformance.selftest.host`), which patches the bridge before it calls :func:`main`
+VARIANT: str | None = None
 
 _KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (errors.PalaceTimeout, "timeout"),
@@ -85,7 +88,7 @@ _KINDS: tuple[tuple[type[BaseException], str], ...] = (
 )
 
 
-class OpError(Exception):
+class OpError(HostError):
     """An op that failed; ``payload`` is the DRIVER.md error object."""
 
     def __init__(self, kind: str, message: str, **extra: Any) -> None:
@@ -239,7 +242,7 @@ class ReferenceHost:
     async def hello(self, request: dict[str, Any]) -> Any:
         return {"protocol": DRIVER_PROTOCOL, "impl": IMPL,
                 "bridge": f"palace_bridge {palace_bridge.__version__}"
-                + (f" [mutant {MUTANT}]" if MUTANT else ""),
+                + (f" [{VARIANT}]" if VARIANT else ""),
                 "runtime": f"{platform.python_implementation()} {platform.python_version()}",
                 "capabilities": list(CAPABILITIES)}
 
@@ -503,25 +506,7 @@ def _warm_up() -> None:
         import jsonschema  # noqa: F401
 
 
-def _apply_mutant(argv: list[str]) -> None:
-    """``--mutant NAME``: patch palace_bridge in this process before anything is activated."""
-    global MUTANT
-    if "--mutant" not in argv:  # other arguments belong to whoever wraps this host
-        return
-    name = argv[argv.index("--mutant") + 1:][:1]
-    from palace_conformance.selftest import mutants
-
-    try:
-        if not name:
-            raise mutants.MutantError("--mutant needs a name")
-        mutants.apply(mutants.find(name[0]))
-    except mutants.MutantError as exc:
-        sys.exit(f"{IMPL}: {exc}")
-    MUTANT = name[0]
-
-
 def main() -> None:
-    _apply_mutant(sys.argv[1:])
     threading.Thread(target=_warm_up, daemon=True).start()
     protocol_fd = os.dup(1)
     os.dup2(2, 1)  # from here on, anything printed to "stdout" lands on stderr

@@ -8,14 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import BaselineError as BaselineError
 from palace_conformance.official.results import VERDICTS, ScenarioResult
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "baseline.yaml"
 MODES = ("server", "client")
-
-
-class BaselineError(ValueError):
-    """A baseline file that cannot be used; one line naming the entry and the fix."""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from palace_conformance.errors import ConformanceError
 from palace_conformance.hosts import node
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
@@ -34,7 +35,7 @@ CLIENT_TIMEOUT_MS = 30_000
 SERVER_SUITE = "all"
 
 
-class SuiteError(RuntimeError):
+class SuiteError(ConformanceError, RuntimeError):
     """The suite cannot be installed or run; one line with the fix."""
 
 

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import httpx
 
+from palace_conformance.errors import PalaceError
 from palace_conformance.loopback import free_port
 
 READY_TIMEOUT_S = 60.0  # the real server imports chromadb before it listens
 STOP_TIMEOUT_S = 5.0
 
 
-class TargetError(RuntimeError):
+class TargetError(PalaceError, RuntimeError):
     """A server that would not start; one line naming it and where its log is."""
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from palace_conformance.errors import PalaceError
+
 #: the release the fake models; another one is refused unless the caller allows it
 PINNED_VERSION = "3.11.0"
 ENV_PYTHON = "PALACE_REAL_PYTHON"
@@ -21,7 +23,7 @@ HOW = (f"pass --real-python PY (a Python with mempalace=={PINNED_VERSION} instal
 PROBE_TIMEOUT_S = 60.0
 
 
-class RealServerMissing(Exception):
+class RealServerMissing(PalaceError):
     """No usable real mempalace: the message names what was tried and the fix, on one line."""
 
 

@@ -1,4 +1,4 @@
-"""The real HTTP server's journal: the recorder's loopback reverse proxy (``record/proxy.py``),
+"""The real HTTP server's journal: the recorder's loopback reverse proxy (``relay/http.py``),
 journaling each exchange in the fake's format, run in a thread of the runner.
 
 A bridge in remote mode is given this proxy's URL. Per request it journals what the HTTP fake
@@ -22,8 +22,8 @@ from typing import Any
 from palace_conformance.fake.http.wire import Headers, RequestHead
 from palace_conformance.fake.journal import Journal, redact_headers
 from palace_conformance.real.journal_relay import recv_fields, send_fields
-from palace_conformance.record.proxy import HttpRelay
-from palace_conformance.record.relay import TO_PALACE, Message
+from palace_conformance.relay.http import HttpRelay
+from palace_conformance.relay.stdio import TO_PALACE, Message
 
 START_S = 15.0
 #: the request being relayed, in its connection's task (and the exchange task it starts): what

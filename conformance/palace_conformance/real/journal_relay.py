@@ -10,7 +10,7 @@ server) and ``process_exit`` with the server's exit code. Lines go through byte 
 The real server stays in the relay's process group, and dies with the relay (``PR_SET_PDEATHSIG``
 on Linux), so a bridge that SIGKILLs its child, or its child's group, leaves no real server
 holding the palace lease. Standard library, the journal module and the recorder's line copying
-(``record/relay.py``) only: this starts on every spawn, and the real server's own cold start is
+(``relay/stdio.py``) only: this starts on every spawn, and the real server's own cold start is
 slow enough.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.journal import Journal, start_fields
-from palace_conformance.record.relay import lines, write_all
+from palace_conformance.relay.stdio import lines, write_all
 
 #: the relay's configuration, written by the world beside the launcher
 CONFIG_NAME = ".real-relay.json"

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import PalaceError
 from palace_conformance.real.install import RealServer
 from palace_conformance.scenarios.palace_state import LABEL, resolve_event_ids
 
@@ -32,7 +33,7 @@ PALACE_UNDER_HOME = Path(".config") / "mempalace" / "palace"
 SEED_AGENT_TOPIC = "general"
 
 
-class SeedError(Exception):
+class SeedError(PalaceError):
     """The real server refused or failed a seeding call; one line naming the item."""
 
 

@@ -19,8 +19,8 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from palace_conformance.record.relay import FROM_PALACE, TO_PALACE, Message
 from palace_conformance.redaction import Redactor, environment_secrets
+from palace_conformance.relay.stdio import FROM_PALACE, TO_PALACE, Message
 from palace_conformance.runner.compare.volatile import Masker, run_dates
 from palace_conformance.runner.verdict.normalise import parse_text
 

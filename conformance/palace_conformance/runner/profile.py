@@ -24,11 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
+
 PROFILE_SCHEMA = "bridge-profile.schema.json"
 _PLACEHOLDER = re.compile(r"\$\{(FAKE_URL|FAKE_TOKEN|TMP|HOME|CWD|ENV:[A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class ProfileError(ValueError):
+class ProfileError(UntrustedInputError, ValueError):
     """A profile that cannot be used; the message is one line naming the file, the problem and
     the fix."""
 

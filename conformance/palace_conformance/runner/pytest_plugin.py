@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import ConformanceError
 
 if TYPE_CHECKING:
     from palace_conformance.runner.execution.execute import RunOptions
@@ -69,7 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(PalaceSuite(config), "palace-conformance-suite")
 
 
-class PalaceFailure(Exception):
+class PalaceFailure(ConformanceError):
     """A scenario result that fails the item; ``str()`` is the report body."""
 
 
@@ -133,13 +134,13 @@ class PalaceSuite:
     """The active plugin: configuration, collection, the runs, and the baseline's verdicts."""
 
     def __init__(self, config: pytest.Config) -> None:
+        from palace_conformance.errors import RunUsageError
         from palace_conformance.runner.selection import (
             bridge_of,
             default_level,
             host_argv,
             load_profile_arg,
         )
-        from palace_conformance.runner.usage import RunUsageError
 
         self.config = config
         try:

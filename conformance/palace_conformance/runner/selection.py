@@ -12,8 +12,8 @@ import shlex
 import shutil
 from typing import TYPE_CHECKING
 
+from palace_conformance.errors import RunUsageError
 from palace_conformance.hosts import REFERENCE_HOST
-from palace_conformance.runner.usage import RunUsageError
 
 if TYPE_CHECKING:
     from palace_conformance.runner.profile import Profile

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.resources import fixtures_dir
 
 ID_PATTERN = re.compile(r"^[A-Z]+-[0-9]{2}$")
@@ -21,7 +22,7 @@ LEVELS = ("core", "seed", "fake")
 _MD_LINE = re.compile(r"^- ([A-Z]+-[0-9]{2}) (.+)$")
 
 
-class BehavioursError(ValueError):
+class BehavioursError(UntrustedInputError, ValueError):
     """A behaviours file that cannot be read; the message names the file and the fix."""
 
 

@@ -16,6 +16,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.fake.faults import ACTIONS, FaultPlanError, plan_from_json
 from palace_conformance.resources import fixtures_dir, tool_catalogue
 from palace_conformance.scenarios import matching, paths, placeholders
@@ -35,7 +36,7 @@ HTTP_SERVER_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rota
 FAKE_SERVER_ACTIONS = frozenset({"close_stdin", "kill_lock_holder"})
 
 
-class ScenarioError(ValueError):
+class ScenarioError(UntrustedInputError, ValueError):
     """A scenario that cannot be used; ``str()`` is one line naming the file, problem and fix."""
 
 

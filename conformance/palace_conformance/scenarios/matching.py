@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from palace_conformance import json_pointer
+from palace_conformance.errors import UntrustedInputError
 
 OPERATORS: tuple[str, ...] = (
     "$eq", "$regex", "$contains", "$exists", "$in", "$keys", "$gte", "$gt", "$lte", "$lt", "$not",
@@ -32,7 +33,7 @@ OPERATORS: tuple[str, ...] = (
 )
 
 
-class MatcherError(ValueError):
+class MatcherError(UntrustedInputError, ValueError):
     """A matcher that cannot be evaluated (unknown operator, bad argument); says what to fix."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.fake.palace import PalaceStore, run_tool
 from palace_conformance.scenarios.model import Palace
 
@@ -23,7 +24,7 @@ LABEL = "as"  # a seeded event's label, not sent to event_append
 EVENT_ID = "$event_id"  # {"$event_id": LABEL}: the id of the earlier event with that label
 
 
-class PalaceSeedError(ValueError):
+class PalaceSeedError(UntrustedInputError, ValueError):
     """A starting drawer or event the fake palace refused; names the item and the reason."""
 
 

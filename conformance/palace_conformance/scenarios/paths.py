@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.json_pointer import escape
 
 RUN_DIR = "${TMP}"
@@ -59,7 +60,7 @@ def stdout_line_problem(line: str) -> str | None:
     return None
 
 
-class PathEscape(ValueError):
+class PathEscape(UntrustedInputError, ValueError):
     """A path that leads outside the directory it must stay in; ``str()`` is one line."""
 
 

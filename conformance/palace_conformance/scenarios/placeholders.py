@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from palace_conformance import json_pointer
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.scenarios.model import PLACEHOLDERS
 
 PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -19,7 +20,7 @@ PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 HTTP_ONLY = frozenset({"FAKE_URL", "FAKE_TOKEN"})
 
 
-class PlaceholderError(KeyError):
+class PlaceholderError(UntrustedInputError, KeyError):
     """A placeholder with no value at expansion time."""
 
     def __str__(self) -> str:

@@ -50,10 +50,18 @@ class SelftestOptions:
     work_root: Path | None = None
     host_argv: tuple[str, ...] = REFERENCE_HOST
 
+#: the selftest's host (:mod:`.host`): the reference host with ``--mutant NAME`` applied; named,
+#: not imported, since importing it would load the bridge into the runner's process
+MUTANT_HOST_MODULE = "palace_conformance.selftest.host"
+
 
 def mutant_argv(mutant: Mutant, host_argv: Sequence[str] = REFERENCE_HOST) -> tuple[str, ...]:
-    """The reference host started with ``--mutant NAME`` (applied before ``activate``)."""
-    return (*host_argv, "--mutant", mutant.name)
+    """The reference host's argv with the selftest's host in its place, started with
+    ``--mutant NAME`` (:mod:`.host` applies it before ``activate``)."""
+    base = tuple(host_argv)
+    if base[-1:] == (REFERENCE_HOST[-1],):
+        base = (*base[:-1], MUTANT_HOST_MODULE)
+    return (*base, "--mutant", mutant.name)
 
 
 def selection(mutant: Mutant, scenarios: Iterable[Scenario], full: bool = False) -> list[Job]:

@@ -27,13 +27,13 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
+from palace_conformance.contract import FEED_SESSION_MODES as MODES
+from palace_conformance.contract import FEED_SESSION_PROGRAM as PROGRAM
+from palace_conformance.errors import UsageError as UsageError
 from palace_conformance.fake.journal import REDACTED, Journal, read_journal
 from palace_conformance.processes import HOST_MARK
 
-PROGRAM = "mempalace-pi-session"
 RECORD_KIND = "feed_prepare"
-MODES = ("source", "none", "hang", "fail")
-STEP_KEYS = ("mode", "delay_ms", "exit")  # what a plan step (or a preset's standins entry) sets
 ENV_MODE = "PALACE_FEED_MODE"
 ENV_DELAY = "PALACE_FEED_DELAY_MS"
 ENV_EXIT = "PALACE_FEED_EXIT"
@@ -56,10 +56,6 @@ scripting (environment):
   {ENV_RECORD}   JSON-lines file for the call record (default ${ENV_JOURNAL})
   {ENV_PRESET}   a named preset whose "standins" scripts this program (below the above)
 """
-
-
-class UsageError(Exception):
-    """A bad flag, plan or value: one line on stderr, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -192,6 +192,6 @@ def run_cli(config_path: str, argv: Sequence[str] | None = None) -> None:
     runner's world): journal the run as a ``helper_run``, then be the fake CLI."""
     argv = list(sys.argv if argv is None else argv) or [CLI_HELPER]
     main(CLI_HELPER, config_path, argv)
-    from palace_conformance.fake.commands import mempalace_cli_main
+    from palace_conformance.fake.mempalace_cli import mempalace_cli_main
 
     mempalace_cli_main(argv[1:], argv0=argv[0])

@@ -28,6 +28,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import STARTUP, FaultPlanError, check_targets, fault_from_json
 from palace_conformance.fake.journal import Journal, encode_record
@@ -93,7 +94,7 @@ def _whole(line: bytes) -> bool:
         return False
 
 
-class ControlError(Exception):
+class ControlError(UntrustedInputError):
     """A control call that cannot be carried out; the message is the one-line answer."""
 
     def __init__(self, status: int, message: str) -> None:

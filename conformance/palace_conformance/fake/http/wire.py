@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 import h11
 
+from palace_conformance.errors import ConformanceError, UntrustedInputError
+
 SERVER_HEADER = "BaseHTTP/0.6 Python/3.11.7"
 READ_CHUNK = 64 * 1024
 MAX_HEAD_BYTES = 64 * 1024
@@ -66,11 +68,11 @@ async def client_deadline(seconds: float) -> AsyncIterator[None]:
             handle.cancel()
 
 
-class ConnectionGone(Exception):
+class ConnectionGone(ConformanceError):
     """The connection is over (peer left, or we reset it on purpose); stop producing output."""
 
 
-class BadRequest(Exception):
+class BadRequest(UntrustedInputError):
     """The bytes were not an HTTP request h11 accepts; ``status`` is the status to answer."""
 
     def __init__(self, status: int, detail: str) -> None:

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import RunUsageError
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.reports.redact import redacted_run, run_redactor
 from palace_conformance.runner.results import PARITY, RunResult
 from palace_conformance.runner.selection import host_argv, load_profile_arg, select
-from palace_conformance.runner.usage import RunUsageError
 
 if TYPE_CHECKING:
     from palace_conformance.runner.profile import Profile
@@ -145,12 +145,14 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
     """Run the planned scenarios against one bridge (the same machinery as ``run``)."""
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
+    from palace_conformance.runner.execution.world import FAKE_PALACE
     from palace_conformance.runner.reports.console import make_progress
 
     options = SuiteOptions(run=RunOptions(host_argv=tuple(argv),
                                           op_timeout_ms=selection.op_timeout_ms,
                                           level=level, profile=profile,
-                                          real=selection.real),
+                                          server=selection.real if selection.real is not None
+                                          else FAKE_PALACE),
                            jobs=selection.jobs, transports=selection.transports)
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)

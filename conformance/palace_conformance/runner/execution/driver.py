@@ -32,6 +32,7 @@ from palace_conformance.contract import (
     PROTOCOL_VERSION,
     PROTOCOL_VIOLATION,
 )
+from palace_conformance.errors import HostError
 from palace_conformance.runner.execution import warm_client as warm_start
 
 DEFAULT_GRACE_MS = 3000  # runner-side slack past the host's own deadline
@@ -44,7 +45,7 @@ CLOSE_WAIT_S = 5.0  # how long close() waits for the host to die once its group 
 PIPE_WAIT_S = 2.0  # how long close() waits for the host's pipes to reach EOF, per attempt
 
 
-class DriverFailure(Exception):
+class DriverFailure(HostError):
     """The host cannot be driven any further (it is dead or has been killed); one line."""
 
     def __init__(self, kind: str, op: str, message: str) -> None:

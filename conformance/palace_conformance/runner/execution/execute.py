@@ -25,9 +25,14 @@ from palace_conformance.redaction import Redactor, environment_secrets, scenario
 from palace_conformance.runner.execution import pace, profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
-from palace_conformance.runner.execution.real_world import RealServerSetup, RealWorld
 from palace_conformance.runner.execution.settle import EventSettle, window_end
-from palace_conformance.runner.execution.world import SIGNALS, SetupError, World
+from palace_conformance.runner.execution.world import (
+    FAKE_PALACE,
+    SIGNALS,
+    PalaceServer,
+    SetupError,
+    World,
+)
 from palace_conformance.runner.profile import Profile
 from palace_conformance.runner.results import (
     CORE,
@@ -50,7 +55,7 @@ from palace_conformance.runner.verdict.reach import unreached_reason
 from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.checks import live_descendants, process_facts
 from palace_conformance.scenarios.model import Scenario, Step
-from palace_conformance.scenarios.server_needs import FAKE_SERVER, unmet_reason
+from palace_conformance.scenarios.server_needs import unmet_reason
 
 HELLO_TIMEOUT_MS = 10000
 EXIT_TIMEOUT_MS = 3000
@@ -83,8 +88,9 @@ class RunOptions:
     detected_capabilities: tuple[str, ...] | None = None
     #: ``run --slack-factor``: multiplies every declared slack (``slack_ms``) when judging
     slack_factor: float = 1.0
-    #: ``run --server real``: the real mempalace behind the bridge instead of the fake
-    real: RealServerSetup | None = None
+    #: the palace behind the bridge: the fake (a fresh one in every world) unless the run is
+    #: handed another (``run --server real``: palace_conformance.real.world.RealServerSetup)
+    server: PalaceServer = FAKE_PALACE
 
 
 def not_applicable_reason(scenario: Scenario, transport: str, capabilities: Iterable[str],
@@ -122,8 +128,8 @@ def op_deadline(step: Step, options: RunOptions) -> int:
     """:func:`host_deadline`, plus the real server's start allowance for a ``load`` or
     ``reload`` that sets no ``timeout_ms`` (the runner's own budget; a scenario's is kept)."""
     deadline = host_deadline(step, options.op_timeout_ms)
-    if options.real is not None and step.op in ("load", "reload") and step.timeout_ms is None:
-        deadline += options.real.start_allowance_ms
+    if step.op in ("load", "reload") and step.timeout_ms is None:
+        deadline += options.server.start_allowance_ms
     return deadline
 
 
@@ -193,20 +199,13 @@ class _Execution:
             if why:
                 return self._not_applicable(why)
             self.paced = pace.pace(profile, self.original)
-        real = self.options.real
-        why = unmet_reason(self.original, self.transport,
-                           real.traits if real is not None else FAKE_SERVER)
+        why = unmet_reason(self.original, self.transport, self.options.server.traits)
         if why:
             return self._not_applicable(why)
         try:
-            if real is not None:
-                self.world = RealWorld(real, self.paced.scenario, self.transport,
-                                       work_root=self.options.work_root,
-                                       warm_start=self.options.warm_start)
-            else:
-                self.world = World(self.paced.scenario, self.transport,
-                                   work_root=self.options.work_root,
-                                   warm_start=self.options.warm_start)
+            self.world = self.options.server.world(self.paced.scenario, self.transport,
+                                                   work_root=self.options.work_root,
+                                                   warm_start=self.options.warm_start)
             try:
                 self.world.open()
             except SetupError as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import HostError
 from palace_conformance.runner.execution import pace
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
@@ -38,7 +39,7 @@ from palace_conformance.scenarios.model import Scenario
 TRANSPORT_ORDER = (*TRANSPORTS, PARITY)
 
 
-class HostProbeError(Exception):
+class HostProbeError(HostError):
     """The host could not even answer ``hello``: nothing can be run; one line."""
 
 

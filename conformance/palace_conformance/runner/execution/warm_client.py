@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from palace_conformance import processes as procs
+from palace_conformance.errors import ConformanceError
 from palace_conformance.hosts import REFERENCE_HOST, SAFE_PATH
 from palace_conformance.runner.execution.warm_server import REQUEST_HEADER
 
@@ -42,6 +43,9 @@ from palace_conformance.runner.execution.warm_server import REQUEST_HEADER
 LAUNCH = "from palace_conformance.cli import main; main()"
 #: ... as this argv, ARGS after it
 LAUNCH_ARGV: tuple[str, ...] = (sys.executable, SAFE_PATH, "-c", LAUNCH)
+#: the runner's own Python programs started as ``python -P -m MODULE``: the reference host and
+#: the selftest's host (the reference host with a mutant of the bridge applied)
+WARM_MODULES: tuple[str, ...] = (REFERENCE_HOST[-1], "palace_conformance.selftest.host")
 SERVE = "from palace_conformance.runner.execution.warm_server import serve; serve()"
 READY_S = 30.0  # how long the warm server may take to import everything
 #: what a stream argument may be: subprocess.PIPE, subprocess.DEVNULL, an open file or an fd
@@ -49,7 +53,7 @@ Stream = int | IO[Any] | None
 UNKNOWN_EXIT = 255  # the exit code of a child whose warm server died before reporting it
 
 
-class WarmStartUnavailable(Exception):
+class WarmStartUnavailable(ConformanceError):
     """The warm server cannot be used here; the caller starts the process cold instead."""
 
 
@@ -66,8 +70,10 @@ class Entry:
 def entry_for(argv: Sequence[str]) -> Entry | None:
     """The warm entry for an argv the runner knows (its own Python programs), else None."""
     argv = list(argv)
-    if argv[:len(REFERENCE_HOST)] == list(REFERENCE_HOST):
-        return Entry(REFERENCE_HOST[-1], None, tuple(argv[len(REFERENCE_HOST):]))
+    for module in WARM_MODULES:
+        host = [*REFERENCE_HOST[:-1], module]
+        if argv[:len(host)] == host:
+            return Entry(module, None, tuple(argv[len(host):]))
     if argv[:len(LAUNCH_ARGV)] == list(LAUNCH_ARGV):
         return Entry("palace_conformance.cli", "-c", tuple(argv[len(LAUNCH_ARGV):]))
     return None

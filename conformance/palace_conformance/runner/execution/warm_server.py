@@ -30,7 +30,7 @@ from typing import Any
 #: and the subcommands the CLI registers (about 0.1 s of CPU per HTTP run)
 PRELOAD = ("palace_conformance.hosts.reference", "palace_conformance.cli",
            "palace_conformance.fake.http.serve", "palace_conformance.fake.cli",
-           "palace_conformance.runner.commands.drift", "palace_conformance.selftest.command",
+           "palace_conformance.commands.drift", "palace_conformance.commands.selftest",
            "palace_bridge.client", "palace_bridge.http", "palace_bridge.remote",
            "palace_bridge.local", "palace_bridge.stdio", "httpx", "httpcore",
            "anyio._backends._asyncio", "certifi", "concurrent.futures.thread", "jsonschema")

@@ -19,12 +19,14 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
 from palace_conformance import processes as procs
+from palace_conformance.errors import PalaceError
 from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TOKEN_ENV
 from palace_conformance.fake.shims import install_shim, python_path
 from palace_conformance.runner.execution import warm_client
@@ -32,6 +34,7 @@ from palace_conformance.runner.execution.warm_client import LAUNCH_ARGV
 from palace_conformance.scenarios import paths, placeholders
 from palace_conformance.scenarios.model import PLACEHOLDERS, Scenario, Step
 from palace_conformance.scenarios.palace_state import PalaceSeedError, write_state
+from palace_conformance.scenarios.server_needs import FAKE_SERVER, ServerTraits
 from palace_conformance.standins import scripted as standins
 
 START_S = 15.0  # how long a fake or lock holder may take to come up
@@ -84,7 +87,7 @@ def clean_stale(directory: str | os.PathLike[str] | None = None, *,
     return removed
 
 
-class SetupError(Exception):
+class SetupError(PalaceError):
     """A prerequisite of the run could not be set up: the scenario is not testable; one line."""
 
 
@@ -148,17 +151,12 @@ class World:
         # ${FAKE_URL} (which only exists once the fake listens); the rest is expanded after
         early = expand_scenario(self.original, self.values)
         self.journal.touch()
-        self.plan.write_text(json.dumps(early.faults.for_transport(self.transport).to_json()))
-        try:
-            write_state(early.palace, self.state)
-        except PalaceSeedError as exc:
-            raise SetupError(f"cannot seed the palace: {exc}") from None
-        self._confine(early)
+        self._lay_out(early)
         if early.palace.installed:  # else nothing that starts a palace is put in reach
-            install_shim(self.bin, python_package=True)
+            self._install_palace()
             self._install_standins(early)
         if self.transport == "http":
-            self._start_http_fake()
+            self._start_server()
             assert self.fake_url is not None
             self.values["FAKE_URL"] = self.fake_url
         self.scenario = expand_scenario(self.original, self.values)
@@ -166,6 +164,25 @@ class World:
         if self.scenario.palace.lock_held:
             self._hold_lock()
         return self
+
+    # the steps a world with another palace (real/world.py) does its own way
+
+    def _lay_out(self, early: Scenario) -> None:
+        """The fault plan and the palace's contents written, the paths confined."""
+        self.plan.write_text(json.dumps(early.faults.for_transport(self.transport).to_json()))
+        try:
+            write_state(early.palace, self.state)
+        except PalaceSeedError as exc:
+            raise SetupError(f"cannot seed the palace: {exc}") from None
+        self._confine(early)
+
+    def _install_palace(self) -> None:
+        """What the bridge starts as its palace (``mempalace-mcp`` ...) put on its PATH."""
+        install_shim(self.bin, python_package=True)
+
+    def _start_server(self) -> None:
+        """The HTTP palace started; sets :attr:`fake_url`."""
+        self._start_http_fake()
 
     def _install_standins(self, early: Scenario) -> None:
         """The runner's stand-ins for the feed helper and the CLI, over the shims."""
@@ -440,3 +457,35 @@ class World:
                 if not self.root.exists():
                     break
                 time.sleep(0.1)
+
+
+class PalaceServer(Protocol):
+    """The palace behind a run's bridge, handed to the run (``RunOptions.server``): what it can
+    serve, the allowance its start adds to a ``load``'s deadline, and the world of one run."""
+
+    @property
+    def traits(self) -> ServerTraits: ...
+
+    @property
+    def start_allowance_ms(self) -> int: ...
+
+    def world(self, scenario: Scenario, transport: str, *,
+              work_root: str | os.PathLike[str] | None = None,
+              warm_start: bool = True) -> World: ...
+
+
+@dataclass(frozen=True)
+class FakePalace:
+    """The default palace: a fake of its own in every world (the real one is
+    :class:`palace_conformance.real.world.RealServerSetup`)."""
+
+    traits: ServerTraits = FAKE_SERVER
+    start_allowance_ms: int = 0
+
+    def world(self, scenario: Scenario, transport: str, *,
+              work_root: str | os.PathLike[str] | None = None,
+              warm_start: bool = True) -> World:
+        return World(scenario, transport, work_root=work_root, warm_start=warm_start)
+
+
+FAKE_PALACE = FakePalace()

@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import HostError, RunUsageError
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.suite import HostProbeError, probe_host
 from palace_conformance.runner.profile import PROFILE_SCHEMA
 from palace_conformance.runner.profiling.derive import Draft, derive
 from palace_conformance.runner.profiling.observe import Session, observe
 from palace_conformance.runner.selection import host_argv
-from palace_conformance.runner.usage import RunUsageError
 
 
-class NothingObserved(Exception):
+class NothingObserved(HostError):
     """No session could be run at all; one line naming why for each transport."""
 
 

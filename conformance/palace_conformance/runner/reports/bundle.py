@@ -23,6 +23,7 @@ from typing import Any
 
 from palace_conformance import __version__
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import ConformanceError
 from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, expand_scenario
 from palace_conformance.runner.reports import trace as traces
 from palace_conformance.runner.reports.redact import Redactor, environment_secrets, scenario_secrets
@@ -37,7 +38,7 @@ PLACEHOLDER_VARS = ("FAKE_URL", "FAKE_TOKEN", "TMP")
 _SHELL_SAFE = re.compile(r"\$(?!\{(?:FAKE_URL|FAKE_TOKEN|TMP)\})")
 
 
-class BundleLeak(RuntimeError):
+class BundleLeak(ConformanceError, RuntimeError):
     """A secret survived redaction: the bundle is removed rather than kept (a bug, not a user
     mistake)."""
 

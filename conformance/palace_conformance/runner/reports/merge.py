@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.runner.results import PARITY, RunResult
 
 _RANK = {t: i for i, t in enumerate((*TRANSPORTS, PARITY))}
 
 
-class MergeError(ValueError):
+class MergeError(UntrustedInputError, ValueError):
     """Results that cannot be joined; the message is one line naming the file and the fix."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import UntrustedInputError
 from palace_conformance.runner.reports.bundle import MANIFEST, SCENARIO_FILE
 from palace_conformance.runner.reports.redact import restore_markers
 from palace_conformance.runner.results import RunResult
@@ -24,7 +25,7 @@ from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.model import Scenario
 
 
-class ReplayError(Exception):
+class ReplayError(UntrustedInputError):
     """A bundle that cannot be replayed; one line naming the problem and the fix."""
 
 if TYPE_CHECKING:
@@ -113,9 +114,11 @@ def replay(bundle: Bundle, host_argv: tuple[str, ...], *, op_timeout_ms: int,
     ``RealServerSetup`` (``replay --server real``)."""
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
+    from palace_conformance.runner.execution.world import FAKE_PALACE
 
     options = SuiteOptions(run=RunOptions(host_argv=host_argv, op_timeout_ms=op_timeout_ms,
-                                          level=level, profile=profile, real=real),
+                                          level=level, profile=profile,
+                                          server=real if real is not None else FAKE_PALACE),
                            jobs=jobs, transports=bundle.transports)
     return run_suite([bundle.scenario], options, progress=progress)
 

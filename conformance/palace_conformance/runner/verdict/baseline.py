@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import BaselineError as BaselineError
 from palace_conformance.runner.results import (
     FAILURE_STATUSES,
     PARITY,
@@ -35,10 +36,6 @@ ENTRY_TRANSPORTS = (*TRANSPORTS, PARITY, ANY_TRANSPORT)
 #: how :meth:`BaselineFile.stale` words its lines, so reports can tell the kinds apart
 EXPIRED_WORDS = ": expired on "
 UNKNOWN_WORDS = ": unknown scenario id"
-
-
-class BaselineError(Exception):
-    """A baseline that cannot be used; one line naming the file, problem and fix."""
 
 
 class Baseline(Protocol):

@@ -7,10 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from palace_conformance.errors import UserError
+
 Make = Callable[[Any], Any]
 
 
-class MutantError(Exception):
+class MutantError(UserError):
     """An unknown mutant or a patch target that does not exist (any more); one line."""
 
 

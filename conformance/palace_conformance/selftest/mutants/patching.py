@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from palace_conformance.errors import ConformanceError
 from palace_conformance.selftest.mutants.model import Make, Mutant, Patch
 
 
@@ -15,7 +16,7 @@ def state(name: str) -> Any:
     return ChildState[name]
 
 
-class NeverRaised(Exception):
+class NeverRaised(ConformanceError):
     """Put in place of an exception class an ``except`` clause names: it then catches nothing."""
 
 

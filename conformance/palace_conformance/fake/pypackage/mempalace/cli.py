@@ -14,7 +14,7 @@ from ._kit import load_kit
 
 def main() -> None:
     kit = load_kit()
-    from palace_conformance.fake.commands import mempalace_cli_main
+    from palace_conformance.fake.mempalace_cli import mempalace_cli_main
     from palace_conformance.standins import scripted
 
     argv = list(sys.argv)  # argv[0]: the shim's path, or .../mempalace/__main__.py under -m

@@ -10,11 +10,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from palace_conformance.errors import RunUsageError
+
+__all__ = ["Handler", "RunUsageError", "at_least_one", "directory", "one_line",
+           "slack_factor", "writable", "write_text"]
+
 Handler = Callable[[argparse.Namespace], int]
-
-
-class RunUsageError(Exception):
-    """One line for the user, exit 2."""
 
 
 def one_line(prog: str) -> Callable[[Handler], Handler]:

@@ -13,14 +13,15 @@ import json
 import sys
 from pathlib import Path
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
-from palace_conformance.runner.usage import (
+from palace_conformance.commands.options import add_subcommands
+from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
     one_line,
     writable,
     write_text,
 )
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 
 PROG = "palace-conformance profile init"
 
@@ -66,8 +67,7 @@ def _init_checked(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     profile = sub.add_parser("profile", help="bridge profiles: draft one by watching a bridge",
                              description="Bridge profiles (docs/profiles.md).")
-    actions = profile.add_subparsers(dest="profile_command", metavar="ACTION")
-    actions.required = True
+    actions = add_subcommands(profile, "profile_command", "ACTION")
     init = actions.add_parser(
         "init", help="draft a profile by watching the bridge against the fake",
         description="Run one short observation session per transport (load, session start, a "

@@ -16,16 +16,16 @@ import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
-from palace_conformance.runner.interrupts import interrupt
-from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.usage import (
+from palace_conformance.commands.options import add_jobs, add_op_timeout
+from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
     one_line,
     writable,
     write_text,
 )
+from palace_conformance.runner.interrupts import interrupt
+from palace_conformance.runner.jobs import default_jobs
 
 if TYPE_CHECKING:
     from palace_conformance.selftest.mutants import Mutant
@@ -129,12 +129,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     cmd.add_argument("--first-kill", action="store_true",
                      help="skip a mutant's remaining runs once one fails, and re-run unmutated "
                      "only the runs that failed (about twice as fast; a thinner matrix)")
-    cmd.add_argument("--jobs", type=int, default=None, metavar="N",
-                     help="runs in parallel (default: 4 per CPU, 2 to 12, as memory allows; here "
-                     f"{default_jobs()}); every run is isolated")
-    cmd.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
-                     help="an op's deadline when its step sets no timeout_ms "
-                     f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    add_jobs(cmd)
+    add_op_timeout(cmd)
     cmd.add_argument("--json", metavar="FILE", help="write the kill matrix as JSON")
     cmd.add_argument("--markdown", metavar="FILE", help="write the kill matrix as Markdown")
     cmd.set_defaults(handler=one_line(PROG)(_run_checked))

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from palace_conformance.commands.options import add_subcommands
 from palace_conformance.scenarios.behaviours import (
     ID_PATTERN,
     Behaviour,
@@ -162,9 +163,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     fixtures = sub.add_parser(
         "fixtures", help="validate and list scenario fixtures",
         description="The language-neutral scenario fixtures (fixtures/scenarios/<area>/<id>.json).")
-    fixtures_sub = fixtures.add_subparsers(dest="fixtures_command", metavar="SUBCOMMAND",
-                                           parser_class=type(fixtures))
-    fixtures_sub.required = True
+    fixtures_sub = add_subcommands(fixtures, "fixtures_command")
 
     validate = fixtures_sub.add_parser(
         "validate", help="check scenario files against the schema and the catalogue rules",

@@ -9,6 +9,8 @@ import argparse
 import json
 import sys
 
+from palace_conformance.commands.options import add_subcommands
+
 
 def _install(args: argparse.Namespace) -> int:
     from palace_conformance.hosts import node
@@ -66,9 +68,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     hosts = sub.add_parser("hosts", help="install or inspect the Node hosts for TypeScript bridges",
                            description="The Node runtime and npm dependencies of the hosts that "
                            "drive TypeScript bridges (pi extensions, pi-mcp, pi-mcp-adapter).")
-    hosts_sub = hosts.add_subparsers(dest="hosts_command", metavar="SUBCOMMAND",
-                                     parser_class=type(hosts))
-    hosts_sub.required = True
+    hosts_sub = add_subcommands(hosts, "hosts_command")
     install = hosts_sub.add_parser("install", help="install Node (if needed) and the hosts' npm "
                                    "dependencies from the pinned lockfile; idempotent")
     install.add_argument("--force", action="store_true", help="reinstall even if present")

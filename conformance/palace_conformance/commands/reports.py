@@ -14,11 +14,15 @@ import signal
 from datetime import date
 from pathlib import Path
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
-from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
+from palace_conformance.commands.options import (
+    add_op_timeout,
+    add_server_options,
+    add_subcommands,
+    chosen_server,
+)
+from palace_conformance.commands.usage import RunUsageError, at_least_one, one_line, writable
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.selection import default_level, host_argv, load_profile_arg
-from palace_conformance.runner.usage import RunUsageError, at_least_one, one_line, writable
 
 REPLAY = "palace-conformance replay"
 BASELINE = "palace-conformance baseline"
@@ -147,9 +151,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         help="the bridge's profile (docs/profiles.md), as the run had it")
     replay.add_argument("--level", choices=("core", "seed"), default=None,
                         help="judge at core or seed (default: the level the bundle records)")
-    replay.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS,
-                        metavar="MS", help="an op's deadline when its step sets no timeout_ms "
-                        f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    add_op_timeout(replay)
     replay.add_argument("--json", metavar="FILE", help="write the replay's result model as JSON")
     add_server_options(replay)
     replay.set_defaults(handler=one_line(REPLAY)(_replay_checked))
@@ -158,9 +160,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "baseline", help="maintain an expected-failure baseline",
         description="Expected-failure baselines (docs/baselines.md): known failures that keep "
         "'run --baseline FILE' green until fixed.")
-    baseline_sub = baseline.add_subparsers(dest="baseline_command", metavar="SUBCOMMAND",
-                                           parser_class=type(baseline))
-    baseline_sub.required = True
+    baseline_sub = add_subcommands(baseline, "baseline_command")
     update = baseline_sub.add_parser(
         "update", help="write a baseline listing a report's current failures",
         description="Write a baseline that lists every failing result of REPORT (a 'run --json' "

@@ -164,7 +164,7 @@ def run_journal(args: argparse.Namespace) -> int:
 
     try:
         if args.url:
-            from palace_conformance.fake.ctl import CtlError, base_url, call
+            from palace_conformance.commands.fake_ctl import CtlError, base_url, call
 
             try:
                 show(url_records(base_url(args), args.follow, call), redactor, seconds, out)

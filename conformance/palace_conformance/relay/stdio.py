@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from palace_conformance.errors import PalaceError
+
 #: direction of a message: the bridge wrote it to the palace, or the palace to the bridge
 TO_PALACE = "to_palace"
 FROM_PALACE = "from_palace"
@@ -38,7 +40,7 @@ class Message:
     raw: str = ""
 
 
-class RelayError(Exception):
+class RelayError(PalaceError):
     """The server could not be started; the message names the command and the fix."""
 
 

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shlex
 import sys
 import time
-from collections.abc import Sequence
-from typing import NoReturn
 
+from palace_conformance.commands.options import add_subcommands
 from palace_conformance.fake.faults import COMPACT_HELP, FakeSetupError
-from palace_conformance.fake.journal import Journal
-from palace_conformance.fake.lease import Contention, Lease, default_palace_path, holder_message
-from palace_conformance.fake.options import ENV_ARGV0, ENV_JOURNAL, ENV_STATE, FakeOptions
+from palace_conformance.fake.lease import Lease, default_palace_path
+from palace_conformance.fake.mempalace_cli import contention_text, run_cli_mine
+from palace_conformance.fake.options import ENV_JOURNAL, ENV_STATE, FakeOptions
 from palace_conformance.fake.shims import install_shim
 from palace_conformance.resources import CATALOGUES
 
@@ -141,7 +139,7 @@ def _hold_lock(args: argparse.Namespace) -> int:
     lease = Lease(palace)
     contention = lease.acquire()
     if contention is not None:
-        print(f"mempalace: {_contention_text(contention)}", file=sys.stderr)
+        print(f"mempalace: {contention_text(contention)}", file=sys.stderr)
         return 1
     print(f"holding {lease.path} as PID {os.getpid()}", flush=True)
     deadline = time.monotonic() + args.seconds if args.seconds else None
@@ -154,58 +152,6 @@ def _hold_lock(args: argparse.Namespace) -> int:
     return 0
 
 
-def _contention_text(contention: Contention) -> str:
-    """mempalace's CLI wording: the holder message, or why the lock could not be set up."""
-    if contention.kind == "peer_contention":
-        return holder_message(contention.palace, contention.holder)
-    return contention.reason
-
-
-def run_cli_mine(source: str | None, palace: str, journal_path: str | None,
-                 state: str | None, argv: Sequence[str]) -> int:
-    """``mempalace mine SOURCE`` as the fake sees it: exit 1 with mempalace's holder message
-    while another writer holds the palace; otherwise mine into the fake palace and exit 0.
-
-    Every run is journaled (``kind: cli_run``), so a bridge that shells out to the ``mempalace``
-    CLI instead of using MCP is visible to the fixture."""
-    try:
-        journal = Journal(journal_path, "cli")
-    except OSError as exc:
-        print(f"mempalace (fake): cannot open journal {journal_path}: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 2
-    run = {"command": "mine", "argv": list(argv), "palace": palace, "source": source}
-    lease = Lease(palace)
-    contention = lease.acquire()
-    if contention is not None:
-        text = f"mempalace: {_contention_text(contention)}"
-        journal.record("cli_run", **run, exit_code=1, stderr=text)
-        print(text, file=sys.stderr)
-        return 1
-    try:
-        from palace_conformance.fake.palace import PalaceStore, mine_source
-
-        if source is None:
-            result = {"success": False, "error": "mine needs a source directory"}
-        else:
-            store = PalaceStore(state)
-            with store.transaction(write=True) as contents:
-                result = mine_source(contents, {"source": source})
-    except (OSError, ValueError) as exc:
-        result = {"success": False, "error": f"cannot use palace state {state}: {exc}"}
-    finally:
-        lease.release()
-    if not result.get("success"):
-        text = f"mempalace: {result.get('error')}"
-        journal.record("cli_run", **run, exit_code=1, stderr=text)
-        print(text, file=sys.stderr)
-        return 1
-    journal.record("cli_run", **run, exit_code=0, result=result)
-    print(f"Mined {result['files_processed']} file(s) from {result['source']} into wing "
-          f"{result['wing']}: {result['drawers_filed']} new drawer(s) (palace-conformance fake)")
-    return 0
-
-
 def _cli_mine(args: argparse.Namespace) -> int:
     palace = os.path.abspath(args.palace) if args.palace else default_palace_path()
     return run_cli_mine(args.source, palace, args.journal or os.environ.get(ENV_JOURNAL),
@@ -213,45 +159,8 @@ def _cli_mine(args: argparse.Namespace) -> int:
                         ["palace-conformance", "fake", "cli-mine", *sys.argv[3:]])
 
 
-class _CliUsage(Exception):
-    pass
-
-
-class _CliParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, like any usage mistake here
-        raise _CliUsage(message)
-
-
-def mempalace_cli_main(argv: Sequence[str] | None = None, argv0: str | None = None) -> None:
-    """The fake ``mempalace`` CLI: ``mine`` behaves like mempalace's under contention; any other
-    subcommand is journaled and refused, since only ``mine`` is modelled. ``argv0`` is how it was
-    invoked, as journaled (``PALACE_FAKE_ARGV0`` wins, for a wrapper that knows better)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    argv0 = os.environ.pop(ENV_ARGV0, "") or argv0 or "mempalace"
-    parser = _CliParser(prog="mempalace", add_help=False)
-    parser.add_argument("--palace")
-    parser.add_argument("command", nargs="?")
-    parser.add_argument("source", nargs="?")
-    try:
-        args, _ = parser.parse_known_args(argv)
-    except _CliUsage as exc:
-        print(f"mempalace (fake): {exc}", file=sys.stderr)
-        sys.exit(2)
-    palace = os.path.abspath(args.palace) if args.palace else default_palace_path()
-    journal_path = os.environ.get(ENV_JOURNAL)
-    if args.command != "mine":
-        with contextlib.suppress(OSError):
-            Journal(journal_path, "cli").record("cli_run", command=args.command,
-                                                argv=[argv0, *argv], palace=palace, exit_code=2)
-        print(f"mempalace (fake): {args.command or 'no command'!s} is not modelled by the "
-              "palace-conformance fake; only 'mine' is", file=sys.stderr)
-        sys.exit(2)
-    sys.exit(run_cli_mine(args.source, palace, journal_path, os.environ.get(ENV_STATE),
-                          [argv0, *argv]))
-
-
 def _catalog(args: argparse.Namespace) -> int:
-    from palace_conformance.fake.truth_table import TruthTableError, run_catalog
+    from palace_conformance.fidelity.truth_table import TruthTableError, run_catalog
     from palace_conformance.real.install import RealServerMissing
 
     if args.real_python and not args.from_real:
@@ -278,10 +187,20 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     fake = sub.add_parser("fake", help="run the fake MemPalace server and its helpers",
                           description="The fake MemPalace server (behaves like mempalace 3.11.0 "
                           "until a fault plan says otherwise).")
-    fake_sub = fake.add_subparsers(dest="fake_command", metavar="SUBCOMMAND",
-                                   parser_class=type(fake))
-    fake_sub.required = True
+    fake_sub = add_subcommands(fake, "fake_command")
 
+    _add_servers(fake_sub)
+    _add_shims(fake_sub)
+    _add_helpers(fake_sub)
+    from palace_conformance.commands.fake_ctl import add_ctl
+    from palace_conformance.commands.fake_journal import add_journal
+
+    add_ctl(fake_sub)
+    add_journal(fake_sub)
+
+
+def _add_servers(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``fake stdio`` and ``fake http``."""
     stdio = fake_sub.add_parser("stdio", help="serve MCP over stdin/stdout",
                                 epilog=COMPACT_HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -306,6 +225,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     http.add_argument("--no-control", action="store_true", help="disable the /_fake control API")
     http.set_defaults(handler=_http)
 
+
+def _add_shims(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``fake install-shim`` and ``fake uninstall-shim``."""
     shim = fake_sub.add_parser("install-shim", help="write DIR/mempalace-mcp, "
                                "DIR/mempalace-light-mcp and DIR/mempalace (the fake), "
                                "DIR/mempalace-pi-session (a scriptable stand-in) and the fake "
@@ -321,6 +243,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     unshim.add_argument("dir", metavar="DIR")
     unshim.set_defaults(handler=_uninstall_shim)
 
+
+def _add_helpers(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``hold-lock``, ``cli-mine``, ``faults``, ``presets`` and ``catalog``."""
     hold = fake_sub.add_parser("hold-lock", help="hold the palace writer lock like another writer")
     hold.add_argument("--palace", metavar="DIR")
     hold.add_argument("--seconds", type=float, default=0,
@@ -355,12 +280,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     catalog.add_argument("--check", action="store_true", help="write nothing: exit 1 with the "
                          "differences when the recording differs from the checked-in data")
     catalog.set_defaults(handler=_catalog)
-
-    from palace_conformance.fake.ctl import add_ctl
-    from palace_conformance.fake.journal_view import add_journal
-
-    add_ctl(fake_sub)
-    add_journal(fake_sub)
 
 
 def _port(text: str) -> int:

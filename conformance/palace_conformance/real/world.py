@@ -1,5 +1,7 @@
-"""A run's world with the real mempalace behind the bridge (``run --server real``), beside the
-fake's :class:`~.world.World`: same directory layout, journal and clean-up, another server.
+"""A run's world with the real mempalace behind the bridge (``run --server real``): the fake's
+:class:`~palace_conformance.runner.execution.world.World` with its palace steps done another way
+(same directory layout, journal and clean-up), built by :meth:`RealServerSetup.world`, the palace
+a run is handed.
 
 * stdio: ``mempalace-mcp`` on the bridge's PATH is a journaling relay
   (``real/journal_relay.py``) to the real ``mempalace-mcp``;
@@ -35,14 +37,13 @@ from palace_conformance.real.traits import REAL_SERVER
 from palace_conformance.runner.execution.world import (
     SetupError,
     World,
-    expand_scenario,
 )
 from palace_conformance.scenarios.model import Scenario
 from palace_conformance.scenarios.server_needs import ServerTraits
 
 HTTP_READY_S = 60.0  # the real HTTP server's cold start: 1.6-2.7 s, far more on a loaded machine
 TOKEN_VARIABLE = "MEMPALACE_MCP_HTTP_TOKEN"
-KIT_ROOT = Path(__file__).resolve().parents[3]
+KIT_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,12 @@ class RealServerSetup:
     #: over 15 s with two cold starts at once on a loaded machine); a step's ``timeout_ms``,
     #: the scenario's bound, is never widened
     start_allowance_ms: int = 30000
+
+    def world(self, scenario: Scenario, transport: str, *,
+              work_root: str | os.PathLike[str] | None = None,
+              warm_start: bool = True) -> RealWorld:
+        """A world of this run with the real server behind the bridge."""
+        return RealWorld(self, scenario, transport, work_root=work_root, warm_start=warm_start)
 
     def server_env(self, home: Path, palace: Path,
                    extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -95,28 +102,15 @@ class RealWorld(World):
         self.palace = seeding.palace_of(self.home)
         self.proxy: JournalProxy | None = None
 
-    def open(self) -> World:
-        self.home.mkdir(parents=True)
-        self.values = {"TMP": str(self.root)}
-        token = self.original.http.token
-        if self.transport == "http" and token is not None:
-            self.values["FAKE_TOKEN"] = token
-        early = expand_scenario(self.original, self.values)
-        self.journal.touch()
+    def _lay_out(self, early: Scenario) -> None:
         self._confine(early)
         self._palace(early)
-        if early.palace.installed:
-            self._install_relay()
-            self._install_standins(early)
-        if self.transport == "http":
-            self._start_http_server()
-            assert self.fake_url is not None
-            self.values["FAKE_URL"] = self.fake_url
-        self.scenario = expand_scenario(self.original, self.values)
-        self.env = self._bridge_env()
-        if self.scenario.palace.lock_held:
-            self._hold_lock()
-        return self
+
+    def _install_palace(self) -> None:
+        self._install_relay()
+
+    def _start_server(self) -> None:
+        self._start_http_server()
 
     def _palace(self, early: Scenario) -> None:
         """An initialised palace (a copy of the template) unless the scenario wants it fresh,

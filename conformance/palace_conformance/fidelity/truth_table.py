@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import PalaceError
 from palace_conformance.resources import CATALOGUES, fixtures_dir
 
 SCHEMA_VERSION = 1
@@ -108,7 +109,7 @@ _MASKS = [
 ]
 
 
-class TruthTableError(Exception):
+class TruthTableError(PalaceError):
     """A probe session could not run: the message says which server, what failed and the fix."""
 
 

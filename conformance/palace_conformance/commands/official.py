@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.commands.options import add_subcommands
+
 #: the client scenarios that apply to a tools-only, static-bearer client (docs/official-suite.md)
 CLIENT_SCENARIOS = ("initialize", "tools_call", "sse-retry",
                     "elicitation-sep1034-client-defaults")
@@ -22,9 +24,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         description="The official MCP conformance suite (@modelcontextprotocol/conformance, "
         "pinned), installed on first use into the Node hosts' cache. Verdicts are judged "
         "against an expected-verdict baseline with a reason per entry (docs/official-suite.md).")
-    official_sub = official.add_subparsers(dest="official_command", metavar="SUBCOMMAND",
-                                           parser_class=type(official))
-    official_sub.required = True
+    official_sub = add_subcommands(official, "official_command")
 
     server = official_sub.add_parser(
         "server", help="server scenarios against --url, --fake and/or --real; with two or "

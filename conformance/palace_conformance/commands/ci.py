@@ -104,12 +104,15 @@ def _prepare(args: argparse.Namespace, env: dict[str, str]) -> int:
     return 0
 
 
-def _run_in_process(argv: list[str]) -> int:
-    from palace_conformance.cli import UsageError, build_parser
+def _run_in_process(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                    argv: list[str]) -> int:
+    """``palace-conformance run`` in this process, parsed by the sibling ``run`` parser (the
+    command line's own, so its messages and checks are the same; no import of the CLI above)."""
+    from palace_conformance.errors import UsageError
 
     print(f"{PROG}: palace-conformance {shlex.join(argv)}", flush=True)
     try:
-        parsed = build_parser().parse_args(argv)
+        parsed = commands.choices[argv[0]].parse_args(argv[1:])
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -124,7 +127,7 @@ def _ci(args: argparse.Namespace) -> int:
     if args.prepare:
         return _prepare(args, env)
     report = report_dir(args, env)
-    code = _run_in_process(run_argv(args, report))
+    code = _run_in_process(args.sibling_commands, run_argv(args, report))
     _publish(args, env, report, code)
     return code
 
@@ -195,4 +198,4 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ci.add_argument("--report-dir", default="", metavar="DIR",
                     help=f"where the reports go (default $RUNNER_TEMP/{REPORT_NAME}, else "
                     f"./{REPORT_NAME})")
-    ci.set_defaults(handler=_ci)
+    ci.set_defaults(handler=_ci, sibling_commands=sub)

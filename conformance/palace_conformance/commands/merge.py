@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from palace_conformance.runner.usage import RunUsageError, one_line, writable, write_text
+from palace_conformance.commands.usage import RunUsageError, one_line, writable, write_text
 
 PROG = "palace-conformance merge"
 

@@ -14,10 +14,24 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
-from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
+from palace_conformance.commands.options import (
+    add_jobs,
+    add_op_timeout,
+    add_server_options,
+    chosen_server,
+)
+from palace_conformance.commands.usage import (
+    RunUsageError,
+    at_least_one,
+    directory,
+    one_line,
+    slack_factor,
+    writable,
+)
+from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
@@ -30,16 +44,11 @@ from palace_conformance.runner.selection import (
     select_covers,
     select_shard,
 )
-from palace_conformance.runner.usage import (
-    RunUsageError,
-    at_least_one,
-    directory,
-    one_line,
-    slack_factor,
-    writable,
-)
 
 if TYPE_CHECKING:
+    from palace_conformance.runner.execution.suite import Progress, SuiteOptions
+    from palace_conformance.runner.results import RunResult
+    from palace_conformance.runner.verdict.baseline import BaselineFile
     from palace_conformance.scenarios.model import Scenario
 
 PROG = "palace-conformance run"
@@ -70,24 +79,11 @@ def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner import last_failed
     from palace_conformance.runner.execution import warm_client
     from palace_conformance.runner.execution.execute import RunOptions
-    from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
+    from palace_conformance.runner.execution.suite import SuiteOptions
+    from palace_conformance.runner.execution.world import FAKE_PALACE
     from palace_conformance.runner.reports.console import make_progress, render_summary
     from palace_conformance.runner.reports.hints import capability_hints
-    from palace_conformance.runner.reports.junit import write_junit
-    from palace_conformance.runner.reports.report_dir import (
-        JUNIT,
-        RESULTS,
-        RUNS,
-        clear_previous,
-        public_run,
-        write_reports,
-    )
-    from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
-    from palace_conformance.scenarios.loader import (
-        load_catalogue,
-        shipped_roots,
-        slow_scenarios_dir,
-    )
+    from palace_conformance.runner.reports.report_dir import RUNS, clear_previous
 
     if args.jobs is None:
         args.jobs = default_jobs()
@@ -105,15 +101,95 @@ def _run_checked(args: argparse.Namespace) -> int:
     human = sys.stderr if json_stdout else sys.stdout  # stdout stays pure JSON
     junit_path = writable("--junit", args.junit)
     markdown_path = writable("--markdown", args.markdown)
-    baseline = None
-    if args.baseline is not None:
-        try:
-            baseline = load_baseline(args.baseline)
-        except BaselineError as exc:
-            raise RunUsageError(str(exc)) from None
+    baseline = _baseline(args.baseline)
     report_dir = directory("--report-dir", args.report_dir)
     if not args.cold_start and not args.list:  # the warm server imports while the catalogue is read
         threading.Thread(target=warm_client.prestart, daemon=True).start()
+    scenarios, transports, only, record, recorded = _chosen(args, baseline, shard,
+                                                            report_dir, human)
+    if args.list:
+        return _listing(scenarios, transports, only)
+    server = contextlib.ExitStack()  # the real server's setup lives as long as the runs
+    real = server.enter_context(chosen_server(args))  # first: a missing one clears no reports
+    if report_dir is not None:
+        try:
+            clear_previous(report_dir)
+        except OSError as exc:
+            server.close()
+            raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
+                                f"reports ({exc.strerror}); choose another directory") from None
+    options = SuiteOptions(
+        run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
+                       artifacts=report_dir / RUNS if report_dir else None,
+                       warm_start=not args.cold_start,
+                       level=args.level or default_level(args.bridge, profile),
+                       profile=profile, slack_factor=factor,
+                       server=real if real is not None else FAKE_PALACE),
+        jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
+        only=only, max_scenario_seconds=args.max_scenario_seconds)
+    with server:
+        run = _run_suite(scenarios, options, progress=None if args.quiet else make_progress(human))
+    run.bridge = args.bridge
+    run.server = args.server
+    run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
+    run.slack_factor = factor
+    render_summary(run, human, quiet=args.quiet)
+    for hint in capability_hints(run, scenarios):
+        print(hint, file=human, flush=True)
+    try:
+        last_failed.write_record(record, args.bridge, last_failed.updated(recorded or (), run),
+                                 args.server)
+    except OSError as exc:  # a cache that cannot be written must not fail the run
+        print(f"{PROG}: cannot keep the --last-failed record {record}: {exc.strerror or exc}",
+              file=sys.stderr, flush=True)
+    _write_reports(args, run, scenarios, report_dir, json_path=json_path, junit_path=junit_path,
+                   markdown_path=markdown_path)
+    return run.exit_code
+
+
+def _baseline(path: str | None) -> BaselineFile | None:
+    from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
+
+    if path is None:
+        return None
+    try:
+        return load_baseline(path)
+    except BaselineError as exc:
+        raise RunUsageError(str(exc)) from None
+
+
+def _run_suite(scenarios: list[Scenario], options: SuiteOptions,
+               progress: Progress | None) -> RunResult:
+    """The runs, SIGTERM taken as ^C; a host that fails its probe is one line."""
+    from palace_conformance.runner.execution.suite import HostProbeError, run_suite
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        return run_suite(scenarios, options, progress=progress)
+    except HostProbeError as exc:
+        raise RunUsageError(f"the bridge host failed: {exc}") from None
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted: the runs in flight finished and were cleaned up; no report "
+              "written", file=sys.stderr, flush=True)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _chosen(args: argparse.Namespace, baseline: BaselineFile | None,
+            shard: tuple[int, int] | None, report_dir: Path | None,
+            human: TextIO) -> tuple[list[Scenario], tuple[str, ...],
+                                    Mapping[str, frozenset[str]] | None, Path,
+                                    set[tuple[str, str]] | None]:
+    """The catalogue read and narrowed as the flags say: the scenarios, the transports, what
+    ``--last-failed`` re-runs (``only``) and its record (path and what it held)."""
+    from palace_conformance.runner import last_failed
+    from palace_conformance.scenarios.loader import (
+        load_catalogue,
+        shipped_roots,
+        slow_scenarios_dir,
+    )
+
     roots = list(args.paths) or shipped_roots(slow=False)
     catalogue = load_catalogue([*roots, slow_scenarios_dir()] if args.slow else roots)
     if catalogue.problems:
@@ -140,51 +216,22 @@ def _run_checked(args: argparse.Namespace) -> int:
                                  last_failed.target(args.bridge, args.server), record)
         scenarios, only = plan.scenarios, plan.only
         print(plan.note, file=human, flush=True)
-    if args.list:
-        return _listing(scenarios, transports, only)
-    server = contextlib.ExitStack()  # the real server's setup lives as long as the runs
-    real = server.enter_context(chosen_server(args))  # first: a missing one clears no reports
-    if report_dir is not None:
-        try:
-            clear_previous(report_dir)
-        except OSError as exc:
-            server.close()
-            raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
-                                f"reports ({exc.strerror}); choose another directory") from None
-    options = SuiteOptions(
-        run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
-                       artifacts=report_dir / RUNS if report_dir else None,
-                       warm_start=not args.cold_start,
-                       level=args.level or default_level(args.bridge, profile),
-                       profile=profile, slack_factor=factor, real=real),
-        jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
-        only=only, max_scenario_seconds=args.max_scenario_seconds)
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        run = run_suite(scenarios, options,
-                        progress=None if args.quiet else make_progress(human))
-    except HostProbeError as exc:
-        raise RunUsageError(f"the bridge host failed: {exc}") from None
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted: the runs in flight finished and were cleaned up; no report "
-              "written", file=sys.stderr, flush=True)
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        server.close()
-    run.bridge = args.bridge
-    run.server = args.server
-    run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
-    run.slack_factor = factor
-    render_summary(run, human, quiet=args.quiet)
-    for hint in capability_hints(run, scenarios):
-        print(hint, file=human, flush=True)
-    try:
-        last_failed.write_record(record, args.bridge, last_failed.updated(recorded or (), run),
-                                 args.server)
-    except OSError as exc:  # a cache that cannot be written must not fail the run
-        print(f"{PROG}: cannot keep the --last-failed record {record}: {exc.strerror or exc}",
-              file=sys.stderr, flush=True)
+    return scenarios, transports, only, record, recorded
+
+
+def _write_reports(args: argparse.Namespace, run: RunResult, scenarios: list[Scenario],
+                   report_dir: Path | None, *, json_path: Path | None, junit_path: Path | None,
+                   markdown_path: Path | None) -> None:
+    """Every report the flags ask for, from a copy of the run that holds no secret."""
+    from palace_conformance.runner.reports.junit import write_junit
+    from palace_conformance.runner.reports.report_dir import (
+        JUNIT,
+        RESULTS,
+        public_run,
+        write_reports,
+    )
+
+    json_stdout = args.json == STDOUT
     by_id = {s.id: s for s in scenarios}
     reporting = json_stdout or any(t is not None
                                    for t in (json_path, junit_path, markdown_path, report_dir))
@@ -219,7 +266,6 @@ def _run_checked(args: argparse.Namespace) -> int:
         raise RunUsageError(f"cannot write the reports: {exc.strerror or exc} "
                             f"({exc.filename or ''}; the run itself "
                             f"{'passed' if run.ok else 'failed'})") from None
-    return run.exit_code
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -244,16 +290,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      help="which transports to run (default both)")
     run.add_argument("--select", action="append", default=[], metavar="PATTERN",
                      help="only scenario ids matching this glob (e.g. 'stdio.*'); repeatable")
-    run.add_argument("--jobs", type=int, default=None, metavar="N",
-                     help="runs in parallel (default: 4 per CPU, 2 to 12, as memory allows; here "
-                     f"{default_jobs()}); every run is isolated")
+    add_jobs(run)
     run.add_argument("--cold-start", action="store_true",
                      help="start every reference host and HTTP fake as a fresh interpreter "
                      "(slower); by default they are forked from a warm server that imported "
                      "them once (docs/runner.md)")
-    run.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
-                     help="an op's deadline when its step sets no timeout_ms "
-                     f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    add_op_timeout(run)
     run.add_argument("--slow", action="store_true",
                      help="also run the slow tier (fixtures/slow/): scenarios that wait out a "
                      "seed default of 30 s or more, e.g. the 60 s request timeout; minutes, not "

@@ -15,13 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.commands.options import add_subcommands
+from palace_conformance.errors import PalaceError
 from palace_conformance.fake.faults import FakeSetupError, parse_compact
 
 PROG = "palace-conformance fake ctl"
 TIMEOUT_S = 10.0
 
 
-class CtlError(Exception):
+class CtlError(PalaceError):
     """A control call that failed; the message is the one line to print."""
 
 
@@ -160,8 +162,7 @@ def add_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     where.add_argument("--ready-file", metavar="FILE", help="the fake's --ready-file (waited for)")
     ctl.add_argument("--wait", type=float, default=10.0, metavar="S",
                      help="how long to wait for --ready-file to appear (default 10)")
-    verbs = ctl.add_subparsers(dest="ctl_command", metavar="ACTION", parser_class=type(ctl))
-    verbs.required = True
+    verbs = add_subcommands(ctl, "ctl_command", "ACTION")
     inject = verbs.add_parser("inject", help="arm fault(s) now; they count requests from now on")
     inject.add_argument("spec", metavar="SPEC", nargs="*", help="compact fault spec(s)")
     inject.add_argument("--preset", metavar="NAME", help="arm a preset's faults")

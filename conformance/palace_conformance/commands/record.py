@@ -105,7 +105,7 @@ def run_record(args: argparse.Namespace) -> int:
         return 2
 
     from palace_conformance.record.draft import build_draft, write_draft
-    from palace_conformance.record.relay import FROM_PALACE, Message, Relay, RelayError
+    from palace_conformance.relay.stdio import FROM_PALACE, Message, Relay, RelayError
 
     recorded: list[Message] = []
 
@@ -157,9 +157,9 @@ def _run_http(args: argparse.Namespace, prog: str, out: Path, scenario_id: str,
         path_replacements,
         write_draft,
     )
-    from palace_conformance.record.proxy import HttpRelay, UpstreamError
-    from palace_conformance.record.relay import FROM_PALACE, Message
     from palace_conformance.redaction import environment_secrets
+    from palace_conformance.relay.http import HttpRelay, UpstreamError
+    from palace_conformance.relay.stdio import FROM_PALACE, Message
 
     recorded: list[Message] = []
     try:

@@ -32,8 +32,9 @@ from urllib.parse import SplitResult, urlsplit
 
 import httpx
 
+from palace_conformance.errors import PalaceError
 from palace_conformance.fake.http.wire import BadRequest, ConnectionGone, Headers, RequestHead, Wire
-from palace_conformance.record.relay import FROM_PALACE, TO_PALACE, Message
+from palace_conformance.relay.stdio import FROM_PALACE, TO_PALACE, Message
 
 READ_SECONDS = 10.0  # the bridge's request head and body
 CONNECT_SECONDS = 10.0  # the upstream's TCP (and TLS) connect
@@ -47,7 +48,7 @@ NOT_RELAYED = frozenset({"connection", "keep-alive", "proxy-connection", "te", "
 SSE_TYPE = "text/event-stream"
 
 
-class UpstreamError(Exception):
+class UpstreamError(PalaceError):
     """The recorder cannot start; the message names the problem and the fix."""
 
 

@@ -14,10 +14,8 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
-from palace_conformance.runner.commands.server_option import add_server_options, chosen_server
-from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.usage import (
+from palace_conformance.commands.options import add_op_timeout, add_server_options, chosen_server
+from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
     directory,
@@ -25,6 +23,8 @@ from palace_conformance.runner.usage import (
     writable,
     write_text,
 )
+from palace_conformance.contract import TRANSPORTS
+from palace_conformance.runner.jobs import default_jobs
 
 
 class _AddSource(argparse.Action):
@@ -158,9 +158,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="runs in parallel per bridge (default: as run, 4 per CPU, 2 to 12; "
                         "the bridges run one after the other)")
     add_server_options(parser)
-    parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
-                        help=f"an op's deadline when its step sets none (default "
-                        f"{DEFAULT_OP_TIMEOUT_MS})")
+    add_op_timeout(parser)
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

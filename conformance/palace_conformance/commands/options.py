@@ -1,0 +1,70 @@
+"""The option sets several commands share, defined once: ``--server fake|real`` and
+``--real-python PY`` (the palace behind the bridge, for ``run``, ``replay``, ``diff`` and
+``matrix``; docs/real-server.md), ``--jobs``, ``--op-timeout-ms``, and a command's sub-commands.
+
+Argparse only at import time; the real server's machinery is imported when it is asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from palace_conformance.commands.usage import RunUsageError
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.runner.jobs import default_jobs
+
+if TYPE_CHECKING:
+    from palace_conformance.real.world import RealServerSetup
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", choices=("fake", "real"), default="fake",
+                        help="the palace behind the bridge: the fake (default; every scenario) "
+                        "or the real mempalace 3.11.0 (scenarios it cannot serve are not "
+                        "applicable, with the reason; docs/real-server.md)")
+    parser.add_argument("--real-python", metavar="PY", default=None,
+                        help="with --server real: a Python with mempalace==3.11.0 installed "
+                        "(default: $PALACE_REAL_PYTHON; `tox -e real-palace` provisions one)")
+
+
+def add_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="runs in parallel (default: 4 per CPU, 2 to 12, as memory allows; "
+                        f"here {default_jobs()}); every run is isolated")
+
+
+def add_op_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
+                        help="an op's deadline when its step sets no timeout_ms "
+                        f"(default {DEFAULT_OP_TIMEOUT_MS})")
+
+
+def add_subcommands(parser: argparse.ArgumentParser, dest: str,
+                    metavar: str = "SUBCOMMAND") -> argparse._SubParsersAction[
+                        argparse.ArgumentParser]:
+    """A command's required sub-commands, parsed by the same parser class as the command (the
+    CLI's, whose mistakes are one line)."""
+    sub = parser.add_subparsers(dest=dest, metavar=metavar, parser_class=type(parser))
+    sub.required = True
+    return sub
+
+
+@contextlib.contextmanager
+def chosen_server(args: argparse.Namespace) -> Iterator[RealServerSetup | None]:
+    """Nothing for the fake (each world starts its own); for ``--server real`` the located
+    real server, the embedding stub and the template palace for the duration, or a one-line
+    usage error saying how to get one."""
+    if getattr(args, "server", "fake") != "real":
+        yield None
+        return
+    from palace_conformance.real.install import RealServerMissing
+    from palace_conformance.real.world import real_server_setup
+
+    try:
+        with real_server_setup(args.real_python) as setup:
+            yield setup
+    except RealServerMissing as exc:
+        raise RunUsageError(f"--server real: {exc}") from None
