@@ -91,8 +91,10 @@ function wireFeatures(pi: ExtensionAPI, config: BridgeConfig, client: PalaceClie
 }
 
 export default async function mempalace(pi: ExtensionAPI): Promise<void> {
+  // each knob read by name, once (as the seed's createClient() reads process.env.MEMPALACE_REMOTE_URL);
+  // the child gets the environment as it was at load
+  const config = readConfig(process.env);
   const env = snapshotEnv();
-  const config = readConfig(env);
   for (const warning of config.warnings) stderrLine(warning);
   const client = createClient(config, env);
   const stamper = stamperFor(config.device, sharedPalace(config), config.harness);
