@@ -58,7 +58,7 @@ function registerTools(pi: ExtensionAPI, client: PalaceClient, stamper: Stamper,
 }
 
 function wireFeatures(pi: ExtensionAPI, config: BridgeConfig, client: PalaceClient, stamper: Stamper,
-  background: (what: string, work: Promise<unknown>) => void): { feeder?: Feeder } {
+  background: (what: string, work: Promise<unknown>) => Promise<unknown>): { feeder?: Feeder } {
   const mailbox = sharedPalace(config) && config.mailbox
     ? new Mailbox(client, stamper.writer, config.mailboxPollMs, SYSTEM_CLOCK, (customType, content, details) =>
       pi.sendMessage({ customType, content, display: true, details }, { deliverAs: "steer", triggerTurn: false }))
@@ -82,10 +82,15 @@ function wireFeatures(pi: ExtensionAPI, config: BridgeConfig, client: PalaceClie
     const message = await wakeup.beforeAgentStart();
     return message ? { message } : undefined;
   });
-  pi.on("agent_settled", () => {
+  pi.on("agent_settled", async () => {
     const feed = feeder?.settled();
     if (feed) background("feed", feed);
-    if (mailbox?.due()) background("mailbox", mailbox.poll());
+    if (mailbox?.due()) {
+      // the poll runs in the background; the handler returns once it is on the wire (or over)
+      const onWire = client.nextDispatch();
+      const poll = background("mailbox", mailbox.poll());
+      await Promise.race([onWire, poll]);
+    }
   });
   return { feeder };
 }
@@ -99,10 +104,11 @@ export default async function mempalace(pi: ExtensionAPI): Promise<void> {
   const client = createClient(config, env);
   const stamper = stamperFor(config.device, sharedPalace(config), config.harness);
   const pending = new Set<Promise<unknown>>();
-  const background = (what: string, work: Promise<unknown>): void => {
+  const background = (what: string, work: Promise<unknown>): Promise<unknown> => {
     const guarded = work.catch((error: unknown) => stderrLine(`mempalace: ${what}: internal error: ${describe(error)}`))
       .finally(() => pending.delete(guarded));
     pending.add(guarded);
+    return guarded;
   };
   let feeder: Feeder | undefined;
   pi.on("session_shutdown", async () => {

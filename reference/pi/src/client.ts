@@ -40,6 +40,11 @@ export class PalaceClient implements PalaceCaller {
     return this.started;
   }
 
+  /** Resolves when the next request is handed to the wire (not when it is answered). */
+  nextDispatch(): Promise<void> {
+    return this.engine.dispatched.next();
+  }
+
   async tools(): Promise<ToolSpec[]> {
     return (await this.start()) ? [...this.engine.tools] : [];
   }

@@ -1,4 +1,5 @@
 /** What the client façade needs from a transport engine (local child or remote session). */
+import type { DispatchSignal } from "./dispatch.ts";
 import type { PalaceError } from "./errors.ts";
 import type { RpcReply } from "./handshake.ts";
 import type { ToolResult, ToolSpec } from "./tools.ts";
@@ -7,6 +8,8 @@ export interface Engine {
   readonly remote: boolean;
   readonly tools: ToolSpec[];
   readonly startError?: PalaceError;
+  /** Fires whenever a request is handed to the wire. */
+  readonly dispatched: DispatchSignal;
   start(): Promise<boolean>;
   /** One tools/call; JSON-RPC errors come back in the reply, transport failures are thrown. */
   callTool(name: string, args: Record<string, unknown>, timeoutMs?: number): Promise<RpcReply | ToolResult>;

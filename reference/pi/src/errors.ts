@@ -83,9 +83,11 @@ export class PalaceProtocolError extends PalaceError {
   }
 }
 
-/** An HTTP error status; the JSON-RPC error in the body, if any, kept as `rpcError`. */
+/** An HTTP error status; the JSON-RPC error in the body, if any, kept as `rpcError` and its
+ * integer code as `code` (a host reads status first: an HTTP error that carries a code). */
 export class PalaceHttpError extends PalaceError {
   readonly status: number;
+  readonly code?: number;
   readonly rpcError?: { code?: unknown; message?: unknown };
   constructor(status: number, rpcError?: { code?: unknown; message?: unknown }, detail = "") {
     let text = `mempalace HTTP ${status}`;
@@ -95,6 +97,7 @@ export class PalaceHttpError extends PalaceError {
     this.name = "PalaceHttpError";
     this.status = status;
     this.rpcError = rpcError;
+    if (typeof rpcError?.code === "number" && Number.isInteger(rpcError.code)) this.code = rpcError.code;
     this.detail = detail;
   }
 }

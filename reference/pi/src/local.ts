@@ -11,6 +11,7 @@
 import { type Clock, SYSTEM_CLOCK } from "./clock.ts";
 import type { BridgeConfig } from "./config.ts";
 import { type Deadline, TimeoutPolicy } from "./deadline.ts";
+import { DispatchSignal } from "./dispatch.ts";
 import { START_FAILED_LINE, type Engine } from "./engine.ts";
 import { PalaceConnectionClosed, PalaceError, PalaceTimeout, PalaceUnavailable } from "./errors.ts";
 import { checkInitialize, initializeParams, listTools, type RpcReply } from "./handshake.ts";
@@ -39,6 +40,7 @@ export class LocalEngine implements Engine {
   readonly remote = false;
   tools: ToolSpec[] = [];
   startError?: PalaceError;
+  readonly dispatched = new DispatchSignal();
   private readonly config: BridgeConfig;
   private readonly env: Record<string, string>;
   private readonly log: Log;
@@ -150,7 +152,7 @@ export class LocalEngine implements Engine {
 
   private async spawnReady(): Promise<StdioConnection> {
     const conn = new StdioConnection([this.config.serverCommand], this.env, () => ++this.idCounter, this.log,
-      () => this.policy.onSuccess());
+      () => this.policy.onSuccess(), () => this.dispatched.fire());
     conn.spawn();
     LIVE.add(conn);
     if (conn.pid !== undefined) this.spawnedPids.push(conn.pid);

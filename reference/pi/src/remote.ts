@@ -23,6 +23,7 @@ import { type Clock, SYSTEM_CLOCK } from "./clock.ts";
 import { type BridgeConfig, isRecord } from "./config.ts";
 import { ConnectRetries, UNAVAILABLE_LINE } from "./connect.ts";
 import { TimeoutPolicy } from "./deadline.ts";
+import { DispatchSignal } from "./dispatch.ts";
 import type { Engine } from "./engine.ts";
 import {
   describe,
@@ -36,11 +37,16 @@ import {
   PalaceToolError,
   PalaceUnavailable,
 } from "./errors.ts";
-import { CLIENT_INFO } from "./handshake.ts";
+import type { Deadline } from "./deadline.ts";
+import { CLIENT_INFO, listTools, type RpcReply } from "./handshake.ts";
 import { Mutex } from "./lock.ts";
 import type { Log } from "./log.ts";
 import { SessionGenerations } from "./session.ts";
-import { type ToolResult, type ToolSpec, toolResultFromWire, toolSpecFromWire } from "./tools.ts";
+import { type ToolResult, type ToolSpec, toolResultFromWire } from "./tools.ts";
+
+/** How pi-mcp reports a response stream that ended without the response (a synthesized -32603). */
+const STREAM_FAILED_CODE = -32603;
+const STREAM_FAILED_PREFIX = "MCP response stream failed:";
 
 interface Session {
   client: McpClient;
@@ -73,6 +79,11 @@ export function translate(error: unknown, method: string, timeoutMs: number): Pa
   }
   if (error instanceof McpError) {
     if (/^Invalid MCP /.test(error.message)) return new PalaceProtocolError(error.message);
+    // pi-mcp's own stand-in answer for an SSE stream that ended (and could not be resumed) before
+    // the response: a broken exchange, not the palace's JSON-RPC error
+    if (error.code === STREAM_FAILED_CODE && error.message.startsWith(STREAM_FAILED_PREFIX)) {
+      return new PalaceProtocolError(`SSE answer to ${method}: ${error.message.slice(STREAM_FAILED_PREFIX.length).trim()}`);
+    }
     return new PalaceToolError(error.code, error.message, error.data, method);
   }
   if (error instanceof McpConnectionClosedError) return new PalaceConnectionClosed(`${method}: ${error.message}`);
@@ -98,10 +109,24 @@ function rpcErrorIn(body: string | undefined): { code?: unknown; message?: unkno
   }
 }
 
+/** One request on `client` within `deadline`; a JSON-RPC error comes back as the reply's error. */
+async function rpcReply(client: McpClient, method: string, params: Record<string, unknown> | undefined, deadline: Deadline): Promise<RpcReply> {
+  const left = deadline.remainingMs();
+  try {
+    return { result: await client.request(method, params, { timeoutMs: left === undefined ? 0 : Math.max(1, left) }) };
+  } catch (error) {
+    if (error instanceof McpError && !/^Invalid MCP /.test(error.message) && !error.message.startsWith(STREAM_FAILED_PREFIX)) {
+      return { error: { code: error.code, message: error.message, data: error.data } };
+    }
+    throw error;
+  }
+}
+
 export class RemoteEngine implements Engine {
   readonly remote = true;
   tools: ToolSpec[] = [];
   startError?: PalaceError;
+  readonly dispatched = new DispatchSignal();
   private readonly config: BridgeConfig;
   private readonly url: string;
   private readonly log: Log;
@@ -198,15 +223,22 @@ export class RemoteEngine implements Engine {
     const deadline = this.timeouts.forHandshake(this.clock);
     const headers: Record<string, string> = {};
     if (this.config.remoteToken) headers.Authorization = `Bearer ${this.config.remoteToken}`;
-    const transport = new StreamableHttpTransport({ url: this.url, headers, openGetStream: false });
+    const transport = new StreamableHttpTransport({
+      url: this.url, headers, openGetStream: false,
+      fetch: (input, init) => {
+        const sent = fetch(input, init);
+        this.dispatched.fire();
+        return sent;
+      },
+    });
     const client = new McpClient({ ...CLIENT_INFO, requestTimeoutMs: this.config.initTimeoutMs });
     client.onError((error) => this.log.debug(`pi-mcp: ${describe(error)}`));
     // a failed open leaves the client abandoned, not closed: close() would DELETE a session
     await client.connect(transport);
     if (listToolsToo) {
-      const left = deadline.remainingMs();
-      const tools = await client.listTools({ timeoutMs: left === undefined ? 0 : Math.max(1, left) });
-      this.tools = tools.map((tool) => toolSpecFromWire(tool as unknown as Record<string, unknown>));
+      // our own paging (handshake.ts), not client.listTools: pi-mcp rejects a whole page for one
+      // nameless entry, where the seed copy skips the entry and keeps the rest
+      this.tools = await listTools((method, params, budget) => rpcReply(client, method, params, budget), deadline, this.log);
     }
     const preamble = this.config.preamble;
     if (preamble) {

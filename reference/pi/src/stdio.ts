@@ -60,6 +60,7 @@ export class StdioConnection {
   private readonly nextId: () => number;
   private readonly log: Log;
   private readonly onResult: () => void;
+  private readonly onWrite: () => void;
   private child?: ChildProcessWithoutNullStreams;
   private readonly pending = new Map<string, Pending>();
   private closed = false;
@@ -71,12 +72,14 @@ export class StdioConnection {
   private stderrEnded = false;
   private ending?: Promise<void>;
 
-  constructor(argv: string[], env: Record<string, string>, nextId: () => number, log: Log, onResult: () => void) {
+  constructor(argv: string[], env: Record<string, string>, nextId: () => number, log: Log, onResult: () => void,
+    onWrite: () => void = () => undefined) {
     this.argv = argv;
     this.env = env;
     this.nextId = nextId;
     this.log = log;
     this.onResult = onResult;
+    this.onWrite = onWrite;
   }
 
   spawn(): void {
@@ -143,6 +146,7 @@ export class StdioConnection {
         }, left);
       }
       this.write(rpc.request(id, method, params));
+      this.onWrite();
     });
   }
 
