@@ -9,6 +9,7 @@
  * failed connect is retried a bounded number of times, then the bridge runs without palace tools
  * (fail-closed, never a local child: this module cannot spawn one).
  */
+import diagnostics from "node:diagnostics_channel";
 import {
   McpAuthRequiredError,
   McpClient,
@@ -43,6 +44,9 @@ import { Mutex } from "./lock.ts";
 import type { Log } from "./log.ts";
 import { SessionGenerations } from "./session.ts";
 import { type ToolResult, type ToolSpec, toolResultFromWire } from "./tools.ts";
+
+/** Node's fetch (undici) publishes here once a request's body has been written to the socket. */
+const BODY_SENT_CHANNEL = "undici:request:bodySent";
 
 /** How pi-mcp reports a response stream that ended without the response (a synthesized -32603). */
 const STREAM_FAILED_CODE = -32603;
@@ -139,6 +143,7 @@ export class RemoteEngine implements Engine {
   private started?: boolean;
   private stopped = false;
   private keepalive?: NodeJS.Timeout;
+  private readonly onBodySent: (message: unknown) => void;
 
   constructor(config: BridgeConfig, log: Log, clock: Clock = SYSTEM_CLOCK) {
     if (!config.remoteUrl) throw new Error("RemoteEngine needs MEMPALACE_REMOTE_URL");
@@ -147,6 +152,21 @@ export class RemoteEngine implements Engine {
     this.log = log;
     this.clock = clock;
     this.timeouts = new TimeoutPolicy(config.timeoutMs, config.initTimeoutMs);
+    let target: URL | undefined;
+    try {
+      target = new URL(this.url);
+    } catch {
+      target = undefined; // start() reports the URL; nothing will be sent
+    }
+    // "a request to the palace is on the wire": fetch offers no hook, Node's diagnostics channel does
+    this.onBodySent = (message) => {
+      const request = (message as { request?: { origin?: unknown; path?: unknown } }).request;
+      if (target && request?.origin === target.origin && typeof request.path === "string"
+        && request.path.startsWith(target.pathname)) {
+        this.dispatched.fire();
+      }
+    };
+    diagnostics.subscribe(BODY_SENT_CHANNEL, this.onBodySent);
   }
 
   /** Connect with bounded retries; after the last one, the seed's line and `false`. */
@@ -188,6 +208,7 @@ export class RemoteEngine implements Engine {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    diagnostics.unsubscribe(BODY_SENT_CHANNEL, this.onBodySent);
     if (this.keepalive) clearTimeout(this.keepalive);
     const session = this.session;
     this.session = undefined;
@@ -223,14 +244,7 @@ export class RemoteEngine implements Engine {
     const deadline = this.timeouts.forHandshake(this.clock);
     const headers: Record<string, string> = {};
     if (this.config.remoteToken) headers.Authorization = `Bearer ${this.config.remoteToken}`;
-    const transport = new StreamableHttpTransport({
-      url: this.url, headers, openGetStream: false,
-      fetch: (input, init) => {
-        const sent = fetch(input, init);
-        this.dispatched.fire();
-        return sent;
-      },
-    });
+    const transport = new StreamableHttpTransport({ url: this.url, headers, openGetStream: false });
     const client = new McpClient({ ...CLIENT_INFO, requestTimeoutMs: this.config.initTimeoutMs });
     client.onError((error) => this.log.debug(`pi-mcp: ${describe(error)}`));
     // a failed open leaves the client abandoned, not closed: close() would DELETE a session
