@@ -63,6 +63,8 @@ describe("mailbox owed-ness (MAIL-02..04)", () => {
 
   it("a reply with a lower seq, a non-terminal status or no join answers nothing", () => {
     const early = { id: "r1", seq: 4, from_agent: me, status: "applied", metadata: { ack_of: "e1" } };
+    const sameSeq = { id: "r0", seq: 5, from_agent: me, status: "applied", correlation_id: "c1" };
+    assert.deepEqual(owed(me, [ask], [sameSeq]).map((e) => e.id), ["e1"]); // strictly higher only
     const pending = { id: "r2", seq: 7, from_agent: me, status: "open", metadata: { ack_of: "e1" } };
     const unrelated = { id: "r3", seq: 8, from_agent: me, status: "applied", correlation_id: "c9" };
     assert.deepEqual(owed(me, [ask], [early, pending, unrelated]).map((e) => e.id), ["e1"]);
