@@ -103,13 +103,9 @@ export default async function mempalace(pi: ExtensionAPI): Promise<void> {
   for (const warning of config.warnings) stderrLine(warning);
   const client = createClient(config, env);
   const stamper = stamperFor(config.device, sharedPalace(config), config.harness);
-  const pending = new Set<Promise<unknown>>();
-  const background = (what: string, work: Promise<unknown>): Promise<unknown> => {
-    const guarded = work.catch((error: unknown) => stderrLine(`mempalace: ${what}: internal error: ${describe(error)}`))
-      .finally(() => pending.delete(guarded));
-    pending.add(guarded);
-    return guarded;
-  };
+  // work an event starts and does not wait for; a bug in it becomes one stderr line, never a rejection
+  const background = (what: string, work: Promise<unknown>): Promise<unknown> =>
+    work.catch((error: unknown) => stderrLine(`mempalace: ${what}: internal error: ${describe(error)}`));
   let feeder: Feeder | undefined;
   pi.on("session_shutdown", async () => {
     try {
@@ -119,10 +115,7 @@ export default async function mempalace(pi: ExtensionAPI): Promise<void> {
     }
   });
 
-  let specs: ToolSpec[] = [];
-  const started = await client.start();
-  if (started) specs = await client.tools();
-  if (!started) return;
-  registerTools(pi, client, stamper, specs);
+  if (!(await client.start())) return; // fail-soft / fail-closed: no palace tools, pi carries on
+  registerTools(pi, client, stamper, await client.tools());
   ({ feeder } = wireFeatures(pi, config, client, stamper, background));
 }
