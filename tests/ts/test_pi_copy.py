@@ -95,8 +95,7 @@ def test_bundle_loads_in_pis_own_loader(copy_modules: Path, node_hosts: node.Ins
     bundle = (tmp_path / "mempalace.js").read_text()
     imports = {line.split(" from ")[-1].strip('";') for line in bundle.splitlines()
                if line.startswith("import ") and " from " in line}
-    assert imports <= {*PI_SUPPLIED, *(f"node:{m}" for m in
-                                      ("child_process", "fs", "path", "string_decoder"))}, imports
+    assert all(name in PI_SUPPLIED or name.startswith("node:") for name in imports), imports
     assert "@earendil-works/pi-mcp" not in imports  # bundled, as ADR-044 says
     with palace(tmp_path / "palace", "stdio") as found:
         agent_dir = tmp_path / "agent"
@@ -131,6 +130,7 @@ def _listed_tools(journal: Path) -> list[dict[str, object]]:
     raise AssertionError("no tools/list answer in the journal")
 
 
+@pytest.mark.timeout(1800)
 def test_whole_catalogue_at_seed_level_both_transports(tmp_path: Path) -> None:
     """No --select: every scenario on both transports; the copy must fail none."""
     results = tmp_path / "results.json"
