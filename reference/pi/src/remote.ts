@@ -51,6 +51,13 @@ const BODY_SENT_CHANNEL = "undici:request:bodySent";
 /** How pi-mcp reports a response stream that ended without the response (a synthesized -32603). */
 const STREAM_FAILED_CODE = -32603;
 const STREAM_FAILED_PREFIX = "MCP response stream failed:";
+const INVALID_ANSWER = /^Invalid (MCP|JSON-RPC) /;
+
+/** pi-mcp's reason with an HTTP status worded as what the server answered: the broken exchange is
+ * the error (a protocol error, as the Python copy reports it), not an HTTP error of the call. */
+function statusFree(reason: string): string {
+  return reason.trim().replace(/\bHTTP\s*(\d{3})\b/gi, "answered $1").replace(/\bstatus(?: code)?\s*(\d{3})\b/gi, "answered $1");
+}
 
 interface Session {
   client: McpClient;
@@ -82,11 +89,12 @@ export function translate(error: unknown, method: string, timeoutMs: number): Pa
     return new PalaceHttpError(error.status, rpcErrorIn(error.body), excerpt(error.body));
   }
   if (error instanceof McpError) {
-    if (/^Invalid MCP /.test(error.message)) return new PalaceProtocolError(error.message);
+    // pi-mcp's verdict on a malformed answer (an invalid JSON-RPC message, a bad MCP result)
+    if (INVALID_ANSWER.test(error.message)) return new PalaceProtocolError(error.message);
     // pi-mcp's own stand-in answer for an SSE stream that ended (and could not be resumed) before
     // the response: a broken exchange, not the palace's JSON-RPC error
     if (error.code === STREAM_FAILED_CODE && error.message.startsWith(STREAM_FAILED_PREFIX)) {
-      return new PalaceProtocolError(`SSE answer to ${method}: ${error.message.slice(STREAM_FAILED_PREFIX.length).trim()}`);
+      return new PalaceProtocolError(`SSE answer to ${method} ended without the response: ${statusFree(error.message.slice(STREAM_FAILED_PREFIX.length))}`);
     }
     return new PalaceToolError(error.code, error.message, error.data, method);
   }
@@ -119,7 +127,7 @@ async function rpcReply(client: McpClient, method: string, params: Record<string
   try {
     return { result: await client.request(method, params, { timeoutMs: left === undefined ? 0 : Math.max(1, left) }) };
   } catch (error) {
-    if (error instanceof McpError && !/^Invalid MCP /.test(error.message) && !error.message.startsWith(STREAM_FAILED_PREFIX)) {
+    if (error instanceof McpError && !INVALID_ANSWER.test(error.message) && !error.message.startsWith(STREAM_FAILED_PREFIX)) {
       return { error: { code: error.code, message: error.message, data: error.data } };
     }
     throw error;

@@ -61,3 +61,13 @@ describe("pi-mcp errors as the seed copy's kinds", () => {
     assert.equal(urlProblem("not a url"), "is not a valid URL");
   });
 });
+
+describe("pi-mcp's verdicts on broken answers are protocol errors", () => {
+  it("an invalid JSON-RPC message and a refused resumption read as the exchange breaking", () => {
+    assert.equal(translate(new McpError(-32600, "Invalid JSON-RPC message"), "tools/call", 1).name, "PalaceProtocolError");
+    const resumed = translate(new McpError(-32603, "MCP response stream failed: MCP HTTP 500: boom"), "tools/call", 1);
+    assert.equal(resumed.name, "PalaceProtocolError");
+    assert.doesNotMatch(resumed.message, /HTTP\s*\d{3}/);
+    assert.match(resumed.message, /answered 500/);
+  });
+});
