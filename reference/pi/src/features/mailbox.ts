@@ -7,7 +7,7 @@
 import type { PalaceCaller } from "../client.ts";
 import type { Clock } from "../clock.ts";
 import { isRecord } from "../config.ts";
-import { failed, parseJsonText } from "../tools.ts";
+import { failed, parseJsonText, type ToolResult } from "../tools.ts";
 
 export const TERMINAL = new Set(["applied", "superseded", "failed", "blocked"]);
 export const MAILBOX_TYPE = "mempalace-mailbox";
@@ -101,17 +101,21 @@ export class Mailbox {
   /** The current owed set, or undefined when the palace did not answer properly. */
   async fetch(): Promise<PalaceEvent[] | undefined> {
     this.lastPoll = this.clock.nowMs();
-    const lists: unknown[][] = [];
+    let answers: ToolResult[];
     try {
-      for (const args of [{ to_agent: this.me, status: "open", limit: FETCH_LIMIT }, { writer: this.me, limit: FETCH_LIMIT }]) {
-        const result = await this.caller.callTool(LIST_TOOL, args);
-        const body = parseJsonText(result);
-        const events = isRecord(body) ? body.events : undefined;
-        if (failed(result) || !Array.isArray(events)) return undefined;
-        lists.push(events);
-      }
+      // both queries always go out (inbox, then my own events); the answers are judged together
+      const inbox = await this.caller.callTool(LIST_TOOL, { to_agent: this.me, status: "open", limit: FETCH_LIMIT });
+      const mine = await this.caller.callTool(LIST_TOOL, { writer: this.me, limit: FETCH_LIMIT });
+      answers = [inbox, mine];
     } catch {
       return undefined;
+    }
+    const lists: unknown[][] = [];
+    for (const result of answers) {
+      const body = parseJsonText(result);
+      const events = isRecord(body) ? body.events : undefined;
+      if (failed(result) || !Array.isArray(events)) return undefined;
+      lists.push(events);
     }
     return owed(this.me, lists[0] ?? [], lists[1] ?? []);
   }
