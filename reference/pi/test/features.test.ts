@@ -5,7 +5,7 @@ import type { PalaceCaller } from "../src/client.ts";
 import { PalaceToolError, PalaceTimeout } from "../src/errors.ts";
 import { diaryPrompt, diaryTopic } from "../src/features/diary.ts";
 import { type ExecResult, Feeder, mineSource } from "../src/features/feeding.ts";
-import { formatItems, owed } from "../src/features/mailbox.ts";
+import { formatItems, Mailbox, owed } from "../src/features/mailbox.ts";
 import { stamperFor } from "../src/features/provenance.ts";
 import { WakeUp } from "../src/features/wakeup.ts";
 import type { ToolResult } from "../src/tools.ts";
@@ -189,5 +189,28 @@ describe("diary (DIARY-01)", () => {
     assert.match(diaryPrompt("pi", undefined), /mempalace_diary_write tool once, with agent_name="pi"/);
     assert.match(diaryPrompt("pi-laptop", diaryTopic("  the   release ")), /topic="the release"/);
     assert.equal(diaryTopic("   "), undefined);
+  });
+});
+
+describe("mailbox delivery (MAIL-05, MAIL-06)", () => {
+  it("sends both queries, fails silently on a bad answer, delivers an item once, floors the poll", async () => {
+    const clock = new FakeClock();
+    const caller = new ScriptedCaller();
+    caller.answer = async () => text("event log unavailable", true);
+    const steered: string[][] = [];
+    const mailbox = new Mailbox(caller, "pi@box", 300, clock, (type, _content, details) =>
+      steered.push([type, ...(details.event_ids as string[])]));
+    assert.equal(await mailbox.wakeupSection(), undefined);
+    assert.deepEqual(caller.calls.map((c) => c.args), [{ to_agent: "pi@box", status: "open", limit: 200 }, { writer: "pi@box", limit: 200 }]);
+    const ask = { id: "e1", seq: 1, to_agent: "pi@box", from_agent: "pi@o", status: "open" };
+    caller.answer = async () => text({ events: [ask] });
+    assert.equal(mailbox.due(), false);
+    await mailbox.poll();
+    assert.deepEqual(steered, []);
+    clock.advance(300);
+    await mailbox.poll();
+    clock.advance(300);
+    await mailbox.poll();
+    assert.deepEqual(steered, [["mempalace-mailbox", "e1"]]);
   });
 });
