@@ -71,6 +71,10 @@ export function classify(error) {
     default:
       break;
   }
+  if (status !== undefined && status >= 300 && Number.isInteger(error?.code)) {
+    // an HTTP failure whose body was a JSON-RPC error: the status decides the kind, the code is kept
+    return { kind: statusKind(status), message, code: error.code, data: { status } };
+  }
   if (Number.isInteger(error?.code) && typeof error?.message === "string") {
     const payload = { kind: "tool_error", message, code: error.code };
     if (error.data !== undefined) payload.data = error.data;
