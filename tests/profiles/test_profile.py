@@ -106,3 +106,17 @@ def test_files_expand_placeholders_and_follow_the_transport(tmp_path: Path) -> N
     assert remote[0][2] == 0o600
     local = profile.files_for(home=home, cwd=cwd, tmp=tmp, remote=False, values={}, env={})
     assert [p.name for p, _, _ in local] == ["notes.txt"]
+
+
+def test_a_multiplexing_tool_needs_a_when_for_each_catalogue_tool(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"schema_version": 1, "name": "p", "entry": "reference",
+                                "tools": {"map": {"palace_diary": [
+                                    {"tool": "mempalace_diary_read"},
+                                    {"tool": "mempalace_diary_write", "when": {"a": "w"}}]}}}))
+    with pytest.raises(ProfileError, match=r"/tools/map/palace_diary: .*non-empty \"when\""):
+        load_profile(path)
+    path.write_text(json.dumps({"schema_version": 1, "name": "p", "entry": "reference",
+                                "tools": {"map": {"palace_diary": {"tool": "diary"}}}}))
+    with pytest.raises(ProfileError, match="/tools/map/palace_diary"):
+        load_profile(path)

@@ -43,6 +43,16 @@ class Knob:
 
 
 @dataclass(frozen=True)
+class ToolRoute:
+    """One catalogue tool a bridge tool stands for: a renamed tool (``when`` empty), or one of
+    the catalogue tools a multiplexing tool picks by fixed arguments (``{"action": "read"}``)."""
+
+    own: str  # the bridge's tool name
+    tool: str  # the catalogue tool it calls
+    when: Mapping[str, Any] = field(default_factory=dict)  # arguments that select it
+
+
+@dataclass(frozen=True)
 class ProfileFile:
     path: str  # with placeholders; starts with ${HOME}/ or ${CWD}/
     content: str | None
@@ -62,11 +72,18 @@ class Profile:
     knobs: Mapping[str, Knob] = field(default_factory=dict)
     files: tuple[ProfileFile, ...] = ()
     path_programs: tuple[str, ...] = ()
-    tool_map: Mapping[str, str] = field(default_factory=dict)
+    tool_map: Mapping[str, str] = field(default_factory=dict)  # the renamed tools (no ``when``)
     extra_tools_allowed: bool = False
     wakeup_channel: str = "message"
     diagnostics_channel: str = "stderr"
     errors_channel: str | None = None  # "throw" | "is_error"; None: either, at the core level
+    #: every (bridge tool, catalogue tool, fixed arguments) of ``tools.map``, in profile order
+    tool_routes: tuple[ToolRoute, ...] = ()
+    #: ``tools.static``: the tools are registered at load whatever the palace state, from the
+    #: bridge's own list; it never sends ``tools/list``
+    static_tools: bool = False
+    #: ``results.path``: a JSON pointer into a call result's envelope where the palace's JSON is
+    results_path: str | None = None
 
     @property
     def bridge(self) -> str:
@@ -145,6 +162,11 @@ def load_profile(path: str | Path) -> Profile:
                            f"{first.fix}{more}")
     for item in data.get("files", []):
         _check_file_path(source, item["path"])
+    for own, entry in data.get("tools", {}).get("map", {}).items():
+        if isinstance(entry, list) and len(entry) > 1 and not all(e.get("when") for e in entry):
+            raise ProfileError(f"profile {source} at /tools/map/{own}: a tool that stands for "
+                               "several catalogue tools picks one by its arguments; give each "
+                               "entry a non-empty \"when\" ({\"action\": \"read\"})")
     claims = data.get("claims", {})
     seed_copy = bool(claims.get("seed_copy", False))
     channels = data.get("channels", {})
@@ -161,12 +183,26 @@ def load_profile(path: str | Path) -> Profile:
                                 int(f.get("mode", "0600"), 8), f.get("when", "always"))
                     for f in data.get("files", [])),
         path_programs=tuple(data.get("path_programs", ())),
-        tool_map=dict(tools.get("map", {})),
+        tool_map={own: routes[0].tool for own, routes in _routes(tools.get("map", {})).items()
+                  if len(routes) == 1 and not routes[0].when},
+        tool_routes=tuple(r for routes in _routes(tools.get("map", {})).values() for r in routes),
+        static_tools=bool(tools.get("static", False)),
+        results_path=data.get("results", {}).get("path"),
         extra_tools_allowed=bool(tools.get("extra_allowed", False)),
         wakeup_channel=channels.get("wakeup", "message"),
         diagnostics_channel=channels.get("diagnostics", "stderr"),
         errors_channel=channels.get("errors"),
     )
+
+
+def _routes(raw: Mapping[str, Any]) -> dict[str, list[ToolRoute]]:
+    """``tools.map`` entries (a name, ``{"tool", "when"}``, or a list of those) as routes."""
+    out: dict[str, list[ToolRoute]] = {}
+    for own, entry in raw.items():
+        entries = entry if isinstance(entry, list) else [entry]
+        out[own] = [ToolRoute(own, e) if isinstance(e, str)
+                    else ToolRoute(own, e["tool"], dict(e.get("when", {}))) for e in entries]
+    return out
 
 
 def _check_file_path(source: Path, path: str) -> None:

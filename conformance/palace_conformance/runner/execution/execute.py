@@ -187,7 +187,7 @@ class _Execution:
                                         "--level seed)")
         profile = self.options.profile
         if profile is not None and self.original.subject != "fake":
-            why = profile_edges.inapplicable(profile, self.original, self.transport)
+            self.original, why = profile_edges.adapt(profile, self.original, self.transport)
             if why:
                 return self._not_applicable(why)
         real = self.options.real
@@ -333,6 +333,8 @@ class _Execution:
             return
         reply = self.driver.request(op, request, deadline_ms=deadline)
         _fill(record, reply)
+        if profile is not None:
+            record.result = profile_edges.incoming_result(profile, op, record.result)
         if op == "exit":  # the step lasts until the host's process has ended
             record.elapsed_ms = reply.elapsed_ms + self.driver.wait_ended(op, deadline)
         record.effects = self._effects_view(record.effects, _system_prompt(step, record))

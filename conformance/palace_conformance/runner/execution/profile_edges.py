@@ -10,15 +10,18 @@ system prompt shown as the injected message the scenarios look for, and diagnost
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from palace_conformance.contract import WAKEUP_TYPE
+from palace_conformance.json_pointer import unescape
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, World
-from palace_conformance.runner.profile import Profile
+from palace_conformance.runner.profile import Profile, ToolRoute
 from palace_conformance.scenarios.model import Check, Scenario
 
 #: notify levels that carry a diagnostic (info is a UI toast)
@@ -29,23 +32,52 @@ def _catalogue_names() -> set[str]:
     return {tool["name"] for tool in tool_catalogue()["tools"]}
 
 
+def _offered(profile: Profile) -> set[str]:
+    return {route.tool for route in profile.tool_routes}
+
+
 def offered_catalogue(profile: Profile) -> list[dict[str, Any]] | None:
     """What ``"catalogue"`` in a tools expectation stands for with this bridge: the catalogue
     tools its profile maps (in catalogue order), or None (the whole catalogue) without a map.
 
     A curated bridge offers a chosen set; "every palace tool, with its schema" then means every
     tool of that set, each with the catalogue's schema."""
-    if not profile.tool_map:
+    if not profile.tool_routes:
         return None
-    offered = set(profile.tool_map.values())
+    offered = _offered(profile)
     return [tool for tool in tool_catalogue()["tools"] if tool["name"] in offered]
 
 
 def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | None:
     """Why this scenario cannot judge a bridge with this profile, before anything runs."""
-    if not profile.tool_map:
-        return None
-    offered = set(profile.tool_map.values())
+    return adapt(profile, scenario, transport)[1]
+
+
+def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenario, str | None]:
+    """The scenario as this bridge can be given it, or the reason it cannot be.
+
+    A curated bridge offers some catalogue tools: a call of another one that is only *a* palace
+    call (its name appears nowhere else: no fault, journal check or result expectation names
+    it) becomes a call of an argument-free read tool the bridge offers; only a scenario that
+    needs the unmapped tool itself is not applicable. A bridge with static tools never lists:
+    its registration stands for "none" while the palace is down, and journal checks on
+    ``tools/list`` are dropped."""
+    if not profile.tool_routes:
+        return scenario, None
+    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
+    changed = _substitute_incidental_calls(raw, _offered(profile))
+    if profile.static_tools:
+        why = _static_tools(raw, sorted(_offered(profile)))
+        if why is not None:
+            return scenario, why
+        changed = True
+    if changed:
+        scenario = Scenario.from_json(raw, scenario.path)
+    return scenario, _unoffered(profile, scenario, transport)
+
+
+def _unoffered(profile: Profile, scenario: Scenario, transport: str) -> str | None:
+    offered = _offered(profile)
     catalogue = _catalogue_names()
     for step in scenario.steps_for(transport):
         for name in step.tool_names:
@@ -70,6 +102,123 @@ def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | 
     if any(_counts_every_registration(c) for c in checks if c.applies_to(transport)):
         return ("it counts the registrations of the whole catalogue, and the bridge's profile "
                 "maps a curated tool set")
+    return None
+
+
+def _calls(raw: Mapping[str, Any]) -> list[tuple[dict[str, Any], Any]]:
+    """Every call a scenario makes: (the call, its expectation)."""
+    out: list[tuple[dict[str, Any], Any]] = []
+    for step in raw.get("steps", ()):
+        if not isinstance(step, dict):
+            continue
+        expect: Any = step.get("expect") if isinstance(step.get("expect"), dict) else {}
+        if step.get("op") == "call_tool":
+            out.append((step, expect))
+        elif step.get("op") == "call_tools" and isinstance(step.get("calls"), list):
+            each: list[Any] = expect.get("calls") or [] if isinstance(expect, dict) else []
+            for index, call in enumerate(step["calls"]):
+                if isinstance(call, dict):
+                    out.append((call, each[index] if index < len(each) else {}))
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _substitute_incidental_calls(raw: dict[str, Any], offered: set[str]) -> bool:
+    """Rename, all through the scenario, each unoffered read-only catalogue tool it calls with no
+    arguments and whose results it does not look into (only ``is_error``) to an offered
+    read-only tool it does not name (its required string arguments given a word): a scenario
+    about sessions, faults or timing needs *a* palace read, not that one. Whether any was."""
+    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
+
+    def read_only(name: str) -> bool:
+        return bool((catalogue[name].get("annotations") or {}).get("readOnlyHint"))
+
+    def plain(name: str) -> bool:  # every required argument a string we can make up
+        schema = catalogue[name]["inputSchema"]
+        return all((schema.get("properties", {}).get(r) or {}).get("type") == "string"
+                   for r in schema.get("required", ()))
+
+    named = set(_strings(raw))
+    stand_ins = [name for name in catalogue if name in offered and name not in named
+                 and read_only(name) and plain(name)]
+    calls = _calls(raw)
+    wanted = sorted({str(c.get("name")) for c, _ in calls} - offered)
+    renames: dict[str, str] = {}
+    for name in wanted:
+        if name not in catalogue or not read_only(name) or not stand_ins:
+            continue
+        if all(not c.get("args") and (not isinstance(e, dict)
+                                      or set(e.get("result") or {}) <= {"is_error"})
+               for c, e in calls if c.get("name") == name):
+            renames[name] = stand_ins.pop(0)
+    if not renames:
+        return False
+    for call, _ in calls:
+        if call.get("name") in renames:
+            call["name"] = renames[call["name"]]
+            schema = catalogue[call["name"]]["inputSchema"]
+            call["args"] = {r: "conformance" for r in schema.get("required", ())}
+    _rename_strings(raw, renames)
+    return True
+
+
+def _rename_strings(value: Any, renames: Mapping[str, str]) -> None:
+    """Every string value equal to a renamed tool, renamed (faults, journal checks), in place."""
+    items: Iterable[tuple[Any, Any]] = (value.items() if isinstance(value, dict)
+                                        else enumerate(value) if isinstance(value, list) else ())
+    for key, item in list(items):
+        if isinstance(item, str) and item in renames:
+            value[key] = renames[item]
+        else:
+            _rename_strings(item, renames)
+
+
+def _static_tools(raw: dict[str, Any], offered: list[str]) -> str | None:
+    """Rewrite for a bridge that registers its tools at load and never lists them; or why the
+    scenario cannot judge such a bridge (its faults aim at ``tools/list``)."""
+    for fault in raw.get("faults", ()):
+        on = fault.get("on") if isinstance(fault, dict) else None
+        if isinstance(on, dict) and on.get("method") == "tools/list":
+            return ("its faults aim at tools/list, which a bridge with static tools (its "
+                    "profile's tools.static) never sends")
+
+    def lists(match: Any) -> bool:
+        return isinstance(match, dict) and match.get("method") == "tools/list"
+
+    def rewrite(expect: Any) -> None:
+        if not isinstance(expect, dict):
+            return
+        tools = expect.get("tools")
+        if isinstance(tools, dict) and tools.get("registered") == "none":
+            tools["registered"] = list(offered)
+        journal = expect.get("journal")
+        if isinstance(journal, list):
+            kept = []
+            for check in journal:
+                if not isinstance(check, dict):
+                    kept.append(check)
+                elif check.get("check") == "sequence":
+                    items = [i for i in check.get("items", ()) if not lists(i)]
+                    if items:
+                        kept.append({**check, "items": items})
+                elif not any(lists(check.get(key)) for key in ("match", "first", "then",
+                                                                 "from", "to")):
+                    kept.append(check)
+            expect["journal"] = kept
+
+    rewrite(raw.get("expect"))
+    for step in raw.get("steps", ()):
+        if isinstance(step, dict):
+            rewrite(step.get("expect"))
     return None
 
 
@@ -104,39 +253,121 @@ def prepare(profile: Profile, world: World) -> str | None:
 
 def outgoing_tool(profile: Profile, name: str) -> str:
     """The bridge's name for a catalogue tool a step calls."""
-    for own, catalogue in profile.tool_map.items():
-        if catalogue == name:
-            return own
-    return name
+    return outgoing_call(profile, name, {})[0]
+
+
+def outgoing_call(profile: Profile, name: str,
+                  args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The bridge's tool for a catalogue tool a step calls, and the arguments with the fixed
+    ones (``when``) that make it call that catalogue tool."""
+    for route in profile.tool_routes:
+        if route.tool == name:
+            return route.own, {**args, **route.when}
+    return name, dict(args)
 
 
 def outgoing_request(profile: Profile, op: str, request: dict[str, Any]) -> dict[str, Any]:
     """A driver request with every tool it calls in the bridge's names: a ``call_tool``'s
     ``name``, each call of a ``call_tools``; any other op's request unchanged."""
-    if op == "call_tool" and isinstance(request.get("name"), str):
-        return {**request, "name": outgoing_tool(profile, request["name"])}
+
+    def one(call: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(call.get("name"), str):
+            return call
+        args: dict[str, Any] = call["args"] if isinstance(call.get("args"), dict) else {}
+        own, sent = outgoing_call(profile, call["name"], args)
+        return {**call, "name": own, **({"args": sent} if sent or "args" in call else {})}
+
+    if op == "call_tool":
+        return one(request)
     if op == "call_tools" and isinstance(request.get("calls"), list):
-        return {**request, "calls": [
-            {**call, "name": outgoing_tool(profile, call["name"])}
-            if isinstance(call, dict) and isinstance(call.get("name"), str) else call
-            for call in request["calls"]]}
+        return {**request, "calls": [one(call) if isinstance(call, dict) else call
+                                     for call in request["calls"]]}
     return request
+
+
+def _routes_of(profile: Profile, own: str) -> list[ToolRoute]:
+    return [route for route in profile.tool_routes if route.own == own]
+
+
+def _routed_schema(schema: Any, route: ToolRoute) -> Any:
+    """A multiplexing tool's schema as the catalogue tool it stands for: the catalogue's when it
+    keeps every parameter of that tool (by name, with the catalogue's type) besides its fixed
+    ones; else its own without the fixed ones (and the schema check names it)."""
+    if not route.when or not isinstance(schema, dict):
+        return schema
+    properties: dict[str, Any] = (schema["properties"]
+                                  if isinstance(schema.get("properties"), dict) else {})
+    own = {k: v for k, v in properties.items() if k not in route.when}
+    wanted = next(t["inputSchema"] for t in tool_catalogue()["tools"] if t["name"] == route.tool)
+    if all(isinstance(own.get(k), dict) and own[k].get("type") == v.get("type")
+           for k, v in wanted.get("properties", {}).items()):
+        return wanted
+    required = [r for r in schema.get("required", ()) if r not in route.when]
+    return {**schema, "properties": own, "required": required}
 
 
 def incoming_tools(profile: Profile,
                    tools: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Registered tools in catalogue names, and the extra tools the profile allows (set aside)."""
+    """Registered tools in catalogue names (a multiplexing tool as each catalogue tool it
+    stands for), and the extra tools the profile allows (set aside)."""
     shown: list[dict[str, Any]] = []
     extras: list[str] = []
     known = _catalogue_names()
     for tool in tools:
         name = tool.get("name")
-        mapped = profile.tool_map.get(name, name) if isinstance(name, str) else name
-        if profile.extra_tools_allowed and isinstance(mapped, str) and mapped not in known:
-            extras.append(mapped)
+        routes = _routes_of(profile, name) if isinstance(name, str) else []
+        if routes:
+            for route in routes:
+                view = {**tool, "name": route.tool}
+                for key in ("parameters", "inputSchema"):
+                    if key in tool:
+                        view[key] = _routed_schema(tool[key], route)
+                shown.append(view)
             continue
-        shown.append({**tool, "name": mapped})
+        if profile.extra_tools_allowed and isinstance(name, str) and name not in known:
+            extras.append(name)
+            continue
+        shown.append(tool)
     return shown, extras
+
+
+def incoming_result(profile: Profile, op: str, result: Any) -> Any:
+    """A call's result with the palace's JSON in place of the bridge's envelope
+    (``results.path``): what the scenarios judge. The envelope stays as ``envelope``, judged as
+    what the agent saw (secret checks read it); a result without the envelope is left as is."""
+    if profile.results_path is None:
+        return result
+    if op == "call_tools" and isinstance(result, dict) and isinstance(result.get("calls"), list):
+        return {**result, "calls": [
+            {**call, "result": _unwrapped(profile.results_path, call.get("result"))}
+            if isinstance(call, dict) and "result" in call else call
+            for call in result["calls"]]}
+    if op == "call_tool":
+        return _unwrapped(profile.results_path, result)
+    return result
+
+
+def _unwrapped(pointer: str, result: Any) -> Any:
+    content = result.get("content") if isinstance(result, dict) else None
+    if not (isinstance(content, list) and content and isinstance(content[0], dict)
+            and isinstance(content[0].get("text"), str)):
+        return result
+    try:
+        envelope = json.loads(content[0]["text"])
+    except ValueError:
+        return result
+    inner = envelope
+    for token in pointer.split("/")[1:]:
+        key = unescape(token)
+        if isinstance(inner, dict) and key in inner:
+            inner = inner[key]
+        elif isinstance(inner, list) and key.isdigit() and int(key) < len(inner):
+            inner = inner[int(key)]
+        else:
+            return result
+    text = inner if isinstance(inner, str) else json.dumps(inner)
+    return {**result, "content": [{**content[0], "text": text}, *content[1:]],
+            "envelope": content[0]["text"]}
 
 
 def incoming_effects(profile: Profile, effects: list[dict[str, Any]],
@@ -148,10 +379,12 @@ def incoming_effects(profile: Profile, effects: list[dict[str, Any]],
     for effect in effects:
         kind = effect.get("kind")
         if kind == "tool_registered" and isinstance(effect.get("name"), str):
-            mapped = profile.tool_map.get(effect["name"], effect["name"])
-            if profile.extra_tools_allowed and mapped not in known:
+            routes = _routes_of(profile, effect["name"])
+            if routes:
+                out.extend({**effect, "name": route.tool} for route in routes)
                 continue
-            effect = {**effect, "name": mapped}
+            if profile.extra_tools_allowed and effect["name"] not in known:
+                continue
         elif (kind == "notify" and profile.diagnostics_channel == "notify"
               and effect.get("level") in _DIAGNOSTIC_LEVELS):
             out.append(effect)
