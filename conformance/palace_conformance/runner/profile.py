@@ -84,6 +84,8 @@ class Profile:
     static_tools: bool = False
     #: ``results.path``: a JSON pointer into a call result's envelope where the palace's JSON is
     results_path: str | None = None
+    #: ``claims.read_retry``: a crashed read is retried once on a new child (never a write)
+    read_retry: bool = False
 
     @property
     def bridge(self) -> str:
@@ -188,6 +190,7 @@ def load_profile(path: str | Path) -> Profile:
         tool_routes=tuple(r for routes in _routes(tools.get("map", {})).values() for r in routes),
         static_tools=bool(tools.get("static", False)),
         results_path=data.get("results", {}).get("path"),
+        read_retry=bool(claims.get("read_retry", False)),
         extra_tools_allowed=bool(tools.get("extra_allowed", False)),
         wakeup_channel=channels.get("wakeup", "message"),
         diagnostics_channel=channels.get("diagnostics", "stderr"),

@@ -427,6 +427,9 @@ class _Execution:
                 final_error = f"could not list the tools at the end: {dead or 'no answer'}"
         profile = self.options.profile if scenario.subject != "fake" else None
         records, offsets = world.read_journal()
+        retried = (profile_edges.set_aside_read_retries(profile, scenario, self.transport,
+                                                        self.steps, records, offsets)
+                   if profile is not None else [])
         facts = process_facts(records, procs.alive)
         exited = any(step.op == "exit" and step.ran for step in self.steps)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
@@ -465,6 +468,10 @@ class _Execution:
         if unreached is not None:  # one line instead of every expectation failing alike
             return self._not_testable(unreached)
         self.result.checks = judge(observation)
+        for note in retried:
+            self.result.checks.append(CheckRecord(
+                scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
+                message=note, covers=scenario.covers, level=CORE))
         if self.extra_tools:
             self.result.checks.append(CheckRecord(
                 scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,

@@ -22,6 +22,7 @@ from palace_conformance.json_pointer import unescape
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, World
 from palace_conformance.runner.profile import Profile, ToolRoute
+from palace_conformance.runner.results import StepRecord
 from palace_conformance.scenarios.model import Check, Scenario
 
 #: notify levels that carry a diagnostic (info is a UI toast)
@@ -71,6 +72,8 @@ def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenari
         if why is not None:
             return scenario, why
         changed = True
+    if profile.read_retry:
+        changed = _faults_after_retries(raw) or changed
     if changed:
         scenario = Scenario.from_json(raw, scenario.path)
     return scenario, _unoffered(profile, scenario, transport)
@@ -200,6 +203,14 @@ def _static_tools(raw: dict[str, Any], offered: list[str]) -> str | None:
         tools = expect.get("tools")
         if isinstance(tools, dict) and tools.get("registered") == "none":
             tools["registered"] = list(offered)
+        error = expect.get("error")
+        if isinstance(error, dict) and error.get("kind") == "no_such_tool":
+            del error["kind"]  # the tool is there; the call fails for want of a palace
+        effects = expect.get("effects")
+        if isinstance(effects, list):
+            expect["effects"] = [c for c in effects if not (
+                isinstance(c, dict) and c.get("check") == "absent"
+                and c.get("match") == {"kind": "tool_registered"})]
         journal = expect.get("journal")
         if isinstance(journal, list):
             kept = []
@@ -220,6 +231,40 @@ def _static_tools(raw: dict[str, Any], offered: list[str]) -> str | None:
         if isinstance(step, dict):
             rewrite(step.get("expect"))
     return None
+
+
+#: fault actions that end the child before it answers the call they hit
+_CRASHES = ("exit", "partial_line")
+
+
+def _faults_after_retries(raw: dict[str, Any]) -> bool:
+    """For a bridge that retries a crashed read once (``claims.read_retry``): each retry is one
+    more call of that tool, so a later fault aimed at the nth call of a read the scenario crashes
+    is moved on by one per crash before it, to hit the call the scenario means. Whether any was."""
+    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
+    crashes: dict[str, list[int]] = {}
+    for fault in raw.get("faults", ()):
+        on: Any = fault.get("on") if isinstance(fault, dict) else None
+        tool = on.get("tool") if isinstance(on, dict) else None
+        if (isinstance(on, dict) and isinstance(tool, str) and tool in catalogue
+                and fault.get("action") in _CRASHES
+                and fault.get("then", "exit") == "exit" and "every" not in on
+                and fault.get("times", 1) == 1
+                and (catalogue[tool].get("annotations") or {}).get("readOnlyHint")):
+            crashes.setdefault(tool, []).append(int(on.get("nth", 1)))
+    changed = False
+    for fault in raw.get("faults", ()):
+        on = fault.get("on") if isinstance(fault, dict) else None
+        tool = on.get("tool") if isinstance(on, dict) else None
+        if not isinstance(on, dict) or not isinstance(tool, str) or tool not in crashes \
+                or "every" in on:
+            continue
+        nth = int(on.get("nth", 1))
+        before = sum(1 for crashed in crashes[tool] if crashed < nth)
+        if before:
+            on["nth"] = nth + before
+            changed = True
+    return changed
 
 
 def _counts_every_registration(check: Check) -> bool:
@@ -398,3 +443,55 @@ def incoming_effects(profile: Profile, effects: list[dict[str, Any]],
             out.append({"kind": "injected", "custom_type": WAKEUP_TYPE, "content": added.strip(),
                         "via": "system_prompt"})
     return out
+
+
+def set_aside_read_retries(profile: Profile, scenario: Scenario, transport: str,
+                           steps: list[StepRecord], records: list[dict[str, Any]],
+                           offsets: list[int]) -> list[str]:
+    """With ``claims.read_retry``: each read a scenario expects to fail as connection closed
+    that the bridge retried once on a new child and got answered, shown as the crash it was.
+
+    The retried request and its answer are taken out of ``records`` and ``offsets`` (in place;
+    the step windows are still byte offsets), the step reads as the connection-closed failure,
+    and one line per retry says what was set aside. A second retry, a retry on the same child or
+    of a write is left as it is, to be judged."""
+    if not profile.read_retry:
+        return []
+    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
+    by_index = {record.index: record for record in steps}
+    notes: list[str] = []
+    for step in scenario.steps_for(transport):
+        record = by_index.get(step.index)
+        name = step.params.get("name")
+        expected = step.expect.error if step.expect is not None else None
+        if (step.op != "call_tool" or record is None or record.ok is not True
+                or expected is None or getattr(expected, "kind", None) != "connection_closed"
+                or not isinstance(name, str) or name not in catalogue
+                or not (catalogue[name].get("annotations") or {}).get("readOnlyHint")):
+            continue
+        window = [i for i, at in enumerate(offsets)
+                  if record.journal_start <= at < record.journal_end]
+        calls = [i for i in window if records[i].get("kind") == "recv"
+                 and records[i].get("method") == "tools/call" and records[i].get("tool") == name]
+        if len(calls) != 2:
+            continue
+        first, retry = records[calls[0]], records[calls[1]]
+        died = any(records[i].get("kind") == "process_exit" and records[i].get("pid")
+                   == first.get("pid") and calls[0] < i < calls[1] for i in window)
+        if not died or retry.get("pid") == first.get("pid"):
+            continue
+        answer = [i for i in window if i > calls[1] and records[i].get("kind") == "send"
+                  and records[i].get("pid") == retry.get("pid")
+                  and records[i].get("id") == retry.get("id")]
+        for i in sorted([calls[1], *answer[:1]], reverse=True):
+            del records[i]
+            del offsets[i]
+        record.result, record.ok = None, False
+        record.error = {"kind": "connection_closed",
+                        "message": f"connection closed: the child (pid {first.get('pid')}) "
+                                   f"died mid-call; the bridge retried the read once on a new "
+                                   f"child (pid {retry.get('pid')}), which answered"}
+        notes.append(f"step {step.key}: the crashed read {name} was retried once on a new child "
+                     f"(pid {retry.get('pid')}; claims.read_retry): that request and its answer "
+                     "are set aside, the call judged as the connection-closed failure it was")
+    return notes
