@@ -199,3 +199,44 @@ def test_an_incidental_read_of_an_unmapped_tool_is_made_with_a_mapped_one(
         p, shipped("http.sse.cr-line-endings"), "http"))
     assert "no tool for mempalace_add_drawer" in str(profile_edges.inapplicable(
         p, shipped("prov.shared-palace.stamps-writers"), "stdio"))
+
+
+def test_a_crashed_read_retried_on_a_new_child_is_judged_as_the_crash(tmp_path: Path) -> None:
+    from palace_conformance.runner.results import StepRecord
+
+    p = profile(tmp_path, claims={"read_retry": True}, **CURATED)
+    scenario = shipped("stdio.respawn.after-crash")
+    crashed = next(s for s in scenario.steps if s.key == "crashed")
+    call = {"kind": "recv", "method": "tools/call", "tool": "mempalace_search"}
+    records = [{"kind": "process_start", "pid": 1}, {**call, "pid": 1, "id": 3},
+               {"kind": "process_exit", "pid": 1}, {"kind": "process_start", "pid": 2},
+               {**call, "pid": 2, "id": 5}, {"kind": "send", "pid": 2, "id": 5}]
+    offsets = [0, 10, 20, 30, 40, 50]
+    record = StepRecord(index=crashed.index, key="crashed", op="call_tool", ok=True,
+                        result={"content": []}, journal_start=10, journal_end=60)
+    notes = profile_edges.set_aside_read_retries(p, scenario, "stdio", [record], records,
+                                                 offsets)
+    assert len(notes) == 1 and "retried once on a new child (pid 2" in notes[0]
+    assert [r.get("id") for r in records] == [None, 3, None, None] and offsets == [0, 10, 20, 30]
+    assert record.ok is False and record.error is not None
+    assert record.error["kind"] == "connection_closed"
+    # a retry on the same child, or without the claim, is left to be judged
+    again = [dict(r, pid=1) for r in records]
+    same = StepRecord(index=crashed.index, key="crashed", op="call_tool", ok=True,
+                      journal_start=10, journal_end=60)
+    assert profile_edges.set_aside_read_retries(p, scenario, "stdio", [same], again,
+                                                [0, 10, 20, 30]) == []
+    assert profile_edges.set_aside_read_retries(profile(tmp_path), scenario, "stdio",
+                                                [same], again, [0, 10, 20, 30]) == []
+
+
+def test_faults_after_a_crashed_read_move_on_by_one_per_retry(tmp_path: Path) -> None:
+    p = profile(tmp_path, claims={"read_retry": True}, tools={"map": {
+        "palace_search": "mempalace_search"}})
+    adapted, why = profile_edges.adapt(p, shipped("stdio.respawn.budget-resets-on-success"),
+                                       "stdio")
+    assert why is None
+    assert [f["on"]["nth"] for f in adapted.raw["faults"]] == [1, 4]  # was 1 and 3
+    write, _ = profile_edges.adapt(p, shipped("stdio.exit.crashed-write-never-replayed"),
+                                   "stdio")
+    assert [f["on"]["nth"] for f in write.raw["faults"]] == [1]  # a write: nothing moves
