@@ -46,6 +46,7 @@ from palace_conformance.runner.results import (
     NOT_APPLICABLE,
     NOT_TESTABLE,
     PARITY,
+    PASSED,
     CheckRecord,
     ScenarioResult,
 )
@@ -184,8 +185,9 @@ class Divergence:
     findings: list[Finding]
     title: str = ""
     covers: tuple[str, ...] = ()
-    #: a check one side passes and the other fails, or different statuses: what is judged
-    #: differs (else only the traces do, and the pair is listed only with ``--all``)
+    #: different statuses, or both failed with a check one side passes and the other fails:
+    #: what is judged differs (else only the traces do, or a note the level does not count,
+    #: and the pair is listed only with ``--all``)
     judged: bool = True
 
     @property
@@ -396,7 +398,8 @@ def compare_pair(left: ScenarioResult, right: ScenarioResult, masks: Masks, *,
     ordered = sorted(findings.values(), key=lambda f: ORDER.get(f.category, len(ORDER)))
     return Divergence(left.scenario, left.transport, (left.status, right.status), ordered,
                       title=left.title, covers=left.covers,
-                      judged=bool(verdicts) or left.status != right.status)
+                      judged=left.status != right.status or (
+                          bool(verdicts) and left.status != PASSED))
 
 
 def _pairs(left: Source, right: Source) -> list[tuple[str, str]]:
