@@ -120,3 +120,16 @@ def test_a_multiplexing_tool_needs_a_when_for_each_catalogue_tool(tmp_path: Path
                                 "tools": {"map": {"palace_diary": {"tool": "diary"}}}}))
     with pytest.raises(ProfileError, match="/tools/map/palace_diary"):
         load_profile(path)
+
+
+def test_servers_by_role_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"schema_version": 1, "name": "p", "entry": "reference",
+                                "servers": {"light": "mempalace-light-mcp"},
+                                "claims": {"read_retry": True}}))
+    loaded = load_profile(path)
+    assert loaded.servers == {"light": "mempalace-light-mcp"} and loaded.read_retry
+    path.write_text(json.dumps({"schema_version": 1, "name": "p", "entry": "reference",
+                                "servers": {"light": "a b"}}))
+    with pytest.raises(ProfileError, match="/servers/light"):
+        load_profile(path)

@@ -240,3 +240,21 @@ def test_faults_after_a_crashed_read_move_on_by_one_per_retry(tmp_path: Path) ->
     write, _ = profile_edges.adapt(p, shipped("stdio.exit.crashed-write-never-replayed"),
                                    "stdio")
     assert [f["on"]["nth"] for f in write.raw["faults"]] == [1]  # a write: nothing moves
+
+
+def test_the_light_servers_children_are_set_aside_from_the_counts(tmp_path: Path) -> None:
+    p = profile(tmp_path, servers={"full": "mempalace-mcp", "light": "mempalace-light-mcp"})
+    records = [{"kind": "process_start", "pid": 1, "argv": ["/run/bin/mempalace-mcp"]},
+               {"kind": "process_start", "pid": 2, "argv": ["/run/bin/mempalace-light-mcp"]},
+               {"kind": "recv", "pid": 2, "method": "initialize"},
+               {"kind": "recv", "pid": 1, "method": "initialize"},
+               {"kind": "process_exit", "pid": 2}]
+    offsets = [0, 1, 2, 3, 4]
+    aside = profile_edges.other_servers(p, records, offsets)
+    assert [r["pid"] for r in aside] == [2, 2, 2] and [r["pid"] for r in records] == [1, 1]
+    assert offsets == [0, 3]
+    note = profile_edges.servers_note(p, aside, 0)
+    assert "light (mempalace-light-mcp): 1 child(ren) started, 1 initialize, 0 alive" in note
+    one = profile(tmp_path)
+    kept = [dict(r) for r in records]
+    assert profile_edges.other_servers(one, kept) == [] and len(kept) == 2

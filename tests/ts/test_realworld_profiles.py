@@ -22,7 +22,7 @@ import pytest
 from palace_conformance.resources import fixtures_dir, tool_catalogue
 
 REALWORLD = Path(__file__).resolve().parent / "extensions" / "realworld"
-BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "envelope"]
+BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "envelope", "twoserver"]
 DEFECT_LINE = re.compile(r"^// ([A-Z]+-\d{2}): \S")
 BEHAVIOUR_ID = re.compile(r"\b[A-Z]+-\d{2}\b")
 
@@ -93,7 +93,7 @@ def why_not_applicable(found: dict[str, Any], bridge: dict[str, Any]) -> list[st
             problems.append(f"sets {seed}={env[seed]}; the bridge has it fixed at {knob['fixed']}")
         if "absent" in knob and seed in env:
             problems.append(f"sets {seed}, which the bridge lacks")
-    if "tools" in bridge:
+    if routes(bridge):
         mapped = {tool for _, tool in routes(bridge)}
         for step in found["steps"]:
             if step["op"] == "call_tool" and step["name"] not in mapped and \
@@ -151,6 +151,8 @@ def test_profile_says_what_the_bridge_does(name: str) -> None:
         assert palace_tool in catalogue
         assert f'name: "{bridge_tool}"' in code or f"{bridge_tool}: {{ palace:" in code
         assert f'"{palace_tool}"' in code, f"{name}.ts never calls {palace_tool}"
+    for program in found.get("servers", {}).values():
+        assert f'"{program}"' in code, f"{name}.ts never starts {program}"
     for file in found.get("files", []):
         for part in Path(file["path"].removeprefix("${HOME}/")).parts:
             assert f'"{part}"' in code, f"{name}.ts never opens {file['path']}"

@@ -70,6 +70,12 @@ MUST_PASS = {
                  "stdio.respawn.budget-resets-on-success", "stdio.respawn.cap-with-backoff",
                  "tool.unavailable.host-keeps-working", "life.handshake.initialize-first",
                  "stdio.timeout.stall-kills-child", "life.reload.stdio-old-child-exits"],
+    # process and initialize counts on the full server alone, the light one's children set
+    # aside, its faults and kills aimed at the full server
+    "twoserver": ["stdio.respawn.after-crash", "stdio.init.budget-covers-tools-list",
+                  "stdio.init.slow-start-inside-budget", "life.transport.chosen-once-at-load",
+                  "life.shutdown.stdio-polite-close", "life.exit.host-exit-leaves-no-child",
+                  "stdio.respawn.cap-with-backoff", "tool.unavailable.host-keeps-working"],
 }
 
 

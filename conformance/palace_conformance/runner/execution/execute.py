@@ -430,7 +430,9 @@ class _Execution:
         retried = (profile_edges.set_aside_read_retries(profile, scenario, self.transport,
                                                         self.steps, records, offsets)
                    if profile is not None else [])
-        facts = process_facts(records, procs.alive)
+        aside = (profile_edges.other_servers(profile, records, offsets)
+                 if profile is not None else [])
+        facts = self._process_facts(records, aside)
         exited = any(step.op == "exit" and step.ran for step in self.steps)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
             facts = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
@@ -468,6 +470,9 @@ class _Execution:
         if unreached is not None:  # one line instead of every expectation failing alike
             return self._not_testable(unreached)
         self.result.checks = judge(observation)
+        if aside and profile is not None:
+            retried.append(profile_edges.servers_note(
+                profile, aside, process_facts(aside, procs.alive)["alive"]))
         for note in retried:
             self.result.checks.append(CheckRecord(
                 scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
@@ -504,12 +509,25 @@ class _Execution:
         world = self.world
         assert world is not None
         deadline = time.monotonic() + grace_ms / 1000.0
+        profile = self.options.profile
         while True:
             records, _ = world.read_journal()
-            facts = process_facts(records, procs.alive)
+            aside = (profile_edges.other_servers(profile, records)
+                     if profile is not None else [])
+            facts = self._process_facts(records, aside)
             if not facts["alive"] or time.monotonic() >= deadline:
                 return facts
             time.sleep(PROCESS_POLL_MS / 1000.0)
+
+    @staticmethod
+    def _process_facts(records: list[dict[str, Any]],
+                       aside: list[dict[str, Any]]) -> dict[str, Any]:
+        """The full server's process facts; the other servers' children (profile ``servers``)
+        count only as orphans: alive is alive, whichever server it is."""
+        facts = process_facts(records, procs.alive)
+        if aside:
+            facts["alive"] += process_facts(aside, procs.alive)["alive"]
+        return facts
 
     def _drained_host_stderr(self) -> str:
         """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""

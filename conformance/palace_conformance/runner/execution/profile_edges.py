@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from palace_conformance.contract import WAKEUP_TYPE
+from palace_conformance.fake.options import ENV_FAULTS_FOR
 from palace_conformance.json_pointer import unescape
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, World
@@ -279,6 +280,9 @@ def prepare(profile: Profile, world: World) -> str | None:
     env, why = profile.translate_env(world.env)
     if why is not None:
         return why
+    if any(role != "full" for role in profile.servers):
+        world.full_server = profile.servers.get("full", "mempalace-mcp")
+        env[ENV_FAULTS_FOR] = "full"  # a light server's fake takes none of the faults
     world.env = env
     values = {"FAKE_URL": env.get(REMOTE_URL, ""), "FAKE_TOKEN": env.get(REMOTE_TOKEN, "")}
     for path, data, mode in profile.files_for(home=world.home, cwd=world.root, tmp=world.root,
@@ -495,3 +499,36 @@ def set_aside_read_retries(profile: Profile, scenario: Scenario, transport: str,
                      f"(pid {retry.get('pid')}; claims.read_retry): that request and its answer "
                      "are set aside, the call judged as the connection-closed failure it was")
     return notes
+
+
+def other_servers(profile: Profile, records: list[dict[str, Any]],
+                  offsets: list[int] | None = None) -> list[dict[str, Any]]:
+    """With ``servers``: the records of the children of every role but the full server, taken
+    out of ``records`` (and ``offsets``, in place) and returned, so the scenarios' process and
+    initialize counts judge the full server alone. A child is known by its program's name (the
+    last part of its ``process_start`` argv[0])."""
+    others = {program for role, program in profile.servers.items() if role != "full"}
+    if not others:
+        return []
+    pids = {r.get("pid") for r in records if r.get("kind") == "process_start"
+            and isinstance(r.get("argv"), list) and r["argv"]
+            and str(r["argv"][0]).rsplit("/", 1)[-1] in others}
+    aside = [r for r in records if r.get("pid") in pids]
+    for index in range(len(records) - 1, -1, -1):
+        if records[index].get("pid") in pids:
+            del records[index]
+            if offsets is not None:
+                del offsets[index]
+    return aside
+
+
+def servers_note(profile: Profile, aside: list[dict[str, Any]], alive: int) -> str:
+    """What the other servers' children did, in one line (they are judged for orphans only)."""
+    roles = ", ".join(f"{role} ({program})" for role, program in profile.servers.items()
+                      if role != "full")
+    started = sum(1 for r in aside if r.get("kind") == "process_start")
+    initialized = sum(1 for r in aside if r.get("kind") == "recv"
+                      and r.get("method") == "initialize")
+    return (f"other servers, {roles}: {started} child(ren) started, {initialized} initialize, "
+            f"{alive} alive at the end; set aside from the process and initialize counts "
+            "(profile servers), judged for orphans only")
