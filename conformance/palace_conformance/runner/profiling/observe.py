@@ -87,7 +87,7 @@ class Session:
     files: list[dict[str, Any]] = field(default_factory=list)  # {path (under HOME), ops}
     spawned: list[dict[str, Any]] = field(default_factory=list)  # {argv, error?}
     observed: bool = False  # the host answered introspect with ``observed``
-    listed: bool = False  # the fake saw a tools/list in this session
+    listed: bool = True  # the fake saw a tools/list in this session (unknown: assumed)
     envelope: str = ""  # the pointer in the call's result where the palace's text was, if moved
 
     def to_json(self) -> dict[str, Any]:
