@@ -258,3 +258,14 @@ def test_the_light_servers_children_are_set_aside_from_the_counts(tmp_path: Path
     one = profile(tmp_path)
     kept = [dict(r) for r in records]
     assert profile_edges.other_servers(one, kept) == [] and len(kept) == 2
+
+
+def test_a_budget_per_call_is_not_held_to_the_sessions_latch(tmp_path: Path) -> None:
+    per_call = profile(tmp_path, claims={"respawn_budget": "call"})
+    for sid in ("stdio.respawn.cap-with-backoff", "stdio.respawn.single-attempt-then-latch"):
+        assert "budget is per call" in str(profile_edges.inapplicable(per_call, shipped(sid),
+                                                                     "stdio"))
+        assert profile_edges.inapplicable(profile(tmp_path), shipped(sid), "stdio") is None
+    # the respawns themselves are still judged
+    for sid in ("stdio.respawn.after-crash", "stdio.respawn.backoff-zero-respawns-at-once"):
+        assert profile_edges.inapplicable(per_call, shipped(sid), "stdio") is None

@@ -86,6 +86,8 @@ class Profile:
     results_path: str | None = None
     #: ``claims.read_retry``: a crashed read is retried once on a new child (never a write)
     read_retry: bool = False
+    #: ``claims.respawn_budget``: "session" (the seed's latch) or "call" (each call its own)
+    respawn_budget: str = "session"
     #: ``servers``: role -> program name, for a bridge that runs a light server beside the full
     #: one; empty: one server, every child counted
     servers: Mapping[str, str] = field(default_factory=dict)
@@ -194,6 +196,7 @@ def load_profile(path: str | Path) -> Profile:
         static_tools=bool(tools.get("static", False)),
         results_path=data.get("results", {}).get("path"),
         read_retry=bool(claims.get("read_retry", False)),
+        respawn_budget=claims.get("respawn_budget", "session"),
         servers=dict(data.get("servers", {})),
         extra_tools_allowed=bool(tools.get("extra_allowed", False)),
         wakeup_channel=channels.get("wakeup", "message"),

@@ -64,6 +64,9 @@ def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenari
     needs the unmapped tool itself is not applicable. A bridge with static tools never lists:
     its registration stands for "none" while the palace is down, and journal checks on
     ``tools/list`` are dropped."""
+    why = _budget_per_call(profile, scenario, transport)
+    if why is not None:
+        return scenario, why
     if not profile.tool_routes:
         return scenario, None
     raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
@@ -78,6 +81,24 @@ def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenari
     if changed:
         scenario = Scenario.from_json(raw, scenario.path)
     return scenario, _unoffered(profile, scenario, transport)
+
+
+#: the behaviours of a respawn budget spent across calls (the cap, and 0 as a latch)
+_SESSION_BUDGET = ("STDIO-06", "STDIO-08")
+
+
+def _budget_per_call(profile: Profile, scenario: Scenario, transport: str) -> str | None:
+    """Why a scenario that counts a session-wide respawn budget (a call expected to fail as
+    ``unavailable`` once it is spent) cannot judge a bridge whose budget is per call."""
+    if profile.respawn_budget != "call" or not set(scenario.covers) & set(_SESSION_BUDGET):
+        return None
+    latched = any(step.expect is not None and step.expect.error is not None
+                  and step.expect.error.kind == "unavailable"
+                  for step in scenario.steps_for(transport))
+    if not latched:
+        return None
+    return ("it counts a respawn budget spent across calls (the latch), and this bridge's "
+            "budget is per call (its profile's claims.respawn_budget)")
 
 
 def _unoffered(profile: Profile, scenario: Scenario, transport: str) -> str | None:
