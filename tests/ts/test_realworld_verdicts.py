@@ -6,7 +6,7 @@ Each bridge runs, in process, the scenarios the README says catch its planted de
 knock-ons it names, and a sample of scenarios the bridge must pass, chosen to exercise what the
 kit had to learn to judge such bridges fairly: errors surfaced as ``isError`` results, tools
 registered after ``session_start``, a curated tool set, a SIGTERM at shutdown, replay-proof
-faults, a ``/reload`` (none of the five leaks its child or loses its palace across one), and,
+faults, a ``/reload`` (none of them leaks its child or loses its palace across one), and,
 for the HTTP bridges, every SSE scenario (the shared framing in ``mcp-wire.ts``). The
 failing (scenario, transport) results must be exactly the catchers and knock-ons, and ``diff``
 against the reference bridge on the same scenarios names exactly those first.
