@@ -136,3 +136,30 @@ def test_a_capability_no_scenario_judges_is_refused(tmp_path: Path) -> None:
     schema = json.loads((fixtures_dir() / "schema" / "bridge-profile.schema.json").read_text())
     claimable = schema["properties"]["claims"]["properties"]["capabilities"]["items"]["enum"]
     assert set(claimable) <= profiles.scenario_capabilities()
+
+
+def test_a_multiplexing_tool_needs_a_when_for_each_catalogue_tool(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"schema_version": 1, "name": "p", "entry": "reference",
+                                "tools": {"map": {"palace_diary": [
+                                    {"tool": "mempalace_diary_read"},
+                                    {"tool": "mempalace_diary_write", "when": {"a": "w"}}]}}}))
+    with pytest.raises(ProfileError, match=r"/tools/map/palace_diary: .*non-empty \"when\""):
+        load_profile(path)
+    path.write_text(json.dumps({"schema_version": 1, "name": "p", "entry": "reference",
+                                "tools": {"map": {"palace_diary": {"tool": "diary"}}}}))
+    with pytest.raises(ProfileError, match="/tools/map/palace_diary"):
+        load_profile(path)
+
+
+def test_servers_by_role_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"schema_version": 1, "name": "p", "entry": "reference",
+                                "servers": {"light": "mempalace-light-mcp"},
+                                "claims": {"read_retry": True}}))
+    loaded = load_profile(path)
+    assert loaded.servers == {"light": "mempalace-light-mcp"} and loaded.read_retry
+    path.write_text(json.dumps({"schema_version": 1, "name": "p", "entry": "reference",
+                                "servers": {"light": "a b"}}))
+    with pytest.raises(ProfileError, match="/servers/light"):
+        load_profile(path)

@@ -107,3 +107,165 @@ def test_notify_diagnostics_and_a_system_prompt_wakeup_become_what_scenarios_loo
     assert profile_edges.incoming_effects(
         seed, [{"kind": "notify", "level": "error", "message": "x"}],
         ("a", "a b")) == [{"kind": "notify", "level": "error", "message": "x"}]
+
+
+DIARY = {"tools": {"map": {
+    "palace_search": {"tool": "mempalace_search"},
+    "palace_diary": [{"tool": "mempalace_diary_read", "when": {"action": "read"}},
+                     {"tool": "mempalace_diary_write", "when": {"action": "write"}}]},
+    "static": True}, "results": {"path": "/data"}}
+
+
+def test_a_multiplexing_tool_is_called_with_its_fixed_arguments(tmp_path: Path) -> None:
+    p = profile(tmp_path, **DIARY)
+    sent = profile_edges.outgoing_request(p, "call_tool", {
+        "name": "mempalace_diary_write", "args": {"agent_name": "a", "entry": "e"}})
+    assert sent == {"name": "palace_diary",
+                    "args": {"agent_name": "a", "entry": "e", "action": "write"}}
+    assert profile_edges.outgoing_request(p, "call_tool", {"name": "mempalace_search"}) == {
+        "name": "palace_search"}
+
+
+def test_a_multiplexing_tool_registers_as_each_catalogue_tool_it_stands_for(
+        tmp_path: Path) -> None:
+    p = profile(tmp_path, **DIARY)
+    union = {"type": "object", "required": ["action", "agent_name"], "properties": {
+        "action": {"type": "string", "enum": ["read", "write"]},
+        "agent_name": {"type": "string"}, "last_n": {"type": "integer"},
+        "wing": {"type": "string"}, "entry": {"type": "string"}, "topic": {"type": "string"},
+        "content": {"type": "string"}}}
+    tools, _ = profile_edges.incoming_tools(p, [{"name": "palace_diary", "parameters": union}])
+    catalogue = {t["name"]: t["inputSchema"] for t in profile_edges.offered_catalogue(p) or []}
+    assert [t["name"] for t in tools] == ["mempalace_diary_read", "mempalace_diary_write"]
+    assert all(t["parameters"] == catalogue[t["name"]] for t in tools)
+    # a parameter dropped (last_n) is not hidden: the read's schema is the bridge's own
+    dropped = {**union, "properties": {k: v for k, v in union["properties"].items()
+                                       if k != "last_n"}}
+    tools, _ = profile_edges.incoming_tools(p, [{"name": "palace_diary", "parameters": dropped}])
+    assert tools[0]["parameters"] != catalogue["mempalace_diary_read"]
+    assert "action" not in tools[0]["parameters"]["properties"]
+    assert tools[1]["parameters"] == catalogue["mempalace_diary_write"]
+    effects = profile_edges.incoming_effects(p, [{"kind": "tool_registered",
+                                                  "name": "palace_diary"}])
+    assert [e["name"] for e in effects] == ["mempalace_diary_read", "mempalace_diary_write"]
+
+
+def test_an_enveloped_result_is_judged_unwrapped_and_keeps_its_envelope(tmp_path: Path) -> None:
+    p = profile(tmp_path, **DIARY)
+    envelope = json.dumps({"trust": "untrusted-data", "data": '{"total_drawers": 3}'})
+    result = {"content": [{"type": "text", "text": envelope}], "details": {"raw": 1}}
+    shown = profile_edges.incoming_result(p, "call_tool", result)
+    assert shown["content"][0]["text"] == '{"total_drawers": 3}'
+    assert shown["envelope"] == envelope and shown["details"] == {"raw": 1}
+    calls = profile_edges.incoming_result(p, "call_tools", {"calls": [
+        {"ok": True, "result": result}, {"ok": False, "error": {"message": "x"}}]})
+    assert calls["calls"][0]["result"] == shown and calls["calls"][1] == {
+        "ok": False, "error": {"message": "x"}}
+    plain = {"content": [{"type": "text", "text": "not json"}]}
+    assert profile_edges.incoming_result(p, "call_tool", plain) == plain
+    assert profile_edges.incoming_result(profile(tmp_path, **CURATED), "call_tool",
+                                         result) == result
+
+
+def test_static_tools_stand_for_none_and_tools_list_is_not_looked_for(tmp_path: Path) -> None:
+    p = profile(tmp_path, **DIARY)
+    down, why = profile_edges.adapt(p, shipped("tool.unavailable.host-keeps-working"), "stdio")
+    assert why is None
+    registered = [s.expect.tools.registered for s in down.steps
+                  if s.expect is not None and s.expect.tools is not None]
+    registered.append(down.expect.tools.registered if down.expect.tools else None)
+    assert ("mempalace_diary_read", "mempalace_diary_write", "mempalace_search") in registered
+    assert "none" not in registered
+    listed, why = profile_edges.adapt(p, shipped("life.handshake.initialize-first"), "stdio")
+    lists = '"method": "tools/list"'
+    assert why is None and lists not in json.dumps([listed.raw["steps"], listed.raw["expect"]])
+    original = shipped("life.handshake.initialize-first").raw
+    assert lists in json.dumps([original["steps"], original["expect"]])
+    assert "tools/list" in str(profile_edges.inapplicable(
+        p, shipped("life.handshake.tools-list-pages"), "stdio"))
+
+
+def test_an_incidental_read_of_an_unmapped_tool_is_made_with_a_mapped_one(
+        tmp_path: Path) -> None:
+    p = profile(tmp_path, **CURATED)
+    original = shipped("http.session.stateful-id-on-every-request")
+    adapted, why = profile_edges.adapt(p, original, "http")
+    assert why is None and "mempalace_list_wings" in json.dumps(original.raw)
+    assert "mempalace_list_wings" not in json.dumps(adapted.raw)
+    assert {n for s in adapted.steps for n in s.tool_names} <= {"mempalace_search",
+                                                                "mempalace_status"}
+    # its results looked into, or written: the tool itself is needed
+    assert "no tool for mempalace_list_wings" in str(profile_edges.inapplicable(
+        p, shipped("http.sse.cr-line-endings"), "http"))
+    assert "no tool for mempalace_add_drawer" in str(profile_edges.inapplicable(
+        p, shipped("prov.shared-palace.stamps-writers"), "stdio"))
+
+
+def test_a_crashed_read_retried_on_a_new_child_is_judged_as_the_crash(tmp_path: Path) -> None:
+    from palace_conformance.runner.results import StepRecord
+
+    p = profile(tmp_path, claims={"read_retry": True}, **CURATED)
+    scenario = shipped("stdio.respawn.after-crash")
+    crashed = next(s for s in scenario.steps if s.key == "crashed")
+    call = {"kind": "recv", "method": "tools/call", "tool": "mempalace_search"}
+    records = [{"kind": "process_start", "pid": 1}, {**call, "pid": 1, "id": 3},
+               {"kind": "process_exit", "pid": 1}, {"kind": "process_start", "pid": 2},
+               {**call, "pid": 2, "id": 5}, {"kind": "send", "pid": 2, "id": 5}]
+    offsets = [0, 10, 20, 30, 40, 50]
+    record = StepRecord(index=crashed.index, key="crashed", op="call_tool", ok=True,
+                        result={"content": []}, journal_start=10, journal_end=60)
+    notes = profile_edges.set_aside_read_retries(p, scenario, "stdio", [record], records,
+                                                 offsets)
+    assert len(notes) == 1 and "retried once on a new child (pid 2" in notes[0]
+    assert [r.get("id") for r in records] == [None, 3, None, None] and offsets == [0, 10, 20, 30]
+    assert record.ok is False and record.error is not None
+    assert record.error["kind"] == "connection_closed"
+    # a retry on the same child, or without the claim, is left to be judged
+    again = [dict(r, pid=1) for r in records]
+    same = StepRecord(index=crashed.index, key="crashed", op="call_tool", ok=True,
+                      journal_start=10, journal_end=60)
+    assert profile_edges.set_aside_read_retries(p, scenario, "stdio", [same], again,
+                                                [0, 10, 20, 30]) == []
+    assert profile_edges.set_aside_read_retries(profile(tmp_path), scenario, "stdio",
+                                                [same], again, [0, 10, 20, 30]) == []
+
+
+def test_faults_after_a_crashed_read_move_on_by_one_per_retry(tmp_path: Path) -> None:
+    p = profile(tmp_path, claims={"read_retry": True}, tools={"map": {
+        "palace_search": "mempalace_search"}})
+    adapted, why = profile_edges.adapt(p, shipped("stdio.respawn.budget-resets-on-success"),
+                                       "stdio")
+    assert why is None
+    assert [f["on"]["nth"] for f in adapted.raw["faults"]] == [1, 4]  # was 1 and 3
+    write, _ = profile_edges.adapt(p, shipped("stdio.exit.crashed-write-never-replayed"),
+                                   "stdio")
+    assert [f["on"]["nth"] for f in write.raw["faults"]] == [1]  # a write: nothing moves
+
+
+def test_the_light_servers_children_are_set_aside_from_the_counts(tmp_path: Path) -> None:
+    p = profile(tmp_path, servers={"full": "mempalace-mcp", "light": "mempalace-light-mcp"})
+    records = [{"kind": "process_start", "pid": 1, "argv": ["/run/bin/mempalace-mcp"]},
+               {"kind": "process_start", "pid": 2, "argv": ["/run/bin/mempalace-light-mcp"]},
+               {"kind": "recv", "pid": 2, "method": "initialize"},
+               {"kind": "recv", "pid": 1, "method": "initialize"},
+               {"kind": "process_exit", "pid": 2}]
+    offsets = [0, 1, 2, 3, 4]
+    aside = profile_edges.other_servers(p, records, offsets)
+    assert [r["pid"] for r in aside] == [2, 2, 2] and [r["pid"] for r in records] == [1, 1]
+    assert offsets == [0, 3]
+    note = profile_edges.servers_note(p, aside, 0)
+    assert "light (mempalace-light-mcp): 1 child(ren) started, 1 initialize, 0 alive" in note
+    one = profile(tmp_path)
+    kept = [dict(r) for r in records]
+    assert profile_edges.other_servers(one, kept) == [] and len(kept) == 2
+
+
+def test_a_budget_per_call_is_not_held_to_the_sessions_latch(tmp_path: Path) -> None:
+    per_call = profile(tmp_path, claims={"respawn_budget": "call"})
+    for sid in ("stdio.respawn.cap-with-backoff", "stdio.respawn.single-attempt-then-latch"):
+        assert "budget is per call" in str(profile_edges.inapplicable(per_call, shipped(sid),
+                                                                     "stdio"))
+        assert profile_edges.inapplicable(profile(tmp_path), shipped(sid), "stdio") is None
+    # the respawns themselves are still judged
+    for sid in ("stdio.respawn.after-crash", "stdio.respawn.backoff-zero-respawns-at-once"):
+        assert profile_edges.inapplicable(per_call, shipped(sid), "stdio") is None

@@ -319,3 +319,16 @@ def test_usage_problems_are_one_line(capsys: pytest.CaptureFixture[str],
         assert code == 2 and len(lines) == 1 and expected in lines[0], (args, err)
         assert out == "" and "Traceback" not in err
     assert taken.read_text() == "{}"
+
+
+def test_static_tools_are_drafted_only_when_no_session_listed_them() -> None:
+    tools = {"palace_status": SCHEMAS["mempalace_status"]}
+    listing = derive("pi-extension:/x/s.ts", [session("stdio", reached=True, tools=tools)],
+                     CATALOGUE)
+    assert "static" not in listing.profile.get("tools", {})
+    never = derive("pi-extension:/x/s.ts", [
+        session("stdio", reached=True, tools=tools, listed=False, envelope="/data")],
+        CATALOGUE)
+    valid(never.profile)
+    assert never.profile["tools"]["static"] is True
+    assert never.profile["results"] == {"path": "/data"}

@@ -148,7 +148,7 @@ def test_diff_include_ui_compares_what_is_otherwise_named_and_left_out(cli: Cli,
     assert ("not compared: UI-only effects: notify (0 from ref, 1 from pi; --include-ui "
             "compares them)") in default.stdout
     shown = cli("diff", "--from", f"ref={quiet}", "--from", f"pi={loud}", "--include-ui",
-                "--json", str(tmp_path / "ui.json"))
+                "--all", "--json", str(tmp_path / "ui.json"))
     assert shown.returncode == 1, shown.stdout + shown.stderr
     [drift] = json.loads((tmp_path / "ui.json").read_text())["drift"]
     assert drift["category"] == "ui" and drift["right"]["message"] == "MemPalace ready"

@@ -43,7 +43,7 @@ def pair(left_steps, right_steps, *, left_tmp=None, right_tmp=None,
                   caps=left_caps)
     right = source("other", result(SID, "stdio", right_steps, tmp=right_tmp, **kwargs),
                    caps=right_caps)
-    return compare(left, right)
+    return compare(left, right, every_pair=True)  # the trace mechanics, both-pass pairs too
 
 
 def test_volatile_fields_and_registration_timing_never_count() -> None:
@@ -75,16 +75,18 @@ def test_a_missing_tool_after_start_up_is_drift_at_the_start_up_pseudo_step() ->
     lazy = lazy_steps()
     lazy[1].effects = lazy[1].effects[:2]  # mempalace_diary_read never registered
     [drift] = pair(eager_steps(), lazy).drift
-    assert drift.pointer == f"/steps/{STARTUP_KEY}/tools/2"
-    assert (drift.left, drift.right) == ("mempalace_diary_read", None)
+    assert drift.pointer == f"/steps/{STARTUP_KEY}/tools/mempalace_diary_read"
+    assert (drift.left, drift.right) == (True, None)
     assert drift.step is not None and drift.step.op == "start-up"
 
 
-def test_registration_order_counts() -> None:
+def test_registrations_compare_as_sets() -> None:
+    """The order tools are registered in is no drift of its own: a scenario that holds a bridge
+    to an order says so in a check (``order``), and a verdict that differs is drift."""
     lazy = lazy_steps()
     lazy[1].effects.reverse()
-    [drift] = pair(eager_steps(), lazy).drift
-    assert drift.pointer == f"/steps/{STARTUP_KEY}/tools/0"
+    report = pair(eager_steps(), lazy)
+    assert report.drift == [] and report.agreed == [f"{SID}[stdio]"]
 
 
 def test_a_tool_result_value_difference_is_drift_but_masked_ids_are_not() -> None:
@@ -125,7 +127,9 @@ def test_one_sided_capabilities_are_masked_and_named() -> None:
     assert "not compared: registered commands" in render_text(report)
     # both declare diary_command: a missing command is drift
     [drift] = pair(eager_steps(), no_command).drift
-    assert drift.pointer == f"/steps/{STARTUP_KEY}/commands/0"
+    # no command at all: {} is squashed like null, so the whole set is the difference
+    assert drift.pointer == f"/steps/{STARTUP_KEY}/commands"
+    assert drift.right is None and isinstance(drift.left, dict) and len(drift.left) == 1
 
 
 def test_wakeup_masked_only_when_one_side_lacks_it() -> None:
@@ -157,8 +161,9 @@ def test_agreeing_traces_with_different_verdicts_show_the_check() -> None:
 
 
 def test_pairs_whose_verdicts_differ_come_first() -> None:
-    """Drift where both sides passed (a wording, a value) follows the drift a verdict changed
-    on (a defect), whatever the catalogue order: the first lines name what to act on."""
+    """Drift where both sides passed (a wording, a value) is only counted by default: what is
+    judged agrees. With ``--all`` it follows the drift a verdict changed on (a defect),
+    whatever the catalogue order: the first lines name what to act on."""
     bad = failing("z.defect", "stdio", "/expect/journal/0", "journal count: expected exactly 2")
     left = source("ref", result("a.cosmetic", "stdio", eager_steps()),
                   result("z.defect", "stdio", eager_steps()))
@@ -167,6 +172,12 @@ def test_pairs_whose_verdicts_differ_come_first() -> None:
                    result("z.defect", "stdio", lazy_steps("/tmp/pc-run-a"), status="failed",
                           checks=[bad]))
     report = compare(left, right)
+    assert [d.id for d in report.drift] == ["z.defect[stdio]"]
+    assert [d.id for d in report.trace_only] == ["a.cosmetic[stdio]"]
+    assert "DRIFT a.cosmetic" not in render_text(report)
+    assert "1 agreeing in every verdict with traces that differ (--all lists them)" in \
+        render_text(report)
+    report = compare(left, right, every_pair=True)
     assert [d.id for d in report.drift] == ["z.defect[stdio]", "a.cosmetic[stdio]"]
     text = render_text(report)
     assert text.index("DRIFT z.defect[stdio]") < text.index("DRIFT a.cosmetic[stdio]")

@@ -59,6 +59,7 @@ def run_of(steps: list[StepRecord], tmp: str, journal: list[dict[str, Any]] | No
 
 
 def diff(left: ScenarioResult, right: ScenarioResult, **kwargs: Any) -> Any:
+    kwargs.setdefault("every_pair", True)  # the trace mechanics, both-pass pairs too
     return compare(source("ref", left), source("other", right), **kwargs)
 
 
@@ -205,7 +206,8 @@ def test_feeding_is_masked_only_when_one_side_declares_it() -> None:
 
     plain = run_of(eager_steps(), "/tmp/pc-run-a")
     no_feeding = tuple(c for c in ALL_CAPS if c != "feeding")
-    report = compare(source("ref", feeding(0)), source("other", plain, caps=no_feeding))
+    report = compare(source("ref", feeding(0)), source("other", plain, caps=no_feeding),
+                     every_pair=True)
     assert report.drift == [], render_text(report)
     assert any("only one side has feeding, declared or detected" in m for m in report.masked())
     # both declare it: the helper's exit code and the mine call are compared
@@ -306,7 +308,8 @@ def test_a_saved_result_without_its_journal_is_compared_without_journal_facts() 
     steps = eager_steps()
     live = run_of(steps, "/tmp/pc-run-a", journalled(steps, {"search": [call("x", 3)]}))
     saved = run_of(eager_steps(), "/tmp/pc-run-a", journal=[])
-    report = compare(source("ref", live), source("other", saved, journals=False))
+    report = compare(source("ref", live), source("other", saved, journals=False),
+                     every_pair=True)
     assert report.drift == []
     assert report.without_journal == ("other",)
     assert any("keeps none: other" in m for m in report.masked())
@@ -378,3 +381,49 @@ def test_two_palaces_replica_ids_are_one_value_wherever_they_appear() -> None:
     assert one == two
     assert one["self"]["version_vector"] == {"<replica>": 1}
     assert one["note"] == "written by <replica>"
+
+
+def test_a_process_difference_says_which_step_and_which_child() -> None:
+    def run(*records: dict[str, Any]) -> ScenarioResult:
+        steps = eager_steps()
+        return run_of(steps, "/tmp/pc-run-a", journalled(steps, {"search": list(records)}))
+
+    crash = {"kind": "process_exit", "code": 1, "reason": "fault exit before reply"}
+    clean = {"kind": "process_exit", "code": 0, "reason": "stdin EOF"}
+    [drift] = diff(run(crash), run(clean)).drift
+    finding = drift.finding("processes")
+    assert finding is not None and finding.left["child"] == 1
+    assert finding.left["step"] == "search" and finding.left["code"] == 1
+    assert "(child #1 exited during step search)" in finding.where()
+    assert "child #1 exited during step search" in render_text(diff(run(crash), run(clean)))
+
+
+def test_empty_null_and_absent_are_one_value() -> None:
+    empty, none = eager_steps(), eager_steps()
+    empty[5].result = {**empty[5].result, "details": {}}
+    none[5].result = {**none[5].result, "details": None}
+    report = diff(run_of(empty, "/tmp/pc-run-a"), run_of(none, "/tmp/pc-run-a"))
+    assert report.drift == [] and report.trace_only == []
+    other = eager_steps()
+    other[5].result = {**other[5].result, "details": {"raw": 1}}
+    [drift] = diff(run_of(empty, "/tmp/pc-run-a"), run_of(other, "/tmp/pc-run-a")).drift
+    assert drift.pointer.endswith("/details") and drift.right == {"raw": 1}
+
+
+def test_registrations_under_a_map_compare_only_what_both_can_offer() -> None:
+    curated = eager_steps()
+    curated[0].result = {**curated[0].result, "tools": ["mempalace_search"]}
+    curated[0].effects = [e for e in curated[0].effects
+                          if e.get("name") == "mempalace_search" or e["kind"] != "tool_registered"]
+    offered = frozenset({"mempalace_search"})
+    full = source("ref", run_of(eager_steps(), "/tmp/pc-run-a"))
+    mapped = dataclasses.replace(source("curated", run_of(curated, "/tmp/pc-run-a")),
+                                 offered=offered)
+    report = compare(full, mapped, every_pair=True)
+    assert [d for d in report.drift if "registrations" in d.categories] == []
+    assert any("registrations of tools outside the 1 a profile maps" in m
+               for m in report.masked())
+    # without the map, the same two runs drift on the tools one side lacks
+    plain = source("curated", run_of(curated, "/tmp/pc-run-a"))
+    [drift] = compare(full, plain, every_pair=True).drift
+    assert "registrations" in drift.categories

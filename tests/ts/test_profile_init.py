@@ -94,3 +94,24 @@ def test_pyspawn_draft_maps_its_knob_and_reaches_the_fake_package(
     # python3 -m mempalace.mcp_server finds the fake package the runner provides
     assert "the runner puts a fake mempalace package first" in notes
     assert draft["claims"]["capabilities"] == expected["claims"]["capabilities"] == ["stdio"]
+
+
+def test_envelope_draft_sees_static_tools_and_the_envelope(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    draft, notes, _ = init(capsys, tmp_path, "envelope")
+    expected = hand_written("envelope")
+    assert draft["tools"]["static"] is expected["tools"]["static"] is True
+    assert draft["results"] == expected["results"] == {"path": "/data"}
+    assert {k: v for k, v in draft["tools"]["map"].items()} == {
+        own: tool for own, tool in expected["tools"]["map"].items() if isinstance(tool, str)}
+    assert "without ever sending tools/list" in notes and "inside an envelope, at /data" in notes
+    # curated lists its tools and sends the palace's answer as it is: neither is drafted
+    curated, _, _ = init(capsys, tmp_path, "curated")
+    assert "static" not in curated["tools"] and "results" not in curated
+
+
+def test_twoserver_draft_names_its_servers_by_role(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    draft, notes, _ = init(capsys, tmp_path, "twoserver")
+    assert draft["servers"] == hand_written("twoserver")["servers"]
+    assert "it started both mempalace-mcp and mempalace-light-mcp" in notes

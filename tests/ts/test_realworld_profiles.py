@@ -20,10 +20,12 @@ import jsonschema
 import pytest
 
 from palace_conformance.resources import fixtures_dir, tool_catalogue
+from palace_conformance.runner.execution import profile_edges
 from palace_conformance.runner.profiling.matching import SEED_KNOBS
 
 REALWORLD = Path(__file__).resolve().parent / "extensions" / "realworld"
-BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "fixedconst"]
+BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "fixedconst", "envelope",
+           "twoserver"]
 DEFECT_LINE = re.compile(r"^// ([A-Z]+-\d{2}): \S")
 BEHAVIOUR_ID = re.compile(r"\b[A-Z]+-\d{2}\b")
 
@@ -97,13 +99,25 @@ def why_not_applicable(found: dict[str, Any], bridge: dict[str, Any]) -> list[st
             problems.append(f"sets {seed}={env[seed]}; the bridge has it fixed at {knob['fixed']}")
         if "absent" in knob and seed in env:
             problems.append(f"sets {seed}, which the bridge lacks")
-    if "tools" in bridge:
-        mapped = set(bridge["tools"]["map"].values())
+    if routes(bridge):
+        mapped = {tool for _, tool in routes(bridge)}
+        found = copy.deepcopy(found)  # an incidental read runs with a mapped one (docs/profiles.md)
+        profile_edges._substitute_incidental_calls(found, mapped)
         for step in found["steps"]:
             if step["op"] == "call_tool" and step["name"] not in mapped and \
                     step.get("expect", {}).get("error", {}).get("kind") != "no_such_tool":
                 problems.append(f"calls unmapped {step['name']}")
     return problems
+
+
+def routes(bridge: dict[str, Any]) -> list[tuple[str, str]]:
+    """(bridge tool, catalogue tool) for every entry of ``tools.map`` (a name, an entry with
+    fixed arguments, or a list of those)."""
+    out = []
+    for own, entry in bridge.get("tools", {}).get("map", {}).items():
+        for each in entry if isinstance(entry, list) else [entry]:
+            out.append((own, each if isinstance(each, str) else each["tool"]))
+    return out
 
 
 @pytest.mark.parametrize("name", BRIDGES)
@@ -142,9 +156,12 @@ def test_profile_says_what_the_bridge_does(name: str) -> None:
         if "fixed" in knob:
             assert re.search(rf"\b{knob['fixed']}\b", digits), f"{name}.ts has no {knob['fixed']}"
     catalogue = {t["name"] for t in tool_catalogue()["tools"]}
-    for bridge_tool, palace_tool in found.get("tools", {}).get("map", {}).items():
+    for bridge_tool, palace_tool in routes(found):
         assert palace_tool in catalogue
-        assert f"{bridge_tool}: {{ palace: \"{palace_tool}\"" in code
+        assert f'name: "{bridge_tool}"' in code or f"{bridge_tool}: {{ palace:" in code
+        assert f'"{palace_tool}"' in code, f"{name}.ts never calls {palace_tool}"
+    for program in found.get("servers", {}).values():
+        assert f'"{program}"' in code, f"{name}.ts never starts {program}"
     for file in found.get("files", []):
         for part in Path(file["path"].removeprefix("${HOME}/")).parts:
             assert f'"{part}"' in code, f"{name}.ts never opens {file['path']}"

@@ -1,4 +1,4 @@
-"""The five real-world bridges judged at the core level under their own profiles: every failure
+"""The real-world bridges judged at the core level under their own profiles: every failure
 the kit reports is a planted defect (or a knock-on of one, named in ``realworld/README.md``), and
 no planted defect goes unreported.
 
@@ -6,7 +6,7 @@ Each bridge runs, in process, the scenarios the README says catch its planted de
 knock-ons it names, and a sample of scenarios the bridge must pass, chosen to exercise what the
 kit had to learn to judge such bridges fairly: errors surfaced as ``isError`` results, tools
 registered after ``session_start``, a curated tool set, a SIGTERM at shutdown, replay-proof
-faults, a ``/reload`` (none of the five leaks its child or loses its palace across one), and,
+faults, a ``/reload`` (none of them leaks its child or loses its palace across one), and,
 for the HTTP bridges, every SSE scenario (the shared framing in ``mcp-wire.ts``). The
 failing (scenario, transport) results must be exactly the catchers and knock-ons, and ``diff``
 against the reference bridge on the same scenarios names exactly those first.
@@ -24,7 +24,7 @@ from palace_conformance.runner.compare.diff import compare, render_text
 from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.execution.execute import RunOptions
 from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
-from palace_conformance.runner.profile import load_profile
+from palace_conformance.runner.profile import Profile, load_profile
 from palace_conformance.runner.results import CORE, FAILED, NOT_TESTABLE, PARITY, PASSED
 from palace_conformance.runner.selection import host_argv
 from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
@@ -70,6 +70,18 @@ MUST_PASS = {
                    "tool.ids.null-id-result-never-the-answer", "tool.results.is-error-content-kept",
                    "life.shutdown.setsid-grandchild-holding-pipes",
                    "life.reload.stdio-old-child-exits"],
+    # a crashed read retried (set aside), faults moved on after a retry, static tools (none
+    # while the palace is down, no tools/list), results judged inside their envelope
+    "envelope": ["stdio.respawn.after-crash", "stdio.exit.mid-request-fails-at-once",
+                 "stdio.respawn.budget-resets-on-success", "stdio.respawn.cap-with-backoff",
+                 "tool.unavailable.host-keeps-working", "life.handshake.initialize-first",
+                 "stdio.timeout.stall-kills-child", "life.reload.stdio-old-child-exits"],
+    # process and initialize counts on the full server alone, the light one's children set
+    # aside, its faults and kills aimed at the full server
+    "twoserver": ["stdio.respawn.after-crash", "stdio.init.budget-covers-tools-list",
+                  "stdio.init.slow-start-inside-budget", "life.transport.chosen-once-at-load",
+                  "life.shutdown.stdio-polite-close", "life.exit.host-exit-leaves-no-child",
+                  "stdio.respawn.cap-with-backoff", "tool.unavailable.host-keeps-working"],
 }
 
 
@@ -128,10 +140,62 @@ def test_core_failures_are_exactly_the_planted_defects(name: str, tmp_path: Path
     reference = run_suite(scenarios, SuiteOptions(
         run=RunOptions(host_argv=host_argv("reference"), level=CORE, work_root=tmp_path / "ref"),
         jobs=JOBS, transports=(transport,)))
-    report = compare(Source(name, run, str(profile.bridge), tuple(profile.capabilities)),
+    report = compare(Source(name, run, str(profile.bridge), tuple(profile.capabilities),
+                            offered=offered(profile)),
                      Source("reference", reference, "reference", CAPABILITIES))
     verdicts = [d for d in report.drift if d.statuses[0] != d.statuses[1]]
     assert {d.scenario for d in verdicts} == expected, render_text(report)
     assert all(d.statuses == (FAILED, PASSED) for d in verdicts), render_text(report)
     assert report.drift[:len(verdicts)] == verdicts, render_text(report)
+    # only judged differences are drift: no pair both sides pass, and a curated set (a map)
+    # drifts from the full catalogue in no registration
+    assert not [d.id for d in report.drift if d.statuses == (PASSED, PASSED)], render_text(report)
+    if profile.tool_routes:
+        assert not [d.id for d in report.drift if "registrations" in d.categories], \
+            render_text(report)
+
+
+def offered(profile: Profile) -> frozenset[str] | None:
+    return frozenset(route.tool for route in profile.tool_routes) or None
+
+
+#: the envelope bridge's STDIO-12 defect (every crashed call retried, writes too), fixed
+WRITE_RETRY = 'if (!(error instanceof ConnectionClosedError) || this.state !== "dead") throw error;'
+READS_ONLY = ('if (!(error instanceof ConnectionClosedError) || this.state !== "dead" '
+              '|| name === "mempalace_diary_write") throw error;')
+
+
+def test_diff_of_two_bridges_one_planted_defect_apart_names_it_first(tmp_path: Path) -> None:
+    """The envelope bridge against itself with its write replay (STDIO-12) fixed: the only drift
+    is that defect's scenario, first; no pair both pass is listed, no registration drifts
+    (both map the same curated set)."""
+    fixed = tmp_path / "fixed"
+    fixed.mkdir()
+    source = (REALWORLD / "envelope.ts").read_text()
+    assert source.count(WRITE_RETRY) == 1
+    (fixed / "envelope.ts").write_text(source.replace(WRITE_RETRY, READS_ONLY))
+    (fixed / "mcp-wire.ts").write_text((REALWORLD / "mcp-wire.ts").read_text())
+    (fixed / "envelope.profile.json").write_text(
+        (REALWORLD / "envelope.profile.json").read_text())
+    chosen = sorted({*catchers("envelope"), *MUST_PASS["envelope"]})
+    scenarios = [load_scenario(scenarios_dir() / sid.split(".", 1)[0] / f"{sid}.json")
+                 for sid in chosen]
+    sources = []
+    for label, path in (("planted", REALWORLD), ("fixed", fixed)):
+        profile = load_profile(path / "envelope.profile.json")
+        run = run_suite(scenarios, SuiteOptions(
+            run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                           work_root=tmp_path / label), jobs=JOBS, transports=("stdio",)))
+        sources.append(Source(label, run, str(profile.bridge), ("stdio",),
+                              offered=offered(profile)))
+    report = compare(sources[0], sources[1])
+    text = render_text(report)
+    assert [d.id for d in report.drift] == ["stdio.exit.crashed-write-never-replayed[stdio]"], text
+    [first] = report.drift
+    assert first.statuses == (FAILED, PASSED), text
+    blocks = [line for line in text.splitlines() if line.startswith("DRIFT ")]
+    assert blocks == ["DRIFT stdio.exit.crashed-write-never-replayed[stdio]  planted: failed  "
+                      "fixed: passed"], text
+    assert "covers STDIO-12" in text
+    assert not [d for d in [*report.drift, *report.trace_only] if "registrations" in d.categories]
 

@@ -89,7 +89,7 @@ def _diff_checked(args: argparse.Namespace) -> int:
     md_path = writable("--markdown", args.markdown)
     with chosen_server(args) as real:
         left, right = collect(specs, replace(selection, real=real), args.paths)
-    report = compare(left, right, include_ui=args.include_ui)
+    report = compare(left, right, include_ui=args.include_ui, every_pair=args.every_pair)
     sys.stdout.write(render_text(report))
     write_text(json_path, json.dumps(report.to_json(), indent=1, ensure_ascii=False, default=str))
     write_text(md_path, render_markdown(report))
@@ -169,14 +169,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "error kinds, injected context, registrations, wire, processes, ...): its first "
         "divergent step, the JSON pointer and both values. Per-run values (pids, ports, ids, "
         "times, temp paths, sessions, tokens) never count; UI-only effects only with "
-        "--include-ui. Not-applicable scenarios are listed apart. Exit 1 on any drift, 0 when "
-        "none, 2 on a usage problem.")
+        "--include-ui. Only pairs whose verdicts or judged checks differ are drift; pairs "
+        "that differ in their traces alone are counted (--all lists them). Not-applicable "
+        "scenarios are listed apart. Exit 1 on any drift, 0 when none, 2 on a usage problem.")
     _common(diff)
     diff.add_argument("--json", metavar="FILE", help="write the drift report as JSON")
     diff.add_argument("--markdown", metavar="FILE", help="write the drift report as Markdown")
     diff.add_argument("--include-ui", action="store_true",
                       help="also compare UI-only effects (notify: toasts, start-up banners); "
                       "left out by default, and the report names what was left out")
+    diff.add_argument("--all", action="store_true", dest="every_pair",
+                      help="also list the pairs whose verdicts and checks agree but whose "
+                      "traces differ (counted, not listed, by default)")
     diff.set_defaults(handler=one_line("palace-conformance diff")(_diff_checked), sources=[])
 
     matrix = sub.add_parser(

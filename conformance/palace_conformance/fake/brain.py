@@ -112,13 +112,21 @@ class Exchange:
 class OccurrenceIndex:
     """Counts matching messages across all processes of a scenario by tailing the journal."""
 
-    def __init__(self, journal: Journal) -> None:
+    def __init__(self, journal: Journal, faults_for: str | None = None) -> None:
         self.tail = JournalTail(journal)
         self.seen: list[tuple[str | None, str | None, str]] = []
         self.starts: list[str] = []  # transport of every process start, in order
+        #: ``PALACE_FAKE_FAULTS_FOR``: only that catalogue's processes count (their starts say it)
+        self.faults_for = faults_for
+        self.other: set[Any] = set()  # pids serving another catalogue
 
     def refresh(self) -> None:
         for record in self.tail.new_records():
+            if self.faults_for is not None and record.get("kind") == "process_start" and \
+                    record.get("catalogue", self.faults_for) != self.faults_for:
+                self.other.add(record.get("pid"))
+            if record.get("pid") in self.other:
+                continue
             if record.get("kind") == "process_start":
                 self.starts.append(record.get("transport", ""))
             elif record.get("kind") == "recv" and isinstance(record.get("method"), str):
@@ -134,7 +142,7 @@ class Brain:
     """mempalace 3.11.0's dispatcher over an in-memory palace, with faults fired on cue."""
 
     def __init__(self, *, transport: str, plan: FaultPlan, journal: Journal, store: PalaceStore,
-                 lease: Lease, catalogue: str = "full") -> None:
+                 lease: Lease, catalogue: str = "full", faults_for: str | None = None) -> None:
         self.transport = transport
         self.journal = journal
         self.store = store
@@ -149,7 +157,9 @@ class Brain:
         self.aliases: dict[str, dict[str, str]] = policies["argument_aliases"]
         self.dropped = frozenset(policies["silently_dropped_arguments"])
         self.versions: list[str] = self.catalogue["supported_protocol_versions"]
-        self.index = OccurrenceIndex(journal)
+        self.faults_for = faults_for
+        self.catalogue_name = catalogue
+        self.index = OccurrenceIndex(journal, faults_for)
         self.faults: list[tuple[Fault, int]] = []  # (fault, occurrences already seen when armed)
         for fault in plan.for_transport(transport).faults:
             self.arm(fault, at_zero=True)
@@ -188,7 +198,8 @@ class Brain:
         the bridge's spawn, not this interpreter's start (``journal.process_created``)."""
         created = start_fields()  # outside the lock: a contender must not wait for /proc
         with self.journal.exclusive():
-            self.journal.record("process_start", argv=argv, **created)
+            served = {"catalogue": self.catalogue_name} if self.faults_for is not None else {}
+            self.journal.record("process_start", argv=argv, **created, **served)
             self.index.refresh()
             fired = []
             for fault, base in self.faults:

@@ -34,6 +34,9 @@ ENV_JOURNAL = "PALACE_FAKE_JOURNAL"
 ENV_STATE = "PALACE_FAKE_STATE"
 ENV_CATALOGUE = "PALACE_FAKE_CATALOGUE"  # full (default) or light: the tools and serverInfo
 ENV_PRESET = "PALACE_FAKE_PRESET"  # a named preset (fixtures/fake-presets.json)
+#: set by a run whose bridge runs several servers (profile ``servers``): the catalogue the
+#: scenario's faults are for; a fake serving another catalogue takes none of them
+ENV_FAULTS_FOR = "PALACE_FAKE_FAULTS_FOR"
 ENV_ARGV0 = "PALACE_FAKE_ARGV0"  # set by shims so the lock holder reads like the real script
 WATCH_ENV = "PALACE_FAKE_WATCH_PID"  # an HTTP fake stops when this process is gone
 # read by the HTTP fake, with the real ``mempalace serve``'s names
@@ -42,7 +45,8 @@ WRITER_WAIT_ENV = "MEMPALACE_MCP_WRITER_WAIT_SECONDS"
 EXTRA_HOSTS_ENV = "MEMPALACE_MCP_EXTRA_ALLOWED_HOSTS"
 SYNC_INTERVAL_ENV = "MEMPALACE_SYNC_INTERVAL"  # the HTTP server's peer sync (only its log line)
 
-__all__ = ["ENV_ARGV0", "ENV_CATALOGUE", "ENV_FAULT", "ENV_JOURNAL", "ENV_PLAN", "ENV_PRESET",
+__all__ = ["ENV_ARGV0", "ENV_CATALOGUE", "ENV_FAULT", "ENV_FAULTS_FOR", "ENV_JOURNAL", "ENV_PLAN",
+           "ENV_PRESET",
            "ENV_STATE",
            "EXTRA_HOSTS_ENV", "SYNC_INTERVAL_ENV", "TOKEN_ENV", "WATCH_ENV", "WRITER_WAIT_ENV",
            "FakeOptions",
@@ -115,6 +119,9 @@ def build_brain(options: FakeOptions, transport: str) -> Brain:
         raise FakeSetupError(f"unknown catalogue {catalogue!r} (--catalogue or {ENV_CATALOGUE}); "
                              f"use one of {', '.join(CATALOGUES)}")
     plan = load_fault_plan(options, transport)
+    faults_for = os.environ.get(ENV_FAULTS_FOR) or None
+    if faults_for is not None and faults_for != catalogue:
+        plan = FaultPlan()  # the scenario's faults are the other server's
     palace = os.path.abspath(options.palace) if options.palace else default_palace_path()
     try:
         journal = Journal(options.journal, transport)
@@ -128,4 +135,4 @@ def build_brain(options: FakeOptions, transport: str) -> Brain:
         raise FakeSetupError(f"cannot use palace state file {options.state}: {reason}; "
                              "fix or delete it") from None
     return Brain(transport=transport, plan=plan, journal=journal, store=store,
-                 lease=Lease(palace), catalogue=catalogue)
+                 lease=Lease(palace), catalogue=catalogue, faults_for=faults_for)

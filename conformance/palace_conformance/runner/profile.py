@@ -46,6 +46,16 @@ class Knob:
 
 
 @dataclass(frozen=True)
+class ToolRoute:
+    """One catalogue tool a bridge tool stands for: a renamed tool (``when`` empty), or one of
+    the catalogue tools a multiplexing tool picks by fixed arguments (``{"action": "read"}``)."""
+
+    own: str  # the bridge's tool name
+    tool: str  # the catalogue tool it calls
+    when: Mapping[str, Any] = field(default_factory=dict)  # arguments that select it
+
+
+@dataclass(frozen=True)
 class ProfileFile:
     path: str  # with placeholders; starts with ${HOME}/ or ${CWD}/
     content: str | None
@@ -65,11 +75,25 @@ class Profile:
     knobs: Mapping[str, Knob] = field(default_factory=dict)
     files: tuple[ProfileFile, ...] = ()
     path_programs: tuple[str, ...] = ()
-    tool_map: Mapping[str, str] = field(default_factory=dict)
+    tool_map: Mapping[str, str] = field(default_factory=dict)  # the renamed tools (no ``when``)
     extra_tools_allowed: bool = False
     wakeup_channel: str = "message"
     diagnostics_channel: str = "stderr"
     errors_channel: str | None = None  # "throw" | "is_error"; None: either, at the core level
+    #: every (bridge tool, catalogue tool, fixed arguments) of ``tools.map``, in profile order
+    tool_routes: tuple[ToolRoute, ...] = ()
+    #: ``tools.static``: the tools are registered at load whatever the palace state, from the
+    #: bridge's own list; it never sends ``tools/list``
+    static_tools: bool = False
+    #: ``results.path``: a JSON pointer into a call result's envelope where the palace's JSON is
+    results_path: str | None = None
+    #: ``claims.read_retry``: a crashed read is retried once on a new child (never a write)
+    read_retry: bool = False
+    #: ``claims.respawn_budget``: "session" (the seed's latch) or "call" (each call its own)
+    respawn_budget: str = "session"
+    #: ``servers``: role -> program name, for a bridge that runs a light server beside the full
+    #: one; empty: one server, every child counted
+    servers: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def bridge(self) -> str:
@@ -152,6 +176,11 @@ def load_profile(path: str | Path) -> Profile:
         _check_file_path(source, item["path"])
     _check_tool_map(source, data.get("tools", {}).get("map", {}))
     _check_capabilities(source, data.get("claims", {}).get("capabilities") or ())
+    for own, entry in data.get("tools", {}).get("map", {}).items():
+        if isinstance(entry, list) and len(entry) > 1 and not all(e.get("when") for e in entry):
+            raise ProfileError(f"profile {source} at /tools/map/{own}: a tool that stands for "
+                               "several catalogue tools picks one by its arguments; give each "
+                               "entry a non-empty \"when\" ({\"action\": \"read\"})")
     claims = data.get("claims", {})
     seed_copy = bool(claims.get("seed_copy", False))
     channels = data.get("channels", {})
@@ -168,7 +197,14 @@ def load_profile(path: str | Path) -> Profile:
                                 int(f.get("mode", "0600"), 8), f.get("when", "always"))
                     for f in data.get("files", [])),
         path_programs=tuple(data.get("path_programs", ())),
-        tool_map=dict(tools.get("map", {})),
+        tool_map={own: routes[0].tool for own, routes in _routes(tools.get("map", {})).items()
+                  if len(routes) == 1 and not routes[0].when},
+        tool_routes=tuple(r for routes in _routes(tools.get("map", {})).values() for r in routes),
+        static_tools=bool(tools.get("static", False)),
+        results_path=data.get("results", {}).get("path"),
+        read_retry=bool(claims.get("read_retry", False)),
+        respawn_budget=claims.get("respawn_budget", "session"),
+        servers=dict(data.get("servers", {})),
         extra_tools_allowed=bool(tools.get("extra_allowed", False)),
         wakeup_channel=channels.get("wakeup", "message"),
         diagnostics_channel=channels.get("diagnostics", "stderr"),
@@ -176,18 +212,30 @@ def load_profile(path: str | Path) -> Profile:
     )
 
 
-def _check_tool_map(source: Path, tool_map: Mapping[str, str]) -> None:
+def _check_tool_map(source: Path, tool_map: Mapping[str, Any]) -> None:
     """A map onto a tool the catalogue does not have would make every scenario that calls the
     bridge's tool not applicable, silently."""
     from palace_conformance.resources import tool_catalogue
 
     known = {tool["name"] for tool in tool_catalogue()["tools"]}
-    for own, target in tool_map.items():
+    for own, target in _map_targets(tool_map):
         if target not in known:
             close = difflib.get_close_matches(target, sorted(known), n=1)
             hint = f"did you mean {close[0]}?" if close else "map it onto a catalogue tool"
             raise ProfileError(f"profile {source}: tools.map maps {own} onto {target}, which is "
                                f"no catalogue tool ({hint})")
+
+
+def _map_targets(tool_map: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every (bridge tool, catalogue tool) pair a ``tools.map`` names, whatever the entry's
+    form (a name, ``{"tool", "when"}``, or a list of those)."""
+    pairs: list[tuple[str, str]] = []
+    for own, entry in tool_map.items():
+        for item in entry if isinstance(entry, list) else [entry]:
+            target = item if isinstance(item, str) else item.get("tool")
+            if isinstance(target, str):
+                pairs.append((own, target))
+    return pairs
 
 
 def _check_capabilities(source: Path, claimed: Any, roots: list[Path] | None = None) -> None:
@@ -217,6 +265,16 @@ def scenario_capabilities(roots: list[Path] | None = None) -> set[str]:
                     if isinstance(values, list):
                         found.update(v for v in values if isinstance(v, str))
     return found
+
+
+def _routes(raw: Mapping[str, Any]) -> dict[str, list[ToolRoute]]:
+    """``tools.map`` entries (a name, ``{"tool", "when"}``, or a list of those) as routes."""
+    out: dict[str, list[ToolRoute]] = {}
+    for own, entry in raw.items():
+        entries = entry if isinstance(entry, list) else [entry]
+        out[own] = [ToolRoute(own, e) if isinstance(e, str)
+                    else ToolRoute(own, e["tool"], dict(e.get("when", {}))) for e in entries]
+    return out
 
 
 def _check_file_path(source: Path, path: str) -> None:

@@ -29,6 +29,7 @@ from palace_conformance.runner.compare.categories import (
     CATEGORIES,
     ORDER,
     OTHER,
+    PROCESSES,
     UI,
     UI_ONLY_EFFECTS,
     check_category,
@@ -45,6 +46,7 @@ from palace_conformance.runner.results import (
     NOT_APPLICABLE,
     NOT_TESTABLE,
     PARITY,
+    PASSED,
     CheckRecord,
     ScenarioResult,
 )
@@ -113,7 +115,8 @@ class Finding:
     def where(self) -> str:
         if self.kind == "trace":
             step = self.step.describe() if self.step else "the trace"
-            return f"{step}, at {self.step_pointer}"
+            context = _process_context(self.left, self.right)
+            return f"{step}, at {self.step_pointer}" + (f" ({context})" if context else "")
         return f"traces agree; first check that differs: {self.pointer}"
 
     def to_json(self) -> dict[str, Any]:
@@ -121,6 +124,53 @@ class Finding:
                 "pointer": self.pointer, "step": self.step.to_json() if self.step else None,
                 "step_pointer": self.step_pointer, "left": self.left, "right": self.right,
                 "checks": list(self.checks)}
+
+
+def _process_context(*facts: Any) -> str:
+    """For a process fact (drift_trace: which step's window, which child by start order), the
+    step and the process it happened to, in words."""
+    for fact in facts:
+        if isinstance(fact, dict) and "kind" in fact and ("step" in fact or "child" in fact):
+            child = f"child #{fact['child']}" if "child" in fact else "a process"
+            what = {"process_start": "started", "process_exit": "exited",
+                    "signal": "was signalled", "helper_run": "ran a helper"}.get(
+                        str(fact["kind"]), str(fact["kind"]))
+            return f"{child} {what} during step {fact.get('step', '?')}"
+    return ""
+
+
+def _whole_fact(pointer: str, left: Any, right: Any, a: Any, b: Any) -> tuple[str, Any, Any]:
+    """A processes difference inside one fact (``.../journal/3/code``) as the whole fact on each
+    side, at the fact's pointer."""
+    parts = pointer.split("/")
+    if "journal" not in parts or len(parts) <= parts.index("journal") + 2:
+        return pointer, a, b
+    cut = parts.index("journal") + 2
+    facts = []
+    for trace in (left, right):
+        value = trace
+        for token in parts[1:cut]:
+            key = json_pointer.unescape(token)
+            if isinstance(value, dict):
+                value = value.get(key)
+            elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+                value = value[int(key)]
+            else:
+                value = None
+        facts.append(value)
+    return "/".join(parts[:cut]), facts[0], facts[1]
+
+
+def squash(value: Any) -> Any:
+    """``{}``, ``null`` and an absent key as one value: dict entries that are (or become)
+    empty or null are dropped, at every depth. A bridge's ``details: {}`` against another's
+    ``null`` says nothing an agent can tell apart."""
+    if isinstance(value, dict):
+        kept = {k: squash(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v != {}}
+    if isinstance(value, list):
+        return [squash(v) for v in value]
+    return value
 
 
 @dataclass
@@ -135,6 +185,10 @@ class Divergence:
     findings: list[Finding]
     title: str = ""
     covers: tuple[str, ...] = ()
+    #: different statuses, or both failed with a check one side passes and the other fails:
+    #: what is judged differs (else only the traces do, or a note the level does not count,
+    #: and the pair is listed only with ``--all``)
+    judged: bool = True
 
     @property
     def id(self) -> str:
@@ -217,6 +271,8 @@ class DiffReport:
     agreed: list[str] = field(default_factory=list)
     not_applicable: list[Apart] = field(default_factory=list)
     incomparable: list[Apart] = field(default_factory=list)
+    #: pairs with the same verdicts and checks whose traces differ (listed with ``--all``)
+    trace_only: list[Divergence] = field(default_factory=list)
     ui_masked: tuple[int, int] = (0, 0)  # UI-only effects left out, per side
     without_journal: tuple[str, ...] = ()  # the sources whose results hold no journal
 
@@ -255,7 +311,8 @@ class DiffReport:
             "masked": self.masked(), "include_ui": not self.masks.ui,
             "categories": [{"name": c.name, "title": c.title} for c in CATEGORIES],
             "drift_by_category": self.counts(), "drift": [d.to_json() for d in self.drift],
-            "agreed": self.agreed, "not_applicable": [a.to_json() for a in self.not_applicable],
+            "agreed": self.agreed, "trace_only": [d.to_json() for d in self.trace_only],
+            "not_applicable": [a.to_json() for a in self.not_applicable],
             "incomparable": [a.to_json() for a in self.incomparable], "ok": self.exit_code == 0}
 
 
@@ -318,13 +375,15 @@ def compare_pair(left: ScenarioResult, right: ScenarioResult, masks: Masks, *,
                  journal: bool = True) -> Divergence | None:
     """The first divergence of each category of two runs of the same (scenario, transport),
     or None when they agree everywhere. ``journal``: both hold the fake's journal."""
-    traces = (drift_trace(left, masks, started_at=started_at[0], journal=journal),
-              drift_trace(right, masks, started_at=started_at[1], journal=journal))
+    traces = (squash(drift_trace(left, masks, started_at=started_at[0], journal=journal)),
+              squash(drift_trace(right, masks, started_at=started_at[1], journal=journal)))
     findings: dict[str, Finding] = {}
     for name in (c.name for c in CATEGORIES):
         difference = first_difference(traces[0].get(name), traces[1].get(name))
         if difference is not None:
             pointer, a, b = difference
+            if name == PROCESSES:  # the whole fact: what happened, in which step, to which child
+                pointer, a, b = _whole_fact(pointer, traces[0].get(name), traces[1].get(name), a, b)
             findings[name] = Finding(name, "trace", pointer, a, b,
                                      step=step_at(pointer, left, right))
     verdicts = _verdict_findings(left, right)
@@ -338,7 +397,9 @@ def compare_pair(left: ScenarioResult, right: ScenarioResult, masks: Masks, *,
         return None
     ordered = sorted(findings.values(), key=lambda f: ORDER.get(f.category, len(ORDER)))
     return Divergence(left.scenario, left.transport, (left.status, right.status), ordered,
-                      title=left.title, covers=left.covers)
+                      title=left.title, covers=left.covers,
+                      judged=left.status != right.status or (
+                          bool(verdicts) and left.status != PASSED))
 
 
 def _pairs(left: Source, right: Source) -> list[tuple[str, str]]:
@@ -349,11 +410,15 @@ def _pairs(left: Source, right: Source) -> list[tuple[str, str]]:
     return sorted(keys, key=lambda k: (k[0], TRANSPORT_RANK.get(k[1], 9), k[1]))
 
 
-def compare(left: Source, right: Source, *, include_ui: bool = False) -> DiffReport:
+def compare(left: Source, right: Source, *, include_ui: bool = False,
+            every_pair: bool = False) -> DiffReport:
     """Every (scenario, transport) of both sources: drift, agreement, or why not compared.
-    ``include_ui``: compare UI-only effects (``notify``) too."""
+    ``include_ui``: compare UI-only effects (``notify``) too. Drift is a pair whose verdicts or
+    judged checks differ; a pair whose traces alone differ is set aside (``trace_only``) unless
+    ``every_pair``."""
     masks = Masks.between(left.capabilities, right.capabilities, include_ui=include_ui,
-                          real_server="real" in (left.run.server, right.run.server))
+                          real_server="real" in (left.run.server, right.run.server),
+                          offered=(left.offered, right.offered))
     report = DiffReport(left, right, masks)
     report.without_journal = tuple(s.label for s in (left, right) if not s.journals)
     ui_masked = [0, 0]
@@ -387,8 +452,10 @@ def compare(left: Source, right: Source, *, include_ui: bool = False) -> DiffRep
                              journal=left.journals and right.journals)
         if found is None:
             report.agreed.append(f"{scenario}[{transport}]")
-        else:
+        elif found.judged or every_pair:
             report.drift.append(found)
+        else:
+            report.trace_only.append(found)
     report.ui_masked = (ui_masked[0], ui_masked[1])
     # the pairs whose verdicts differ first: those are what a maintainer acts on; drift where
     # both sides passed (or both failed) follows, each group in catalogue order
@@ -459,7 +526,9 @@ def category_line(report: DiffReport) -> str:
 
 def summary_line(report: DiffReport) -> str:
     verdict = "DRIFT" if report.drift else ("INCOMPLETE" if report.incomparable else "SAME")
-    return (f"{verdict}: {len(report.drift)} drifting, {len(report.agreed)} agreeing, "
+    traces = (f", {len(report.trace_only)} agreeing in every verdict with traces that differ "
+              "(--all lists them)" if report.trace_only else "")
+    return (f"{verdict}: {len(report.drift)} drifting, {len(report.agreed)} agreeing{traces}, "
             f"{len(report.not_applicable)} not applicable, {len(report.incomparable)} not "
             f"compared ({report.left.label} vs {report.right.label})")
 

@@ -81,11 +81,18 @@ class Masks:
     feeding: bool = False  # the helper runs and mempalace_mine calls of feeding
     ui: bool = True  # UI-only effects (notify) left out; --include-ui compares them
     real_server: bool = False  # a side ran against the real server: its minted ids' random part
+    #: the catalogue tools both sides can offer when a side's profile maps a curated set (its
+    #: ``tools.map``): registrations of any other tool are left out; None: every tool compared
+    offered: frozenset[str] | None = None
 
     @classmethod
     def between(cls, left: Iterable[str], right: Iterable[str], *,
-                include_ui: bool = False, real_server: bool = False) -> Masks:
+                include_ui: bool = False, real_server: bool = False,
+                offered: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
+                ) -> Masks:
         a, b = set(left), set(right)
+        sets = [o for o in offered if o is not None]
+        common = frozenset.intersection(*sets) if sets else None
 
         def one_sided(capability: str) -> bool:
             return (capability in a) != (capability in b)
@@ -93,7 +100,8 @@ class Masks:
         types = {t for cap, t in (("wakeup", WAKEUP_TYPE), ("mailbox", MAILBOX_TYPE))
                  if one_sided(cap)}
         return cls(commands=one_sided("diary_command"), custom_types=frozenset(types),
-                   feeding=one_sided("feeding"), ui=not include_ui, real_server=real_server)
+                   feeding=one_sided("feeding"), ui=not include_ui, real_server=real_server,
+                   offered=common)
 
     def describe(self) -> list[str]:
         """The capability masks (the UI mask is named by the report, with what it hid)."""
@@ -111,6 +119,9 @@ class Masks:
         if self.real_server:
             out.append("the random part of the real server's event ids (run against the real "
                        "server)")
+        if self.offered is not None:
+            out.append(f"registrations of tools outside the {len(self.offered)} a profile maps "
+                       "(registrations are compared as sets of catalogue names, after the map)")
         return out
 
     def hides(self, effect: Mapping[str, Any]) -> bool:
@@ -118,6 +129,9 @@ class Masks:
         if self.ui and kind in UI_ONLY_EFFECTS:
             return True
         if self.commands and kind == "command_registered":
+            return True
+        if (self.offered is not None and kind == "tool_registered"
+                and effect.get("name") not in self.offered):
             return True
         if self.feeding and kind == "exec":
             return True
@@ -210,6 +224,10 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
             value = value or None
         if step.op == "call_tools" and isinstance(value, dict):
             value = without_durations(value)
+        if step.op == "list_tools" and isinstance(value, list):
+            value = sorted((t for t in value if not isinstance(t, dict) or masks.offered is None
+                            or t.get("name") in masks.offered),
+                           key=lambda t: json.dumps(t, sort_keys=True, default=str))
         if isinstance(value, dict) and isinstance(value.get("messages"), list):
             value["messages"] = [
                 m for m in value["messages"]
@@ -234,13 +252,17 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
         windows = _journal_windows(steps, group_of, journal_kept)
         for key, records in windows.items():
             pools[key][WIRE]["calls"] = _calls(records, masker)
-        views_run = {"journal": _process_records(
-            [r for records in windows.values() for r in records], masker)}
+        children = _children(journal_kept)
+        views_run = {"journal": [fact for key, records in windows.items()
+                                 for fact in _process_records(records, masker, key, children)]}
     else:
         views_run = None
-    registrations = {"tools": _unique(tools)}
+    if masks.offered is not None:
+        tools = [name for name in tools if name in masks.offered]
+    # sets (name -> true): a missing or extra name is named; the order is the order check's
+    registrations = {"tools": dict.fromkeys(sorted(tools), True)}
     if not masks.commands:
-        registrations["commands"] = _unique(commands)
+        registrations["commands"] = dict.fromkeys(sorted(commands), True)
     views: dict[str, dict[str, Any]] = {c.name: {} for c in CATEGORIES}
     last_startup = max((k for k, g in group_of.items() if g == STARTUP_KEY),
                        key=list(group_of).index, default=None)
@@ -324,23 +346,33 @@ def _calls(records: Iterable[Mapping[str, Any]], masker: Masker) -> list[dict[st
     return sorted(calls, key=lambda call: json.dumps(call, sort_keys=True, default=str))
 
 
-def _process_records(records: Iterable[Mapping[str, Any]],
-                     masker: Masker) -> list[dict[str, Any]]:
-    """Process facts, sorted within the step: two children exiting together may journal in
-    either order."""
+def _children(journal: Sequence[Mapping[str, Any]]) -> dict[Any, int]:
+    """pid -> 1, 2, ...: each stdio child by the order it started in (a pid is per run)."""
+    order: dict[Any, int] = {}
+    for record in journal:
+        if record.get("kind") == "process_start" and record.get("pid") not in order:
+            order[record.get("pid")] = len(order) + 1
+    return order
+
+
+def _process_records(records: Iterable[Mapping[str, Any]], masker: Masker, step: str = "",
+                     children: Mapping[Any, int] | None = None) -> list[dict[str, Any]]:
+    """Process facts of one step's window, each saying which step and which child (by start
+    order), sorted within the step: two children exiting together may journal in either
+    order."""
     facts = []
     for record in records:
         fields = PROCESS_FIELDS.get(str(record.get("kind")))
         if fields is None:
             continue
-        facts.append({"kind": record["kind"], **{name: masker.value(record[name], name)
-                                                 for name in fields if name in record}})
+        fact = {"kind": record["kind"], **{name: masker.value(record[name], name)
+                                           for name in fields if name in record}}
+        if step:
+            fact["step"] = step
+        if children is not None and record.get("pid") in children:
+            fact["child"] = children[record.get("pid")]
+        facts.append(fact)
     return sorted(facts, key=lambda fact: sorted((k, str(v)) for k, v in fact.items()))
-
-
-def _unique(names: Iterable[str]) -> list[str]:
-    """Registration order, each name once (a re-registration is not a second tool)."""
-    return list(dict.fromkeys(names))
 
 
 def without_durations(result: dict[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,8 @@ class Source:
     origin: str  # the --bridge spec or the file it was read from
     capabilities: tuple[str, ...] = field(default_factory=tuple)
     journals: bool = True  # each result holds the fake's journal (a live run; not a saved one)
+    #: the catalogue tools its profile maps (``tools.map``): a curated set; None: no map
+    offered: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -213,8 +215,11 @@ def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[s
     labels = unique_labels([label for label, _, _ in found])
     journals = [index not in files or any(r.journal for r in files[index].results)
                 for index in range(len(specs))]
-    return [Source(label, run, origin, tuple(run.host.capabilities), kept)
-            for label, (_, run, origin), kept in zip(labels, found, journals, strict=True)]
+    offered = [frozenset(r.tool for r in profiles[i].tool_routes) or None
+               if i in profiles else None for i in range(len(specs))]
+    return [Source(label, run, origin, tuple(run.host.capabilities), kept, tools)
+            for label, (_, run, origin), kept, tools
+            in zip(labels, found, journals, offered, strict=True)]
 
 
 def load_baselines(values: Sequence[str]) -> dict[str | None, Any]:

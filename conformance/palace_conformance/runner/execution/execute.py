@@ -195,7 +195,7 @@ class _Execution:
                                         "--level seed)")
         profile = self.options.profile
         if profile is not None and self.original.subject != "fake":
-            why = profile_edges.inapplicable(profile, self.original, self.transport)
+            self.original, why = profile_edges.adapt(profile, self.original, self.transport)
             if why:
                 return self._not_applicable(why)
             self.paced = pace.pace(profile, self.original)
@@ -337,6 +337,8 @@ class _Execution:
             return
         reply = self.driver.request(op, request, deadline_ms=deadline)
         _fill(record, reply)
+        if profile is not None:
+            record.result = profile_edges.incoming_result(profile, op, record.result)
         if op == "exit":  # the step lasts until the host's process has ended
             record.elapsed_ms = reply.elapsed_ms + self.driver.wait_ended(op, deadline)
         record.effects = self._effects_view(record.effects, _system_prompt(step, record))
@@ -429,7 +431,12 @@ class _Execution:
                 final_error = f"could not list the tools at the end: {dead or 'no answer'}"
         profile = self.options.profile if scenario.subject != "fake" else None
         records, offsets = world.read_journal()
-        facts = process_facts(records, procs.alive)
+        retried = (profile_edges.set_aside_read_retries(profile, scenario, self.transport,
+                                                        self.steps, records, offsets)
+                   if profile is not None else [])
+        aside = (profile_edges.other_servers(profile, records, offsets)
+                 if profile is not None else [])
+        facts = self._process_facts(records, aside)
         exited = any(step.op == "exit" and step.ran for step in self.steps)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
             facts = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
@@ -469,6 +476,13 @@ class _Execution:
         if unreached is not None:  # one line instead of every expectation failing alike
             return self._not_testable(unreached)
         self.result.checks = judge(observation)
+        if aside and profile is not None:
+            retried.append(profile_edges.servers_note(
+                profile, aside, process_facts(aside, procs.alive)["alive"]))
+        for note in retried:
+            self.result.checks.append(CheckRecord(
+                scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
+                message=note, covers=scenario.covers, level=CORE))
         if self.extra_tools:
             self.result.checks.append(CheckRecord(
                 scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
@@ -505,9 +519,12 @@ class _Execution:
         world = self.world
         assert world is not None
         deadline = time.monotonic() + grace_ms / 1000.0
+        profile = self.options.profile
         while True:
             records, _ = world.read_journal()
-            facts = process_facts(records, procs.alive)
+            aside = (profile_edges.other_servers(profile, records)
+                     if profile is not None else [])
+            facts = self._process_facts(records, aside)
             if not facts["alive"] or time.monotonic() >= deadline:
                 return facts
             time.sleep(PROCESS_POLL_MS / 1000.0)
@@ -529,6 +546,16 @@ class _Execution:
         return {**before, "alive": after["alive"],
                 "after": "the host's exit (a child kept after session_shutdown may live as long "
                          "as the host)"}
+
+    @staticmethod
+    def _process_facts(records: list[dict[str, Any]],
+                       aside: list[dict[str, Any]]) -> dict[str, Any]:
+        """The full server's process facts; the other servers' children (profile ``servers``)
+        count only as orphans: alive is alive, whichever server it is."""
+        facts = process_facts(records, procs.alive)
+        if aside:
+            facts["alive"] += process_facts(aside, procs.alive)["alive"]
+        return facts
 
     def _drained_host_stderr(self) -> str:
         """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""

@@ -10,15 +10,20 @@ system prompt shown as the injected message the scenarios look for, and diagnost
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from palace_conformance.contract import WAKEUP_TYPE
+from palace_conformance.fake.options import ENV_FAULTS_FOR
+from palace_conformance.json_pointer import unescape
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, World
-from palace_conformance.runner.profile import Profile
+from palace_conformance.runner.profile import Profile, ToolRoute
+from palace_conformance.runner.results import StepRecord
 from palace_conformance.scenarios.model import Check, Scenario
 
 #: notify levels that carry a diagnostic (info is a UI toast)
@@ -29,23 +34,75 @@ def _catalogue_names() -> set[str]:
     return {tool["name"] for tool in tool_catalogue()["tools"]}
 
 
+def _offered(profile: Profile) -> set[str]:
+    return {route.tool for route in profile.tool_routes}
+
+
 def offered_catalogue(profile: Profile) -> list[dict[str, Any]] | None:
     """What ``"catalogue"`` in a tools expectation stands for with this bridge: the catalogue
     tools its profile maps (in catalogue order), or None (the whole catalogue) without a map.
 
     A curated bridge offers a chosen set; "every palace tool, with its schema" then means every
     tool of that set, each with the catalogue's schema."""
-    if not profile.tool_map:
+    if not profile.tool_routes:
         return None
-    offered = set(profile.tool_map.values())
+    offered = _offered(profile)
     return [tool for tool in tool_catalogue()["tools"] if tool["name"] in offered]
 
 
 def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | None:
     """Why this scenario cannot judge a bridge with this profile, before anything runs."""
-    if not profile.tool_map:
+    return adapt(profile, scenario, transport)[1]
+
+
+def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenario, str | None]:
+    """The scenario as this bridge can be given it, or the reason it cannot be.
+
+    A curated bridge offers some catalogue tools: a call of another one that is only *a* palace
+    call (its name appears nowhere else: no fault, journal check or result expectation names
+    it) becomes a call of an argument-free read tool the bridge offers; only a scenario that
+    needs the unmapped tool itself is not applicable. A bridge with static tools never lists:
+    its registration stands for "none" while the palace is down, and journal checks on
+    ``tools/list`` are dropped."""
+    why = _budget_per_call(profile, scenario, transport)
+    if why is not None:
+        return scenario, why
+    if not profile.tool_routes:
+        return scenario, None
+    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
+    changed = _substitute_incidental_calls(raw, _offered(profile))
+    if profile.static_tools:
+        why = _static_tools(raw, sorted(_offered(profile)))
+        if why is not None:
+            return scenario, why
+        changed = True
+    if profile.read_retry:
+        changed = _faults_after_retries(raw) or changed
+    if changed:
+        scenario = Scenario.from_json(raw, scenario.path)
+    return scenario, _unoffered(profile, scenario, transport)
+
+
+#: the behaviours of a respawn budget spent across calls (the cap, and 0 as a latch)
+_SESSION_BUDGET = ("STDIO-06", "STDIO-08")
+
+
+def _budget_per_call(profile: Profile, scenario: Scenario, transport: str) -> str | None:
+    """Why a scenario that counts a session-wide respawn budget (a call expected to fail as
+    ``unavailable`` once it is spent) cannot judge a bridge whose budget is per call."""
+    if profile.respawn_budget != "call" or not set(scenario.covers) & set(_SESSION_BUDGET):
         return None
-    offered = set(profile.tool_map.values())
+    latched = any(step.expect is not None and step.expect.error is not None
+                  and step.expect.error.kind == "unavailable"
+                  for step in scenario.steps_for(transport))
+    if not latched:
+        return None
+    return ("it counts a respawn budget spent across calls (the latch), and this bridge's "
+            "budget is per call (its profile's claims.respawn_budget)")
+
+
+def _unoffered(profile: Profile, scenario: Scenario, transport: str) -> str | None:
+    offered = _offered(profile)
     catalogue = _catalogue_names()
     for step in scenario.steps_for(transport):
         for name in step.tool_names:
@@ -73,6 +130,165 @@ def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | 
     return None
 
 
+def _calls(raw: Mapping[str, Any]) -> list[tuple[dict[str, Any], Any]]:
+    """Every call a scenario makes: (the call, its expectation)."""
+    out: list[tuple[dict[str, Any], Any]] = []
+    for step in raw.get("steps", ()):
+        if not isinstance(step, dict):
+            continue
+        expect: Any = step.get("expect") if isinstance(step.get("expect"), dict) else {}
+        if step.get("op") == "call_tool":
+            out.append((step, expect))
+        elif step.get("op") == "call_tools" and isinstance(step.get("calls"), list):
+            each: list[Any] = expect.get("calls") or [] if isinstance(expect, dict) else []
+            for index, call in enumerate(step["calls"]):
+                if isinstance(call, dict):
+                    out.append((call, each[index] if index < len(each) else {}))
+    return out
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _substitute_incidental_calls(raw: dict[str, Any], offered: set[str]) -> bool:
+    """Rename, all through the scenario, each unoffered read-only catalogue tool it calls with no
+    arguments and whose results it does not look into (only ``is_error``) to an offered
+    read-only tool it does not name (its required string arguments given a word): a scenario
+    about sessions, faults or timing needs *a* palace read, not that one. Whether any was."""
+    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
+
+    def read_only(name: str) -> bool:
+        return bool((catalogue[name].get("annotations") or {}).get("readOnlyHint"))
+
+    def plain(name: str) -> bool:  # every required argument a string we can make up
+        schema = catalogue[name]["inputSchema"]
+        return all((schema.get("properties", {}).get(r) or {}).get("type") == "string"
+                   for r in schema.get("required", ()))
+
+    named = set(_strings(raw))
+    stand_ins = [name for name in catalogue if name in offered and name not in named
+                 and read_only(name) and plain(name)]
+    calls = _calls(raw)
+    wanted = sorted({str(c.get("name")) for c, _ in calls} - offered)
+    renames: dict[str, str] = {}
+    for name in wanted:
+        if name not in catalogue or not read_only(name) or not stand_ins:
+            continue
+        if all(not c.get("args") and (not isinstance(e, dict)
+                                      or set(e.get("result") or {}) <= {"is_error"})
+               for c, e in calls if c.get("name") == name):
+            renames[name] = stand_ins.pop(0)
+    if not renames:
+        return False
+    for call, _ in calls:
+        if call.get("name") in renames:
+            call["name"] = renames[call["name"]]
+            schema = catalogue[call["name"]]["inputSchema"]
+            call["args"] = {r: "conformance" for r in schema.get("required", ())}
+    _rename_strings(raw, renames)
+    return True
+
+
+def _rename_strings(value: Any, renames: Mapping[str, str]) -> None:
+    """Every string value equal to a renamed tool, renamed (faults, journal checks), in place."""
+    items: Iterable[tuple[Any, Any]] = (value.items() if isinstance(value, dict)
+                                        else enumerate(value) if isinstance(value, list) else ())
+    for key, item in list(items):
+        if isinstance(item, str) and item in renames:
+            value[key] = renames[item]
+        else:
+            _rename_strings(item, renames)
+
+
+def _static_tools(raw: dict[str, Any], offered: list[str]) -> str | None:
+    """Rewrite for a bridge that registers its tools at load and never lists them; or why the
+    scenario cannot judge such a bridge (its faults aim at ``tools/list``)."""
+    for fault in raw.get("faults", ()):
+        on = fault.get("on") if isinstance(fault, dict) else None
+        if isinstance(on, dict) and on.get("method") == "tools/list":
+            return ("its faults aim at tools/list, which a bridge with static tools (its "
+                    "profile's tools.static) never sends")
+
+    def lists(match: Any) -> bool:
+        return isinstance(match, dict) and match.get("method") == "tools/list"
+
+    def rewrite(expect: Any) -> None:
+        if not isinstance(expect, dict):
+            return
+        tools = expect.get("tools")
+        if isinstance(tools, dict) and tools.get("registered") == "none":
+            tools["registered"] = list(offered)
+        error = expect.get("error")
+        if isinstance(error, dict) and error.get("kind") == "no_such_tool":
+            del error["kind"]  # the tool is there; the call fails for want of a palace
+        effects = expect.get("effects")
+        if isinstance(effects, list):
+            expect["effects"] = [c for c in effects if not (
+                isinstance(c, dict) and c.get("check") == "absent"
+                and c.get("match") == {"kind": "tool_registered"})]
+        journal = expect.get("journal")
+        if isinstance(journal, list):
+            kept = []
+            for check in journal:
+                if not isinstance(check, dict):
+                    kept.append(check)
+                elif check.get("check") == "sequence":
+                    items = [i for i in check.get("items", ()) if not lists(i)]
+                    if items:
+                        kept.append({**check, "items": items})
+                elif not any(lists(check.get(key)) for key in ("match", "first", "then",
+                                                                 "from", "to")):
+                    kept.append(check)
+            expect["journal"] = kept
+
+    rewrite(raw.get("expect"))
+    for step in raw.get("steps", ()):
+        if isinstance(step, dict):
+            rewrite(step.get("expect"))
+    return None
+
+
+#: fault actions that end the child before it answers the call they hit
+_CRASHES = ("exit", "partial_line")
+
+
+def _faults_after_retries(raw: dict[str, Any]) -> bool:
+    """For a bridge that retries a crashed read once (``claims.read_retry``): each retry is one
+    more call of that tool, so a later fault aimed at the nth call of a read the scenario crashes
+    is moved on by one per crash before it, to hit the call the scenario means. Whether any was."""
+    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
+    crashes: dict[str, list[int]] = {}
+    for fault in raw.get("faults", ()):
+        on: Any = fault.get("on") if isinstance(fault, dict) else None
+        tool = on.get("tool") if isinstance(on, dict) else None
+        if (isinstance(on, dict) and isinstance(tool, str) and tool in catalogue
+                and fault.get("action") in _CRASHES
+                and fault.get("then", "exit") == "exit" and "every" not in on
+                and fault.get("times", 1) == 1
+                and (catalogue[tool].get("annotations") or {}).get("readOnlyHint")):
+            crashes.setdefault(tool, []).append(int(on.get("nth", 1)))
+    changed = False
+    for fault in raw.get("faults", ()):
+        on = fault.get("on") if isinstance(fault, dict) else None
+        tool = on.get("tool") if isinstance(on, dict) else None
+        if not isinstance(on, dict) or not isinstance(tool, str) or tool not in crashes \
+                or "every" in on:
+            continue
+        nth = int(on.get("nth", 1))
+        before = sum(1 for crashed in crashes[tool] if crashed < nth)
+        if before:
+            on["nth"] = nth + before
+            changed = True
+    return changed
+
+
 def _counts_every_registration(check: Check) -> bool:
     """An upper-bounded count of every ``tool_registered`` effect: the catalogue's size."""
     if check.kind != "count" or check.raw.get("match") != {"kind": "tool_registered"}:
@@ -85,6 +301,9 @@ def prepare(profile: Profile, world: World) -> str | None:
     env, why = profile.translate_env(world.env)
     if why is not None:
         return why
+    if any(role != "full" for role in profile.servers):
+        world.full_server = profile.servers.get("full", "mempalace-mcp")
+        env[ENV_FAULTS_FOR] = "full"  # a light server's fake takes none of the faults
     world.env = env
     values = {"FAKE_URL": env.get(REMOTE_URL, ""), "FAKE_TOKEN": env.get(REMOTE_TOKEN, "")}
     for path, data, mode in profile.files_for(home=world.home, cwd=world.root, tmp=world.root,
@@ -104,39 +323,121 @@ def prepare(profile: Profile, world: World) -> str | None:
 
 def outgoing_tool(profile: Profile, name: str) -> str:
     """The bridge's name for a catalogue tool a step calls."""
-    for own, catalogue in profile.tool_map.items():
-        if catalogue == name:
-            return own
-    return name
+    return outgoing_call(profile, name, {})[0]
+
+
+def outgoing_call(profile: Profile, name: str,
+                  args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The bridge's tool for a catalogue tool a step calls, and the arguments with the fixed
+    ones (``when``) that make it call that catalogue tool."""
+    for route in profile.tool_routes:
+        if route.tool == name:
+            return route.own, {**args, **route.when}
+    return name, dict(args)
 
 
 def outgoing_request(profile: Profile, op: str, request: dict[str, Any]) -> dict[str, Any]:
     """A driver request with every tool it calls in the bridge's names: a ``call_tool``'s
     ``name``, each call of a ``call_tools``; any other op's request unchanged."""
-    if op == "call_tool" and isinstance(request.get("name"), str):
-        return {**request, "name": outgoing_tool(profile, request["name"])}
+
+    def one(call: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(call.get("name"), str):
+            return call
+        args: dict[str, Any] = call["args"] if isinstance(call.get("args"), dict) else {}
+        own, sent = outgoing_call(profile, call["name"], args)
+        return {**call, "name": own, **({"args": sent} if sent or "args" in call else {})}
+
+    if op == "call_tool":
+        return one(request)
     if op == "call_tools" and isinstance(request.get("calls"), list):
-        return {**request, "calls": [
-            {**call, "name": outgoing_tool(profile, call["name"])}
-            if isinstance(call, dict) and isinstance(call.get("name"), str) else call
-            for call in request["calls"]]}
+        return {**request, "calls": [one(call) if isinstance(call, dict) else call
+                                     for call in request["calls"]]}
     return request
+
+
+def _routes_of(profile: Profile, own: str) -> list[ToolRoute]:
+    return [route for route in profile.tool_routes if route.own == own]
+
+
+def _routed_schema(schema: Any, route: ToolRoute) -> Any:
+    """A multiplexing tool's schema as the catalogue tool it stands for: the catalogue's when it
+    keeps every parameter of that tool (by name, with the catalogue's type) besides its fixed
+    ones; else its own without the fixed ones (and the schema check names it)."""
+    if not route.when or not isinstance(schema, dict):
+        return schema
+    properties: dict[str, Any] = (schema["properties"]
+                                  if isinstance(schema.get("properties"), dict) else {})
+    own = {k: v for k, v in properties.items() if k not in route.when}
+    wanted = next(t["inputSchema"] for t in tool_catalogue()["tools"] if t["name"] == route.tool)
+    if all(isinstance(own.get(k), dict) and own[k].get("type") == v.get("type")
+           for k, v in wanted.get("properties", {}).items()):
+        return wanted
+    required = [r for r in schema.get("required", ()) if r not in route.when]
+    return {**schema, "properties": own, "required": required}
 
 
 def incoming_tools(profile: Profile,
                    tools: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Registered tools in catalogue names, and the extra tools the profile allows (set aside)."""
+    """Registered tools in catalogue names (a multiplexing tool as each catalogue tool it
+    stands for), and the extra tools the profile allows (set aside)."""
     shown: list[dict[str, Any]] = []
     extras: list[str] = []
     known = _catalogue_names()
     for tool in tools:
         name = tool.get("name")
-        mapped = profile.tool_map.get(name, name) if isinstance(name, str) else name
-        if profile.extra_tools_allowed and isinstance(mapped, str) and mapped not in known:
-            extras.append(mapped)
+        routes = _routes_of(profile, name) if isinstance(name, str) else []
+        if routes:
+            for route in routes:
+                view = {**tool, "name": route.tool}
+                for key in ("parameters", "inputSchema"):
+                    if key in tool:
+                        view[key] = _routed_schema(tool[key], route)
+                shown.append(view)
             continue
-        shown.append({**tool, "name": mapped})
+        if profile.extra_tools_allowed and isinstance(name, str) and name not in known:
+            extras.append(name)
+            continue
+        shown.append(tool)
     return shown, extras
+
+
+def incoming_result(profile: Profile, op: str, result: Any) -> Any:
+    """A call's result with the palace's JSON in place of the bridge's envelope
+    (``results.path``): what the scenarios judge. The envelope stays as ``envelope``, judged as
+    what the agent saw (secret checks read it); a result without the envelope is left as is."""
+    if profile.results_path is None:
+        return result
+    if op == "call_tools" and isinstance(result, dict) and isinstance(result.get("calls"), list):
+        return {**result, "calls": [
+            {**call, "result": _unwrapped(profile.results_path, call.get("result"))}
+            if isinstance(call, dict) and "result" in call else call
+            for call in result["calls"]]}
+    if op == "call_tool":
+        return _unwrapped(profile.results_path, result)
+    return result
+
+
+def _unwrapped(pointer: str, result: Any) -> Any:
+    content = result.get("content") if isinstance(result, dict) else None
+    if not (isinstance(content, list) and content and isinstance(content[0], dict)
+            and isinstance(content[0].get("text"), str)):
+        return result
+    try:
+        envelope = json.loads(content[0]["text"])
+    except ValueError:
+        return result
+    inner = envelope
+    for token in pointer.split("/")[1:]:
+        key = unescape(token)
+        if isinstance(inner, dict) and key in inner:
+            inner = inner[key]
+        elif isinstance(inner, list) and key.isdigit() and int(key) < len(inner):
+            inner = inner[int(key)]
+        else:
+            return result
+    text = inner if isinstance(inner, str) else json.dumps(inner)
+    return {**result, "content": [{**content[0], "text": text}, *content[1:]],
+            "envelope": content[0]["text"]}
 
 
 def incoming_effects(profile: Profile, effects: list[dict[str, Any]],
@@ -148,10 +449,12 @@ def incoming_effects(profile: Profile, effects: list[dict[str, Any]],
     for effect in effects:
         kind = effect.get("kind")
         if kind == "tool_registered" and isinstance(effect.get("name"), str):
-            mapped = profile.tool_map.get(effect["name"], effect["name"])
-            if profile.extra_tools_allowed and mapped not in known:
+            routes = _routes_of(profile, effect["name"])
+            if routes:
+                out.extend({**effect, "name": route.tool} for route in routes)
                 continue
-            effect = {**effect, "name": mapped}
+            if profile.extra_tools_allowed and effect["name"] not in known:
+                continue
         elif (kind == "notify" and profile.diagnostics_channel == "notify"
               and effect.get("level") in _DIAGNOSTIC_LEVELS):
             out.append(effect)
@@ -165,3 +468,88 @@ def incoming_effects(profile: Profile, effects: list[dict[str, Any]],
             out.append({"kind": "injected", "custom_type": WAKEUP_TYPE, "content": added.strip(),
                         "via": "system_prompt"})
     return out
+
+
+def set_aside_read_retries(profile: Profile, scenario: Scenario, transport: str,
+                           steps: list[StepRecord], records: list[dict[str, Any]],
+                           offsets: list[int]) -> list[str]:
+    """With ``claims.read_retry``: each read a scenario expects to fail as connection closed
+    that the bridge retried once on a new child and got answered, shown as the crash it was.
+
+    The retried request and its answer are taken out of ``records`` and ``offsets`` (in place;
+    the step windows are still byte offsets), the step reads as the connection-closed failure,
+    and one line per retry says what was set aside. A second retry, a retry on the same child or
+    of a write is left as it is, to be judged."""
+    if not profile.read_retry:
+        return []
+    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
+    by_index = {record.index: record for record in steps}
+    notes: list[str] = []
+    for step in scenario.steps_for(transport):
+        record = by_index.get(step.index)
+        name = step.params.get("name")
+        expected = step.expect.error if step.expect is not None else None
+        if (step.op != "call_tool" or record is None or record.ok is not True
+                or expected is None or getattr(expected, "kind", None) != "connection_closed"
+                or not isinstance(name, str) or name not in catalogue
+                or not (catalogue[name].get("annotations") or {}).get("readOnlyHint")):
+            continue
+        window = [i for i, at in enumerate(offsets)
+                  if record.journal_start <= at < record.journal_end]
+        calls = [i for i in window if records[i].get("kind") == "recv"
+                 and records[i].get("method") == "tools/call" and records[i].get("tool") == name]
+        if len(calls) != 2:
+            continue
+        first, retry = records[calls[0]], records[calls[1]]
+        died = any(records[i].get("kind") == "process_exit" and records[i].get("pid")
+                   == first.get("pid") and calls[0] < i < calls[1] for i in window)
+        if not died or retry.get("pid") == first.get("pid"):
+            continue
+        answer = [i for i in window if i > calls[1] and records[i].get("kind") == "send"
+                  and records[i].get("pid") == retry.get("pid")
+                  and records[i].get("id") == retry.get("id")]
+        for i in sorted([calls[1], *answer[:1]], reverse=True):
+            del records[i]
+            del offsets[i]
+        record.result, record.ok = None, False
+        record.error = {"kind": "connection_closed",
+                        "message": f"connection closed: the child (pid {first.get('pid')}) "
+                                   f"died mid-call; the bridge retried the read once on a new "
+                                   f"child (pid {retry.get('pid')}), which answered"}
+        notes.append(f"step {step.key}: the crashed read {name} was retried once on a new child "
+                     f"(pid {retry.get('pid')}; claims.read_retry): that request and its answer "
+                     "are set aside, the call judged as the connection-closed failure it was")
+    return notes
+
+
+def other_servers(profile: Profile, records: list[dict[str, Any]],
+                  offsets: list[int] | None = None) -> list[dict[str, Any]]:
+    """With ``servers``: the records of the children of every role but the full server, taken
+    out of ``records`` (and ``offsets``, in place) and returned, so the scenarios' process and
+    initialize counts judge the full server alone. A child is known by its program's name (the
+    last part of its ``process_start`` argv[0])."""
+    others = {program for role, program in profile.servers.items() if role != "full"}
+    if not others:
+        return []
+    pids = {r.get("pid") for r in records if r.get("kind") == "process_start"
+            and isinstance(r.get("argv"), list) and r["argv"]
+            and str(r["argv"][0]).rsplit("/", 1)[-1] in others}
+    aside = [r for r in records if r.get("pid") in pids]
+    for index in range(len(records) - 1, -1, -1):
+        if records[index].get("pid") in pids:
+            del records[index]
+            if offsets is not None:
+                del offsets[index]
+    return aside
+
+
+def servers_note(profile: Profile, aside: list[dict[str, Any]], alive: int) -> str:
+    """What the other servers' children did, in one line (they are judged for orphans only)."""
+    roles = ", ".join(f"{role} ({program})" for role, program in profile.servers.items()
+                      if role != "full")
+    started = sum(1 for r in aside if r.get("kind") == "process_start")
+    initialized = sum(1 for r in aside if r.get("kind") == "recv"
+                      and r.get("method") == "initialize")
+    return (f"other servers, {roles}: {started} child(ren) started, {initialized} initialize, "
+            f"{alive} alive at the end; set aside from the process and initialize counts "
+            "(profile servers), judged for orphans only")

@@ -113,6 +113,8 @@ class World:
                  work_root: str | os.PathLike[str] | None = None, keep: bool = False,
                  warm_start: bool = True) -> None:
         self.original = scenario
+        #: the full server's program (profile ``servers``): ``server kill`` aims at its children
+        self.full_server: str | None = None
         self.warm_start = warm_start  # fork the HTTP fake from the warm server (warm_client)
         self.scenario = scenario
         self.transport = transport
@@ -344,10 +346,16 @@ class World:
         return records
 
     def live_stdio_child(self) -> int | None:
-        """The newest stdio fake child (from the journal) that is still running."""
+        """The newest stdio fake child (from the journal) that is still running; of the full
+        server's program when a profile names one (``full_server``)."""
         records, _ = self.read_journal()
         exited = {r.get("pid") for r in records if r.get("kind") == "process_exit"}
         for record in reversed(records):
+            argv = record.get("argv")
+            if self.full_server is not None and not (
+                    isinstance(argv, list) and argv
+                    and str(argv[0]).rsplit("/", 1)[-1] == self.full_server):
+                continue
             if record.get("kind") == "process_start" and record.get("transport") == "stdio":
                 pid = record.get("pid")
                 if isinstance(pid, int) and pid not in exited and procs.alive(pid):

@@ -109,9 +109,15 @@ def derive(bridge: str, sessions: Sequence[Session], catalogue: Sequence[Mapping
     programs = _programs(observed, notes)
     if programs:
         draft.profile["path_programs"] = programs
+    servers = servers_of(observed, notes)
+    if servers:
+        draft.profile["servers"] = servers
     tools = _tools(observed, catalogue, notes)
     if tools:
         draft.profile["tools"] = tools
+    results = results_of(observed, notes)
+    if results:
+        draft.profile["results"] = results
     channels = _channels(observed, notes)
     if channels:
         draft.profile["channels"] = channels
@@ -204,6 +210,22 @@ def _safe_relative(path: str) -> bool:
     return bool(parts) and not path.startswith("/") and ".." not in parts
 
 
+#: the light server's program, and the full one's (what a bridge spawns them as on PATH)
+LIGHT_SERVER, FULL_SERVER = "mempalace-light-mcp", "mempalace-mcp"
+
+
+def servers_of(observed: Sequence[Session], notes: list[str]) -> dict[str, str]:
+    """``servers`` when one session started both the full and the light server."""
+    for session in observed:
+        started = {PurePosixPath(str(s.get("argv", [""])[0])).name for s in session.spawned
+                   if isinstance(s.get("argv"), list) and s.get("argv") and not s.get("error")}
+        if {LIGHT_SERVER, FULL_SERVER} <= started:
+            notes.append(f"servers: it started both {FULL_SERVER} and {LIGHT_SERVER}; the "
+                         "process and initialize counts judge the full server's children")
+            return {"full": FULL_SERVER, "light": LIGHT_SERVER}
+    return {}
+
+
 def _programs(observed: Sequence[Session], notes: list[str]) -> list[str]:
     tried: dict[str, bool] = {}  # program -> it failed to start (not found)
     for session in observed:
@@ -270,7 +292,23 @@ def _tools(observed: Sequence[Session], catalogue: Sequence[Mapping[str, Any]],
                      "reported, not failed")
     if STATUS_TOOL not in registered and STATUS_TOOL not in found.mapped.values():
         notes.append(f"tools: nothing stands for {STATUS_TOOL}; most scenarios call it")
+    reached = [s for s in observed if s.reached and s.tools]
+    if found.mapped and reached and not any(s.listed for s in reached):
+        tools["static"] = True
+        notes.append("tools.static: it registered its tools without ever sending tools/list; "
+                     "if it registers them whatever the palace state, keep it (a tools "
+                     "expectation of none then means these tools)")
     return tools
+
+
+def results_of(observed: Sequence[Session], notes: list[str]) -> dict[str, Any]:
+    """``results.path`` when the call's result held the palace's text inside an envelope."""
+    paths = sorted({s.envelope for s in observed if s.envelope})
+    if len(paths) != 1:
+        return {}
+    notes.append(f"results.path: the palace's answer came back inside an envelope, at "
+                 f"{paths[0]}; the result checks judge what is there")
+    return {"path": paths[0]}
 
 
 def _channels(observed: Sequence[Session], notes: list[str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from palace_conformance import json_pointer
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.execution.execute import RunOptions, run_scenario
 from palace_conformance.runner.profiling.matching import match_tools
@@ -86,6 +87,8 @@ class Session:
     files: list[dict[str, Any]] = field(default_factory=list)  # {path (under HOME), ops}
     spawned: list[dict[str, Any]] = field(default_factory=list)  # {argv, error?}
     observed: bool = False  # the host answered introspect with ``observed``
+    listed: bool = True  # the fake saw a tools/list in this session (unknown: assumed)
+    envelope: str = ""  # the pointer in the call's result where the palace's text was, if moved
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,6 +146,11 @@ def session_from_result(result: ScenarioResult) -> Session:
                 if r.get("kind") == "recv" and r.get("method") == "tools/call"}
         if len(seen) == 1 and isinstance(next(iter(seen)), str):
             session.called[session.call] = str(next(iter(seen)))
+    session.listed = any(r.get("kind") == "recv" and r.get("method") == "tools/list"
+                         and r.get("transport") == result.transport for r in result.journal)
+    if call is not None and call.ok:
+        session.envelope = _envelope(call.result, result.journal[call.journal_start:
+                                                                  call.journal_end])
     found = steps["introspect"].result if "introspect" in steps else None
     observed = found.get("observed") if isinstance(found, dict) else None
     if isinstance(observed, dict):
@@ -151,6 +159,31 @@ def session_from_result(result: ScenarioResult) -> Session:
         session.files = [f for f in observed.get("files") or () if isinstance(f, dict)]
         session.spawned = [s for s in observed.get("spawned") or () if isinstance(s, dict)]
     return session
+
+
+def _envelope(result: Any, records: Sequence[Mapping[str, Any]]) -> str:
+    """``/KEY`` when the call's result text is a JSON object holding, at KEY, the text the
+    palace answered (or its JSON): the bridge wraps palace results in an envelope."""
+    sent = [r.get("message", {}).get("result", {}).get("content") for r in records
+            if r.get("kind") == "send" and isinstance(r.get("message"), dict)
+            and isinstance(r["message"].get("result"), dict)]
+    texts = [str(c[0]["text"]) for c in sent if isinstance(c, list) and c
+             and isinstance(c[0], dict) and isinstance(c[0].get("text"), str)]
+    content = result.get("content") if isinstance(result, dict) else None
+    if not texts or not (isinstance(content, list) and content and isinstance(content[0], dict)
+                         and isinstance(content[0].get("text"), str)):
+        return ""
+    try:
+        shown = json.loads(content[0]["text"])
+        palace = json.loads(texts[-1])
+    except ValueError:
+        return ""
+    if not isinstance(shown, dict) or shown == palace:
+        return ""
+    for key, value in shown.items():
+        if value == texts[-1] or value == palace:
+            return "/" + json_pointer.escape(str(key))
+    return ""
 
 
 def _status_stand_in(session: Session, catalogue: Sequence[Mapping[str, Any]]) -> str | None:

@@ -13,7 +13,7 @@
 // MEMPALACE_EXT_DEBUG=1.
 //
 // PLANTED DEFECTS:
-// HTTP-01: with MEMPALACE_EXT_DEBUG=1 every request is logged with its headers, the bearer token included
+// HTTP-01: the token is never redacted: with MEMPALACE_EXT_DEBUG=1 every request is logged with its headers, and an error that echoes it is passed on
 // HTTP-08: a 401 in the middle of a session is taken for a stale session: the bridge re-initializes and sends the call again
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
