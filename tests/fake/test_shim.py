@@ -97,3 +97,38 @@ def test_uninstall_removes_the_directory_install_created(tmp_path: Path) -> None
     done = run_cli(["fake", "uninstall-shim", str(directory)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert not directory.exists() and (tmp_path / "fresh").is_dir()
+
+
+#: what the official TypeScript SDK's StdioClientTransport passes a child by default
+SDK_DEFAULT_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+
+
+def test_a_child_with_the_sdk_default_environment_still_reaches_its_run(tmp_path: Path) -> None:
+    """The run's settings ride in the shim directory: the shim and ``python -m
+    mempalace.mcp_server`` (the shim's Python) journal into the run's journal though the child
+    got none of ``PALACE_FAKE_*``; a variable it did inherit wins."""
+    from palace_conformance.fake.shims import install_shim, uninstall_shim, venv_python
+
+    shims, journal, other = tmp_path / "shims", tmp_path / "journal.jsonl", tmp_path / "own.jsonl"
+    install_shim(shims, python_package=True,
+                 settings={"PALACE_FAKE_JOURNAL": str(journal),
+                           "PALACE_FAKE_STATE": str(tmp_path / "state.json")})
+    env = {k: v for k, v in os.environ.items() if k in SDK_DEFAULT_ENV}
+    env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', os.defpath)}"
+    env["HOME"] = str(tmp_path)
+    hello = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+             '{"protocolVersion":"2025-06-18","capabilities":{},'
+             '"clientInfo":{"name":"t","version":"1"}}}\n')
+    for argv in (["mempalace-mcp"], [str(venv_python(shims)), "-m", "mempalace.mcp_server"]):
+        done = subprocess.run(argv, input=hello, capture_output=True, text=True, env=env,
+                              timeout=60)
+        assert '"serverInfo"' in done.stdout, done.stderr
+    starts = [line for line in journal.read_text().splitlines() if '"process_start"' in line]
+    assert len(starts) == 2
+    before = journal.read_text()
+    done = subprocess.run(["mempalace-mcp"], input=hello, capture_output=True, text=True,
+                          env={**env, "PALACE_FAKE_JOURNAL": str(other)}, timeout=60)
+    assert '"process_start"' in other.read_text() and done.returncode == 0
+    assert journal.read_text() == before  # the inherited variable won
+    removed, kept = uninstall_shim(shims)
+    assert kept == [] and shims / ".palace-world.json" in removed

@@ -22,7 +22,7 @@ import pytest
 from palace_conformance.resources import fixtures_dir, tool_catalogue
 
 REALWORLD = Path(__file__).resolve().parent / "extensions" / "realworld"
-BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes"]
+BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "officialsdk"]
 DEFECT_LINE = re.compile(r"^// ([A-Z]+-\d{2}): \S")
 BEHAVIOUR_ID = re.compile(r"\b[A-Z]+-\d{2}\b")
 

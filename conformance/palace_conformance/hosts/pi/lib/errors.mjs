@@ -64,6 +64,10 @@ export function classify(error) {
       return { kind: statusKind(status ?? 0), message, data: { status } };
     case "McpError": {
       if (/^Invalid MCP /.test(message)) return { kind: "protocol", message, code: error.code };
+      // the official SDK's own errors, raised in the client, not answered by the server:
+      // its request timeout (-32001, data {timeout}) and its closed transport (-32000)
+      if (error.code === -32001 && /: Request timed out$/.test(message)) return { kind: "timeout", message };
+      if (error.code === -32000 && /: Connection closed$/.test(message)) return { kind: "connection_closed", message };
       const payload = { kind: "tool_error", message, code: error.code };
       if (error.data !== undefined) payload.data = error.data;
       return payload;
