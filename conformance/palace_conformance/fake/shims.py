@@ -196,7 +196,8 @@ def install_shim(directory: str | os.PathLike[str], python_package: bool = False
         default = (f"import os\n\nos.environ.setdefault({PRESET_ENV!r}, {preset!r})\n"
                    if preset and name in PRESET_SHIMS else "")
         write_script(path, python, f"palace-conformance shim: the fake MemPalace posing as {name}",
-                     f"{_world_prelude(target)}{default}import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
+                     f"{_world_prelude(target)}{default}import sys\n\n"
+                     f"sys.path[:0] = [{str(KIT_ROOT)!r}]\n"
                      f"from {module} import {function}\n\nargv = sys.argv\n{call}\n", flags)
         written.append(path)
     placed = [p.name for p in written] + ([VENV_DIR] if python_package else [])
