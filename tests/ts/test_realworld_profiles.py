@@ -22,7 +22,8 @@ import pytest
 from palace_conformance.resources import fixtures_dir, tool_catalogue
 
 REALWORLD = Path(__file__).resolve().parent / "extensions" / "realworld"
-BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "officialsdk"]
+BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "officialsdk",
+           "typedsettings"]
 DEFECT_LINE = re.compile(r"^// ([A-Z]+-\d{2}): \S")
 BEHAVIOUR_ID = re.compile(r"\b[A-Z]+-\d{2}\b")
 

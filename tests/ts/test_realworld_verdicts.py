@@ -14,6 +14,7 @@ against the reference bridge on the same scenarios names exactly those first.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -70,6 +71,14 @@ MUST_PASS = {
                     "stdio.exit.mid-request-fails-at-once", "stdio.stderr.flood-drained-silently",
                     "tool.errors.codes-and-data-kept", "stdio.init.stall-then-tolerant-respawn",
                     "life.shutdown.stdio-polite-close", "life.reload.stdio-old-child-exits"],
+    # typed settings: numbers as numbers (both timeouts), the server's host and port apart (an
+    # unreachable one too), and the 404 renewal configfile.ts gets wrong, done right
+    "typedsettings": ["http.timeout.initialize-never-cancelled",
+                      "http.sse.closed-stream-without-id-fails-fast",
+                      "life.fail-closed.unreachable-at-load", "life.fail-closed.dns-failure-at-load",
+                      "http.session.stale-404-keeps-renewed-session",
+                      "http.session.second-404-fails", "http.errors.reset-not-replayed",
+                      "tool.ids.null-id-result-never-the-answer", "life.reload.http-keeps-working"],
 }
 
 
@@ -134,3 +143,22 @@ def test_core_failures_are_exactly_the_planted_defects(name: str, tmp_path: Path
     assert all(d.statuses == (FAILED, PASSED) for d in verdicts), render_text(report)
     assert report.drift[:len(verdicts)] == verdicts, render_text(report)
 
+
+
+def test_typed_values_are_what_reach_a_typed_settings_bridge(tmp_path: Path) -> None:
+    """The same profile with the port as text (``${FAKE_PORT}``): typedsettings.ts refuses a
+    port that is not a number, so it never reaches the palace and the scenario is not testable,
+    quoting the bridge's own line; typed, it passes (above)."""
+    data = json.loads((REALWORLD / "typedsettings.profile.json").read_text())
+    data["entry"] = f"pi-extension:{REALWORLD / 'typedsettings.ts'}"
+    data["files"][0]["json"]["server"]["port"] = "${FAKE_PORT}"
+    path = tmp_path / "text-port.profile.json"
+    path.write_text(json.dumps(data))
+    profile = load_profile(path)
+    sid = "tool.errors.codes-and-data-kept"
+    run = run_suite([load_scenario(scenarios_dir() / "tool" / f"{sid}.json")], SuiteOptions(
+        run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                       work_root=tmp_path), jobs=1, transports=("http",)))
+    [result] = [r for r in run.results if r.transport == "http"]
+    assert result.status == NOT_TESTABLE, result.reason
+    assert "server.port must be a number" in result.reason
