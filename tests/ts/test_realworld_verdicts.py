@@ -75,7 +75,8 @@ MUST_PASS = {
     # unreachable one too), and the 404 renewal configfile.ts gets wrong, done right
     "typedsettings": ["http.timeout.initialize-never-cancelled",
                       "http.sse.closed-stream-without-id-fails-fast",
-                      "life.fail-closed.unreachable-at-load", "life.fail-closed.dns-failure-at-load",
+                      "life.fail-closed.unreachable-at-load",
+                      "life.fail-closed.dns-failure-at-load",
                       "http.session.stale-404-keeps-renewed-session",
                       "http.session.second-404-fails", "http.errors.reset-not-replayed",
                       "tool.ids.null-id-result-never-the-answer", "life.reload.http-keeps-working"],

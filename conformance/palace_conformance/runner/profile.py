@@ -25,8 +25,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 PROFILE_SCHEMA = "bridge-profile.schema.json"
-_PLACEHOLDER = re.compile(r"\$\{(FAKE_URL|FAKE_TOKEN|FAKE_SCHEME|FAKE_HOST|FAKE_PORT|FAKE_PATH|TMP|HOME|CWD"
-                          r"|ENV:[A-Za-z_][A-Za-z0-9_]*)(?::(number|boolean|string))?\}")
+_PLACEHOLDER = re.compile(r"\$\{(FAKE_URL|FAKE_TOKEN|FAKE_SCHEME|FAKE_HOST|FAKE_PORT|FAKE_PATH"
+                          r"|TMP|HOME|CWD|ENV:[A-Za-z_][A-Za-z0-9_]*)(?::(number|boolean|string))?\}")
 #: the text a ``:boolean`` placeholder reads as true / false (any other text stays a string)
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
