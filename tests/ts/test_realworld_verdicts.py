@@ -26,8 +26,16 @@ from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.execution.execute import RunOptions
 from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
 from palace_conformance.runner.profile import load_profile
-from palace_conformance.runner.results import CORE, FAILED, NOT_TESTABLE, PARITY, PASSED
+from palace_conformance.runner.results import (
+    CORE,
+    FAILED,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    PARITY,
+    PASSED,
+)
 from palace_conformance.runner.selection import host_argv
+from palace_conformance.runner.verdict.reach import UNREACHED_ID
 from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
 
 from .test_realworld_profiles import BRIDGES, REALWORLD, readme_rows
@@ -163,3 +171,27 @@ def test_typed_values_are_what_reach_a_typed_settings_bridge(tmp_path: Path) -> 
     [result] = [r for r in run.results if r.transport == "http"]
     assert result.status == NOT_TESTABLE, result.reason
     assert "server.port must be a number" in result.reason
+
+
+def test_a_cli_only_bridge_is_one_not_testable_line_per_transport(tmp_path: Path) -> None:
+    """clionly.ts never speaks MCP (its resolver asks ``mempalace --version``, which the fake
+    CLI answers as 3.11.0 does, and its tools run ``mempalace search``/``status``): the run is
+    one *not testable* line per transport quoting what it said at start-up, not a failure per
+    scenario, and the run is red."""
+    profile = load_profile(REALWORLD / "clionly.profile.json")
+    chosen = ["tool.args.nested-values-unchanged", "stdio.respawn.after-crash",
+              "stdio.timeout.stall-kills-child", "http.session.404-reinit-and-retry-once",
+              "life.transport.remote-never-spawns", "tool.register.schemas-passed-through"]
+    scenarios = [load_scenario(scenarios_dir() / sid.split(".", 1)[0] / f"{sid}.json")
+                 for sid in chosen]
+    run = run_suite(scenarios, SuiteOptions(
+        run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                       work_root=tmp_path), jobs=JOBS, transports=("stdio", "http")))
+    judged = [r for r in run.results if r.status != NOT_APPLICABLE]
+    assert sorted((r.scenario, r.transport, r.status) for r in judged) == [
+        (UNREACHED_ID, "http", NOT_TESTABLE), (UNREACHED_ID, "stdio", NOT_TESTABLE)], \
+        [(r.scenario, r.transport, r.status, r.reason) for r in judged]
+    for line in judged:
+        assert "its diagnostics: clionly: using the mempalace 3.11.0 CLI (no MCP server)" \
+            in line.reason, line.reason
+    assert run.exit_code == 1
