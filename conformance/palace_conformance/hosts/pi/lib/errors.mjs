@@ -32,7 +32,7 @@ const BY_MESSAGE = [
   [/failed to connect|unavailable|not available|is shut down|continuing without/i, "unavailable"],
   [/timed? ?out|timeout|deadline exceeded/i, "timeout"],
   [/session (has )?(expired|lost|not found|unknown)|re-?establish/i, "session_lost"],
-  [/connection closed|closed unexpectedly|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|fetch failed|child (process )?exited|terminated/i,
+  [/connection closed|closed unexpectedly|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|fetch failed|(child|server) (process )?exited|process exited|terminated/i,
     "connection_closed"],
   [/\bHTTP\s*(\d{3})\b|status(?: code)?\s*(\d{3})/i, "http_error"],
   [/protocol|invalid json|not valid json|unexpected token|content[- ]type|malformed/i, "protocol"],
