@@ -144,6 +144,8 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         host.capabilities, host.capabilities_note = found.capabilities, found.note
         host.capabilities_source = FROM_OBSERVATION
         run_options = replace(run_options, detected_capabilities=found.capabilities)
+        if found.edges is not None and profile is None:  # what it showed, as a profile says
+            run_options = replace(run_options, profile=found.edges)
     capabilities = host.capabilities
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:

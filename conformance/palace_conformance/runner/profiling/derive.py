@@ -126,6 +126,12 @@ def capabilities_of(sessions: Sequence[Session]) -> list[str]:
     return _capabilities(observed, env_reads, _knobs(env_reads, []), [])
 
 
+def channels_of(sessions: Sequence[Session]) -> dict[str, str]:
+    """The agent-visible channels a draft would write from these sessions (a run without a
+    profile applies them too: runner/profiling/detect.py)."""
+    return _channels([s for s in sessions if s.status == "observed"], [])
+
+
 def _knobs(env_reads: Sequence[str], notes: list[str]) -> dict[str, Any]:
     found = match_knobs(env_reads)
     knobs: dict[str, Any] = {}

@@ -45,6 +45,7 @@ from palace_conformance.scenarios.model import Scenario
 CONTACT_KINDS = frozenset({"http_request", "helper_run", "cli_run", "feed_prepare"})
 DIAGNOSTIC_LINES = 3  # how many of the last diagnostic lines are quoted
 DIAGNOSTIC_CHARS = 300  # the quote's length limit
+NOTHING_SAID = "the bridge printed nothing"
 
 
 def expects_contact(scenario: Scenario, transport: str) -> bool:
@@ -100,7 +101,7 @@ def diagnostics(steps: Sequence[StepRecord], host_stderr: str) -> str:
     if not lines:
         lines = [line.strip() for line in host_stderr.splitlines() if line.strip()]
     if not lines:
-        return "the bridge printed nothing"
+        return NOTHING_SAID
     text = " | ".join(lines[-DIAGNOSTIC_LINES:])
     return text if len(text) <= DIAGNOSTIC_CHARS else text[: DIAGNOSTIC_CHARS - 3] + "..."
 
