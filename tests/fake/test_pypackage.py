@@ -54,12 +54,12 @@ def test_python_m_mempalace_is_the_fake_cli(tmp_path: Path) -> None:
     directory = shims(tmp_path)
     journal = tmp_path / "journal.jsonl"
     env = clean_env(tmp_path, PALACE_FAKE_JOURNAL=str(journal), **pythonpath(directory))
-    done = subprocess.run([sys.executable, "-m", "mempalace", "search", "x"], env=env,
+    done = subprocess.run([sys.executable, "-m", "mempalace", "repair", "x"], env=env,
                           capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 2 and "only 'mine' is" in done.stderr
+    assert done.returncode == 2 and "only --version, mine, status, search" in done.stderr
     [run] = [json.loads(line) for line in journal.read_text().splitlines()]
-    assert run["kind"] == "cli_run" and run["command"] == "search"
-    assert run["argv"] == [str(python_path(directory) / "mempalace" / "__main__.py"), "search",
+    assert run["kind"] == "cli_run" and run["command"] == "repair"
+    assert run["argv"] == [str(python_path(directory) / "mempalace" / "__main__.py"), "repair",
                            "x"]
 
 
@@ -146,3 +146,21 @@ def test_importing_the_package_loads_nothing_else(tmp_path: Path) -> None:
                           env=clean_env(tmp_path, **pythonpath(directory)), timeout=60,
                           check=False)
     assert done.stdout == "3.11.0 []\n", done.stderr
+
+
+def test_mcp_server_exposes_tools_in_process_from_the_runs_palace(tmp_path: Path) -> None:
+    """An in-process fallback (``from mempalace.mcp_server import TOOLS``) gets the catalogue's
+    tools, each a handler that answers from the fake palace, not an AttributeError; importing
+    the module alone still loads nothing of the kit."""
+    directory = shims(tmp_path)
+    code = ("import sys, json; import mempalace.mcp_server as m; "
+            "print([x for x in sys.modules if 'palace_conformance' in x]); "
+            "from mempalace.mcp_server import TOOLS; "
+            "print(len(TOOLS), sorted(TOOLS['mempalace_search'])); "
+            "print(json.dumps(TOOLS['mempalace_search']['handler'](query='harbour')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=clean_env(tmp_path, **pythonpath(directory)), timeout=60,
+                          check=False)
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["[]", "47 ['description', 'handler', 'input_schema']"], done.stderr
+    assert json.loads(lines[2])["query"] == "harbour"

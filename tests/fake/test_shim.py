@@ -6,6 +6,7 @@ a bridge that wrongly shells out to the ``mempalace`` CLI leaves a ``cli_run`` r
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -53,11 +54,45 @@ def test_mempalace_cli_shim_mine_under_contention(tmp_path: Path) -> None:
             f"mempalace: palace {holder.palace} is held by PID {holder.pid} "
             f"({shims / 'mempalace-mcp'} --palace {holder.palace}); wait for it to finish or "
             "stop the holder before retrying\n")
-        other = subprocess.run(["mempalace", "search", "x"], capture_output=True, text=True,
+        other = subprocess.run(["mempalace", "repair"], capture_output=True, text=True,
                                env=env, timeout=30)
-        assert other.returncode == 2 and "only 'mine' is" in other.stderr
+        assert other.returncode == 2 and "only --version, mine, status, search" in other.stderr
         runs = holder.records("cli_run")
-    assert [(r["command"], r["exit_code"]) for r in runs] == [("mine", 1), ("search", 2)]
+    assert [(r["command"], r["exit_code"]) for r in runs] == [("mine", 1), ("repair", 2)]
+
+
+def test_the_cli_answers_its_version_and_the_common_reads_from_the_same_palace(
+        tmp_path: Path) -> None:
+    """``--version`` as 3.11.0, and ``status``, ``search`` and ``wake-up`` read the palace the
+    scenario's servers share (a drawer filed over MCP is found by the CLI), each journaled."""
+    shims = install(tmp_path)
+    state = tmp_path / "state.json"
+    with FakeProcess(tmp_path, command=[str(shims / "mempalace-mcp")], state=state) as server:
+        filed = payload(server.call("mempalace_add_drawer", {
+            "wing": "w", "room": "r", "content": "the lighthouse keeper's notes"}))
+        assert filed["success"] is True
+        env = clean_env(server.home, PATH=f"{shims}{os.pathsep}{os.environ['PATH']}",
+                        PALACE_FAKE_JOURNAL=str(server.journal_path),
+                        PALACE_FAKE_STATE=str(state))
+
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(["mempalace", *args], capture_output=True, text=True,
+                                  env=env, timeout=30)
+
+        version = cli("--version")
+        assert (version.returncode, version.stdout) == (0, "mempalace 3.11.0\n")
+        found = cli("search", "lighthouse")
+        assert found.returncode == 0, found.stderr
+        hits = json.loads(found.stdout)
+        assert hits["query"] == "lighthouse"
+        assert any("lighthouse" in hit["text"] for hit in hits["results"])
+        status = json.loads(cli("status").stdout)
+        assert status["total_drawers"] == 1
+        woken = json.loads(cli("wake-up").stdout)
+        assert woken["status"] == status and "diary" in woken
+        runs = server.records("cli_run")
+    assert [(r["command"], r["exit_code"]) for r in runs] == [
+        ("--version", 0), ("search", 0), ("status", 0), ("wake-up", 0)]
     assert runs[0]["argv"][0] == str(shims / "mempalace")
 
 
@@ -97,3 +132,38 @@ def test_uninstall_removes_the_directory_install_created(tmp_path: Path) -> None
     done = run_cli(["fake", "uninstall-shim", str(directory)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert not directory.exists() and (tmp_path / "fresh").is_dir()
+
+
+#: what the official TypeScript SDK's StdioClientTransport passes a child by default
+SDK_DEFAULT_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+
+
+def test_a_child_with_the_sdk_default_environment_still_reaches_its_run(tmp_path: Path) -> None:
+    """The run's settings ride in the shim directory: the shim and ``python -m
+    mempalace.mcp_server`` (the shim's Python) journal into the run's journal though the child
+    got none of ``PALACE_FAKE_*``; a variable it did inherit wins."""
+    from palace_conformance.fake.shims import install_shim, uninstall_shim, venv_python
+
+    shims, journal, other = tmp_path / "shims", tmp_path / "journal.jsonl", tmp_path / "own.jsonl"
+    install_shim(shims, python_package=True,
+                 settings={"PALACE_FAKE_JOURNAL": str(journal),
+                           "PALACE_FAKE_STATE": str(tmp_path / "state.json")})
+    env = {k: v for k, v in os.environ.items() if k in SDK_DEFAULT_ENV}
+    env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', os.defpath)}"
+    env["HOME"] = str(tmp_path)
+    hello = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+             '{"protocolVersion":"2025-06-18","capabilities":{},'
+             '"clientInfo":{"name":"t","version":"1"}}}\n')
+    for argv in (["mempalace-mcp"], [str(venv_python(shims)), "-m", "mempalace.mcp_server"]):
+        done = subprocess.run(argv, input=hello, capture_output=True, text=True, env=env,
+                              timeout=60)
+        assert '"serverInfo"' in done.stdout, done.stderr
+    starts = [line for line in journal.read_text().splitlines() if '"process_start"' in line]
+    assert len(starts) == 2
+    before = journal.read_text()
+    done = subprocess.run(["mempalace-mcp"], input=hello, capture_output=True, text=True,
+                          env={**env, "PALACE_FAKE_JOURNAL": str(other)}, timeout=60)
+    assert '"process_start"' in other.read_text() and done.returncode == 0
+    assert journal.read_text() == before  # the inherited variable won
+    removed, kept = uninstall_shim(shims)
+    assert kept == [] and shims / ".palace-world.json" in removed

@@ -73,6 +73,40 @@ def test_unreadable_or_malformed_files_are_one_line(tmp_path: Path) -> None:
         load_profile(tmp_path / "bad.json")
 
 
+def test_typed_placeholders_give_numbers_booleans_and_the_urls_parts(tmp_path: Path) -> None:
+    profile = load_profile(write(tmp_path, minimal(files=[
+        {"path": "${HOME}/settings.json", "json": {
+            "server": {"scheme": "${FAKE_SCHEME}", "host": "${FAKE_HOST}",
+                       "port": "${FAKE_PORT:number}", "path": "${FAKE_PATH}"},
+            "timeoutMs": "${ENV:MEMPALACE_MCP_TIMEOUT_MS:number}",
+            "initMs": "${ENV:MEMPALACE_MCP_INIT_TIMEOUT_MS:number}",
+            "debug": "${ENV:MEMPALACE_EXT_DEBUG:boolean}",
+            "list": ["${ENV:UNSET:number}", "${ENV:RATIO:number}", "${ENV:WORD:number}"],
+            "text": "port ${FAKE_PORT} as text", "plain": "${FAKE_PORT:string}"}},
+    ])))
+    env = {"MEMPALACE_MCP_TIMEOUT_MS": "300", "MEMPALACE_EXT_DEBUG": "1", "RATIO": "1.5",
+           "WORD": "soon"}
+    [(_, data, _)] = profile.files_for(home=tmp_path, cwd=tmp_path, tmp=tmp_path, remote=True,
+                                      values={"FAKE_URL": "http://127.0.0.1:8765/mcp"}, env=env)
+    assert json.loads(data) == {
+        "server": {"scheme": "http", "host": "127.0.0.1", "port": 8765, "path": "/mcp"},
+        "timeoutMs": 300, "debug": True, "list": [None, 1.5, "soon"],
+        "text": "port 8765 as text", "plain": "8765"}  # initMs unset: left out
+    [(_, data, _)] = profile.files_for(home=tmp_path, cwd=tmp_path, tmp=tmp_path, remote=True,
+                                      values={"FAKE_URL": "https://palace.example/mcp"},
+                                      env={"MEMPALACE_EXT_DEBUG": "off"})
+    found = json.loads(data)
+    assert found["server"]["port"] == 443 and found["debug"] is False
+    assert "timeoutMs" not in found
+
+
+def test_a_typed_placeholder_inside_a_longer_string_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match=r"FAKE_PORT:number\} is part of the string") as info:
+        load_profile(write(tmp_path, minimal(files=[
+            {"path": "${HOME}/s.json", "json": {"url": "http://x:${FAKE_PORT:number}/mcp"}}])))
+    assert "\n" not in str(info.value)
+
+
 def test_knobs_are_renamed_converted_or_make_the_scenario_inapplicable(tmp_path: Path) -> None:
     profile = load_profile(write(tmp_path, minimal(knobs={
         "MEMPALACE_MCP_TIMEOUT_MS": {"env": "MY_TIMEOUT_S", "unit": "s"},

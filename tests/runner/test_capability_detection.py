@@ -84,7 +84,8 @@ def test_what_the_sessions_showed_is_what_is_judged() -> None:
     found = judged(sessions, ["stdio", "http"], 2.34)
     assert found.capabilities == ("stdio", "wakeup")
     assert found.note == ("capabilities detected by observation: stdio, wakeup; write a profile "
-                          "(palace-conformance profile init) to claim more (observed in 2.3 s)")
+                          "(palace-conformance profile init) to claim more; it registered no "
+                          "palace tool (observed in 2.3 s)")
 
 
 def test_a_bridge_that_never_loads_is_judged_on_the_transports_alone() -> None:
@@ -188,3 +189,56 @@ def test_declared_lists_and_profile_claims_are_not_observed(
     assert claimed.host.capabilities_source == FROM_PROFILE
     assert claimed.results[0].reason == "Not applicable: the host does not declare wakeup"
     assert observations == []
+
+
+# -- the bridge's observed shape, applied as a profile would say it ---------------------------
+
+def _catalogue_schema(name: str) -> Any:
+    from palace_conformance.resources import tool_catalogue
+
+    return next(t["inputSchema"] for t in tool_catalogue()["tools"] if t["name"] == name)
+
+
+def test_observed_channels_and_extras_are_applied_and_said_once() -> None:
+    """A wake-up in the system prompt and notify diagnostics become the run's channels; tools
+    of its own beside catalogue names are set aside, not failed."""
+    session = Session("stdio", reached=True, system_prompt=True, notify=2,
+                      tools={"mempalace_status": {}, "mempalace_search": {},
+                             "palace_where": {"type": "object"}})
+    edges, said = detection.observed_edges([session])
+    assert edges is not None and edges.capabilities is None and edges.tool_map == {}
+    assert (edges.wakeup_channel, edges.diagnostics_channel) == ("system_prompt", "notify")
+    assert edges.extra_tools_allowed
+    assert said == ["its own tools `palace_where` set aside (beyond the catalogue)",
+                    "its wake-up read from the system prompt",
+                    "its notify warnings and errors read as its diagnostics"]
+    found = judged([session], ["stdio"], 1.0)
+    assert found.edges == edges and "its wake-up read from the system prompt" in found.note
+    # a bridge shaped like the seed: nothing to apply, nothing said
+    plain = Session("stdio", reached=True, injected=True, stderr=1,
+                    tools={"mempalace_status": {}})
+    assert detection.observed_edges([plain]) == (None, [])
+
+
+def test_own_tool_names_are_mapped_and_the_next_step_said_once() -> None:
+    """A bridge with only its own names is judged through the matched map, and the note says
+    how to confirm it, instead of every scenario failing for 47 missing tools."""
+    session = Session("http", reached=True, tools={
+        "palace_search": _catalogue_schema("mempalace_search"),
+        "palace_status": {"type": "object", "properties": {}}})
+    edges, said = detection.observed_edges([session])
+    assert edges is not None
+    assert dict(edges.tool_map) == {"palace_search": "mempalace_search",
+                                    "palace_status": "mempalace_status"}
+    assert said == ["your bridge registers `palace_search` for `mempalace_search`, "
+                    "`palace_status` for `mempalace_status`: judged through that map of its own "
+                    "tool names (map them in a profile: palace-conformance profile init writes it)"]
+
+
+def test_a_bridge_with_no_palace_tool_is_quoted() -> None:
+    session = Session("stdio", reached=True, tools={"weather": {"type": "object"}},
+                      said="notify error: Incompatible MemPalace 3.11.0 (need 4.x)")
+    edges, said = detection.observed_edges([session])
+    assert said[0] == ("it registered no palace tool; it said: notify error: Incompatible "
+                       "MemPalace 3.11.0 (need 4.x)")
+    assert edges is not None and edges.extra_tools_allowed  # "weather" is no palace tool

@@ -229,3 +229,43 @@ def test_a_refused_load_that_expected_ok_is_judged_not_unreached() -> None:
     assert plain.expect is None or plain.expect.ok is None
     unexpected = [StepRecord(plain.index, plain.key, "load", ran=True, ok=False)]
     assert not reach.refused_expected_load(silent, "stdio", unexpected)
+
+
+def _result(sid: str, transport: str, status: str, journal: list[dict[str, Any]],
+            said: str = "") -> Any:
+    from palace_conformance.runner.results import ScenarioResult
+
+    effects = [{"kind": "stderr", "line": said}] if said else []
+    return ScenarioResult(scenario=sid, transport=transport, status=status, journal=journal,
+                          steps=[StepRecord(index=0, key="load", op="load", ran=True, ok=True,
+                                            effects=effects)])
+
+
+def test_a_transport_never_reached_is_one_not_testable_line_quoting_the_bridge() -> None:
+    from palace_conformance.runner.results import FAILED, NOT_APPLICABLE, NOT_TESTABLE, PASSED
+
+    scenarios = {s: shipped(s) for s in (REACHES, NOT_ON_PATH, "tool.errors.codes-and-data-kept")}
+    cli_run = [{"kind": "cli_run", "command": "search"}]  # the CLI is no transport
+    recv = [{"kind": "recv", "transport": "stdio", "method": "initialize"}]
+    said = "clionly: using the mempalace 3.11.0 CLI (no MCP server)"
+    results = [_result(REACHES, "stdio", FAILED, cli_run, said),
+               _result(NOT_ON_PATH, "stdio", PASSED, []),
+               _result("tool.errors.codes-and-data-kept", "http", NOT_APPLICABLE, []),
+               _result(REACHES, "http", FAILED, recv)]  # stdio child on an http run: unreached
+    out = reach.collapse_unreached(results, scenarios, ("stdio", "http"))
+    lines = {r.transport: r for r in out if r.scenario == reach.UNREACHED_ID}
+    assert sorted(lines) == ["http", "stdio"]
+    assert all(r.status == NOT_TESTABLE for r in lines.values())
+    assert lines["stdio"].reason.startswith(f"{reach.UNREACHED} over stdio; its diagnostics: "
+                                            f"{said}. None of the 2 scenario(s)")
+    assert [(r.scenario, r.transport) for r in out if r.scenario != reach.UNREACHED_ID] == [
+        ("tool.errors.codes-and-data-kept", "http")]  # not applicable stays as it was
+    # one MCP request on the transport anywhere, and nothing is collapsed
+    reached = [*results[:3], _result(REACHES, "http", FAILED,
+                                     [{"kind": "recv", "transport": "http"}])]
+    kept = reach.collapse_unreached(reached, scenarios, ("stdio", "http"))
+    assert {r.transport for r in kept if r.scenario == reach.UNREACHED_ID} == {"stdio"}
+    # a host that crashed keeps its failures: nothing says the bridge ran and missed the palace
+    crashed = _result(REACHES, "stdio", FAILED, [])
+    crashed.steps = [StepRecord(index=0, key="load", op="load", ran=False)]
+    assert reach.collapse_unreached([crashed], scenarios, ("stdio",)) == [crashed]

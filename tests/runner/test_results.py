@@ -72,14 +72,13 @@ def test_the_cli_stand_in_journals_helper_run_then_acts_like_the_fake_cli(
     journal = tmp_path / "journal.jsonl"
     standins.install(tmp_path / "bin", {"journal": str(journal), "feed": {}})
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(tmp_path / "bin" / "mempalace"), "status"], env=env,
+    done = subprocess.run([str(tmp_path / "bin" / "mempalace"), "repair"], env=env,
                           capture_output=True, text=True, timeout=30)
-    assert done.returncode == 2 and "only 'mine'" in done.stderr
+    assert done.returncode == 2 and "only --version, mine" in done.stderr
     helper, cli = read_journal(journal)
     assert helper["kind"] == "helper_run" and helper["name"] == "mempalace"
-    assert helper["argv"][1:] == ["status"] and helper["argv"][0].endswith("/bin/mempalace")
-    assert cli["kind"] == "cli_run" and cli["command"] == "status"
-
+    assert helper["argv"][1:] == ["repair"] and helper["argv"][0].endswith("/bin/mempalace")
+    assert cli["kind"] == "cli_run" and cli["command"] == "repair"
 
 def test_a_run_that_judged_nothing_is_never_green() -> None:
     from palace_conformance.runner.reports.console import _totals

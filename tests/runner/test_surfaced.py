@@ -141,3 +141,17 @@ def test_the_wording_rules_are_the_node_hosts_own() -> None:
     table = source.split("const BY_MESSAGE = [", 1)[1].split("\n];", 1)[0]
     node = re.findall(r'\[/(.+?)/i,\s*"([a-z_]+)"\]', table, re.DOTALL)
     assert node and [(p.pattern, k) for p, k in surfaced.WORDING_RULES] == node
+
+
+def test_a_server_process_that_exited_is_a_closed_connection() -> None:
+    """"MCP server process exited" (pi-mcp-adapter's words for a dead child) is the connection
+    closing, not an unknown exception; so are the child's and the server's own wordings."""
+    from palace_conformance.runner.verdict import surfaced
+
+    def kind(text: str) -> str | None:
+        return next((k for p, k in surfaced.WORDING_RULES if p.search(text)), None)
+
+    for text in ("MCP server process exited (code 1)", "server exited unexpectedly",
+                 "child process exited with signal SIGKILL"):
+        assert kind(text) == "connection_closed", text
+    assert kind("the process exits cleanly") is None

@@ -14,6 +14,7 @@ against the reference bridge on the same scenarios names exactly those first.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -25,8 +26,16 @@ from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.execution.execute import RunOptions
 from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
 from palace_conformance.runner.profile import Profile, load_profile
-from palace_conformance.runner.results import CORE, FAILED, NOT_TESTABLE, PARITY, PASSED
+from palace_conformance.runner.results import (
+    CORE,
+    FAILED,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    PARITY,
+    PASSED,
+)
 from palace_conformance.runner.selection import host_argv
+from palace_conformance.runner.verdict.reach import UNREACHED_ID
 from palace_conformance.scenarios.loader import load_scenario, scenarios_dir
 
 from .test_realworld_profiles import BRIDGES, REALWORLD, readme_rows
@@ -82,6 +91,21 @@ MUST_PASS = {
                   "stdio.init.slow-start-inside-budget", "life.transport.chosen-once-at-load",
                   "life.shutdown.stdio-polite-close", "life.exit.host-exit-leaves-no-child",
                   "stdio.respawn.cap-with-backoff", "tool.unavailable.host-keeps-working"],
+    # the SDK's default environment: the fake still reached, so its own verdicts, never "not
+    # testable"; its own errors read as what they are (a timeout, a closed connection)
+    "officialsdk": ["stdio.timeout.one-millisecond-is-a-timeout", "stdio.respawn.after-crash",
+                    "stdio.exit.mid-request-fails-at-once", "stdio.stderr.flood-drained-silently",
+                    "tool.errors.codes-and-data-kept", "stdio.init.stall-then-tolerant-respawn",
+                    "life.shutdown.stdio-polite-close", "life.reload.stdio-old-child-exits"],
+    # typed settings: numbers as numbers (both timeouts), the server's host and port apart (an
+    # unreachable one too), and the 404 renewal configfile.ts gets wrong, done right
+    "typedsettings": ["http.timeout.initialize-never-cancelled",
+                      "http.sse.closed-stream-without-id-fails-fast",
+                      "life.fail-closed.unreachable-at-load",
+                      "life.fail-closed.dns-failure-at-load",
+                      "http.session.stale-404-keeps-renewed-session",
+                      "http.session.second-404-fails", "http.errors.reset-not-replayed",
+                      "tool.ids.null-id-result-never-the-answer", "life.reload.http-keeps-working"],
 }
 
 
@@ -199,3 +223,46 @@ def test_diff_of_two_bridges_one_planted_defect_apart_names_it_first(tmp_path: P
     assert "covers STDIO-12" in text
     assert not [d for d in [*report.drift, *report.trace_only] if "registrations" in d.categories]
 
+
+
+def test_typed_values_are_what_reach_a_typed_settings_bridge(tmp_path: Path) -> None:
+    """The same profile with the port as text (``${FAKE_PORT}``): typedsettings.ts refuses a
+    port that is not a number, so it never reaches the palace and the scenario is not testable,
+    quoting the bridge's own line; typed, it passes (above)."""
+    data = json.loads((REALWORLD / "typedsettings.profile.json").read_text())
+    data["entry"] = f"pi-extension:{REALWORLD / 'typedsettings.ts'}"
+    data["files"][0]["json"]["server"]["port"] = "${FAKE_PORT}"
+    path = tmp_path / "text-port.profile.json"
+    path.write_text(json.dumps(data))
+    profile = load_profile(path)
+    sid = "tool.errors.codes-and-data-kept"
+    run = run_suite([load_scenario(scenarios_dir() / "tool" / f"{sid}.json")], SuiteOptions(
+        run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                       work_root=tmp_path), jobs=1, transports=("http",)))
+    [result] = [r for r in run.results if r.transport == "http"]
+    assert result.status == NOT_TESTABLE, result.reason
+    assert "server.port must be a number" in result.reason
+
+
+def test_a_cli_only_bridge_is_one_not_testable_line_per_transport(tmp_path: Path) -> None:
+    """clionly.ts never speaks MCP (its resolver asks ``mempalace --version``, which the fake
+    CLI answers as 3.11.0 does, and its tools run ``mempalace search``/``status``): the run is
+    one *not testable* line per transport quoting what it said at start-up, not a failure per
+    scenario, and the run is red."""
+    profile = load_profile(REALWORLD / "clionly.profile.json")
+    chosen = ["tool.args.nested-values-unchanged", "stdio.respawn.after-crash",
+              "stdio.timeout.stall-kills-child", "http.session.404-reinit-and-retry-once",
+              "life.transport.remote-never-spawns", "tool.register.schemas-passed-through"]
+    scenarios = [load_scenario(scenarios_dir() / sid.split(".", 1)[0] / f"{sid}.json")
+                 for sid in chosen]
+    run = run_suite(scenarios, SuiteOptions(
+        run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                       work_root=tmp_path), jobs=JOBS, transports=("stdio", "http")))
+    judged = [r for r in run.results if r.status != NOT_APPLICABLE]
+    assert sorted((r.scenario, r.transport, r.status) for r in judged) == [
+        (UNREACHED_ID, "http", NOT_TESTABLE), (UNREACHED_ID, "stdio", NOT_TESTABLE)], \
+        [(r.scenario, r.transport, r.status, r.reason) for r in judged]
+    for line in judged:
+        assert "its diagnostics: clionly: using the mempalace 3.11.0 CLI (no MCP server)" \
+            in line.reason, line.reason
+    assert run.exit_code == 1

@@ -15,6 +15,13 @@ and so does ``python3 -m mempalace...`` with :func:`python_path` on ``PYTHONPATH
 sets it). Without it, the shims' Python is this interpreter, which cannot import ``mempalace``:
 a machine where only the launchers are installed.
 
+With ``settings`` (the runner: a run's ``PALACE_FAKE_*`` journal, plan and state) ``DIR`` also
+gets ``.palace-world.json``, and every shim and the package's entry points read it before they
+start: each setting becomes the default of its variable. So a bridge that gives its child a
+filtered environment (the official TypeScript SDK's ``StdioClientTransport`` passes only HOME,
+LOGNAME, PATH, SHELL, TERM and USER) still starts the fake of its run; a variable the child
+did inherit wins.
+
 Standard library only, and few files: the runner installs a shim directory for every run.
 """
 
@@ -27,6 +34,7 @@ import shlex
 import shutil
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 #: shim name -> (module, call) its script runs; ``argv`` is ``sys.argv``, as the process got it
@@ -121,17 +129,58 @@ SERVER_SHIMS = frozenset({"mempalace-mcp", "mempalace-light-mcp"})
 #: the shims a baked preset reaches: the servers (its faults) and the stand-ins (its standins)
 PRESET_SHIMS = SERVER_SHIMS | {"mempalace-pi-session"}
 PRESET_ENV = "PALACE_FAKE_PRESET"  # fake.options.ENV_PRESET; not imported: keep this module light
+#: the run's settings (``{"palace_conformance_world": 1, "env": {NAME: VALUE}}``) in the shim
+#: directory: the defaults every shim and the package's entry points apply (see the docstring)
+WORLD_FILE = ".palace-world.json"
+WORLD_MARK = "palace_conformance_world"
+
+
+def apply_world(directory: str | os.PathLike[str] | None) -> None:
+    """Make the settings in ``directory``'s world file the defaults of their variables (the
+    environment still wins); nothing when there is none or it is unreadable."""
+    if not directory:
+        return
+    try:
+        with open(os.path.join(directory, WORLD_FILE), encoding="utf-8") as handle:
+            world = json.load(handle)
+    except (OSError, ValueError):
+        return
+    settings = world.get("env") if isinstance(world, dict) else None
+    for name, value in (settings.items() if isinstance(settings, dict) else ()):
+        if isinstance(name, str) and isinstance(value, str):
+            os.environ.setdefault(name, value)
+
+
+def _world_prelude(target: Path) -> str:
+    """The lines a shim runs first: :func:`apply_world` inline (the shim imports nothing of the
+    kit before it, and a ``-S`` interpreter has only the standard library)."""
+    return (f"import json as _json, os as _os\n\ntry:\n"
+            f"    with open({str(target / WORLD_FILE)!r}, encoding='utf-8') as _handle:\n"
+            f"        for _name, _value in dict(_json.load(_handle).get('env') or {{}}).items():\n"
+            f"            _os.environ.setdefault(str(_name), str(_value))\n"
+            f"except (OSError, ValueError, AttributeError, TypeError):\n    pass\n\n")
+
+
+def write_world(directory: str | os.PathLike[str], settings: Mapping[str, str]) -> Path:
+    """Write the run's settings into ``directory``'s world file; returns its path."""
+    path = Path(directory).absolute() / WORLD_FILE
+    path.write_text(json.dumps({WORLD_MARK: 1, "env": dict(settings)}), encoding="utf-8")
+    return path
 
 
 def install_shim(directory: str | os.PathLike[str], python_package: bool = False,
-                 preset: str | None = None) -> list[Path]:
+                 preset: str | None = None,
+                 settings: Mapping[str, str] | None = None) -> list[Path]:
     """Write the shims into ``directory`` (with ``python_package``, the venv with the fake
     ``mempalace`` package too, named in their shebangs); returns the shims.
 
     ``preset`` (a name from ``fake-presets.json``, checked by the caller) is baked into the
     server shims, the ``mempalace-pi-session`` stand-in and the package's kit file as the default
     of ``PALACE_FAKE_PRESET``, so a harness whose only change is ``PATH`` meets the fault; the
-    environment still wins."""
+    environment still wins.
+
+    ``settings`` (variable -> value) are written into the world file, the defaults every shim
+    and the package's entry points apply, so they reach a child whose environment was filtered."""
     target = Path(directory).absolute()
     created = not target.exists()
     target.mkdir(parents=True, exist_ok=True)
@@ -147,10 +196,14 @@ def install_shim(directory: str | os.PathLike[str], python_package: bool = False
         default = (f"import os\n\nos.environ.setdefault({PRESET_ENV!r}, {preset!r})\n"
                    if preset and name in PRESET_SHIMS else "")
         write_script(path, python, f"palace-conformance shim: the fake MemPalace posing as {name}",
-                     f"{default}import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
+                     f"{_world_prelude(target)}{default}import sys\n\n"
+                     f"sys.path[:0] = [{str(KIT_ROOT)!r}]\n"
                      f"from {module} import {function}\n\nargv = sys.argv\n{call}\n", flags)
         written.append(path)
     placed = [p.name for p in written] + ([VENV_DIR] if python_package else [])
+    if settings is not None:
+        write_world(target, settings)
+        placed.append(WORLD_FILE)
     previous = _read_manifest(target)
     if previous is not None:  # installing again: the directory is as much ours as it was
         created = bool(previous.get("created_dir"))
@@ -175,6 +228,12 @@ def _ours(path: Path) -> bool:
     """A file this module wrote: a shim script (its marker line) or the venv (its kit file)."""
     if path.name == VENV_DIR:
         return path.is_dir() and not path.is_symlink() and (path / "pyvenv.cfg").is_file()
+    if path.name == WORLD_FILE:
+        try:
+            world = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(world, dict) and WORLD_MARK in world and not path.is_symlink()
     try:
         head = path.read_bytes()[:4096].decode("utf-8", "replace")
     except OSError:

@@ -23,11 +23,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from palace_conformance.errors import UntrustedInputError
 
 PROFILE_SCHEMA = "bridge-profile.schema.json"
-_PLACEHOLDER = re.compile(r"\$\{(FAKE_URL|FAKE_TOKEN|TMP|HOME|CWD|ENV:[A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\$\{(FAKE_URL|FAKE_TOKEN|FAKE_SCHEME|FAKE_HOST|FAKE_PORT|FAKE_PATH"
+                          r"|TMP|HOME|CWD|ENV:[A-Za-z_][A-Za-z0-9_]*)(?::(number|boolean|string))?\}")
+#: the text a ``:boolean`` placeholder reads as true / false (any other text stays a string)
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_OMIT = object()  # a whole-value typed placeholder with no value: the member is left out
 
 
 class ProfileError(UntrustedInputError, ValueError):
@@ -174,6 +180,7 @@ def load_profile(path: str | Path) -> Profile:
                            f"{fix}{more} (every field: docs/profiles.md)")
     for item in data.get("files", []):
         _check_file_path(source, item["path"])
+        _check_typed(source, item.get("json"))
     _check_tool_map(source, data.get("tools", {}).get("map", {}))
     _check_capabilities(source, data.get("claims", {}).get("capabilities") or ())
     for own, entry in data.get("tools", {}).get("map", {}).items():
@@ -283,6 +290,24 @@ def _check_file_path(source: Path, path: str) -> None:
                            "${CWD}/ and contain no '..' (files are written inside the run only)")
 
 
+def _check_typed(source: Path, value: Any) -> None:
+    """A typed placeholder (``${FAKE_PORT:number}``) inside a JSON value must be the whole
+    string: only then can it become a number or a boolean."""
+    if isinstance(value, list):
+        for item in value:
+            _check_typed(source, item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_typed(source, item)
+    elif isinstance(value, str):
+        for match in _PLACEHOLDER.finditer(value):
+            if match.group(2) in ("number", "boolean") and match.group(0) != value:
+                raise ProfileError(
+                    f"profile {source}: {match.group(0)} is part of the string {value!r}; a "
+                    f"typed placeholder must be the whole JSON value (write \"{match.group(0)}\" "
+                    "alone, or drop the type to splice it into text)")
+
+
 def _anchor(path: str, home: Path, cwd: Path) -> tuple[Path, str]:
     prefix, _, relative = path.partition("/")
     return (home if prefix == "${HOME}" else cwd), relative
@@ -298,24 +323,72 @@ def _convert(value: str, unit: str) -> str:
     return str(int(seconds)) if math.isclose(seconds, round(seconds)) else f"{seconds:g}"
 
 
+def _url_parts(url: str) -> dict[str, str]:
+    """``FAKE_SCHEME``, ``FAKE_HOST``, ``FAKE_PORT`` (the scheme's default when the URL has none)
+    and ``FAKE_PATH`` of the remote palace's URL; empty when there is none or it is no URL."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return {}
+    if not parts.scheme or not parts.hostname:
+        return {}
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return {"FAKE_SCHEME": parts.scheme, "FAKE_HOST": parts.hostname,
+            "FAKE_PORT": str(port if port is not None else default or ""),
+            "FAKE_PATH": parts.path}
+
+
+def _value(name: str, values: Mapping[str, str], env: Mapping[str, str], home: Path,
+           cwd: Path, tmp: Path) -> str:
+    if name.startswith("ENV:"):
+        return env.get(name[4:], "")
+    if name in ("FAKE_SCHEME", "FAKE_HOST", "FAKE_PORT", "FAKE_PATH"):
+        return _url_parts(values.get("FAKE_URL", "")).get(name, "")
+    return {"HOME": str(home), "CWD": str(cwd), "TMP": str(tmp)}.get(name) \
+        or values.get(name, "")
+
+
 def _expand(text: str, values: Mapping[str, str], env: Mapping[str, str], home: Path,
             cwd: Path, tmp: Path) -> str:
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name.startswith("ENV:"):
-            return env.get(name[4:], "")
-        return {"HOME": str(home), "CWD": str(cwd), "TMP": str(tmp)}.get(name) \
-            or values.get(name, "")
+    return _PLACEHOLDER.sub(lambda match: _value(match.group(1), values, env, home, cwd, tmp),
+                            text)
 
-    return _PLACEHOLDER.sub(one, text)
+
+def _typed(text: str, kind: str) -> Any:
+    """``text`` as a JSON ``kind``; text that is not one stays a string (the bridge's own
+    complaint about it is then the test), and no text at all is :data:`_OMIT`."""
+    if text == "":
+        return _OMIT
+    if kind == "number":
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+        return number if math.isfinite(number) else text
+    if kind == "boolean" and text.lower() in _TRUE | _FALSE:
+        return text.lower() in _TRUE
+    return text
 
 
 def _expand_json(value: Any, values: Mapping[str, str], env: Mapping[str, str], home: Path,
                  cwd: Path, tmp: Path) -> Any:
+    """Placeholders expanded in every string; a string that is one typed placeholder
+    (``"${FAKE_PORT:number}"``, ``"${ENV:NAME:boolean}"``) becomes that JSON type, and leaves
+    its member out (``null`` in a list) when it has no value."""
     if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole is not None and whole.group(2) in ("number", "boolean"):
+            return _typed(_value(whole.group(1), values, env, home, cwd, tmp), whole.group(2))
         return _expand(value, values, env, home, cwd, tmp)
     if isinstance(value, list):
-        return [_expand_json(v, values, env, home, cwd, tmp) for v in value]
+        items = [_expand_json(v, values, env, home, cwd, tmp) for v in value]
+        return [None if item is _OMIT else item for item in items]
     if isinstance(value, dict):
-        return {k: _expand_json(v, values, env, home, cwd, tmp) for k, v in value.items()}
+        members = {k: _expand_json(v, values, env, home, cwd, tmp) for k, v in value.items()}
+        return {k: v for k, v in members.items() if v is not _OMIT}
     return value

@@ -171,6 +171,9 @@ def main(name: str, config_path: str, argv: Sequence[str] | None = None) -> None
     this returns, with the journal path put in the environment for the fake CLI to use
     (:func:`run_cli` does both)."""
     argv = list(sys.argv if argv is None else argv) or [name]
+    from palace_conformance.fake.shims import apply_world  # the run's settings, beside config
+
+    apply_world(Path(config_path).parent)
     try:
         config = json.loads(Path(config_path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

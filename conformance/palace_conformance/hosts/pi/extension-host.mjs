@@ -73,6 +73,14 @@ function piAliases() {
   }
   aliases["@earendil-works/pi-mcp"] = entryFile("@earendil-works/pi-mcp", nodeModules);
   aliases["@earendil-works/pi-mcp/oauth"] = entryFile("@earendil-works/pi-mcp/oauth", nodeModules);
+  // the official MCP SDK (installed beside the hosts, pinned by the lockfile): an extension
+  // built on it finds it as it would in its own node_modules
+  for (const subpath of ["client", "client/index.js", "client/stdio.js", "client/streamableHttp.js",
+    "client/sse.js", "types.js", "shared/protocol.js"]) {
+    try {
+      aliases[`@modelcontextprotocol/sdk/${subpath}`] = entryFile(`@modelcontextprotocol/sdk/${subpath}`, nodeModules);
+    } catch { /* not installed: such an extension fails to load with its own import error */ }
+  }
   return aliases;
 }
 

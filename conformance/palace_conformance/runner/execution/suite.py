@@ -34,6 +34,7 @@ from palace_conformance.runner.results import (
 )
 from palace_conformance.runner.verdict import parity
 from palace_conformance.runner.verdict.baseline import Baseline, apply_baseline
+from palace_conformance.runner.verdict.reach import UNREACHED_ID, collapse_unreached
 from palace_conformance.scenarios.model import Scenario
 
 TRANSPORT_ORDER = (*TRANSPORTS, PARITY)
@@ -154,6 +155,8 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         host.capabilities, host.capabilities_note = found.capabilities, found.note
         host.capabilities_source = FROM_OBSERVATION
         run_options = replace(run_options, detected_capabilities=found.capabilities)
+        if found.edges is not None and profile is None:  # what it showed, as a profile says
+            run_options = replace(run_options, profile=found.edges)
     capabilities = host.capabilities
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
@@ -172,10 +175,13 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     not_run = [(s.id, t) for (s, t), r in zip(jobs, finished, strict=True)
                if r is None and (s.id, t) not in slow]
     planned = {(s.id, t) for s, t in jobs}
+    # a transport the bridge never reached is one not-testable line, not a result per scenario
+    results = collapse_unreached(results, {s.id: s for s in scenarios}, options.transports)
+    unreached = {r.transport for r in results if r.scenario == UNREACHED_ID}
     by_key = {(r.scenario, r.transport): r for r in results}
     for scenario in scenarios:
         pair = [by_key.get((scenario.id, t)) for t in TRANSPORTS]
-        if not parity.applies(scenario):
+        if not parity.applies(scenario) or unreached:
             continue
         if pair[0] is not None and pair[1] is not None:
             results.append(parity.compare(scenario, pair[0], pair[1], options.run.level))

@@ -179,8 +179,10 @@ class World:
         self._confine(early)
 
     def _install_palace(self) -> None:
-        """What the bridge starts as its palace (``mempalace-mcp`` ...) put on its PATH."""
-        install_shim(self.bin, python_package=True)
+        """What the bridge starts as its palace (``mempalace-mcp`` ...) put on its PATH. The run's
+        settings ride in the shim directory too: a bridge that filters its child's environment
+        (the official TS SDK's default) still reaches this run's fake."""
+        install_shim(self.bin, python_package=True, settings=self._fake_settings())
 
     def _start_server(self) -> None:
         """The HTTP palace started; sets :attr:`fake_url`."""
@@ -213,11 +215,15 @@ class World:
         env["PATH"] = f"{self.bin}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
         return env
 
+    def _fake_settings(self) -> dict[str, str]:
+        """The fake's own variables for this run: its journal, fault plan and palace state."""
+        return {ENV_JOURNAL: str(self.journal), ENV_PLAN: str(self.plan),
+                ENV_STATE: str(self.state)}
+
     def fake_env(self) -> dict[str, str]:
         """The environment of a fake process the runner starts itself."""
         env = self._base_env()
-        env.update({ENV_JOURNAL: str(self.journal), ENV_PLAN: str(self.plan),
-                    ENV_STATE: str(self.state)})
+        env.update(self._fake_settings())
         palace = self.original.env.get("MEMPALACE_PALACE_PATH")
         if palace:
             env["MEMPALACE_PALACE_PATH"] = palace

@@ -132,6 +132,12 @@ def capabilities_of(sessions: Sequence[Session]) -> list[str]:
     return _capabilities(observed, env_reads, _knobs(env_reads, []), [])
 
 
+def channels_of(sessions: Sequence[Session]) -> dict[str, str]:
+    """The agent-visible channels a draft would write from these sessions (a run without a
+    profile applies them too: runner/profiling/detect.py)."""
+    return _channels([s for s in sessions if s.status == "observed"], [])
+
+
 def _knobs(env_reads: Sequence[str], notes: list[str]) -> dict[str, Any]:
     found = match_knobs(env_reads)
     knobs: dict[str, Any] = {}
@@ -139,8 +145,10 @@ def _knobs(env_reads: Sequence[str], notes: list[str]) -> dict[str, Any]:
         knobs[seed] = {"env": guess.env} if guess.unit == "ms" else {"env": guess.env,
                                                                       "unit": guess.unit}
         how = "" if guess.strong else " (a loose match: check it)"
+        both = (f"; it reads {seed} as well, so the run sets both" if seed in env_reads
+                else "")
         notes.append(f"knobs: {guess.env} taken for {seed}{how}"
-                     + (", read in seconds" if guess.unit == "s" else ""))
+                     + (", read in seconds" if guess.unit == "s" else "") + both)
     for name, why in found.unmapped:
         notes.append(f"knobs: {name} is not mapped ({why}); map it by hand if it is one")
     return knobs

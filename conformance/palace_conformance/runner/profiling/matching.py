@@ -121,9 +121,8 @@ class KnobMatch:
 
 def match_knobs(env_reads: Iterable[str]) -> KnobMatch:
     """The bridge's knob-like variables mapped onto seed variables (seed names it reads itself
-    need no entry; identity is the default)."""
+    need no entry; identity is the default), also where it reads the seed's name too."""
     read = sorted(set(env_reads))
-    seed_read = {name for name in read if name in SEED_KNOBS}
     mapped: dict[str, KnobGuess] = {}
     unmapped: list[tuple[str, str]] = []
     for name in read:
@@ -131,9 +130,8 @@ def match_knobs(env_reads: Iterable[str]) -> KnobMatch:
             continue
         guess = guess_knob(name)
         assert guess is not None  # looks_like_knob said so
-        if guess.seed in seed_read:
-            unmapped.append((name, f"looks like {guess.seed}, which it reads as well"))
-            continue
+        # a seed name it reads as well does not make its own one unread: mapped, the run gives
+        # both the scenario's value (the seed's name keeps it), whichever the bridge prefers
         held = mapped.get(guess.seed)
         if held is None or (guess.strong and not held.strong):
             if held is not None:

@@ -23,7 +23,7 @@ from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.execution.execute import RunOptions, run_scenario
 from palace_conformance.runner.profiling.matching import match_tools
 from palace_conformance.runner.results import CORE, NOT_APPLICABLE, NOT_TESTABLE, ScenarioResult
-from palace_conformance.runner.verdict.reach import UNREACHED
+from palace_conformance.runner.verdict.reach import NOTHING_SAID, UNREACHED, diagnostics
 from palace_conformance.scenarios.model import Scenario
 
 OBSERVE_TOKEN = "profile-init-observation-token"
@@ -89,6 +89,7 @@ class Session:
     observed: bool = False  # the host answered introspect with ``observed``
     listed: bool = True  # the fake saw a tools/list in this session (unknown: assumed)
     envelope: str = ""  # the pointer in the call's result where the palace's text was, if moved
+    said: str = ""  # its diagnostics on one line (stderr and notify effects, else host stderr)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +109,8 @@ def session_from_result(result: ScenarioResult) -> Session:
         session.status, session.reason = result.status, result.reason
         return session
     steps = {step.key: step for step in result.steps}
+    said = diagnostics(result.steps, result.host_stderr)
+    session.said = "" if said == NOTHING_SAID else said
     # on the session's own transport: a stdio-only bridge spawns its child in the http session too
     session.reached = any(r.get("kind") == "recv" and r.get("transport") == result.transport
                           for r in result.journal)

@@ -211,6 +211,8 @@ def _failure_lines(run: RunResult) -> list[str]:
         for check in result.failures:
             where = f" step {check.step}" if check.step is not None else ""
             lines.append(f"  {check.pointer}{where}: {one_line(check.message)}")
+        if result.status == NOT_TESTABLE and not result.failures and result.reason:
+            lines.append(f"  {one_line(result.reason)}")  # why: the only thing to say
     lines.extend(f"stale baseline entry: {line}" for line in run.stale_baseline)
     return lines
 

@@ -20,6 +20,12 @@ not the bridge's palace behaviour at all. So a run is classified *not testable* 
 
 The line quotes the bridge's own start-up diagnostics: the last ``stderr`` and ``notify``
 effects, else the tail of the host's stderr. fixtures/README.md states the rule.
+
+The same holds for a whole transport (:func:`collapse_unreached`): a bridge that, in a whole
+run, never spoke MCP to the fake on a transport (no ``recv`` on it in any journal: a CLI-only
+bridge, one whose resolver gives up, one that ignores the remote URL) is one *not testable*
+line for that transport, quoting its diagnostics, instead of a failure per scenario that all
+say the same thing. Its ``mempalace`` CLI runs do not count here: they are no transport.
 """
 
 from __future__ import annotations
@@ -27,13 +33,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from palace_conformance.runner.results import StepRecord
+from palace_conformance.runner.results import (
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    ScenarioResult,
+    StepRecord,
+)
 from palace_conformance.scenarios.model import Scenario
 
 #: journal kinds that only a bridge's own doing writes (helpers, the fake CLI, HTTP requests)
 CONTACT_KINDS = frozenset({"http_request", "helper_run", "cli_run", "feed_prepare"})
 DIAGNOSTIC_LINES = 3  # how many of the last diagnostic lines are quoted
 DIAGNOSTIC_CHARS = 300  # the quote's length limit
+NOTHING_SAID = "the bridge printed nothing"
 
 
 def expects_contact(scenario: Scenario, transport: str) -> bool:
@@ -89,7 +101,7 @@ def diagnostics(steps: Sequence[StepRecord], host_stderr: str) -> str:
     if not lines:
         lines = [line.strip() for line in host_stderr.splitlines() if line.strip()]
     if not lines:
-        return "the bridge printed nothing"
+        return NOTHING_SAID
     text = " | ".join(lines[-DIAGNOSTIC_LINES:])
     return text if len(text) <= DIAGNOSTIC_CHARS else text[: DIAGNOSTIC_CHARS - 3] + "..."
 
@@ -114,3 +126,49 @@ def unreached_reason(scenario: Scenario, transport: str, steps: Sequence[StepRec
     return (f"{UNREACHED} (no stdio child, HTTP request or helper run in the journal), so "
             "nothing could be judged; does it start the palace in a way the runner does not "
             "provide? Its diagnostics: " + diagnostics(steps, host_stderr()))
+
+
+#: the scenario id of the one line that stands for a transport the bridge never reached
+UNREACHED_ID = "bridge.reach"
+
+
+def spoke_mcp(result: ScenarioResult) -> bool:
+    """Whether the fake received an MCP message on the result's own transport."""
+    return any(record.get("kind") == "recv" and record.get("transport") == result.transport
+               for record in result.journal)
+
+
+def _loaded(result: ScenarioResult) -> bool:
+    """The bridge loaded and every step ran to completion at the host."""
+    return (any(step.op == "load" and step.ok for step in result.steps)
+            and all(step.ran and step.failure is None for step in result.steps))
+
+
+def collapse_unreached(results: Sequence[ScenarioResult], scenarios: Mapping[str, Scenario],
+                       transports: Iterable[str]) -> list[ScenarioResult]:
+    """``results`` with each transport the bridge never reached replaced by one *not
+    testable* line (see the module docstring). A transport is unreached when some run on it
+    needed the palace, loaded the bridge and ran to completion at the host, and no run on it
+    reached the fake over MCP; a bridge that never loaded, or a host that crashed or hung
+    everywhere, keeps its results."""
+    out = list(results)
+    for transport in transports:
+        mine = [r for r in out if r.transport == transport and r.subject == "bridge"
+                and r.status != NOT_APPLICABLE]
+        needing = [r for r in mine if r.scenario in scenarios
+                   and expects_contact(scenarios[r.scenario], transport) and _loaded(r)]
+        if not needing or any(spoke_mcp(r) for r in mine):
+            continue
+        quote = diagnostics(needing[0].steps, needing[0].host_stderr)
+        line = ScenarioResult(
+            scenario=UNREACHED_ID, transport=transport, status=NOT_TESTABLE,
+            title=f"the bridge never reached the fake palace over {transport}",
+            reason=(f"{UNREACHED} over {transport}; its diagnostics: {quote}. None of the "
+                    f"{len(mine)} scenario(s) run on it could be judged (no MCP request in any "
+                    f"journal), so none is reported: does it start the palace in a way the "
+                    f"runner does not provide (a CLI only, a launcher elsewhere, a settings "
+                    f"file a profile should write)?"),
+            duration_ms=sum(r.duration_ms for r in mine), host_stderr=needing[0].host_stderr,
+            level=needing[0].level)
+        out = [r for r in out if r not in mine] + [line]
+    return out

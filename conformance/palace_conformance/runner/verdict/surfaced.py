@@ -36,7 +36,8 @@ WORDING_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"timed? ?out|timeout|deadline exceeded", "timeout"),
         (r"session (has )?(expired|lost|not found|unknown)|re-?establish", "session_lost"),
         (r"connection closed|closed unexpectedly|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|"
-         r"fetch failed|child (process )?exited|terminated", "connection_closed"),
+         r"fetch failed|(child|server) (process )?exited|process exited|terminated",
+         "connection_closed"),
         (r"\bHTTP\s*(\d{3})\b|status(?: code)?\s*(\d{3})", "http_error"),
         (r"protocol|invalid json|not valid json|unexpected token|content[- ]type|malformed",
          "protocol"),

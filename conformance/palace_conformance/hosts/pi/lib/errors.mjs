@@ -32,7 +32,7 @@ const BY_MESSAGE = [
   [/failed to connect|unavailable|not available|is shut down|continuing without/i, "unavailable"],
   [/timed? ?out|timeout|deadline exceeded/i, "timeout"],
   [/session (has )?(expired|lost|not found|unknown)|re-?establish/i, "session_lost"],
-  [/connection closed|closed unexpectedly|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|fetch failed|child (process )?exited|terminated/i,
+  [/connection closed|closed unexpectedly|ECONNRESET|ECONNREFUSED|EPIPE|socket hang up|fetch failed|(child|server) (process )?exited|process exited|terminated/i,
     "connection_closed"],
   [/\bHTTP\s*(\d{3})\b|status(?: code)?\s*(\d{3})/i, "http_error"],
   [/protocol|invalid json|not valid json|unexpected token|content[- ]type|malformed/i, "protocol"],
@@ -64,6 +64,10 @@ export function classify(error) {
       return { kind: statusKind(status ?? 0), message, data: { status } };
     case "McpError": {
       if (/^Invalid MCP /.test(message)) return { kind: "protocol", message, code: error.code };
+      // the official SDK's own errors, raised in the client, not answered by the server:
+      // its request timeout (-32001, data {timeout}) and its closed transport (-32000)
+      if (error.code === -32001 && /: Request timed out$/.test(message)) return { kind: "timeout", message };
+      if (error.code === -32000 && /: Connection closed$/.test(message)) return { kind: "connection_closed", message };
       const payload = { kind: "tool_error", message, code: error.code };
       if (error.data !== undefined) payload.data = error.data;
       return payload;
