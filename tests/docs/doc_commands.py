@@ -143,6 +143,9 @@ SKIPPED_SECTIONS: dict[tuple[str, str], str] = {
         "tests/record/test_round_trip.py runs this recipe as written (a heredoc included)",
     ("README.md", "## Record an HTTP palace as a fixture"):
         "tests/record/test_round_trip.py runs this recipe as written (background servers)",
+    ("reference/pi/README.md", "# `reference/pi`: the pi extension copy of the MemPalace bridge"):
+        "tests/ts/test_pi_copy.py runs these in reference/pi (npm ci, typecheck, node --test, "
+        "the bundle and the whole catalogue at seed level)",
 }
 
 # A command is skipped when its text starts with one of these (the fewest words that name it).
