@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -34,8 +35,7 @@ REPORT = COPY / "reports" / "mutation" / "mutation.json"
 #: CI's sample: line 41 of provenance.ts (the gate that stamps only on a shared palace), 3 mutants
 SAMPLE = "src/features/provenance.ts:41-41"
 KILLED = {"Killed", "Timeout"}
-#: statuses that mean the run proved nothing about the mutant: never counted as a pass
-BROKEN = {"RuntimeError", "CompileError", "NoCoverage", "Pending"}
+LAUNCH = "from palace_conformance.cli import main; main()"
 
 
 class StrykerError(Exception):
@@ -43,10 +43,15 @@ class StrykerError(Exception):
 
 
 def _installation() -> node.Installation:
+    """The Node hosts' install (Node >= 22); installs them when missing, as the ts tests do."""
     found = node.read_installation()
     if found is None:
-        raise StrykerError("the Node hosts are not installed: "
-                           "run `palace-conformance hosts install`")
+        done = subprocess.run([sys.executable, "-c", LAUNCH, "hosts", "install"], check=False,
+                              timeout=node.NPM_TIMEOUT_S * 2)
+        found = node.read_installation()
+        if done.returncode != 0 or found is None:
+            raise StrykerError("installing the Node hosts failed: run `palace-conformance hosts "
+                               "install` and read its error")
     return found
 
 
@@ -65,7 +70,10 @@ def _npm_ci(env: dict[str, str]) -> None:
     digest = (COPY / "package-lock.json").read_text()
     if stamp.exists() and stamp.read_text() == digest:
         return
-    done = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=COPY,
+    npm = shutil.which("npm", path=env["PATH"])
+    if npm is None:
+        raise StrykerError("npm not found on PATH: install Node.js (with npm)")
+    done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=COPY,
                           env=env, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
         raise StrykerError(f"npm ci in reference/pi failed: {done.stderr.strip()[-500:]}")
@@ -113,7 +121,7 @@ def judge(report: dict[str, Any], areas: dict[str, Any],
                 problems.append(f"{file}:{line} {mutant['mutatorName']} -> "
                                 f"{mutant.get('replacement', '')!r} survived: kill it with a "
                                 f"catalogue check or triage it in stryker/triage.json")
-            else:
+            else:  # RuntimeError, CompileError, NoCoverage, ...: the run proved nothing
                 verdict = "broken"
                 problems.append(f"{file}:{line} {mutant['mutatorName']}: {status} "
                                 f"({(mutant.get('statusReason') or '')[-200:]})")

@@ -66,3 +66,19 @@ def test_the_shipped_triage_file_names_real_lines() -> None:
     for entry in triage["equivalent"]:
         source = Path(COPY / entry["file"]).read_text().splitlines()
         assert 1 <= entry["line"] <= len(source) and entry["reason"].strip()
+
+
+def test_check_exits_1_on_an_untriaged_survivor_and_2_on_an_unreadable_report(
+        tmp_path: Path, capsys: Any) -> None:
+    from mutation.stryker import main
+
+    report = tmp_path / "mutation.json"
+    report.write_text(json.dumps({"files": {"src/features/diary.ts": {"mutants": [
+        _mutant(3, "Killed"), _mutant(4, "Survived")]}}}))
+    assert main(["--check", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert "| DIARY | 2 | 1 | 0 | 1 | 0 | 50.0 % |" in out
+    assert "PROBLEM src/features/diary.ts:4" in out
+    assert main(["--check", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mutation.stryker: cannot read Stryker report") and "\n" not in err
