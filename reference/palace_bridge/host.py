@@ -111,13 +111,17 @@ class Host(Protocol):
 # --- a real subprocess runner ------------------------------------------------------------------
 
 KILL_GRACE_S = 1.0
+EXEC_START_FAILED = 1
+"""pi 1.x's ``exec`` code for a program that could not start (ENOENT, EACCES)."""
 
 
 async def run_subprocess(argv: Sequence[str], *, timeout_ms: int | None = None,
                          env: Mapping[str, str] | None = None) -> ExecResult:
     """Run ``argv`` to completion; past ``timeout_ms`` kill its process group (TERM, then KILL).
 
-    A missing program is a result (code 127), not an exception, like a shell would report it.
+    The code follows pi 1.x's ``exec`` (the host stands in for pi; docs/aligned-copies.md): a
+    program that cannot start is a result with code 1 and the reason on stderr, not an
+    exception; one killed by a signal reports ``128 + n`` (143 for SIGTERM), as a shell would.
     """
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -125,7 +129,7 @@ async def run_subprocess(argv: Sequence[str], *, timeout_ms: int | None = None,
             stderr=asyncio.subprocess.PIPE, env=dict(env) if env is not None else None,
             start_new_session=True)
     except (FileNotFoundError, PermissionError) as exc:
-        return ExecResult("", f"{argv[0]}: {exc.strerror or exc}", 127)
+        return ExecResult("", f"{argv[0]}: {exc.strerror or exc}", EXEC_START_FAILED)
     communicate = asyncio.ensure_future(proc.communicate())
     timeout = timeout_ms / 1000 if timeout_ms else None
     try:
@@ -145,7 +149,14 @@ async def run_subprocess(argv: Sequence[str], *, timeout_ms: int | None = None,
             await communicate
         raise
     return ExecResult(out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                      proc.returncode, killed)
+                      exec_exit_code(proc.returncode), killed)
+
+
+def exec_exit_code(returncode: int | None) -> int:
+    """pi's ``exec`` code for a finished child: its status, or ``128 + n`` for signal ``n``."""
+    if returncode is None:
+        return EXEC_START_FAILED
+    return 128 - returncode if returncode < 0 else returncode
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -201,7 +201,8 @@ def test_a_failing_prepare_is_reported_and_not_mined() -> None:
 
 
 def test_a_missing_exporter_is_reported() -> None:
-    feeder, host, _, client, _ = make(results=[ExecResult("", "not found", 127)])
+    missing = ExecResult("", "spawn mempalace-pi-session ENOENT", 1)  # pi's code for it
+    feeder, host, _, client, _ = make(results=[missing])
     assert run(feeder.shutdown()) is Outcome.PREPARE_FAILED
     assert client.calls == [] and len(host.of_kind("stderr")) == 1
 

@@ -88,18 +88,23 @@ export function runExec(command, args, { cwd, timeout, signal } = {}) {
       if (signal.aborted) kill();
       else signal.addEventListener("abort", kill, { once: true });
     }
-    let failure;
-    child.on("error", (error) => { failure = error; });
-    child.on("close", (code, signalName) => {
+    let settled = false;
+    const settle = (result) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       clearTimeout(forceTimer);
       signal?.removeEventListener?.("abort", kill);
-      if (failure && code === null && !signalName) {
-        resolve({ stdout, stderr: stderr || failure.message, code: 1, killed, truncated: false });
-        return;
-      }
+      resolve(result);
+    };
+    // pi 1.6's execCommand settles on the child's first `error` (a missing program: ENOENT) with
+    // code 1 and the error's message as stderr; Node's own `close` code for it (-errno) never shows.
+    child.on("error", (error) => {
+      settle({ stdout, stderr: stderr || error.message, code: 1, killed, truncated: false });
+    });
+    child.on("close", (code, signalName) => {
       const exitCode = code ?? (signalName ? 128 + (SIGNALS[signalName] ?? 0) : 1);
-      resolve({ stdout, stderr, code: exitCode, killed, truncated: false });
+      settle({ stdout, stderr, code: exitCode, killed, truncated: false });
     });
   });
 }

@@ -1,0 +1,84 @@
+"""StrykerJS over the pi copy (``python -m mutation.stryker``): the file → behaviour map is complete
+and selects scenarios, and the report judge counts what Stryker found and flags what it must."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mutation.module_map import load_catalogue_facts
+from mutation.stryker import AREAS, COPY, judge
+
+
+def _areas() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(AREAS.read_text())
+    return data
+
+
+def _selects(entry: str, covers: list[str]) -> bool:
+    return entry in covers if "-" in entry else any(c.startswith(f"{entry}-") for c in covers)
+
+
+def test_every_source_file_of_the_copy_is_mapped_or_unreached() -> None:
+    areas = _areas()
+    sources = sorted(str(p.relative_to(COPY)) for p in [COPY / "mempalace.ts",
+                                                          *(COPY / "src").rglob("*.ts")])
+    mapped, unreached = set(areas["files"]), set(areas["unreached"])
+    assert mapped & unreached == set()
+    assert sorted(mapped | unreached) == sources, "reference/pi/stryker/areas.json is out of date"
+    assert all(areas["unreached"][f].strip() for f in unreached), "an unreached file needs a reason"
+
+
+def test_every_mapped_file_selects_bridge_scenarios_by_known_behaviours() -> None:
+    known, scenarios = load_catalogue_facts()
+    areas = {k.split("-")[0] for k in known}
+    bridge = [list(s.covers) for s in scenarios if getattr(s, "subject", "bridge") == "bridge"]
+    for file, entries in _areas()["files"].items():
+        assert entries, f"{file}: no behaviours"
+        unknown = [e for e in entries if e not in known and e not in areas]
+        assert unknown == [], f"{file}: unknown behaviours {unknown}"
+        assert any(_selects(e, c) for e in entries for c in bridge), f"{file}: selects nothing"
+
+
+def _mutant(line: int, status: str, replacement: str = "true") -> dict[str, Any]:
+    return {"mutatorName": "ConditionalExpression", "replacement": replacement, "status": status,
+            "location": {"start": {"line": line, "column": 9}}, "statusReason": "why"}
+
+
+def test_judge_scores_per_file_and_area_and_flags_untriaged_survivors() -> None:
+    report = {"files": {"src/features/provenance.ts": {"mutants": [
+        _mutant(41, "Killed"), _mutant(42, "Timeout"), _mutant(43, "Survived"),
+        _mutant(44, "Survived", "false"), _mutant(45, "RuntimeError")]}}}
+    triage = {"equivalent": [{"file": "src/features/provenance.ts", "line": 43,
+                              "mutator": "ConditionalExpression", "replacement": "true",
+                              "reason": "test"}]}
+    lines, problems = judge(report, _areas(), triage)
+    assert "| src/features/provenance.ts | 5 | 2 | 1 | 1 | 1 | 66.7 % |" in lines
+    assert "| PROV | 5 | 2 | 1 | 1 | 1 | 66.7 % |" in lines
+    assert len(problems) == 2
+    assert problems[0].startswith("src/features/provenance.ts:44 ConditionalExpression")
+    assert "RuntimeError" in problems[1]
+
+
+def test_the_shipped_triage_file_names_real_lines() -> None:
+    triage = json.loads((COPY / "stryker" / "triage.json").read_text())
+    for entry in triage["equivalent"]:
+        source = Path(COPY / entry["file"]).read_text().splitlines()
+        assert 1 <= entry["line"] <= len(source) and entry["reason"].strip()
+
+
+def test_check_exits_1_on_an_untriaged_survivor_and_2_on_an_unreadable_report(
+        tmp_path: Path, capsys: Any) -> None:
+    from mutation.stryker import main
+
+    report = tmp_path / "mutation.json"
+    report.write_text(json.dumps({"files": {"src/features/diary.ts": {"mutants": [
+        _mutant(3, "Killed"), _mutant(4, "Survived")]}}}))
+    assert main(["--check", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert "| DIARY | 2 | 1 | 0 | 1 | 0 | 50.0 % |" in out
+    assert "PROBLEM src/features/diary.ts:4" in out
+    assert main(["--check", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mutation.stryker: cannot read Stryker report") and "\n" not in err
