@@ -294,6 +294,14 @@ def _refused(*checks: tuple[str, Any, str]) -> dict[str, Any] | None:
     return None
 
 
+def stripped(args: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """``args`` with the named string fields stripped, as 3.11's sanitisers return them once
+    they pass (a wing, room, KG subject, predicate or object, an agent or topic name): what
+    is filed, answered and matched later is the stripped text."""
+    return {**args, **{field: args[field].strip() for field in fields
+                       if isinstance(args.get(field), str)}}
+
+
 # --- a fresh palace (no chroma database yet) ---------------------------------------------
 
 
@@ -497,6 +505,7 @@ def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                        ("content", args["content"], "text"))
     if refused is not None:
         return refused
+    args = stripped(args, "wing", "room")
     return _file_drawer(state, args["wing"], args["room"], args["content"],
                         args.get("added_by", "mcp"), args.get("source_file", "?"))
 
@@ -664,6 +673,8 @@ def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                        *((("wing", wing, "name"),) if wing is not None else ()))
     if refused is not None:
         return refused
+    agent, topic = agent.strip(), topic.strip()
+    wing = wing.strip() if wing is not None else None
     drawer = _diary_drawer(agent, entry, topic, wing)
     vector_written(state)
     state.drawers.append(drawer)
@@ -713,6 +724,11 @@ def triple_id_part(text: str) -> str:
     return text.lower().replace(" ", "_")
 
 
+def entity_key(name: str) -> str:
+    """A knowledge-graph entity as 3.11 keys it: lower case, spaces as ``_``, no ``'``."""
+    return triple_id_part(name).replace("'", "")
+
+
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     refused = _refused(("subject", args["subject"], "value"),
@@ -720,7 +736,15 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                        ("object", args["object"], "value"))
     if refused is not None:
         return refused
+    args = stripped(args, "subject", "predicate", "object")
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
+    same = (entity_key(subject), triple_id_part(predicate), entity_key(obj))
+    for known in state.triples:  # 3.11: an identical current fact is answered, not re-filed
+        if (known.get("valid_to") is None and same == (
+                entity_key(known["subject"]), triple_id_part(known["predicate"]),
+                entity_key(known["object"]))):
+            return {"success": True, "triple_id": known["id"],
+                    "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
     triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
                  f"{triple_id_part(obj)}_{_digest(subject, predicate, obj)}")
     state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
@@ -737,6 +761,7 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args["entity"]
     if (problem := _problem("entity", entity, "value")) is not None:
         return {"error": problem}
+    entity = entity.strip()
     as_of = args.get("as_of")
     today = as_of or _now().strftime("%Y-%m-%d")
     facts = []
