@@ -294,6 +294,36 @@ def _refused(*checks: tuple[str, Any, str]) -> dict[str, Any] | None:
     return None
 
 
+_ISO_DATE = re.compile(r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])$")
+_ISO_UTC = re.compile(r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+                      r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:Z|\+00:00)$")
+
+
+def temporal(args: dict[str, Any], *fields: str) -> str | None:
+    """3.11's check of the knowledge graph's dates (``as_of``, ``valid_from``, ``valid_to``,
+    ``ended``, ``at``): absent or ``""`` pass, else a full date or a UTC date-time (``+00:00``
+    becomes ``Z``, written back into ``args``); the problem text of the first that fails."""
+    for field in fields:
+        value = args.get(field)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            return f"{field} must be a string"
+        value = value.strip()
+        try:
+            if _ISO_DATE.match(value):
+                datetime.strptime(value, "%Y-%m-%d")
+            elif _ISO_UTC.match(value):
+                datetime.fromisoformat(value.replace("Z", "+00:00"))
+            else:
+                raise ValueError(value)
+        except ValueError:
+            return (f"{field}={value!r} is not a valid ISO-8601 date or UTC datetime "
+                    "(expected YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)")
+        args[field] = value[:-6] + "Z" if value.endswith("+00:00") else value
+    return None
+
+
 def stripped(args: dict[str, Any], *fields: str) -> dict[str, Any]:
     """``args`` with the named string fields stripped, as 3.11's sanitisers return them once
     they pass (a wing, room, KG subject, predicate or object, an agent or topic name): what
@@ -737,6 +767,8 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if refused is not None:
         return refused
     args = stripped(args, "subject", "predicate", "object")
+    if (problem := temporal(args, "valid_from", "valid_to")) is not None:
+        return {"success": False, "error": problem}
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
     same = (entity_key(subject), triple_id_part(predicate), entity_key(obj))
     for known in state.triples:  # 3.11: an identical current fact is answered, not re-filed
@@ -762,12 +794,22 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if (problem := _problem("entity", entity, "value")) is not None:
         return {"error": problem}
     entity = entity.strip()
-    as_of = args.get("as_of")
+    args = dict(args)
+    if (problem := temporal(args, "as_of")) is not None:
+        return {"error": problem}
+    if args.get("direction", "both") not in ("outgoing", "incoming", "both"):
+        return {"error": "direction must be 'outgoing', 'incoming', or 'both'"}
+    as_of = args.get("as_of") or None
+    direction = args.get("direction", "both")
     today = as_of or _now().strftime("%Y-%m-%d")
     facts = []
     for triple in state.triples:
         if entity not in (triple["subject"], triple["object"]):
             continue
+        if direction != "both" and (triple["subject"] == entity) != (direction == "outgoing"):
+            continue
+        if as_of is not None and not _valid_at(triple, as_of):
+            continue  # 3.11: only the facts valid then, all of them active
         ended = triple.get("valid_to") is not None and triple["valid_to"] <= today
         facts.append({
             "direction": "outgoing" if triple["subject"] == entity else "incoming",
@@ -775,13 +817,25 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             "object": triple["object"], "valid_from": triple.get("valid_from"),
             "valid_to": triple.get("valid_to"), "confidence": 1.0,
             "source_closet": triple.get("source_closet"), "current": not ended})
-    future = [f for f in facts if f["valid_from"] is not None and f["valid_from"] > today]
-    historical = [f for f in facts if not f["current"]]
-    active = [f for f in facts if f["current"] and f not in future]
+    future = [f for f in facts if f["valid_from"] is not None and f["valid_from"] > today
+              and as_of is None]
+    historical = [f for f in facts if not f["current"] and as_of is None]
+    active = [f for f in facts if as_of is not None or (f["current"] and f not in future)]
     # 3.11's shape: facts sorted into active, historical and future relative to now (or as_of)
     return {"entity": entity, "as_of": as_of, "active_facts": active,
             "historical_facts": historical, "future_facts": future, "facts": facts,
             "count": len(facts)}
+
+
+def _valid_at(triple: dict[str, Any], as_of: str) -> bool:
+    """3.11's ``as_of`` window: from ``valid_from`` (a date: its first second) through
+    ``valid_to`` (a date: its last second), either end open when absent."""
+    def key(value: str, end: bool) -> str:
+        return value + ("T23:59:59Z" if end else "T00:00:00Z") if len(value) == 10 else value
+
+    start, stop = triple.get("valid_from"), triple.get("valid_to")
+    at = key(as_of, False)
+    return ((not start or key(start, False) <= at) and (not stop or key(stop, True) >= at))
 
 
 # --- event log and artifacts ---------------------------------------------------------------

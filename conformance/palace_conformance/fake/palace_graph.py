@@ -19,6 +19,7 @@ from palace_conformance.fake.palace import (
     fresh,
     optional_name,
     stripped,
+    temporal,
     tool,
     triple_id_part,
 )
@@ -54,6 +55,8 @@ def _kg_invalidate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if refused is not None:
         return refused
     args = stripped(args, "subject", "predicate", "object")
+    if (problem := temporal(args, "ended")) is not None:
+        return {"success": False, "error": problem}
     ended = args.get("ended") or _today()
     _end(state, args["subject"], args["predicate"], args["object"], ended)
     # 3.11 answers success whether or not a current fact matched
@@ -70,6 +73,8 @@ def _kg_supersede(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if refused is not None:
         return refused
     args = stripped(args, "subject", "predicate", "old_object", "new_object")
+    if (problem := temporal(args, "at")) is not None:
+        return {"success": False, "error": problem}
     subject, predicate, new = args["subject"], args["predicate"], args["new_object"]
     at = args.get("at") or _today()
     _end(state, subject, predicate, args["old_object"], at)
