@@ -803,20 +803,23 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     direction = args.get("direction", "both")
     today = as_of or _now().strftime("%Y-%m-%d")
     facts = []
-    for triple in state.triples:
-        if entity not in (triple["subject"], triple["object"]):
+    key = entity_key(entity)  # 3.11 matches entities by their key (case, spaces, "'")
+    # 3.11: the outgoing facts, then the incoming ones (a self-loop in both), the queried
+    # name standing for the matched end
+    for way, near in (("outgoing", "subject"), ("incoming", "object")):
+        if direction not in ("both", way):
             continue
-        if direction != "both" and (triple["subject"] == entity) != (direction == "outgoing"):
-            continue
-        if as_of is not None and not _valid_at(triple, as_of):
-            continue  # 3.11: only the facts valid then, all of them active
-        ended = triple.get("valid_to") is not None and triple["valid_to"] <= today
-        facts.append({
-            "direction": "outgoing" if triple["subject"] == entity else "incoming",
-            "subject": triple["subject"], "predicate": triple["predicate"],
-            "object": triple["object"], "valid_from": triple.get("valid_from"),
-            "valid_to": triple.get("valid_to"), "confidence": 1.0,
-            "source_closet": triple.get("source_closet"), "current": not ended})
+        for triple in state.triples:
+            if entity_key(triple[near]) != key:
+                continue
+            if as_of is not None and not _valid_at(triple, as_of):
+                continue  # 3.11: only the facts valid then, all of them active
+            ended = triple.get("valid_to") is not None and triple["valid_to"] <= today
+            facts.append({
+                "direction": way, "subject": triple["subject"], "predicate": triple["predicate"],
+                "object": triple["object"], "valid_from": triple.get("valid_from"),
+                "valid_to": triple.get("valid_to"), "confidence": 1.0,
+                "source_closet": triple.get("source_closet"), "current": not ended, near: entity})
     future = [f for f in facts if f["valid_from"] is not None and f["valid_from"] > today
               and as_of is None]
     historical = [f for f in facts if not f["current"] and as_of is None]
