@@ -893,24 +893,76 @@ def _event_selected(event: dict[str, Any], args: dict[str, Any]) -> bool:
     return wanted is None or event.get("to_agent") in (wanted, "*")
 
 
-#: the filters 3.11 refuses when given but not a non-blank string (its first check: stream)
-_CHECKED_FILTERS = ("stream", "room", "topic", "type", "to_agent", "writer", "correlation_id",
-                    "status")
+ROUTING_MAX = 256
+_EVENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+def _routing(value: Any, field: str) -> tuple[Any, str | None]:
+    """3.11's check of an optional routing filter: absent or ``""`` is no filter; else a
+    non-blank string, stripped, at most 256 characters, without control characters."""
+    if value is None or value == "":
+        return None, None
+    if not isinstance(value, str) or not value.strip():
+        return None, f"{field} must be a non-empty string"
+    value = value.strip()
+    if len(value) > ROUTING_MAX:
+        return None, f"{field} exceeds maximum length of {ROUTING_MAX} characters"
+    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in value):
+        return None, f"{field} contains control characters"
+    return value, None
 
 
 def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
-    for key in _CHECKED_FILTERS:
+    """3.11's checks of event_list's and event_wait's filters, in its order (``writer`` is
+    checked, and named, as ``from_agent``); a passing filter is written back stripped (or
+    None when blank), so the selection sees what 3.11 queries with."""
+    for key, named in (("stream", "stream"), ("room", "room"), ("topic", "topic"),
+                       ("type", "type"), ("to_agent", "to_agent"), ("writer", "from_agent"),
+                       ("correlation_id", "correlation_id"), ("status", "status"),
+                       ("since_event_id", "since_event_id"),
+                       ("before_event_id", "before_event_id")):
         value = args.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            return {"error": f"{key} must be a non-empty string"}
+        if key == "type" and value not in (None, ""):
+            if not isinstance(value, str) or not value.strip():
+                return {"error": "type must be a non-empty string"}
+            if not _EVENT_TYPE.match(value.strip()):
+                return {"error": f"type={value.strip()!r} is not a valid event type "
+                                 "(lowercase letters, digits, '.', '_', '-'; max 64 chars)"}
+            args[key] = value.strip()
+        elif key == "status":
+            if value == "":
+                args[key] = None
+            elif value is not None and (not isinstance(value, str)
+                                        or value not in EVENT_STATUSES):
+                return {"error": f"status={value!r} is not one of: "
+                                 f"{', '.join(sorted(EVENT_STATUSES))}"}
+        else:
+            args[key], problem = _routing(value, named)
+            if problem is not None:
+                return {"error": problem}
+    if (problem := temporal(args, "since_created_at")) is not None:
+        return {"error": problem}
+    ids = [e["id"] for e in args.get("__events__", [])]
+    for key in ("since_event_id", "before_event_id"):
+        if args.get(key) is not None and args[key] not in ids:
+            return {"error": f"{key} {args[key]!r} not found"}
     return None
 
 
 @tool("mempalace_event_list", writes=True)
 def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
+    args = {**args, "__events__": state.events}
     if (refused := _bad_filter(args)) is not None:
         return refused
+    order = args.get("order")
+    order = (("asc" if args.get("since_event_id") else "desc") if order is None
+             else str(order).lower().strip())
+    if order not in ("asc", "desc"):
+        return {"error": f"order={order!r} must be 'asc' or 'desc'"}
+    limit = args.get("limit", 50)
+    if not isinstance(limit, int) or limit < 1:
+        return {"error": "limit must be a positive integer"}
     events = list(state.events)
     ids = [e["id"] for e in events]
     if args.get("since_event_id") in ids:
@@ -919,12 +971,10 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         events = events[: ids.index(args["before_event_id"])]
     events = [e for e in events if _event_selected(e, args)]
     # like 3.11: newest first unless resuming from a cursor; an explicit order always wins
-    order = args.get("order") or ("asc" if args.get("since_event_id") else "desc")
     if order == "desc":
         events.reverse()
-    limit = int(args.get("limit", 50) or 50)
-    events = events[:limit]
-    if args.get("from_agent") is not None and args.get("writer") is None:
+    events = events[:min(limit, 500)]
+    if args.get("from_agent") and not args.get("writer"):
         return {"events": events, "count": len(events), "note": EVENT_LIST_NOTE}
     return {"events": events, "count": len(events)}
 
@@ -994,15 +1044,22 @@ def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     """3.11 lists what matches (oldest first, after ``since_event_id`` when given) and answers
     at once when anything does; the brain holds an empty answer for ``timeout_ms``."""
     make_directory(state)
+    timeout = args.get("timeout_ms", 60_000)
+    if not isinstance(timeout, (int, float)) or timeout < 0:
+        return {"error": "timeout_ms must be a non-negative number"}
+    args = {**args, "__events__": state.events}
     if (refused := _bad_filter(args)) is not None:
         return refused
+    limit = args.get("limit", 50)
+    if not isinstance(limit, int) or limit < 1:
+        return {"error": "limit must be a positive integer"}
     events = list(state.events)
     ids = [e["id"] for e in events]
     if args.get("since_event_id") in ids:
         events = events[ids.index(args["since_event_id"]) + 1 :]
-    events = [e for e in events if _event_selected(e, args)][: int(args.get("limit", 50) or 50)]
+    events = [e for e in events if _event_selected(e, args)][:min(limit, 500)]
     result: dict[str, Any] = {"timed_out": not events, "events": events, "count": len(events)}
-    if args.get("from_agent") is not None and args.get("writer") is None:
+    if args.get("from_agent") and not args.get("writer"):
         result["note"] = EVENT_LIST_NOTE
     return result
 
