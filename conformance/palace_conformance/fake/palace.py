@@ -545,22 +545,39 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     items = args["items"]
     if not isinstance(items, list):  # 3.11: a plain result, no success key, nothing filed
         return {"error": "items must be a list of {wing, room, content} objects"}
-    diary = args.get("diary") if isinstance(args.get("diary"), dict) else None
-    writer = args.get("added_by") or (diary or {}).get("agent_name") or "checkpoint"
+    diary = args.get("diary")
+    # 3.11: an explicit added_by, else the diary's agent, else "checkpoint" (blank: unset)
+    writer = next((name for name in (args.get("added_by"), (diary or {}).get("agent_name")
+                                     if isinstance(diary, dict) else None)
+                   if isinstance(name, str) and name.strip()), "checkpoint")
     result: dict[str, Any] = {"added": [], "duplicates": [], "errors": []}
     for item in items:
         if not isinstance(item, dict):
             result["errors"].append({"item": item, "error": "item must be an object"})
             continue
-        if not all(k in item for k in ("wing", "room", "content")):  # text not captured
-            result["errors"].append({"item": item, "error": "item needs wing, room and content"})
+        if not all(isinstance(item.get(k), str) and item.get(k)
+                   for k in ("wing", "room", "content")):
+            result["errors"].append({"item": item,
+                                     "error": "wing, room, content must be non-empty strings"})
             continue
-        filed = _file_drawer(state, item["wing"], item["room"], item["content"], writer)
+        filed = _add_drawer(state, {"wing": item["wing"], "room": item["room"],
+                                    "content": item["content"], "added_by": writer})
+        if not filed.get("success"):
+            result["errors"].append(filed)
+            continue
         duplicate = filed.get("reason") == "already_exists"
         result["duplicates" if duplicate else "added"].append(filed)
-    if diary and diary.get("agent_name") and diary.get("entry"):
-        result["diary"] = _write_diary(state, diary["agent_name"], diary["entry"],
-                                       diary.get("topic", "general"), diary.get("wing"))
+    if diary is not None:
+        entry = (diary.get("entry") or diary.get("content")) if isinstance(diary, dict) else None
+        if not isinstance(diary, dict):
+            result["errors"].append({"diary": diary, "error": "diary must be an object"})
+        elif not isinstance(entry, str) or not entry:
+            result["errors"].append({"diary": diary,
+                                     "error": "diary entry must be a non-empty string"})
+        else:
+            result["diary"] = _write_diary(state, diary.get("agent_name", "cursor-ide"), entry,
+                                           diary.get("topic", "session-checkpoint"),
+                                           diary.get("wing", ""))
     return result
 
 
@@ -697,6 +714,7 @@ def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                  wing: str | None) -> dict[str, Any]:
+    wing = wing or None  # 3.11: a blank wing is the agent's own
     # 3.11 names the entry 'content' in its complaint, whichever argument carried it
     refused = _refused(("agent_name", agent, "name"), ("content", entry, "text"),
                        ("topic", topic, "name"),

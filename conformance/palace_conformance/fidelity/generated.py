@@ -33,6 +33,7 @@ from palace_conformance.fidelity.script import SCRIPT_FILE, Script, Session, Ste
 from palace_conformance.fidelity.strategies import draw_calls
 
 CASES_FILE = Path(__file__).with_name("generated_cases.json")
+OPEN_FILE = Path(__file__).with_name("generated_open.json")
 BATCH = 40
 SHRINK_ROUNDS = 10
 SHRINK_CLASSES = 12
@@ -50,6 +51,14 @@ class GeneratedResult:
     calls: dict[str, Call]
     classes: dict[str, list[str]] = field(default_factory=dict)  # class -> point ids
     shrunk: dict[str, Call] = field(default_factory=dict)  # class -> minimal call
+    known_open: list[OpenClass] = field(default_factory=list)
+
+    def open_class(self, name: str) -> OpenClass | None:
+        """The known open class that covers this class, or None (a new class)."""
+        return next((known for known in self.known_open if known.covers(name)), None)
+
+    def new_classes(self) -> list[str]:
+        return [name for name in self.classes if self.open_class(name) is None]
 
     def rule_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter()
@@ -62,7 +71,9 @@ class GeneratedResult:
         reproducing session; then the totals, the rules that fired and the classes."""
         verdicts = {v.id: v for v in self.comparison.verdicts}
         for name, points in sorted(self.classes.items(), key=lambda item: -len(item[1])):
-            yield f"CLASS {name} ({len(points)} point(s), e.g. {points[0]})"
+            known = self.open_class(name)
+            status = f"known open: {known.id}" if known else "NEW"
+            yield f"CLASS {name} ({len(points)} point(s), e.g. {points[0]}; {status})"
             for path, real, fake in verdicts[points[0]].diff[:4]:
                 yield f"    {path}: real {_short(real)} | fake {_short(fake)}"
             tool, arguments = self.shrunk.get(name, self.calls[points[0]])
@@ -70,7 +81,8 @@ class GeneratedResult:
                    f"{json.dumps(arguments, ensure_ascii=False)[:300]}")
         totals = self.comparison.to_json()["totals"]
         yield (f"{totals['points']} points compared, {totals['explained']} explained by rules, "
-               f"{totals['differences']} differences in {len(self.classes)} class(es)")
+               f"{totals['differences']} differences in {len(self.classes)} class(es), "
+               f"{len(self.new_classes())} of them new")
         counts = self.rule_counts()
         if counts:
             yield "explained by rule: " + ", ".join(f"{rule} {n}" for rule, n
@@ -79,6 +91,8 @@ class GeneratedResult:
     def to_json(self) -> dict[str, Any]:
         return {**self.comparison.to_json(), "rules_fired": dict(self.rule_counts()),
                 "classes": {name: {"points": points,
+                                   "open": (known.id if (known := self.open_class(name))
+                                            else None),
                                    "reproduce": list(self.shrunk.get(name,
                                                                      self.calls[points[0]]))}
                             for name, points in self.classes.items()},
@@ -88,6 +102,28 @@ class GeneratedResult:
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 90 else text[:89] + "…"
+
+
+@dataclass(frozen=True)
+class OpenClass:
+    """A class of difference known and not yet fixed in the fake: the tool, a pattern its
+    class names match, and why it is left open (``generated_open.json``)."""
+
+    id: str
+    tool: str
+    match: re.Pattern[str]
+    why: str
+
+    def covers(self, name: str) -> bool:
+        tool, _, paths = name.partition(": ")
+        return tool == self.tool and self.match.search(paths) is not None
+
+
+def load_open(path: Path = OPEN_FILE) -> list[OpenClass]:
+    """The known open classes; a class none of them covers is *new*."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [OpenClass(entry["id"], entry["tool"], re.compile(entry["match"]), entry["why"])
+            for entry in data["open"]]
 
 
 def load_cases(path: Path = CASES_FILE) -> list[dict[str, Any]]:
@@ -216,7 +252,7 @@ def run_generated(real_python: str | None, count: int, seed: int, *,
         root.mkdir(parents=True, exist_ok=True)
         comparison = _record(calls, "gen", real_python, root, log, jobs, rules)
         by_point = dict(calls)
-        result = GeneratedResult(comparison, by_point)
+        result = GeneratedResult(comparison, by_point, known_open=load_open())
         for verdict in comparison.differences:
             tool = by_point[verdict.id][0]
             result.classes.setdefault(class_of(tool, verdict.diff), []).append(verdict.id)
