@@ -11,6 +11,7 @@ from palace_conformance.fidelity.execute import run_script
 from palace_conformance.fidelity.generated import (
     class_of,
     load_cases,
+    load_open,
     sessions_for,
     simpler,
 )
@@ -43,7 +44,8 @@ def test_generated_paths_stay_inside_the_world() -> None:
 def test_a_class_drops_list_indices_and_names_the_tool() -> None:
     diff = [(".replies[0].result.content[0].json.error", "a", "b"),
             (".replies[0].result.content[1].json.error", "a", None)]
-    assert class_of("mempalace_kg_query", diff) == "kg_query: .replies[].result.content[].json.error"
+    assert (class_of("mempalace_kg_query", diff)
+            == "kg_query: .replies[].result.content[].json.error")
 
 
 def test_simpler_leaves_out_keys_and_shrinks_values() -> None:
@@ -76,3 +78,13 @@ def test_two_fake_runs_of_generated_calls_differ_only_where_the_rules_say(
     result = compare_records(first, second, load_rules(), {point for point, _ in calls})
     assert [v.id for v in result.differences] == [], list(result.lines())
     assert len(result.verdicts) == 47
+
+
+def test_known_open_classes_cover_their_tool_only() -> None:
+    known = {entry.id: entry for entry in load_open()}
+    assert known, "generated_open.json lists the open classes"
+    assert all(entry.why and entry.tool.startswith("mempalace_") for entry in known.values())
+    order = known["list-drawers-order"]
+    assert order.covers("list_drawers: .replies[].result.content[].json.drawers[].drawer_id")
+    assert not order.covers("list_wings: .replies[].result.content[].json.drawers[].drawer_id")
+    assert not order.covers("list_drawers: .replies[].result.content[].json.error")

@@ -116,7 +116,8 @@ class OpenClass:
 
     def covers(self, name: str) -> bool:
         tool, _, paths = name.partition(": ")
-        return tool == self.tool and self.match.search(paths) is not None
+        return (tool == self.tool.removeprefix("mempalace_")
+                and self.match.search(paths) is not None)
 
 
 def load_open(path: Path = OPEN_FILE) -> list[OpenClass]:
