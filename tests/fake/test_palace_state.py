@@ -68,7 +68,7 @@ def test_state_file_round_trips(tmp_path_factory: pytest.TempPathFactory,
     for subject, predicate, obj in triples:
         run(writer, "mempalace_kg_add", subject=subject, predicate=predicate, object=obj)
         run(writer, "mempalace_event_append", type="note", stream="s", room="r",
-            from_agent=subject)
+            from_agent="probe-agent")  # 3.11 refuses control characters here
     reader = PalaceStore(path)  # another process would open it like this
     for subject, _, obj in triples:
         facts = run(reader, "mempalace_kg_query", entity=subject)["facts"]

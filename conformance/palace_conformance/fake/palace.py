@@ -865,15 +865,57 @@ def _valid_at(triple: dict[str, Any], as_of: str) -> bool:
 @tool("mempalace_event_append", writes=True)
 def _event_append(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    refused = _refused(*((field, args[field], "text")
-                         for field in ("type", "stream", "room", "from_agent")))
-    if refused is not None:
-        return refused
-    status = args.get("status")
-    if status is not None and status not in EVENT_STATUSES:
-        return {"success": False,
-                "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
+    args = dict(args)
+    if (problem := event_problem(state, args)) is not None:
+        return {"success": False, "error": problem}
     return {"success": True, "event": append_event(state, args)}
+
+
+def event_problem(state: PalaceState, args: dict[str, Any]) -> str | None:
+    """3.11's checks of an appended event, in its order (the event type's pattern; stream,
+    room and from_agent required, topic, to_agent, correlation_id, branch and base_commit
+    optional routing fields; status; body; metadata; artifact_ids); what passes is written
+    back as 3.11 stores it (stripped, a blank optional field as null)."""
+    kind = args.get("type")
+    if not isinstance(kind, str) or not kind.strip():
+        return "type must be a non-empty string"
+    if not _EVENT_TYPE.match(kind.strip()):
+        return (f"type={kind.strip()!r} is not a valid event type "
+                "(lowercase letters, digits, '.', '_', '-'; max 64 chars)")
+    args["type"] = kind.strip()
+    for field, required in (("stream", True), ("room", True), ("topic", False),
+                            ("from_agent", True), ("to_agent", False),
+                            ("correlation_id", False), ("branch", False),
+                            ("base_commit", False)):
+        value = args.get(field)
+        if required and (value is None or value == ""):
+            return f"{field} must be a non-empty string"
+        args[field], problem = _routing(value, field)
+        if problem is not None:
+            return problem
+    status = args.get("status")
+    if status == "":
+        args["status"] = None
+    elif status is not None and (not isinstance(status, str) or status not in EVENT_STATUSES):
+        return f"status={status!r} is not one of: {', '.join(sorted(EVENT_STATUSES))}"
+    body = args.get("body")
+    if body is not None and not isinstance(body, str):
+        return "body must be a string"
+    if isinstance(body, str) and "\x00" in body:
+        return "body contains null bytes"
+    if args.get("metadata") is not None and not isinstance(args["metadata"], dict):
+        return "metadata must be an object"
+    ids = args.get("artifact_ids")
+    if ids is not None and (not isinstance(ids, list)
+                            or not all(isinstance(i, str) and i for i in ids)):
+        return "artifact_ids must be a list of artifact id strings"
+    known = {artifact["id"] for artifact in state.artifacts}
+    for artifact_id in ids or []:
+        if artifact_id not in known:
+            return f"artifact_ids references unknown artifact {artifact_id!r}"
+    if ids:
+        args["artifact_ids"] = list(dict.fromkeys(ids))
+    return None
 
 
 def append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
