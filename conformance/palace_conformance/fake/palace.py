@@ -1067,11 +1067,25 @@ def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_artifact_put", writes=True)
 def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    if args["kind"] not in ARTIFACT_KINDS:
+    kind = args["kind"]
+    if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
         return {"success": False,
-                "error": f"kind={args['kind']!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
-    artifact = store_artifact(state, args["kind"], str(args["content"]), args["created_by"],
-                              args.get("metadata"))
+                "error": f"kind={kind!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
+    # 3.11's order: kind, created_by (a required routing field), content, metadata
+    created_by, problem = _routing(args["created_by"], "created_by")
+    if created_by is None and problem is None:
+        problem = "created_by must be a non-empty string"
+    content = args["content"]
+    if problem is None and (not isinstance(content, str) or not content):
+        problem = "content must be a non-empty string"
+    if problem is None and "\x00" in content:
+        problem = "content contains null bytes"
+    if problem is None and args.get("metadata") is not None and not isinstance(
+            args["metadata"], dict):
+        problem = "metadata must be an object"
+    if problem is not None:
+        return {"success": False, "error": problem}
+    artifact = store_artifact(state, kind, content, created_by, args.get("metadata"))
     return {"success": True, "artifact": artifact}
 
 
