@@ -183,7 +183,8 @@ class PalaceStore:
         if self.path is not None and self.path.exists():
             self.state = self._read()
         #: 3.11 checks the chroma database's integrity once, when the server starts: a palace
-        #: initialised later in the same process still reports "no quick_check ran"
+        #: initialised later in the same process still reports "no quick_check ran", until a
+        #: ``reconnect`` runs the check again (then on the palace as it is)
         self.started_initialised = self.state.initialised
 
     def _read(self) -> PalaceState:
@@ -243,7 +244,10 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
         args = dict(args)
         args["__palace__"] = palace_path
         args["__integrity_checked__"] = store.started_initialised
-        return handler(state, args)
+        answer = handler(state, args)
+        if name == "mempalace_reconnect":
+            store.started_initialised = state.initialised
+        return answer
 
 
 @functools.cache
