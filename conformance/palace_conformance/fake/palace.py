@@ -29,6 +29,8 @@ from palace_conformance.fake.palace_checks import (
     chroma_missing,
     digest,
     refusal,
+    stripped,
+    temporal,
 )
 
 VERSION = "3.11.0"
@@ -186,7 +188,8 @@ class PalaceStore:
         if self.path is not None and self.path.exists():
             self.state = self._read()
         #: 3.11 checks the chroma database's integrity once, when the server starts: a palace
-        #: initialised later in the same process still reports "no quick_check ran"
+        #: initialised later in the same process still reports "no quick_check ran", until a
+        #: ``reconnect`` runs the check again (then on the palace as it is)
         self.started_initialised = self.state.initialised
 
     def _read(self) -> PalaceState:
@@ -246,7 +249,10 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
         args = dict(args)
         args["__palace__"] = palace_path
         args["__integrity_checked__"] = store.started_initialised
-        return handler(state, args)
+        answer = handler(state, args)
+        if name == "mempalace_reconnect":
+            store.started_initialised = state.initialised
+        return answer
 
 
 @functools.cache
@@ -457,6 +463,7 @@ def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                        ("content", args["content"], "text"))
     if refused is not None:
         return refused
+    args = stripped(args, "wing", "room")
     return _file_drawer(state, args["wing"], args["room"], args["content"],
                         args.get("added_by", "mcp"), args.get("source_file", "?"))
 
@@ -466,22 +473,39 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     items = args["items"]
     if not isinstance(items, list):  # 3.11: a plain result, no success key, nothing filed
         return {"error": "items must be a list of {wing, room, content} objects"}
-    diary = args.get("diary") if isinstance(args.get("diary"), dict) else None
-    writer = args.get("added_by") or (diary or {}).get("agent_name") or "checkpoint"
+    diary = args.get("diary")
+    # 3.11: an explicit added_by, else the diary's agent, else "checkpoint" (blank: unset)
+    writer = next((name for name in (args.get("added_by"), (diary or {}).get("agent_name")
+                                     if isinstance(diary, dict) else None)
+                   if isinstance(name, str) and name.strip()), "checkpoint")
     result: dict[str, Any] = {"added": [], "duplicates": [], "errors": []}
     for item in items:
         if not isinstance(item, dict):
             result["errors"].append({"item": item, "error": "item must be an object"})
             continue
-        if not all(k in item for k in ("wing", "room", "content")):  # text not captured
-            result["errors"].append({"item": item, "error": "item needs wing, room and content"})
+        if not all(isinstance(item.get(k), str) and item.get(k)
+                   for k in ("wing", "room", "content")):
+            result["errors"].append({"item": item,
+                                     "error": "wing, room, content must be non-empty strings"})
             continue
-        filed = _file_drawer(state, item["wing"], item["room"], item["content"], writer)
+        filed = _add_drawer(state, {"wing": item["wing"], "room": item["room"],
+                                    "content": item["content"], "added_by": writer})
+        if not filed.get("success"):
+            result["errors"].append(filed)
+            continue
         duplicate = filed.get("reason") == "already_exists"
         result["duplicates" if duplicate else "added"].append(filed)
-    if diary and diary.get("agent_name") and diary.get("entry"):
-        result["diary"] = _write_diary(state, diary["agent_name"], diary["entry"],
-                                       diary.get("topic", "general"), diary.get("wing"))
+    if diary is not None:
+        entry = (diary.get("entry") or diary.get("content")) if isinstance(diary, dict) else None
+        if not isinstance(diary, dict):
+            result["errors"].append({"diary": diary, "error": "diary must be an object"})
+        elif not isinstance(entry, str) or not entry:
+            result["errors"].append({"diary": diary,
+                                     "error": "diary entry must be a non-empty string"})
+        else:
+            result["diary"] = _write_diary(state, diary.get("agent_name", "cursor-ide"), entry,
+                                           diary.get("topic", "session-checkpoint"),
+                                           diary.get("wing", ""))
     return result
 
 
@@ -618,12 +642,15 @@ def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                  wing: str | None) -> dict[str, Any]:
+    wing = wing or None  # 3.11: a blank wing is the agent's own
     # 3.11 names the entry 'content' in its complaint, whichever argument carried it
     refused = refusal(("agent_name", agent, "name"), ("content", entry, "text"),
                        ("topic", topic, "name"),
                        *((("wing", wing, "name"),) if wing is not None else ()))
     if refused is not None:
         return refused
+    agent, topic = agent.strip(), topic.strip()
+    wing = wing.strip() if wing is not None else None
     drawer = _diary_drawer(agent, entry, topic, wing)
     vector_written(state)
     state.drawers.append(drawer)
@@ -673,6 +700,11 @@ def triple_id_part(text: str) -> str:
     return text.lower().replace(" ", "_")
 
 
+def entity_key(name: str) -> str:
+    """A knowledge-graph entity as 3.11 keys it: lower case, spaces as ``_``, no ``'``."""
+    return triple_id_part(name).replace("'", "")
+
+
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     refused = refusal(("subject", args["subject"], "value"),
@@ -680,7 +712,17 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                        ("object", args["object"], "value"))
     if refused is not None:
         return refused
+    args = stripped(args, "subject", "predicate", "object")
+    if (problem := temporal(args, "valid_from", "valid_to")) is not None:
+        return {"success": False, "error": problem}
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
+    same = (entity_key(subject), triple_id_part(predicate), entity_key(obj))
+    for known in state.triples:  # 3.11: an identical current fact is answered, not re-filed
+        if (known.get("valid_to") is None and same == (
+                entity_key(known["subject"]), triple_id_part(known["predicate"]),
+                entity_key(known["object"]))):
+            return {"success": True, "triple_id": known["id"],
+                    "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
     triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
                  f"{triple_id_part(obj)}_{digest(subject, predicate, obj)}")
     state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
@@ -697,26 +739,52 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args["entity"]
     if (problem := argument_problem("entity", entity, "value")) is not None:
         return {"error": problem}
-    as_of = args.get("as_of")
+    entity = entity.strip()
+    args = dict(args)
+    if (problem := temporal(args, "as_of")) is not None:
+        return {"error": problem}
+    if args.get("direction", "both") not in ("outgoing", "incoming", "both"):
+        return {"error": "direction must be 'outgoing', 'incoming', or 'both'"}
+    as_of = args.get("as_of") or None
+    direction = args.get("direction", "both")
     today = as_of or _now().strftime("%Y-%m-%d")
     facts = []
-    for triple in state.triples:
-        if entity not in (triple["subject"], triple["object"]):
+    key = entity_key(entity)  # 3.11 matches entities by their key (case, spaces, "'")
+    # 3.11: the outgoing facts, then the incoming ones (a self-loop in both), the queried
+    # name standing for the matched end
+    for way, near in (("outgoing", "subject"), ("incoming", "object")):
+        if direction not in ("both", way):
             continue
-        ended = triple.get("valid_to") is not None and triple["valid_to"] <= today
-        facts.append({
-            "direction": "outgoing" if triple["subject"] == entity else "incoming",
-            "subject": triple["subject"], "predicate": triple["predicate"],
-            "object": triple["object"], "valid_from": triple.get("valid_from"),
-            "valid_to": triple.get("valid_to"), "confidence": 1.0,
-            "source_closet": triple.get("source_closet"), "current": not ended})
-    future = [f for f in facts if f["valid_from"] is not None and f["valid_from"] > today]
-    historical = [f for f in facts if not f["current"]]
-    active = [f for f in facts if f["current"] and f not in future]
+        for triple in state.triples:
+            if entity_key(triple[near]) != key:
+                continue
+            if as_of is not None and not _valid_at(triple, as_of):
+                continue  # 3.11: only the facts valid then, all of them active
+            ended = triple.get("valid_to") is not None and triple["valid_to"] <= today
+            facts.append({
+                "direction": way, "subject": triple["subject"], "predicate": triple["predicate"],
+                "object": triple["object"], "valid_from": triple.get("valid_from"),
+                "valid_to": triple.get("valid_to"), "confidence": 1.0,
+                "source_closet": triple.get("source_closet"), "current": not ended, near: entity})
+    future = [f for f in facts if f["valid_from"] is not None and f["valid_from"] > today
+              and as_of is None]
+    historical = [f for f in facts if not f["current"] and as_of is None]
+    active = [f for f in facts if as_of is not None or (f["current"] and f not in future)]
     # 3.11's shape: facts sorted into active, historical and future relative to now (or as_of)
     return {"entity": entity, "as_of": as_of, "active_facts": active,
             "historical_facts": historical, "future_facts": future, "facts": facts,
             "count": len(facts)}
+
+
+def _valid_at(triple: dict[str, Any], as_of: str) -> bool:
+    """3.11's ``as_of`` window: from ``valid_from`` (a date: its first second) through
+    ``valid_to`` (a date: its last second), either end open when absent."""
+    def key(value: str, end: bool) -> str:
+        return value + ("T23:59:59Z" if end else "T00:00:00Z") if len(value) == 10 else value
+
+    start, stop = triple.get("valid_from"), triple.get("valid_to")
+    at = key(as_of, False)
+    return ((not start or key(start, False) <= at) and (not stop or key(stop, True) >= at))
 
 
 # --- event log and artifacts ---------------------------------------------------------------
@@ -725,15 +793,57 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_event_append", writes=True)
 def _event_append(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    refused = refusal(*((field, args[field], "text")
-                         for field in ("type", "stream", "room", "from_agent")))
-    if refused is not None:
-        return refused
-    status = args.get("status")
-    if status is not None and status not in EVENT_STATUSES:
-        return {"success": False,
-                "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
+    args = dict(args)
+    if (problem := event_problem(state, args)) is not None:
+        return {"success": False, "error": problem}
     return {"success": True, "event": append_event(state, args)}
+
+
+def event_problem(state: PalaceState, args: dict[str, Any]) -> str | None:
+    """3.11's checks of an appended event, in its order (the event type's pattern; stream,
+    room and from_agent required, topic, to_agent, correlation_id, branch and base_commit
+    optional routing fields; status; body; metadata; artifact_ids); what passes is written
+    back as 3.11 stores it (stripped, a blank optional field as null)."""
+    kind = args.get("type")
+    if not isinstance(kind, str) or not kind.strip():
+        return "type must be a non-empty string"
+    if not _EVENT_TYPE.match(kind.strip()):
+        return (f"type={kind.strip()!r} is not a valid event type "
+                "(lowercase letters, digits, '.', '_', '-'; max 64 chars)")
+    args["type"] = kind.strip()
+    for field, required in (("stream", True), ("room", True), ("topic", False),
+                            ("from_agent", True), ("to_agent", False),
+                            ("correlation_id", False), ("branch", False),
+                            ("base_commit", False)):
+        value = args.get(field)
+        if required and (value is None or value == ""):
+            return f"{field} must be a non-empty string"
+        args[field], problem = _routing(value, field)
+        if problem is not None:
+            return problem
+    status = args.get("status")
+    if status == "":
+        args["status"] = None
+    elif status is not None and (not isinstance(status, str) or status not in EVENT_STATUSES):
+        return f"status={status!r} is not one of: {', '.join(sorted(EVENT_STATUSES))}"
+    body = args.get("body")
+    if body is not None and not isinstance(body, str):
+        return "body must be a string"
+    if isinstance(body, str) and "\x00" in body:
+        return "body contains null bytes"
+    if args.get("metadata") is not None and not isinstance(args["metadata"], dict):
+        return "metadata must be an object"
+    ids = args.get("artifact_ids")
+    if ids is not None and (not isinstance(ids, list)
+                            or not all(isinstance(i, str) and i for i in ids)):
+        return "artifact_ids must be a list of artifact id strings"
+    known = {artifact["id"] for artifact in state.artifacts}
+    for artifact_id in ids or []:
+        if artifact_id not in known:
+            return f"artifact_ids references unknown artifact {artifact_id!r}"
+    if ids:
+        args["artifact_ids"] = list(dict.fromkeys(ids))
+    return None
 
 
 def append_event(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
@@ -771,24 +881,76 @@ def _event_selected(event: dict[str, Any], args: dict[str, Any]) -> bool:
     return wanted is None or event.get("to_agent") in (wanted, "*")
 
 
-#: the filters 3.11 refuses when given but not a non-blank string (its first check: stream)
-_CHECKED_FILTERS = ("stream", "room", "topic", "type", "to_agent", "writer", "correlation_id",
-                    "status")
+ROUTING_MAX = 256
+_EVENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+def _routing(value: Any, field: str) -> tuple[Any, str | None]:
+    """3.11's check of an optional routing filter: absent or ``""`` is no filter; else a
+    non-blank string, stripped, at most 256 characters, without control characters."""
+    if value is None or value == "":
+        return None, None
+    if not isinstance(value, str) or not value.strip():
+        return None, f"{field} must be a non-empty string"
+    value = value.strip()
+    if len(value) > ROUTING_MAX:
+        return None, f"{field} exceeds maximum length of {ROUTING_MAX} characters"
+    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in value):
+        return None, f"{field} contains control characters"
+    return value, None
 
 
 def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
-    for key in _CHECKED_FILTERS:
+    """3.11's checks of event_list's and event_wait's filters, in its order (``writer`` is
+    checked, and named, as ``from_agent``); a passing filter is written back stripped (or
+    None when blank), so the selection sees what 3.11 queries with."""
+    for key, named in (("stream", "stream"), ("room", "room"), ("topic", "topic"),
+                       ("type", "type"), ("to_agent", "to_agent"), ("writer", "from_agent"),
+                       ("correlation_id", "correlation_id"), ("status", "status"),
+                       ("since_event_id", "since_event_id"),
+                       ("before_event_id", "before_event_id")):
         value = args.get(key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            return {"error": f"{key} must be a non-empty string"}
+        if key == "type" and value not in (None, ""):
+            if not isinstance(value, str) or not value.strip():
+                return {"error": "type must be a non-empty string"}
+            if not _EVENT_TYPE.match(value.strip()):
+                return {"error": f"type={value.strip()!r} is not a valid event type "
+                                 "(lowercase letters, digits, '.', '_', '-'; max 64 chars)"}
+            args[key] = value.strip()
+        elif key == "status":
+            if value == "":
+                args[key] = None
+            elif value is not None and (not isinstance(value, str)
+                                        or value not in EVENT_STATUSES):
+                return {"error": f"status={value!r} is not one of: "
+                                 f"{', '.join(sorted(EVENT_STATUSES))}"}
+        else:
+            args[key], problem = _routing(value, named)
+            if problem is not None:
+                return {"error": problem}
+    if (problem := temporal(args, "since_created_at")) is not None:
+        return {"error": problem}
+    ids = [e["id"] for e in args.get("__events__", [])]
+    for key in ("since_event_id", "before_event_id"):
+        if args.get(key) is not None and args[key] not in ids:
+            return {"error": f"{key} {args[key]!r} not found"}
     return None
 
 
 @tool("mempalace_event_list", writes=True)
 def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
+    args = {**args, "__events__": state.events}
     if (refused := _bad_filter(args)) is not None:
         return refused
+    order = args.get("order")
+    order = (("asc" if args.get("since_event_id") else "desc") if order is None
+             else str(order).lower().strip())
+    if order not in ("asc", "desc"):
+        return {"error": f"order={order!r} must be 'asc' or 'desc'"}
+    limit = args.get("limit", 50)
+    if not isinstance(limit, int) or limit < 1:
+        return {"error": "limit must be a positive integer"}
     events = list(state.events)
     ids = [e["id"] for e in events]
     if args.get("since_event_id") in ids:
@@ -797,12 +959,10 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         events = events[: ids.index(args["before_event_id"])]
     events = [e for e in events if _event_selected(e, args)]
     # like 3.11: newest first unless resuming from a cursor; an explicit order always wins
-    order = args.get("order") or ("asc" if args.get("since_event_id") else "desc")
     if order == "desc":
         events.reverse()
-    limit = int(args.get("limit", 50) or 50)
-    events = events[:limit]
-    if args.get("from_agent") is not None and args.get("writer") is None:
+    events = events[:min(limit, 500)]
+    if args.get("from_agent") and not args.get("writer"):
         return {"events": events, "count": len(events), "note": EVENT_LIST_NOTE}
     return {"events": events, "count": len(events)}
 
@@ -835,11 +995,25 @@ def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_artifact_put", writes=True)
 def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    if args["kind"] not in ARTIFACT_KINDS:
+    kind = args["kind"]
+    if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
         return {"success": False,
-                "error": f"kind={args['kind']!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
-    artifact = store_artifact(state, args["kind"], str(args["content"]), args["created_by"],
-                              args.get("metadata"))
+                "error": f"kind={kind!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
+    # 3.11's order: kind, created_by (a required routing field), content, metadata
+    created_by, problem = _routing(args["created_by"], "created_by")
+    if created_by is None and problem is None:
+        problem = "created_by must be a non-empty string"
+    content = args["content"]
+    if problem is None and (not isinstance(content, str) or not content):
+        problem = "content must be a non-empty string"
+    if problem is None and "\x00" in content:
+        problem = "content contains null bytes"
+    if problem is None and args.get("metadata") is not None and not isinstance(
+            args["metadata"], dict):
+        problem = "metadata must be an object"
+    if problem is not None:
+        return {"success": False, "error": problem}
+    artifact = store_artifact(state, kind, content, created_by, args.get("metadata"))
     return {"success": True, "artifact": artifact}
 
 
@@ -872,15 +1046,22 @@ def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     """3.11 lists what matches (oldest first, after ``since_event_id`` when given) and answers
     at once when anything does; the brain holds an empty answer for ``timeout_ms``."""
     make_directory(state)
+    timeout = args.get("timeout_ms", 60_000)
+    if not isinstance(timeout, (int, float)) or timeout < 0:
+        return {"error": "timeout_ms must be a non-negative number"}
+    args = {**args, "__events__": state.events}
     if (refused := _bad_filter(args)) is not None:
         return refused
+    limit = args.get("limit", 50)
+    if not isinstance(limit, int) or limit < 1:
+        return {"error": "limit must be a positive integer"}
     events = list(state.events)
     ids = [e["id"] for e in events]
     if args.get("since_event_id") in ids:
         events = events[ids.index(args["since_event_id"]) + 1 :]
-    events = [e for e in events if _event_selected(e, args)][: int(args.get("limit", 50) or 50)]
+    events = [e for e in events if _event_selected(e, args)][:min(limit, 500)]
     result: dict[str, Any] = {"timed_out": not events, "events": events, "count": len(events)}
-    if args.get("from_agent") is not None and args.get("writer") is None:
+    if args.get("from_agent") and not args.get("writer"):
         result["note"] = EVENT_LIST_NOTE
     return result
 

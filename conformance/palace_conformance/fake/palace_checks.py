@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime
 from typing import Any
 
 NAME_MAX = 128
@@ -41,6 +42,44 @@ def refusal(*checks: tuple[str, Any, str]) -> dict[str, Any] | None:
         if (problem := argument_problem(field, value, rule)) is not None:
             return {"success": False, "error": problem}
     return None
+
+
+_ISO_DATE = re.compile(r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])$")
+_ISO_UTC = re.compile(r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+                      r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:Z|\+00:00)$")
+
+
+def temporal(args: dict[str, Any], *fields: str) -> str | None:
+    """3.11's check of the knowledge graph's dates (``as_of``, ``valid_from``, ``valid_to``,
+    ``ended``, ``at``): absent or ``""`` pass, else a full date or a UTC date-time (``+00:00``
+    becomes ``Z``, written back into ``args``); the problem text of the first that fails."""
+    for field in fields:
+        value = args.get(field)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            return f"{field} must be a string"
+        value = value.strip()
+        try:
+            if _ISO_DATE.match(value):
+                datetime.strptime(value, "%Y-%m-%d")
+            elif _ISO_UTC.match(value):
+                datetime.fromisoformat(value.replace("Z", "+00:00"))
+            else:
+                raise ValueError(value)
+        except ValueError:
+            return (f"{field}={value!r} is not a valid ISO-8601 date or UTC datetime "
+                    "(expected YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)")
+        args[field] = value[:-6] + "Z" if value.endswith("+00:00") else value
+    return None
+
+
+def stripped(args: dict[str, Any], *fields: str) -> dict[str, Any]:
+    """``args`` with the named string fields stripped, as 3.11's sanitisers return them once
+    they pass (a wing, room, KG subject, predicate or object, an agent or topic name): what
+    is filed, answered and matched later is the stripped text."""
+    return {**args, **{field: args[field].strip() for field in fields
+                       if isinstance(args.get(field), str)}}
 
 
 def chroma_missing(palace: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from palace_conformance.fake.palace import (
     tool,
     triple_id_part,
 )
-from palace_conformance.fake.palace_checks import argument_problem, refusal
+from palace_conformance.fake.palace_checks import argument_problem, refusal, stripped, temporal
 
 
 def _today() -> str:
@@ -51,6 +51,9 @@ def _kg_invalidate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                        ("object", args["object"], "value"))
     if refused is not None:
         return refused
+    args = stripped(args, "subject", "predicate", "object")
+    if (problem := temporal(args, "ended")) is not None:
+        return {"success": False, "error": problem}
     ended = args.get("ended") or _today()
     _end(state, args["subject"], args["predicate"], args["object"], ended)
     # 3.11 answers success whether or not a current fact matched
@@ -66,6 +69,9 @@ def _kg_supersede(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                        ("new_object", args["new_object"], "value"))
     if refused is not None:
         return refused
+    args = stripped(args, "subject", "predicate", "old_object", "new_object")
+    if (problem := temporal(args, "at")) is not None:
+        return {"success": False, "error": problem}
     subject, predicate, new = args["subject"], args["predicate"], args["new_object"]
     at = args.get("at") or _today()
     _end(state, subject, predicate, args["old_object"], at)
@@ -84,6 +90,7 @@ def _kg_timeline(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = args.get("entity")
     if entity is not None and (problem := argument_problem("entity", entity, "value")) is not None:
         return {"error": problem}
+    entity = entity.strip() if entity is not None else None
     today = _today()
     rows = [{"subject": t["subject"], "predicate": t["predicate"], "object": t["object"],
              "valid_from": t.get("valid_from"), "valid_to": t.get("valid_to"),

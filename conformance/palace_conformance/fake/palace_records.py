@@ -11,6 +11,7 @@ rules or would remove drawers) answers with :func:`palace.unmodelled`, a result 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -118,21 +119,59 @@ def _get_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             "errors": sum(1 for r in results if "error" in r)}
 
 
+def date_bound(value: Any, field: str) -> tuple[datetime | None, str | None]:
+    """3.11's ``since``/``before`` bound: absent or blank is none, a non-string or what
+    ``datetime.fromisoformat`` refuses (a trailing ``Z`` dropped) is the problem text; an
+    offset is dropped for a wall-clock comparison."""
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        return None, f"{field} must be an ISO date string"
+    value = value.strip()
+    if not value:
+        return None, None
+    try:
+        parsed = datetime.fromisoformat(value[:-1] if value.endswith(("Z", "z")) else value)
+    except ValueError:
+        return None, (f"{field} must be an ISO date string (e.g. '2026-04-01' or "
+                      f"'2026-04-01T09:30:00'), got {value!r}")
+    return parsed.replace(tzinfo=None), None
+
+
+def _in_window(filed_at: str, since: datetime | None, before: datetime | None) -> bool:
+    """A drawer filed in ``[since, before)`` (3.11: inclusive since, exclusive before)."""
+    if since is None and before is None:
+        return True
+    filed, _ = date_bound(filed_at, "filed_at")
+    return filed is not None and (since is None or filed >= since) and (
+        before is None or filed < before)
+
+
 @tool("mempalace_list_drawers")
 def _list_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for field in ("wing", "room"):
         if (problem := optional_name(field, args.get(field))) is not None:
             return {"error": problem}
-    for field in ("since", "before"):  # 3.11 strips them too: a list raises (-32000)
-        if args.get(field) is not None:
-            args[field].strip()
+    window = []
+    for field in ("since", "before"):
+        bound, problem = date_bound(args.get(field), field)
+        if problem is not None:
+            return {"error": problem}
+        window.append(bound)
+    since, before = window
+    if since is not None and before is not None and since >= before:
+        return {"error": f"since ({args['since']!r}) must be earlier than before "
+                         f"({args['before']!r})"}
     if (missing := fresh(state, args)) is not None:
         return missing
     wing = (args.get("wing") or "").strip()
     room = (args.get("room") or "").strip()
     drawers = [d for d in state.drawers
-               if wing in ("", d["wing"]) and room in ("", d["room"])]
-    limit, offset = max(0, int(args.get("limit", 20))), max(0, int(args.get("offset", 0)))
+               if wing in ("", d["wing"]) and room in ("", d["room"])
+               and _in_window(d["created_at"], since, before)]
+    # 3.11 clamps the page size to 1..100 (limit 0 or -1 lists one drawer)
+    limit = max(1, min(int(args.get("limit", 20)), 100))
+    offset = max(0, int(args.get("offset", 0)))
     page = [{"drawer_id": d["id"], "wing": d["wing"], "room": d["room"],
              "content_preview": d["content"][:200], "metadata": drawer_metadata(d)}
             for d in drawers[offset:offset + limit]]
