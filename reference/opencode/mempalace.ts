@@ -1,0 +1,59 @@
+// The MemPalace bridge as an OpenCode server plugin (@opencode-ai/plugin 1.18 "V1" API), on the
+// official MCP SDK. A copy of the seed bridge held to the Python reference (reference/palace_bridge)
+// by the conformance catalogue: same knobs, same policy where OpenCode has the hook.
+//
+// OpenCode fixes a plugin's tools when its function returns (`Hooks.tool`), so the palace is
+// started here, inside the plugin function: the tolerant first start with its init budget and
+// bounded respawn (STDIO-09), then one tool per palace tool. A palace that does not come up gives
+// no tools and OpenCode keeps working (TOOL-05). `dispose` (the instance's end) stops the child.
+// docs/choices.md ("The OpenCode plugin copy") says which seed features have an OpenCode hook.
+//
+// Only the plugin function is exported: OpenCode calls every export of a plugin file.
+
+import type { Hooks, Plugin } from "@opencode-ai/plugin";
+import { tool } from "@opencode-ai/plugin";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+
+import { readConfig } from "./src/config.ts";
+import { LocalPalace } from "./src/local.ts";
+import type { Log } from "./src/local.ts";
+import { argsShape } from "./src/schema.ts";
+
+function stderrLog(debug: boolean): Log {
+  const write = (text: string) => { process.stderr.write(`${text.split(/\s+/).join(" ").trim()}\n`); };
+  return { line: write, debug: (text) => { if (debug) write(`mempalace: ${text}`); } };
+}
+
+/** What OpenCode shows the model: the text blocks; the MCP `isError` flag rides in metadata. */
+function toOutput(result: CallToolResult): { output: string; metadata: Record<string, unknown> } {
+  const text = result.content.filter((block) => block.type === "text").map((block) => block.text).join("\n");
+  return { output: text, metadata: { isError: result.isError === true, content: result.content } };
+}
+
+export const MemPalacePlugin: Plugin = async () => {
+  const env = { ...process.env }; // the transport and its knobs are chosen once, here (LIFE-03)
+  const config = readConfig(env);
+  const log = stderrLog(config.debug);
+  for (const warning of config.warnings) log.line(warning);
+  if (config.remoteUrl !== undefined) {
+    // fail-closed: remote mode never spawns a local child (LIFE-02); this copy has no HTTP client yet
+    log.line("mempalace: MEMPALACE_REMOTE_URL is set but this OpenCode copy has no remote mode yet; no palace tools");
+    return {};
+  }
+  const palace = new LocalPalace(config, env, log);
+  const hooks: Hooks = { dispose: () => palace.stop() };
+  if (!(await palace.start())) return hooks;
+  const specs = new Map<string, Tool>(palace.tools.map((spec) => [spec.name, spec]));
+  hooks.tool = Object.fromEntries([...specs.values()].map((spec) => [spec.name, tool({
+    description: spec.description ?? "",
+    args: argsShape(spec.inputSchema),
+    async execute(args) {
+      return toOutput(await palace.callTool(spec.name, args));
+    },
+  })]));
+  hooks["tool.definition"] = async (input, output) => {
+    const spec = specs.get(input.toolID);
+    if (spec) output.parameters = spec.inputSchema; // TOOL-01: the palace's schema, untouched
+  };
+  return hooks;
+};
