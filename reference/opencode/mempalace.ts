@@ -17,6 +17,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { readConfig } from "./src/config.ts";
 import { LocalPalace } from "./src/local.ts";
 import type { Log } from "./src/local.ts";
+import { RemotePalace } from "./src/remote.ts";
 import { argsShape } from "./src/schema.ts";
 
 function stderrLog(debug: boolean): Log {
@@ -35,12 +36,8 @@ export const MemPalacePlugin: Plugin = async () => {
   const config = readConfig(env);
   const log = stderrLog(config.debug);
   for (const warning of config.warnings) log.line(warning);
-  if (config.remoteUrl !== undefined) {
-    // fail-closed: remote mode never spawns a local child (LIFE-02); this copy has no HTTP client yet
-    log.line("mempalace: MEMPALACE_REMOTE_URL is set but this OpenCode copy has no remote mode yet; no palace tools");
-    return {};
-  }
-  const palace = new LocalPalace(config, env, log);
+  // fail-closed: a remote URL means the remote palace and never a local child (LIFE-02)
+  const palace = config.remoteUrl !== undefined ? new RemotePalace(config, log) : new LocalPalace(config, env, log);
   const hooks: Hooks = { dispose: () => palace.stop() };
   if (!(await palace.start())) return hooks;
   const specs = new Map<string, Tool>(palace.tools.map((spec) => [spec.name, spec]));
