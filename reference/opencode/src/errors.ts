@@ -36,3 +36,20 @@ export class PalaceToolError extends Error {
 export function why(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+export const REDACTED = "<redacted>";
+
+/** `value` with every secret replaced by `<redacted>`, at any depth (HTTP-01: a palace that echoes the token). */
+export function redact<T>(value: T, secrets: readonly string[]): T {
+  const live = secrets.filter((secret) => secret !== "");
+  if (live.length === 0) return value;
+  const walk = (item: unknown): unknown => {
+    if (typeof item === "string") return live.reduce((text, secret) => text.split(secret).join(REDACTED), item);
+    if (Array.isArray(item)) return item.map(walk);
+    if (item && typeof item === "object") {
+      return Object.fromEntries(Object.entries(item).map(([key, inner]) => [walk(key) as string, walk(inner)]));
+    }
+    return item;
+  };
+  return walk(value) as T;
+}

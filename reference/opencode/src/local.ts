@@ -135,7 +135,8 @@ export class LocalPalace {
         this.retire(child, `${name} stalled past ${timeoutMs} ms`);
         throw new PalaceTimeout(`mempalace ${name} timed out after ${timeoutMs} ms`);
       }
-      if (!child.alive || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) {
+      if (!child.alive || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed
+        && error.message === "MCP error -32000: Connection closed")) {
         const reason = child.closedReason || "mempalace-mcp exited";
         this.retire(child, reason);
         throw new PalaceConnectionClosed(reason);

@@ -14,20 +14,30 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig } from "./config.ts";
-import { PalaceTimeout, PalaceToolError, PalaceUnavailable, why } from "./errors.ts";
+import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
 import type { Log } from "./local.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 const UNBOUNDED_MS = 2 ** 31 - 1;
 
-/** An HTTP status from the palace; hosts classify it by `status` (401/403 auth, else http_error). */
+/**
+ * An HTTP status from the palace; hosts classify it by `status` (401/403 auth, else http_error).
+ * A JSON-RPC error in the body (a proxy's 502) keeps its `code` (TOOL-04).
+ */
 export class PalaceHttpError extends Error {
   override name = "PalaceHttpError";
   readonly status: number;
-  constructor(status: number, message: string) {
+  readonly code: number | undefined;
+  constructor(status: number, message: string, code?: number) {
     super(message);
     this.status = status;
+    this.code = code;
   }
+}
+
+/** The palace broke the protocol (wrong content type, 202 to a request, ...). */
+export class PalaceProtocolError extends Error {
+  override name = "PalaceProtocolError";
 }
 
 export class PalaceSessionLost extends Error {
@@ -38,11 +48,33 @@ type Session = { client: Client; transport: StreamableHTTPClientTransport };
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** fetch that never opens the idle server-to-client GET stream (HTTP-07). */
-const noIdleStream: typeof fetch = async (input, init) => {
-  if ((init?.method ?? "GET").toUpperCase() === "GET") return new Response(null, { status: 405 });
-  return fetch(input, init);
+/**
+ * fetch that never opens the idle server-to-client GET stream (HTTP-07), and that fails a request
+ * answered 202 at once (the SDK would wait for an answer that never comes).
+ */
+const palaceFetch: typeof fetch = async (input, init) => {
+  const method = (init?.method ?? "GET").toUpperCase();
+  if (method === "GET" && !new Headers(init?.headers).has("last-event-id")) return new Response(null, { status: 405 });
+  const response = await fetch(input, init);
+  if (method === "POST" && response.status === 202 && typeof init?.body === "string" && /"id"\s*:/.test(init.body)
+    && /"method"\s*:/.test(init.body)) {
+    await response.body?.cancel();
+    throw new PalaceProtocolError("protocol error: the palace answered a request with 202 Accepted and no answer");
+  }
+  return response;
 };
+
+/** The JSON-RPC error code in an HTTP error body, if there is one. */
+function bodyCode(message: string): number | undefined {
+  const at = message.indexOf("{");
+  if (at < 0) return undefined;
+  try {
+    const code = (JSON.parse(message.slice(at)) as { error?: { code?: unknown } }).error?.code;
+    return Number.isInteger(code) ? code as number : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function is404(error: unknown): boolean {
   return error instanceof StreamableHTTPError && error.code === 404;
@@ -98,7 +130,9 @@ export class RemotePalace {
     try {
       return await this.call(fresh, name, args);
     } catch (error) {
-      throw this.mapped(error, name);
+      if (!is404(error)) throw this.mapped(error, name);
+      if (this.session === fresh) this.stale = true; // its id is dead too: the next call renews
+      throw new PalaceSessionLost(`session lost: the palace answered 404 again after re-initializing (${name} not retried)`);
     }
   }
 
@@ -120,24 +154,32 @@ export class RemotePalace {
   }
 
   private mapped(error: unknown, name: string): Error {
+    const secrets = this.config.remoteToken ? [this.config.remoteToken] : [];
     if (error instanceof McpError) {
       if (error.code === ErrorCode.RequestTimeout) {
         return new PalaceTimeout(`mempalace ${name} timed out after ${this.config.timeoutMs} ms`);
       }
-      if (error.code === ErrorCode.ConnectionClosed) return new Error(`connection closed (${error.message})`);
-      return new PalaceToolError(error.code, error.message.replace(/^MCP error -?\d+: /, ""), error.data);
+      if (error.code === ErrorCode.ConnectionClosed && error.message === "MCP error -32000: Connection closed") {
+        return new Error("connection closed (the palace connection ended)");
+      }
+      return new PalaceToolError(error.code, redact(error.message.replace(/^MCP error -?\d+: /, ""), secrets),
+        redact(error.data, secrets));
     }
-    if (error instanceof StreamableHTTPError && typeof error.code === "number" && error.code >= 100) {
-      return new PalaceHttpError(error.code, `HTTP ${error.code} from the palace: ${error.message}`);
+    if (error instanceof StreamableHTTPError && typeof error.code === "number") {
+      const message = redact(error.message, secrets);
+      if (error.code >= 100) return new PalaceHttpError(error.code, `HTTP ${error.code} from the palace: ${message}`, bodyCode(message));
+      return new PalaceProtocolError(`protocol error: ${message}`);
     }
-    return error instanceof Error ? error : new Error(String(error));
+    if (error instanceof Error) return error;
+    return new Error(redact(String(error), secrets));
   }
 
   /** A new session in place of `from`; callers that lost the same session share one renewal. */
   private async renew(from: Session): Promise<Session> {
     if (this.session !== from && this.session !== undefined) return this.session;
+    // the old client is dropped, not closed: closing it would fail the other calls still in
+    // flight on it, which must get their own 404 and retry on the new session
     this.renewing ??= (async () => {
-      await from.client.close().catch(() => undefined);
       try {
         const fresh = await this.open();
         this.session = fresh;
@@ -157,8 +199,8 @@ export class RemotePalace {
     const headers: Record<string, string> = {};
     if (this.config.remoteToken) headers["Authorization"] = `Bearer ${this.config.remoteToken}`;
     const transport = new StreamableHTTPClientTransport(new URL(this.config.remoteUrl as string), {
-      requestInit: { headers }, fetch: noIdleStream,
-      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+      requestInit: { headers }, fetch: palaceFetch,
+      reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 1000, maxReconnectionDelay: 30000, reconnectionDelayGrowFactor: 1.5 },
     });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.onerror = (error) => this.log.debug(`palace: ${why(error)}`);

@@ -72,17 +72,28 @@ function partsText(parts) {
     .map((part) => part.text).join("\n");
 }
 
-/** The official SDK's own timeout and closed-connection errors carry JSON-RPC codes: not palace errors. */
+/**
+ * lib/errors.mjs's rules, with two for the official SDK, which OpenCode plugins use: its own
+ * timeout and closed-connection errors carry JSON-RPC codes but are not palace errors; and an
+ * error with an HTTP `status` is an HTTP error even when it also carries the JSON-RPC `code` of
+ * the body (a proxy's 502 with a JSON-RPC error), which is kept.
+ */
 function classifyOpenCode(error) {
+  const message = String(error?.message ?? error);
   if (error?.name === "McpError" || error?.constructor?.name === "McpError") {
-    const message = String(error.message ?? error);
     if (error.code === SDK_REQUEST_TIMEOUT) return new OpError("timeout", message);
-    if (error.code === SDK_CONNECTION_CLOSED) return new OpError("connection_closed", message);
+    if (error.code === SDK_CONNECTION_CLOSED && /Connection closed$/.test(message)) {
+      return new OpError("connection_closed", message);
+    }
+  }
+  if (typeof error?.status === "number" && error.status >= 300 && Number.isInteger(error?.code)) {
+    const kind = error.status === 401 || error.status === 403 ? "auth" : "http_error";
+    return new OpError(kind, message, { code: error.code, data: { status: error.status } });
   }
   if (error instanceof OpError) return error;
   const payload = classify(error);
-  const { kind, message, ...extra } = payload;
-  return new OpError(kind, message, extra);
+  const { kind, message: text, ...extra } = payload;
+  return new OpError(kind, text, extra);
 }
 
 /**
