@@ -32,8 +32,9 @@ function toOutput(result: CallToolResult): { output: string; metadata: Record<st
 }
 
 export const MemPalacePlugin: Plugin = async () => {
-  const env = { ...process.env }; // the transport and its knobs are chosen once, here (LIFE-03)
-  const config = readConfig(env);
+  // the transport, the knobs and the child's environment are taken once, here (LIFE-03)
+  const config = readConfig(process.env);
+  const env = { ...process.env };
   const log = stderrLog(config.debug);
   for (const warning of config.warnings) log.line(warning);
   // fail-closed: a remote URL means the remote palace and never a local child (LIFE-02)

@@ -176,7 +176,8 @@ export class RemotePalace {
 
   /** A new session in place of `from`; callers that lost the same session share one renewal. */
   private async renew(from: Session): Promise<Session> {
-    if (this.session !== from && this.session !== undefined) return this.session;
+    // someone else renewed already, and that session is not known dead: use it
+    if (this.session !== from && this.session !== undefined && !this.stale) return this.session;
     // the old client is dropped, not closed: closing it would fail the other calls still in
     // flight on it, which must get their own 404 and retry on the new session
     this.renewing ??= (async () => {
@@ -242,7 +243,8 @@ export class RemotePalace {
       const session = this.session;
       if (!session || this.stale || this.renewing) return;
       session.client.ping({ timeout: this.config.timeoutMs === 0 ? UNBOUNDED_MS : this.config.timeoutMs }).catch((error: unknown) => {
-        if (is404(error)) this.stale = true; // replaced before the next call (HTTP-06)
+        // a 404 speaks of a session only when there is one: replaced before the next call (HTTP-06)
+        if (is404(error) && session.transport.sessionId && this.session === session) this.stale = true;
         this.log.debug(`keep-alive ping failed: ${why(error)}`);
       });
     }, every);
