@@ -54,7 +54,8 @@ def test_tool_calls_run_opencode_s_pipeline(tmp_path: Path) -> None:
         blocked = h.ok("call_tool", name="echo", args={"text": "blocked"}).result
         assert blocked["is_error"] is True and blocked["blocked"] is True
         relayed = h.ok("call_tool", name="echo", args={"text": "bad"}).result
-        assert relayed == {"content": [{"type": "text", "text": "palace said no!"}], "is_error": True}
+        assert relayed == {"content": [{"type": "text", "text": "palace said no!"}],
+                           "is_error": True}
         thrown = h.op("call_tool", name="echo", args={"text": "boom"})
         assert not thrown.ok and thrown.error["kind"] == "connection_closed"
         missing = h.op("call_tool", name="nope", args={})

@@ -276,8 +276,8 @@ def status() -> dict[str, object]:
 
 def is_node_spec(spec: str) -> bool:
     """Whether ``spec`` names a bridge one of these Node hosts runs."""
-    return spec.startswith(("pi-extension:", "opencode-plugin:")) or spec in ("pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped",
-                                                        "pi-mcp-adapter")
+    return spec.startswith(("pi-extension:", "opencode-plugin:")) or spec in (
+        "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped", "pi-mcp-adapter")
 
 
 def _extension_args(rest: str, kind: str = "pi-extension", flag: str = "--extension"
@@ -307,7 +307,8 @@ def host_command(spec: str, *, install: bool = True) -> list[str]:
     """The argv that starts the Node host for ``spec`` (installing the runtime on demand).
 
     Specs: ``pi-extension:FILE[?capabilities=a,b]`` (any pi extension, default capabilities:
-    all), ``opencode-plugin:FILE[?capabilities=a,b]`` (any OpenCode server plugin), ``pi-mcp`` / ``pi-mcp:raw`` (pi-mcp's McpClient), ``pi-mcp:wrapped`` (the client in
+    all), ``opencode-plugin:FILE[?capabilities=a,b]`` (any OpenCode server plugin),
+    ``pi-mcp`` / ``pi-mcp:raw`` (pi-mcp's McpClient), ``pi-mcp:wrapped`` (the client in
     pi 1.6.0's McpServerConnection), ``pi-mcp-adapter`` (the pi-mcp-adapter extension).
     """
     if spec.startswith("pi-extension:"):

@@ -16,7 +16,7 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig, Env } from "./config.ts";
-import { PalaceConnectionClosed, PalaceTimeout, PalaceToolError, PalaceUnavailable, why } from "./errors.ts";
+import { PalaceConnectionClosed, PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
 import { RespawnPolicy } from "./respawn.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
@@ -257,15 +257,18 @@ export class LocalPalace {
     const stream = transport.stderr;
     if (!stream) return;
     let held = "";
+    const secrets = this.config.remoteToken ? [this.config.remoteToken] : [];
+    // whole lines only, so a token split across reads is whole when it is redacted
+    const forward = (line: string) => this.log.line(redact(`mempalace-mcp: ${line}`, secrets));
     stream.on("data", (chunk: Buffer) => {
       if (!this.config.debug) return;
       held += chunk.toString("utf8");
       const lines = held.split("\n");
       held = lines.pop() ?? "";
-      for (const line of lines) if (line.trim()) this.log.line(`mempalace-mcp: ${line}`);
+      for (const line of lines) if (line.trim()) forward(line);
     });
     stream.on("end", () => {
-      if (this.config.debug && held.trim()) this.log.line(`mempalace-mcp: ${held}`);
+      if (this.config.debug && held.trim()) forward(held);
       held = "";
     });
   }
