@@ -12,6 +12,7 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { tool } from "@opencode-ai/plugin";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
@@ -86,6 +87,51 @@ async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   }
 }
 
+/**
+ * `tools/list`, every page (LIFE-04). A nameless entry is skipped, not a broken handshake: the
+ * SDK's `listTools` would reject the whole list, so the pages are read with a permissive schema.
+ */
+export async function listAllTools(client: Client): Promise<Tool[]> {
+  const z = tool.schema;
+  const page = z.object({ tools: z.array(z.unknown()), nextCursor: z.string().optional() }) as unknown as ResultSchema<
+    { tools: unknown[]; nextCursor?: string }>;
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const answer = await client.request({ method: "tools/list", params: cursor === undefined ? {} : { cursor } }, page,
+      { timeout: UNBOUNDED_MS });
+    for (const entry of answer.tools) {
+      const spec = entry as Partial<Tool> | null;
+      if (!spec || typeof spec !== "object" || typeof spec.name !== "string" || spec.name === "") continue;
+      const schema = spec.inputSchema && typeof spec.inputSchema === "object" ? spec.inputSchema : { type: "object" as const };
+      tools.push({ ...spec, name: spec.name, inputSchema: schema } as Tool);
+    }
+    cursor = answer.nextCursor;
+  } while (cursor);
+  return tools;
+}
+
+/** A zod schema from the plugin package's zod, typed for the SDK's `request` (another zod copy). */
+type ResultSchema<T> = Parameters<Client["request"]>[1] & { _output: T };
+
+/**
+ * `tools/call` with the answer read as the seed reads it (TOOL-03): `isError` only when it is
+ * `true`, every field kept. The SDK's `callTool` rejects a result whose `isError` is not a boolean.
+ */
+export async function callToolLoosely(client: Client, name: string, args: Record<string, unknown>,
+  timeoutMs: number): Promise<CallToolResult> {
+  const z = tool.schema;
+  const loose = z.looseObject({ content: z.unknown().optional(), isError: z.unknown().optional() }) as unknown as
+    ResultSchema<{ content?: unknown; isError?: unknown } & Record<string, unknown>>;
+  const answer = await client.request({ method: "tools/call", params: { name, arguments: args } }, loose, { timeout: timeoutMs });
+  const blocks: unknown = answer.content ?? [];
+  if (!Array.isArray(blocks) || !blocks.every((block) => Boolean(block) && typeof block === "object" && !Array.isArray(block))) {
+    throw new Error(`protocol error: the palace's ${name} result has no valid content list`);
+  }
+  const content = blocks as CallToolResult["content"];
+  return { ...answer, content, isError: answer.isError === true };
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class LocalPalace {
@@ -126,10 +172,9 @@ export class LocalPalace {
     const child = await this.serialised(() => this.ensureChild());
     const timeoutMs = this.config.timeoutMs;
     try {
-      const result = await child.client.callTool({ name, arguments: args }, undefined,
-        { timeout: timeoutMs === 0 ? UNBOUNDED_MS : timeoutMs });
+      const result = await callToolLoosely(child.client, name, args, timeoutMs === 0 ? UNBOUNDED_MS : timeoutMs);
       this.policy.onSuccess();
-      return result as CallToolResult;
+      return result;
     } catch (error) {
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         this.retire(child, `${name} stalled past ${timeoutMs} ms`);
@@ -149,13 +194,23 @@ export class LocalPalace {
     }
   }
 
+  /**
+   * LIFE-06: stdin closed (the SDK's close), then SIGTERM after the kill grace, SIGKILL after
+   * another; the SDK's own waits are a fixed 2 s, so the knob's grace is kept here.
+   */
   async stop(): Promise<void> {
     this.policy.onStop();
     const child = this.child;
     this.child = undefined;
     if (child) {
-      // close stdin, wait, SIGTERM, wait, SIGKILL: the SDK's own close (2 s each)
-      await child.client.close().catch(() => undefined);
+      const pid = child.pid;
+      const closing = child.client.close().catch(() => undefined);
+      const grace = this.config.killGraceMs;
+      if (pid !== null && child.alive && !(await within(child.exited, grace))) {
+        signal(pid, "SIGTERM");
+        if (!(await within(child.exited, grace))) signal(pid, "SIGKILL");
+      }
+      await within(closing, grace + 100);
     }
     await Promise.allSettled([...this.dying]);
   }
@@ -217,14 +272,7 @@ export class LocalPalace {
     const work = (async () => {
       await child.client.connect(child.transport, { timeout: UNBOUNDED_MS });
       void child.pid; // remember it while the transport still knows it
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await child.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: UNBOUNDED_MS });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor);
-      this.tools = tools;
+      this.tools = await listAllTools(child.client);
     })();
     const closed = child.exited.then(() => { throw new Error(child.closedReason || "mempalace-mcp exited during the handshake"); });
     const racers: Promise<void>[] = [work, closed];

@@ -15,6 +15,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig } from "./config.ts";
 import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
+import { callToolLoosely, listAllTools } from "./local.ts";
 import type { Log } from "./local.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
@@ -149,8 +150,7 @@ export class RemotePalace {
 
   private async call(session: Session, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
     const timeoutMs = this.config.timeoutMs;
-    return await session.client.callTool({ name, arguments: args }, undefined,
-      { timeout: timeoutMs === 0 ? UNBOUNDED_MS : timeoutMs }) as CallToolResult;
+    return await callToolLoosely(session.client, name, args, timeoutMs === 0 ? UNBOUNDED_MS : timeoutMs);
   }
 
   private mapped(error: unknown, name: string): Error {
@@ -207,14 +207,7 @@ export class RemotePalace {
     client.onerror = (error) => this.log.debug(`palace: ${why(error)}`);
     const work = (async () => {
       await client.connect(transport, { timeout: UNBOUNDED_MS });
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: UNBOUNDED_MS });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor);
-      this.tools = tools;
+      this.tools = await listAllTools(client);
     })();
     const budget = this.config.initTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
