@@ -31,6 +31,39 @@ function toOutput(result: CallToolResult): { output: string; metadata: Record<st
   return { output: text, metadata: { isError: result.isError === true, content: result.content } };
 }
 
+const WAKEUP_TYPE = "mempalace-wakeup";
+
+/** A result that did not do its job: `isError`, `{"success": false}`, or `{"error": ...}` without `success: true`. */
+function failed(result: CallToolResult): boolean {
+  if (result.isError) return true;
+  const first = result.content.find((block) => block.type === "text");
+  let body: unknown;
+  try {
+    body = first?.type === "text" ? JSON.parse(first.text) : undefined;
+  } catch {
+    return false;
+  }
+  if (!body || typeof body !== "object" || Array.isArray(body)) return false;
+  const record = body as Record<string, unknown>;
+  return record["success"] === false || ("error" in record && record["success"] !== true);
+}
+
+/** The wake-up text, or undefined when either call fails: a missing wake-up beats a broken turn. */
+async function wakeUp(palace: LocalPalace | RemotePalace, agentName: string): Promise<string | undefined> {
+  try {
+    const status = await palace.callTool("mempalace_status", {});
+    const diary = await palace.callTool("mempalace_diary_read", { agent_name: agentName });
+    if (failed(status) || failed(diary)) return undefined;
+    return [
+      "MemPalace wake-up: your long-term memory for this session. Orient yourself from the palace status and your recent diary below before you answer.",
+      `## Palace status (mempalace_status)\n${toOutput(status).output}`,
+      `## Your diary (mempalace_diary_read, agent_name=${agentName})\n${toOutput(diary).output}`,
+    ].join("\n\n");
+  } catch {
+    return undefined;
+  }
+}
+
 export const MemPalacePlugin: Plugin = async () => {
   // the transport, the knobs and the child's environment are taken once, here (LIFE-03)
   const config = readConfig(process.env);
@@ -49,6 +82,19 @@ export const MemPalacePlugin: Plugin = async () => {
       return toOutput(await palace.callTool(spec.name, args));
     },
   })]));
+  // WAKE-*: armed when OpenCode announces a new session (not a fork: it has its parent's thread),
+  // spent by that session's first message: status + diary, one synthetic text part
+  const armed = new Set<string>();
+  hooks.event = async ({ event }) => {
+    if (event.type === "session.created" && !event.properties.info.parentID) armed.add(event.properties.info.id);
+  };
+  hooks["chat.message"] = async (input, output) => {
+    if (!armed.delete(input.sessionID)) return;
+    const text = await wakeUp(palace, config.agentName);
+    if (text === undefined) return;
+    output.parts.push({ id: `prt_mempalace_wakeup_${Date.now()}`, sessionID: input.sessionID, messageID: output.message.id,
+      type: "text", text, synthetic: true, metadata: { customType: WAKEUP_TYPE } });
+  };
   hooks["tool.definition"] = async (input, output) => {
     const spec = specs.get(input.toolID);
     if (spec) output.parameters = spec.inputSchema; // TOOL-01: the palace's schema, untouched

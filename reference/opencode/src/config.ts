@@ -16,6 +16,7 @@ export interface BridgeConfig {
   keepaliveMs: number;
   connectRetries: number;
   connectBackoffMs: number;
+  agentName: string;
   warnings: string[];
 }
 
@@ -50,6 +51,7 @@ export function readConfig(env: Env): BridgeConfig {
     keepaliveMs: integer("MEMPALACE_MCP_KEEPALIVE_MS", 0),
     connectRetries: integer("MEMPALACE_REMOTE_CONNECT_RETRIES", 2),
     connectBackoffMs: integer("MEMPALACE_REMOTE_CONNECT_BACKOFF_MS", 250),
+    agentName: text("MEMPALACE_AGENT_NAME") ?? "pi",
     warnings,
   };
 }

@@ -375,10 +375,16 @@ function makeOps(recorder) {
     if (typeof request.name !== "string") throw new OpError("bad_request", "event needs 'name'");
     const payload = request.payload && typeof request.payload === "object" ? request.payload : {};
     switch (request.name) {
-      case "session_start":
+      case "session_start": {
+        // OpenCode announces a session when it is created: a new one, or a fork (with its
+        // parent); resuming a session or reloading announces nothing
+        const reason = payload.reason ?? "startup";
+        if (!["startup", "new", "fork"].includes(reason)) return null;
+        const parent = reason === "fork" ? { parentID: `${SESSION_ID}_parent` } : {};
         publish("session.created", { info: { id: SESSION_ID, directory: process.cwd(), title: "palace-conformance",
-          time: { created: Date.now(), updated: Date.now() } } });
+          ...parent, time: { created: Date.now(), updated: Date.now() } } });
         return null;
+      }
       case "before_agent_start":
         return beforeAgentStart(payload);
       case "agent_end":
