@@ -18,6 +18,7 @@ import { readConfig } from "./src/config.ts";
 import { LocalPalace } from "./src/local.ts";
 import type { Log } from "./src/local.ts";
 import { RemotePalace } from "./src/remote.ts";
+import { Stamper } from "./src/provenance.ts";
 import { argsShape } from "./src/schema.ts";
 
 function stderrLog(debug: boolean): Log {
@@ -74,12 +75,13 @@ export const MemPalacePlugin: Plugin = async () => {
   const palace = config.remoteUrl !== undefined ? new RemotePalace(config, log) : new LocalPalace(config, env, log);
   const hooks: Hooks = { dispose: () => palace.stop() };
   if (!(await palace.start())) return hooks;
+  const stamper = new Stamper(config.device, config.remoteUrl !== undefined);
   const specs = new Map<string, Tool>(palace.tools.map((spec) => [spec.name, spec]));
   hooks.tool = Object.fromEntries([...specs.values()].map((spec) => [spec.name, tool({
     description: spec.description ?? "",
     args: argsShape(spec.inputSchema),
     async execute(args) {
-      return toOutput(await palace.callTool(spec.name, args));
+      return toOutput(await palace.callTool(spec.name, stamper.stamp(spec.name, args)));
     },
   })]));
   // WAKE-*: armed when OpenCode announces a new session (not a fork: it has its parent's thread),

@@ -17,6 +17,7 @@ export interface BridgeConfig {
   connectRetries: number;
   connectBackoffMs: number;
   agentName: string;
+  device: string | undefined;
   warnings: string[];
 }
 
@@ -52,6 +53,7 @@ export function readConfig(env: Env): BridgeConfig {
     connectRetries: integer("MEMPALACE_REMOTE_CONNECT_RETRIES", 2),
     connectBackoffMs: integer("MEMPALACE_REMOTE_CONNECT_BACKOFF_MS", 250),
     agentName: text("MEMPALACE_AGENT_NAME") ?? "pi",
+    device: text("MEMPALACE_PI_DEVICE"),
     warnings,
   };
 }
