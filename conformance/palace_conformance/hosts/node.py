@@ -8,7 +8,8 @@ machine whose ``node`` is older gets one from the npm registry (the ``node-linux
 pinned in ``hosts/pi/runtime/package-lock.json``) installed into the same cache directory, never
 downloaded from anywhere else.
 
-``host_command(spec)`` is what the runner calls for ``--bridge pi-extension:FILE``, ``pi-mcp``,
+``host_command(spec)`` is what the runner calls for ``--bridge pi-extension:FILE``,
+``opencode-plugin:FILE``, ``pi-mcp``,
 ``pi-mcp:wrapped`` and ``pi-mcp-adapter``.
 """
 
@@ -41,7 +42,8 @@ MARKER = "installed.json"
 NPM_TIMEOUT_S = 900
 #: what pi's loader (jiti) imports as an extension's entry file
 EXTENSION_SUFFIXES = (".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx")
-SPECS = ("pi-extension:FILE", "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped", "pi-mcp-adapter")
+SPECS = ("pi-extension:FILE", "opencode-plugin:FILE", "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped",
+         "pi-mcp-adapter")
 # fd 1 of the host points at stderr and replies go to fd 3 (the runner's stdout pipe), so a
 # subprocess that inherits stdout can never corrupt the protocol
 _SHELL_SWAP = 'exec 3>&1 1>&2; exec "$0" "$@"'
@@ -286,27 +288,29 @@ def cache_entry(home: Path) -> dict[str, str]:
 
 def is_node_spec(spec: str) -> bool:
     """Whether ``spec`` names a bridge one of these Node hosts runs."""
-    return spec.startswith("pi-extension:") or spec in ("pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped",
-                                                        "pi-mcp-adapter")
+    return spec.startswith(("pi-extension:", "opencode-plugin:")) or spec in (
+        "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped", "pi-mcp-adapter")
 
 
-def _extension_args(rest: str) -> list[str]:
-    """``FILE`` or ``FILE?capabilities=a,b`` -> the extension host's own flags."""
+def _extension_args(rest: str, kind: str = "pi-extension", flag: str = "--extension"
+                    ) -> list[str]:
+    """``FILE`` or ``FILE?capabilities=a,b`` -> the host's own flags (``kind`` names the spec
+    in errors: ``pi-extension`` or ``opencode-plugin``)."""
     file, _, query = rest.partition("?")
     if not file:
-        raise HostSpecError("pi-extension: needs a file, e.g. pi-extension:./mempalace.ts")
+        raise HostSpecError(f"{kind}: needs a file, e.g. {kind}:./mempalace.ts")
     path = Path(file).expanduser().resolve()
     if not path.is_file():
-        raise HostSpecError(f"pi-extension: no such file {file}")
+        raise HostSpecError(f"{kind}: no such file {file}")
     if path.suffix.lower() not in EXTENSION_SUFFIXES:
-        raise HostSpecError(f"pi-extension: {file} is not a TypeScript or JavaScript module "
-                            f"(pi loads {', '.join(EXTENSION_SUFFIXES)}): name the extension's "
-                            "entry file, e.g. pi-extension:./mempalace.ts")
-    args = ["--extension", str(path)]
+        raise HostSpecError(f"{kind}: {file} is not a TypeScript or JavaScript module "
+                            f"(loadable: {', '.join(EXTENSION_SUFFIXES)}): name the entry "
+                            f"file, e.g. {kind}:./mempalace.ts")
+    args = [flag, str(path)]
     for part in filter(None, query.split("&")):
         key, _, value = part.partition("=")
         if key != "capabilities":
-            raise HostSpecError(f"pi-extension: unknown option {key!r} (known: capabilities)")
+            raise HostSpecError(f"{kind}: unknown option {key!r} (known: capabilities)")
         args += ["--capabilities", value]
     return args
 
@@ -315,11 +319,15 @@ def host_command(spec: str, *, install: bool = True) -> list[str]:
     """The argv that starts the Node host for ``spec`` (installing the runtime on demand).
 
     Specs: ``pi-extension:FILE[?capabilities=a,b]`` (any pi extension, default capabilities:
-    all), ``pi-mcp`` / ``pi-mcp:raw`` (pi-mcp's McpClient), ``pi-mcp:wrapped`` (the client in
+    all), ``opencode-plugin:FILE[?capabilities=a,b]`` (any OpenCode server plugin),
+    ``pi-mcp`` / ``pi-mcp:raw`` (pi-mcp's McpClient), ``pi-mcp:wrapped`` (the client in
     pi 1.6.0's McpServerConnection), ``pi-mcp-adapter`` (the pi-mcp-adapter extension).
     """
     if spec.startswith("pi-extension:"):
         script, extra = "extension-host.mjs", _extension_args(spec.removeprefix("pi-extension:"))
+    elif spec.startswith("opencode-plugin:"):
+        script, extra = "opencode-host.mjs", _extension_args(
+            spec.removeprefix("opencode-plugin:"), "opencode-plugin", "--plugin")
     elif spec in ("pi-mcp", "pi-mcp:raw"):
         script, extra = "mcp-host.mjs", ["--mode", "raw"]
     elif spec == "pi-mcp:wrapped":

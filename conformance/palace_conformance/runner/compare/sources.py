@@ -66,9 +66,10 @@ class Selection:
 
 def bridge_label(spec: str) -> str:
     """A short label: ``pi-extension:mirror.ts`` for a file spec, else the spec itself."""
-    if spec.startswith("pi-extension:"):
-        target = spec.split(":", 1)[1].split("?", 1)[0]
-        return f"pi-extension:{os.path.basename(target) or target}"
+    if spec.startswith(("pi-extension:", "opencode-plugin:")):
+        kind, target = spec.split(":", 1)
+        target = target.split("?", 1)[0]
+        return f"{kind}:{os.path.basename(target) or target}"
     return spec
 
 

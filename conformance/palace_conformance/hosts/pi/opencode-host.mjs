@@ -1,0 +1,492 @@
+#!/usr/bin/env node
+// Driver host (DRIVER.md, protocol v1) for any OpenCode server plugin (`@opencode-ai/plugin`
+// 1.18.33, the "V1" API).
+//
+// The plugin file is imported through jiti (TypeScript as OpenCode's Bun would run it), with
+// `@opencode-ai/plugin` and `@modelcontextprotocol/sdk` aliased to the pinned copies next to this
+// host. Its plugin functions are called as OpenCode calls them: the module's `default` when it is
+// `{server}` (the module form), else every export (the legacy form), each as `fn(input, options)`,
+// one after the other; then every hook object's `config(cfg)`. Driver ops then play OpenCode's
+// part on the hooks the plugin returned (docs/typescript-hosts.md, "The OpenCode plugin host"):
+//
+//   session_start       -> bus event `session.created` (fire-and-forget, as OpenCode's bus)
+//   before_agent_start  -> `chat.message` (parts added = injected) + `experimental.chat.system.transform`
+//   agent_end           -> bus event `session.idle`
+//   session_shutdown    -> bus event `server.instance.disposed`, then `dispose()`
+//   call_tool           -> zod check of `args`, `tool.execute.before`, `execute`, `tool.execute.after`
+//   list_tools          -> each tool's zod shape as JSON Schema, rewritten by `tool.definition`
+//
+// OpenCode server plugins have no slash commands and no reload: `command` answers
+// `no_such_command`, `reload` answers `bad_request` (the runner reports those scenarios not
+// applicable), and the default capability list leaves `diary_command` out.
+//
+//   node opencode-host.mjs --node-modules DIR --plugin FILE [--capabilities a,b]
+
+import fs from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { callToolsWith } from "./lib/call-tools.mjs";
+import { children, killChildren, spawnAttempts, waitForChildren } from "./lib/children.mjs";
+import { entryFile, importDep, packageVersion } from "./lib/deps.mjs";
+import { classify } from "./lib/errors.mjs";
+import { observedReads, startObserving } from "./lib/observe.mjs";
+import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
+
+/** What an OpenCode server plugin can have a hook for: every seed capability but the diary command. */
+const OPENCODE_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "provenance", "mailbox",
+  "session_preamble", "keepalive"];
+const DEFAULT_GRACE_MS = 5000;
+const EXIT_SHUTDOWN_MS = 3000;
+const SESSION_ID = "ses_palace_conformance";
+const SDK_SUBPATHS = ["client/index.js", "client/stdio.js", "client/streamableHttp.js", "client/sse.js",
+  "types.js", "shared/protocol.js", "shared/transport.js"];
+// the official SDK's ErrorCode values for its own failures (not the palace's)
+const SDK_CONNECTION_CLOSED = -32000;
+const SDK_REQUEST_TIMEOUT = -32001;
+
+const args = parseArgs(process.argv.slice(2));
+const nodeModules = path.resolve(String(args["node-modules"] ?? path.join(import.meta.dirname, "node_modules")));
+
+function aliases() {
+  const table = {
+    "@opencode-ai/plugin": entryFile("@opencode-ai/plugin", nodeModules),
+    "@opencode-ai/plugin/tool": entryFile("@opencode-ai/plugin/tool", nodeModules),
+  };
+  for (const sub of SDK_SUBPATHS) {
+    table[`@modelcontextprotocol/sdk/${sub}`] = entryFile(`@modelcontextprotocol/sdk/${sub}`, nodeModules);
+  }
+  return table;
+}
+
+function replaceEnvironment(env) {
+  for (const key of Object.keys(process.env)) delete process.env[key];
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== null && value !== undefined) process.env[key] = String(value);
+  }
+}
+
+/** The text of a tool result or message part list. */
+function partsText(parts) {
+  return parts.filter((part) => part?.type === "text" && typeof part.text === "string")
+    .map((part) => part.text).join("\n");
+}
+
+/**
+ * lib/errors.mjs's rules, with two for the official SDK, which OpenCode plugins use: its own
+ * timeout and closed-connection errors carry JSON-RPC codes but are not palace errors; and an
+ * error with an HTTP `status` is an HTTP error even when it also carries the JSON-RPC `code` of
+ * the body (a proxy's 502 with a JSON-RPC error), which is kept.
+ */
+function classifyOpenCode(error) {
+  const message = String(error?.message ?? error);
+  if (error?.name === "McpError" || error?.constructor?.name === "McpError") {
+    if (error.code === SDK_REQUEST_TIMEOUT) return new OpError("timeout", message);
+    if (error.code === SDK_CONNECTION_CLOSED && /Connection closed$/.test(message)) {
+      return new OpError("connection_closed", message);
+    }
+  }
+  if (typeof error?.status === "number" && error.status >= 300 && Number.isInteger(error?.code)) {
+    const kind = error.status === 401 || error.status === 403 ? "auth" : "http_error";
+    return new OpError(kind, message, { code: error.code, data: { status: error.status } });
+  }
+  if (error instanceof OpError) return error;
+  const payload = classify(error);
+  const { kind, message: text, ...extra } = payload;
+  return new OpError(kind, text, extra);
+}
+
+/**
+ * The recording stand-in for what OpenCode hands a plugin (`PluginInput`): the SDK client's
+ * `app.log`, `tui.showToast`, `session.prompt`/`promptAsync`/`messages`, recorded as effects.
+ */
+class FakeOpenCode {
+  constructor(recorder) {
+    this.recorder = recorder;
+    this.touched = new Set();
+    this.messages = [];
+    this.abort = new AbortController();
+    const ok = (data) => Promise.resolve({ data, error: undefined });
+    const prompt = (request) => {
+      const body = request?.body ?? {};
+      const parts = Array.isArray(body.parts) ? body.parts : [];
+      const custom = parts.find((part) => typeof part?.metadata?.customType === "string")?.metadata.customType;
+      recorder.record("message", { custom_type: custom ?? null, content: partsText(parts), display: true,
+        details: null, deliver_as: body.noReply ? "nextTurn" : "followUp", trigger_turn: !body.noReply });
+      return ok({});
+    };
+    const client = {
+      app: {
+        log: (request) => {
+          const body = request?.body ?? {};
+          const line = `[${body.service ?? "plugin"}] ${body.level ?? "info"}: ${body.message ?? ""}`;
+          process.stderr.write(`${line}\n`); // becomes a `stderr` effect, as a pi extension's console output does
+          return ok(true);
+        },
+      },
+      tui: {
+        showToast: (request) => {
+          const body = request?.body ?? {};
+          recorder.record("notify", { level: body.variant ?? "info", message: String(body.message ?? "") });
+          return ok(true);
+        },
+      },
+      session: {
+        prompt,
+        promptAsync: prompt,
+        messages: () => ok(this.messages),
+      },
+    };
+    this.client = this.touching(client, "client");
+  }
+
+  touching(target, prefix) {
+    return new Proxy(target, {
+      get: (object, property, receiver) => {
+        if (typeof property !== "string" || property === "then") return Reflect.get(object, property, receiver);
+        const name = `${prefix}.${property}`;
+        if (!(property in object)) {
+          this.touched.add(`${name} (missing)`);
+          return undefined;
+        }
+        this.touched.add(name);
+        const value = Reflect.get(object, property, receiver);
+        return value && typeof value === "object" ? this.touching(value, name) : value;
+      },
+    });
+  }
+
+  input(cwd) {
+    return {
+      client: this.client,
+      project: { id: "palace-conformance", worktree: cwd, vcs: undefined, time: { created: Date.now() } },
+      directory: cwd,
+      worktree: cwd,
+      serverUrl: new URL("http://127.0.0.1:4096"),
+      $: undefined, // Bun's shell: OpenCode leaves it undefined outside Bun
+    };
+  }
+
+  /** `set_session` messages in OpenCode's `{info, parts}` shape, for `client.session.messages`. */
+  setSession(messages) {
+    this.messages = messages.map((message, index) => {
+      const role = message?.role === "assistant" ? "assistant" : "user";
+      const content = message?.content;
+      const text = typeof content === "string" ? content
+        : Array.isArray(content) ? partsText(content) : "";
+      const id = `msg_${index}`;
+      return { info: { id, sessionID: SESSION_ID, role }, parts: [{ id: `prt_${index}`, sessionID: SESSION_ID,
+        messageID: id, type: "text", text }] };
+    });
+    return this.messages.length;
+  }
+}
+
+/** The plugin functions of a module, the way OpenCode 1.18 finds them. */
+function pluginFunctions(module, file) {
+  const name = path.basename(file);
+  const main = module.default;
+  if (main && typeof main === "object" && typeof main.server === "function") return [main.server];
+  const seen = new Set();
+  const found = [];
+  for (const value of Object.values(module)) {
+    if (seen.has(value)) continue;
+    seen.add(value);
+    if (typeof value === "function") found.push(value);
+    else if (value && typeof value === "object" && typeof value.server === "function") found.push(value.server);
+    else throw new OpError("exception", `${name}: Plugin export is not a function (OpenCode calls every export)`);
+  }
+  if (found.length === 0) throw new OpError("exception", `${name} exports no plugin function`);
+  return found;
+}
+
+function makeOps(recorder) {
+  let fake;
+  let hooks = [];
+  let tools = new Map();
+  let z;
+  let shutDown = false;
+  let prompts = 0;
+
+  const requireLoaded = () => {
+    if (!fake) throw new OpError("bad_request", "load the plugin first");
+    return fake;
+  };
+
+  const pluginFile = () => (typeof args.plugin === "string" ? path.resolve(args.plugin) : undefined);
+
+  const hello = async () => {
+    const file = pluginFile();
+    let capabilities = OPENCODE_CAPABILITIES;
+    let source = "default";
+    if (typeof args.capabilities === "string") {
+      capabilities = args.capabilities.split(/[,\s]+/).filter(Boolean);
+      source = undefined;
+    }
+    return { protocol: PROTOCOL, impl: "palace-conformance-opencode-plugin-host",
+      bridge: `opencode-plugin ${file ? path.basename(file) : "(none)"} (@opencode-ai/plugin ${
+        packageVersion("@opencode-ai/plugin", nodeModules) ?? "?"})`,
+      runtime: `node ${process.versions.node}`, capabilities, ...(source ? { capabilities_source: source } : {}) };
+  };
+
+  /** Every hook object's `name` function, in load order (OpenCode's `trigger`, one output object). */
+  const trigger = async (name, input, output) => {
+    for (const hook of hooks) {
+      const fn = hook?.[name];
+      if (typeof fn === "function") await fn(input, output);
+    }
+    return output;
+  };
+
+  /** A bus event: OpenCode delivers it with `void hook.event(...)`; `settle` waits for it here. */
+  const publish = (type, properties) => {
+    for (const hook of hooks) {
+      if (typeof hook?.event !== "function") continue;
+      const running = (async () => hook.event({ event: { id: `evt_${Date.now()}`, type, properties } }))()
+        .catch((error) => recorder.record("error", { where: type, message: String(error?.message ?? error) }));
+      recorder.track(running);
+    }
+  };
+
+  const describeTool = async (name, definition) => {
+    let parameters = {};
+    try {
+      parameters = z.toJSONSchema(z.object(definition.args ?? {}), { io: "input", unrepresentable: "any" });
+      delete parameters.$schema;
+    } catch (error) {
+      recorder.record("error", { where: `tool ${name}`, message: `args are not a zod shape: ${error?.message ?? error}` });
+    }
+    const output = await trigger("tool.definition", { toolID: name },
+      { description: definition.description ?? "", parameters });
+    return { name, description: String(output.description ?? ""), parameters: JSON.parse(JSON.stringify(output.parameters ?? {})) };
+  };
+
+  const load = async (request) => {
+    if (fake) throw new OpError("bad_request", "the plugin is already loaded");
+    const env = request.env;
+    if (!env || typeof env !== "object" || Array.isArray(env)) {
+      throw new OpError("bad_request", "load needs 'env': an object of strings");
+    }
+    const file = typeof request.options?.plugin === "string" ? path.resolve(request.options.plugin) : pluginFile();
+    if (!file) throw new OpError("bad_request", "no plugin file: start the host with --plugin FILE");
+    if (!fs.existsSync(file)) throw new OpError("bad_request", `plugin file not found: ${file}`);
+    replaceEnvironment(env);
+    startObserving({ host: [import.meta.dirname, nodeModules], bridge: [path.dirname(file)] });
+    if (request.cwd) process.chdir(String(request.cwd));
+    const toolModule = await import(pathToFileURL(entryFile("@opencode-ai/plugin/tool", nodeModules)).href);
+    z = toolModule.tool.schema;
+    const { createJiti } = await importDep("jiti", nodeModules);
+    const jiti = createJiti(import.meta.url, { moduleCache: false, alias: aliases(),
+      ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
+    let module;
+    try {
+      module = await jiti.import(file);
+    } catch (error) {
+      throw new OpError("exception", `loading ${path.basename(file)} failed: ${error?.message ?? error}`);
+    }
+    const loading = new FakeOpenCode(recorder);
+    const input = loading.input(process.cwd());
+    const loaded = [];
+    for (const plugin of pluginFunctions(module, file)) {
+      try {
+        loaded.push(await plugin(input, request.options?.plugin_options));
+      } catch (error) {
+        throw new OpError("exception", `${path.basename(file)}'s plugin function threw: ${error?.message ?? error}`);
+      }
+    }
+    fake = loading;
+    hooks = loaded.filter((hook) => hook && typeof hook === "object");
+    for (const hook of hooks) {
+      try {
+        await hook.config?.({});
+      } catch (error) {
+        recorder.record("error", { where: "config", message: String(error?.message ?? error) });
+      }
+    }
+    tools = new Map();
+    for (const hook of hooks) {
+      for (const [name, definition] of Object.entries(hook.tool ?? {})) {
+        if (!definition || typeof definition.execute !== "function") continue;
+        tools.set(name, definition);
+        recorder.record("tool_registered", await describeTool(name, definition));
+      }
+    }
+    const events = [...new Set(hooks.flatMap((hook) => Object.keys(hook).filter((key) => key !== "tool")))];
+    return { tools: [...tools.keys()], commands: [], events };
+  };
+
+  const setSession = async (request) => {
+    const loaded = requireLoaded();
+    return { entries: loaded.setSession(Array.isArray(request.messages) ? request.messages : []) };
+  };
+
+  const setEnv = async (request) => {
+    const changes = request.env;
+    if (!changes || typeof changes !== "object" || Array.isArray(changes)) {
+      throw new OpError("bad_request", "set_env needs 'env': an object");
+    }
+    for (const [key, value] of Object.entries(changes)) {
+      if (value === null) delete process.env[key];
+      else process.env[key] = String(value);
+    }
+    return null;
+  };
+
+  const dispose = async () => {
+    if (shutDown) return;
+    shutDown = true;
+    publish("server.instance.disposed", { directory: process.cwd() });
+    fake.abort.abort();
+    for (const hook of hooks) {
+      try {
+        await hook.dispose?.();
+      } catch (error) {
+        recorder.record("error", { where: "dispose", message: String(error?.message ?? error) });
+      }
+    }
+  };
+
+  const beforeAgentStart = async (payload) => {
+    prompts += 1;
+    const messageID = `msg_prompt_${prompts}`;
+    const prompt = typeof payload.prompt === "string" ? payload.prompt : "";
+    const parts = [{ id: `prt_prompt_${prompts}`, sessionID: SESSION_ID, messageID, type: "text", text: prompt }];
+    const model = { providerID: "palace-conformance", modelID: "fake" };
+    const output = { message: { id: messageID, sessionID: SESSION_ID, role: "user", time: { created: Date.now() },
+      agent: "build", model }, parts };
+    await trigger("chat.message", { sessionID: SESSION_ID, agent: "build", model, messageID }, output);
+    const messages = [];
+    for (const part of output.parts.slice(1)) {
+      if (part?.type !== "text") continue;
+      const injected = { custom_type: typeof part.metadata?.customType === "string" ? part.metadata.customType : null,
+        content: String(part.text ?? "") };
+      recorder.record("injected", injected);
+      messages.push(injected);
+    }
+    const original = typeof payload.systemPrompt === "string" ? payload.systemPrompt : "";
+    const system = await trigger("experimental.chat.system.transform", { sessionID: SESSION_ID, model },
+      { system: original ? [original] : [] });
+    const joined = system.system.join("\n");
+    return joined === original ? { messages } : { messages, system_prompt: joined };
+  };
+
+  const event = async (request) => {
+    requireLoaded();
+    if (typeof request.name !== "string") throw new OpError("bad_request", "event needs 'name'");
+    const payload = request.payload && typeof request.payload === "object" ? request.payload : {};
+    switch (request.name) {
+      case "session_start": {
+        // OpenCode announces a session when it is created: a new one, or a fork (with its
+        // parent); resuming a session or reloading announces nothing
+        const reason = payload.reason ?? "startup";
+        if (!["startup", "new", "fork"].includes(reason)) return null;
+        const parent = reason === "fork" ? { parentID: `${SESSION_ID}_parent` } : {};
+        publish("session.created", { info: { id: SESSION_ID, directory: process.cwd(), title: "palace-conformance",
+          ...parent, time: { created: Date.now(), updated: Date.now() } } });
+        return null;
+      }
+      case "before_agent_start":
+        return beforeAgentStart(payload);
+      case "agent_end":
+        publish("session.idle", { sessionID: SESSION_ID });
+        publish("session.status", { sessionID: SESSION_ID, status: { type: "idle" } });
+        return null;
+      case "session_shutdown":
+        await dispose();
+        return null;
+      default:
+        return null; // no OpenCode hook for this pi event: nothing reaches the plugin
+    }
+  };
+
+  const listTools = async () => {
+    requireLoaded();
+    const described = [];
+    for (const [name, definition] of tools) described.push(await describeTool(name, definition));
+    return described;
+  };
+
+  const callTool = async (request) => {
+    const loaded = requireLoaded();
+    const name = request.name;
+    const definition = tools.get(name);
+    if (!definition) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(name)}`);
+    const input = request.args ?? {};
+    if (typeof input !== "object" || Array.isArray(input)) {
+      throw new OpError("bad_request", "call_tool 'args' must be an object");
+    }
+    let params = input;
+    if (request.validate !== false) {
+      const checked = z.object(definition.args ?? {}).safeParse(input);
+      if (!checked.success) {
+        const problems = checked.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
+        const text = `The ${name} tool was called with invalid arguments: ${problems.join("; ")}`;
+        return { content: [{ type: "text", text }], is_error: true, validation: problems };
+      }
+      params = checked.data;
+    }
+    const callID = `call-${request.id}`;
+    const before = { args: params };
+    try {
+      await trigger("tool.execute.before", { tool: name, sessionID: SESSION_ID, callID }, before);
+    } catch (error) {
+      const text = String(error?.message ?? error);
+      return { content: [{ type: "text", text }], is_error: true, blocked: true };
+    }
+    const context = { sessionID: SESSION_ID, messageID: `msg_call_${request.id}`, agent: "build",
+      directory: process.cwd(), worktree: process.cwd(), abort: loaded.abort.signal,
+      metadata: () => undefined, ask: async () => undefined };
+    let outcome;
+    try {
+      outcome = await definition.execute(before.args, context);
+    } catch (error) {
+      throw classifyOpenCode(error);
+    }
+    const result = typeof outcome === "string" ? { title: "", output: outcome, metadata: {} }
+      : { title: outcome?.title ?? "", output: String(outcome?.output ?? ""), metadata: outcome?.metadata ?? {} };
+    await trigger("tool.execute.after", { tool: name, sessionID: SESSION_ID, callID, args: before.args }, result);
+    // OpenCode's ToolResult has no error flag; a plugin that relays an MCP `isError` result says so in metadata
+    return { content: [{ type: "text", text: String(result.output) }], is_error: result.metadata?.isError === true };
+  };
+
+  const command = async (request) => {
+    throw new OpError("no_such_command",
+      `no command registered as ${JSON.stringify(request.name)} (OpenCode server plugins cannot register commands)`);
+  };
+
+  const reload = async () => {
+    throw new OpError("bad_request", "OpenCode V1 server plugins cannot be reloaded (no /reload in OpenCode)");
+  };
+
+  const settle = async (request) => {
+    await recorder.settle(Number(request.quiet_ms ?? 200), Number(request.max_ms ?? 5000));
+    return null;
+  };
+
+  const introspect = async () => ({
+    children: children(),
+    api_touched: fake ? [...fake.touched].sort() : [],
+    observed: { ...observedReads(), spawned: spawnAttempts() },
+  });
+
+  const shutdown = async (request) => {
+    if (fake) await dispose();
+    return { children_alive: await waitForChildren(Number(request.grace_ms ?? DEFAULT_GRACE_MS)) };
+  };
+
+  const close = async () => {
+    if (fake && !shutDown) {
+      await Promise.race([dispose(), new Promise((resolve) => setTimeout(resolve, EXIT_SHUTDOWN_MS))]);
+    }
+    await waitForChildren(1000);
+    killChildren();
+  };
+
+  return {
+    ops: { hello, load, set_session: setSession, set_env: setEnv, event, list_tools: listTools,
+      call_tool: callTool, call_tools: callToolsWith(callTool), command, settle, introspect, shutdown, reload },
+    close,
+  };
+}
+
+await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

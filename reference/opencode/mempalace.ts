@@ -1,0 +1,105 @@
+// The MemPalace bridge as an OpenCode server plugin (@opencode-ai/plugin 1.18 "V1" API), on the
+// official MCP SDK. A copy of the seed bridge held to the Python reference (reference/palace_bridge)
+// by the conformance catalogue: same knobs, same policy where OpenCode has the hook.
+//
+// OpenCode fixes a plugin's tools when its function returns (`Hooks.tool`), so the palace is
+// started here, inside the plugin function: the tolerant first start with its init budget and
+// bounded respawn (STDIO-09), then one tool per palace tool. A palace that does not come up gives
+// no tools and OpenCode keeps working (TOOL-05). `dispose` (the instance's end) stops the child.
+// docs/choices.md ("The OpenCode plugin copy") says which seed features have an OpenCode hook.
+//
+// Only the plugin function is exported: OpenCode calls every export of a plugin file.
+
+import type { Hooks, Plugin } from "@opencode-ai/plugin";
+import { tool } from "@opencode-ai/plugin";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+
+import { readConfig } from "./src/config.ts";
+import { LocalPalace } from "./src/local.ts";
+import type { Log } from "./src/local.ts";
+import { RemotePalace } from "./src/remote.ts";
+import { Stamper } from "./src/provenance.ts";
+import { argsShape } from "./src/schema.ts";
+
+function stderrLog(debug: boolean): Log {
+  const write = (text: string) => { process.stderr.write(`${text.split(/\s+/).join(" ").trim()}\n`); };
+  return { line: write, debug: (text) => { if (debug) write(`mempalace: ${text}`); } };
+}
+
+/** What OpenCode shows the model: the text blocks; the MCP `isError` flag rides in metadata. */
+function toOutput(result: CallToolResult): { output: string; metadata: Record<string, unknown> } {
+  const text = result.content.filter((block) => block.type === "text").map((block) => block.text).join("\n");
+  return { output: text, metadata: { isError: result.isError === true, content: result.content } };
+}
+
+const WAKEUP_TYPE = "mempalace-wakeup";
+
+/** A result that did not do its job: `isError`, `{"success": false}`, or `{"error": ...}` without `success: true`. */
+function failed(result: CallToolResult): boolean {
+  if (result.isError) return true;
+  const first = result.content.find((block) => block.type === "text");
+  let body: unknown;
+  try {
+    body = first?.type === "text" ? JSON.parse(first.text) : undefined;
+  } catch {
+    return false;
+  }
+  if (!body || typeof body !== "object" || Array.isArray(body)) return false;
+  const record = body as Record<string, unknown>;
+  return record["success"] === false || ("error" in record && record["success"] !== true);
+}
+
+/** The wake-up text, or undefined when either call fails: a missing wake-up beats a broken turn. */
+async function wakeUp(palace: LocalPalace | RemotePalace, agentName: string): Promise<string | undefined> {
+  try {
+    const status = await palace.callTool("mempalace_status", {});
+    const diary = await palace.callTool("mempalace_diary_read", { agent_name: agentName });
+    if (failed(status) || failed(diary)) return undefined;
+    return [
+      "MemPalace wake-up: your long-term memory for this session. Orient yourself from the palace status and your recent diary below before you answer.",
+      `## Palace status (mempalace_status)\n${toOutput(status).output}`,
+      `## Your diary (mempalace_diary_read, agent_name=${agentName})\n${toOutput(diary).output}`,
+    ].join("\n\n");
+  } catch {
+    return undefined;
+  }
+}
+
+export const MemPalacePlugin: Plugin = async () => {
+  // the transport, the knobs and the child's environment are taken once, here (LIFE-03)
+  const config = readConfig(process.env);
+  const env = { ...process.env };
+  const log = stderrLog(config.debug);
+  for (const warning of config.warnings) log.line(warning);
+  // fail-closed: a remote URL means the remote palace and never a local child (LIFE-02)
+  const palace = config.remoteUrl !== undefined ? new RemotePalace(config, log) : new LocalPalace(config, env, log);
+  const hooks: Hooks = { dispose: () => palace.stop() };
+  if (!(await palace.start())) return hooks;
+  const stamper = new Stamper(config.device, config.remoteUrl !== undefined);
+  const specs = new Map<string, Tool>(palace.tools.map((spec) => [spec.name, spec]));
+  hooks.tool = Object.fromEntries([...specs.values()].map((spec) => [spec.name, tool({
+    description: spec.description ?? "",
+    args: argsShape(spec.inputSchema),
+    async execute(args) {
+      return toOutput(await palace.callTool(spec.name, stamper.stamp(spec.name, args)));
+    },
+  })]));
+  // WAKE-*: armed when OpenCode announces a new session (not a fork: it has its parent's thread),
+  // spent by that session's first message: status + diary, one synthetic text part
+  const armed = new Set<string>();
+  hooks.event = async ({ event }) => {
+    if (event.type === "session.created" && !event.properties.info.parentID) armed.add(event.properties.info.id);
+  };
+  hooks["chat.message"] = async (input, output) => {
+    if (!armed.delete(input.sessionID)) return;
+    const text = await wakeUp(palace, config.agentName);
+    if (text === undefined) return;
+    output.parts.push({ id: `prt_mempalace_wakeup_${Date.now()}`, sessionID: input.sessionID, messageID: output.message.id,
+      type: "text", text, synthetic: true, metadata: { customType: WAKEUP_TYPE } });
+  };
+  hooks["tool.definition"] = async (input, output) => {
+    const spec = specs.get(input.toolID);
+    if (spec) output.parameters = spec.inputSchema; // TOOL-01: the palace's schema, untouched
+  };
+  return hooks;
+};

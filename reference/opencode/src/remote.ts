@@ -1,0 +1,246 @@
+// The remote palace: MCP over streamable HTTP on the official SDK's `StreamableHTTPClientTransport`
+// (LIFE-02, HTTP-01..11). Fail-closed: no local child, ever; a palace that cannot be reached at
+// load gives no tools after bounded retries (HTTP-02).
+//
+// A 404 on a request that carried a session id drops the session, initializes a new one and
+// retries that call exactly once (HTTP-04); concurrent 404s renew once. The keep-alive pings
+// (HTTP-06) and a 404 on a ping renews before the next call. The SDK opens an idle GET stream
+// after `notifications/initialized`; the seed opens none (HTTP-07), so the transport's fetch
+// answers its own GET with 405 ("no stream offered"), which the SDK accepts quietly.
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+
+import type { BridgeConfig } from "./config.ts";
+import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
+import { callToolLoosely, listAllTools } from "./local.ts";
+import type { Log } from "./local.ts";
+
+const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
+const UNBOUNDED_MS = 2 ** 31 - 1;
+
+/**
+ * An HTTP status from the palace; hosts classify it by `status` (401/403 auth, else http_error).
+ * A JSON-RPC error in the body (a proxy's 502) keeps its `code` (TOOL-04).
+ */
+export class PalaceHttpError extends Error {
+  override name = "PalaceHttpError";
+  readonly status: number;
+  readonly code: number | undefined;
+  constructor(status: number, message: string, code?: number) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** The palace broke the protocol (wrong content type, 202 to a request, ...). */
+export class PalaceProtocolError extends Error {
+  override name = "PalaceProtocolError";
+}
+
+export class PalaceSessionLost extends Error {
+  override name = "PalaceSessionLostError";
+}
+
+type Session = { client: Client; transport: StreamableHTTPClientTransport };
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * fetch that never opens the idle server-to-client GET stream (HTTP-07), and that fails a request
+ * answered 202 at once (the SDK would wait for an answer that never comes).
+ */
+const palaceFetch: typeof fetch = async (input, init) => {
+  const method = (init?.method ?? "GET").toUpperCase();
+  if (method === "GET" && !new Headers(init?.headers).has("last-event-id")) return new Response(null, { status: 405 });
+  const response = await fetch(input, init);
+  if (method === "POST" && response.status === 202 && typeof init?.body === "string" && /"id"\s*:/.test(init.body)
+    && /"method"\s*:/.test(init.body)) {
+    await response.body?.cancel();
+    throw new PalaceProtocolError("protocol error: the palace answered a request with 202 Accepted and no answer");
+  }
+  return response;
+};
+
+/** The JSON-RPC error code in an HTTP error body, if there is one. */
+function bodyCode(message: string): number | undefined {
+  const at = message.indexOf("{");
+  if (at < 0) return undefined;
+  try {
+    const code = (JSON.parse(message.slice(at)) as { error?: { code?: unknown } }).error?.code;
+    return Number.isInteger(code) ? code as number : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function is404(error: unknown): boolean {
+  return error instanceof StreamableHTTPError && error.code === 404;
+}
+
+export class RemotePalace {
+  tools: Tool[] = [];
+  private readonly config: BridgeConfig;
+  private readonly log: Log;
+  private session: Session | undefined;
+  private started: boolean | undefined;
+  private stale = false;
+  private renewing: Promise<Session> | undefined;
+  private keepalive: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(config: BridgeConfig, log: Log) {
+    this.config = config;
+    this.log = log;
+  }
+
+  /** Connect with bounded retries (HTTP-02), the backoff doubled per retry. */
+  async start(): Promise<boolean> {
+    if (this.started !== undefined) return this.started;
+    for (let attempt = 0; attempt <= this.config.connectRetries; attempt++) {
+      if (attempt > 0) await sleep(this.config.connectBackoffMs * 2 ** (attempt - 1));
+      try {
+        this.session = await this.open();
+        this.started = true;
+        this.startKeepalive();
+        return true;
+      } catch (error) {
+        this.log.debug(`connect attempt ${attempt + 1} failed: ${why(error)}`);
+      }
+    }
+    this.started = false;
+    this.log.line("mempalace-mcp unavailable after retries; continuing without palace tools");
+    return false;
+  }
+
+  async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    if (this.started === undefined) await this.start();
+    if (this.started === false || this.stopped) throw new PalaceUnavailable("the remote palace did not connect");
+    let session = this.session as Session;
+    if (this.stale) session = await this.renew(session);
+    try {
+      return await this.call(session, name, args);
+    } catch (error) {
+      if (!is404(error) || !session.transport.sessionId) throw this.mapped(error, name);
+    }
+    // HTTP-04: the session is gone; one new session, one retry, no loop
+    const fresh = await this.renew(session);
+    try {
+      return await this.call(fresh, name, args);
+    } catch (error) {
+      if (!is404(error)) throw this.mapped(error, name);
+      if (this.session === fresh) this.stale = true; // its id is dead too: the next call renews
+      throw new PalaceSessionLost(`session lost: the palace answered 404 again after re-initializing (${name} not retried)`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.keepalive);
+    const session = this.session;
+    this.session = undefined;
+    if (!session) return;
+    // LIFE-06: best-effort DELETE of a held session (a 405 is fine), then close
+    if (session.transport.sessionId) await session.transport.terminateSession().catch(() => undefined);
+    await session.client.close().catch(() => undefined);
+  }
+
+  private async call(session: Session, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    const timeoutMs = this.config.timeoutMs;
+    return await callToolLoosely(session.client, name, args, timeoutMs === 0 ? UNBOUNDED_MS : timeoutMs);
+  }
+
+  private mapped(error: unknown, name: string): Error {
+    const secrets = this.config.remoteToken ? [this.config.remoteToken] : [];
+    if (error instanceof McpError) {
+      if (error.code === ErrorCode.RequestTimeout) {
+        return new PalaceTimeout(`mempalace ${name} timed out after ${this.config.timeoutMs} ms`);
+      }
+      if (error.code === ErrorCode.ConnectionClosed && error.message === "MCP error -32000: Connection closed") {
+        return new Error("connection closed (the palace connection ended)");
+      }
+      return new PalaceToolError(error.code, redact(error.message.replace(/^MCP error -?\d+: /, ""), secrets),
+        redact(error.data, secrets));
+    }
+    if (error instanceof StreamableHTTPError && typeof error.code === "number") {
+      const message = redact(error.message, secrets);
+      if (error.code >= 100) return new PalaceHttpError(error.code, `HTTP ${error.code} from the palace: ${message}`, bodyCode(message));
+      return new PalaceProtocolError(`protocol error: ${message}`);
+    }
+    if (error instanceof Error) return error;
+    return new Error(redact(String(error), secrets));
+  }
+
+  /** A new session in place of `from`; callers that lost the same session share one renewal. */
+  private async renew(from: Session): Promise<Session> {
+    // someone else renewed already, and that session is not known dead: use it
+    if (this.session !== from && this.session !== undefined && !this.stale) return this.session;
+    // the old client is dropped, not closed: closing it would fail the other calls still in
+    // flight on it, which must get their own 404 and retry on the new session
+    this.renewing ??= (async () => {
+      try {
+        const fresh = await this.open();
+        this.session = fresh;
+        this.stale = false;
+        return fresh;
+      } catch (error) {
+        throw new PalaceSessionLost(`session lost: could not re-establish it (${why(error)})`);
+      } finally {
+        this.renewing = undefined;
+      }
+    })();
+    return this.renewing;
+  }
+
+  /** initialize, initialized, tools/list (every page), inside the init budget; `initialize` is never cancelled. */
+  private async open(): Promise<Session> {
+    const headers: Record<string, string> = {};
+    if (this.config.remoteToken) headers["Authorization"] = `Bearer ${this.config.remoteToken}`;
+    const transport = new StreamableHTTPClientTransport(new URL(this.config.remoteUrl as string), {
+      requestInit: { headers }, fetch: palaceFetch,
+      reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 1000, maxReconnectionDelay: 30000, reconnectionDelayGrowFactor: 1.5 },
+    });
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    client.onerror = (error) => this.log.debug(`palace: ${why(error)}`);
+    const work = (async () => {
+      await client.connect(transport, { timeout: UNBOUNDED_MS });
+      this.tools = await listAllTools(client);
+    })();
+    const budget = this.config.initTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const racers: Promise<void>[] = [work];
+    if (budget > 0) {
+      racers.push(new Promise((_resolve, reject) => {
+        timer = setTimeout(() => reject(new Error(`handshake stalled past ${budget} ms`)), budget);
+      }));
+    }
+    try {
+      await Promise.race(racers);
+    } catch (error) {
+      work.catch(() => undefined);
+      await client.close().catch(() => undefined);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    return { client, transport };
+  }
+
+  private startKeepalive(): void {
+    const every = this.config.keepaliveMs;
+    if (every <= 0) return;
+    this.keepalive = setInterval(() => {
+      const session = this.session;
+      if (!session || this.stale || this.renewing) return;
+      session.client.ping({ timeout: this.config.timeoutMs === 0 ? UNBOUNDED_MS : this.config.timeoutMs }).catch((error: unknown) => {
+        // a 404 speaks of a session only when there is one: replaced before the next call (HTTP-06)
+        if (is404(error) && session.transport.sessionId && this.session === session) this.stale = true;
+        this.log.debug(`keep-alive ping failed: ${why(error)}`);
+      });
+    }, every);
+    this.keepalive.unref();
+  }
+}
