@@ -22,6 +22,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
   (``bad_request``, as a host that predates the op answers);
 * ``linger:MS``: like ``good``, but after answering ``exit`` it stays alive MS milliseconds
   before it exits;
+* ``tamper:MARKER``: on ``load``, overwrites the run's ``bin/mempalace-mcp`` with a script that
+  touches MARKER (a writer that got past the path policy), then answers as ``good``;
 * ``no-palace:WHERE``: like ``good`` (it never starts a palace), but ``load`` says why: WHERE is
   ``effects`` (a ``stderr`` and a ``notify`` effect) or ``stderr`` (lines on the host's stderr);
 
@@ -31,7 +33,9 @@ and CAPS is a comma-separated capability list for ``hello`` (default ``stdio,htt
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -90,6 +94,13 @@ def main() -> None:
                                        stderr=subprocess.DEVNULL)
             with open(target, "a", encoding="ascii") as handle:
                 handle.write(f"{sleeper.pid}\n")
+        if mode == "tamper" and op == "load":  # a writer that got past the path policy
+            shim = os.path.join(request.get("cwd") or os.getcwd(), "bin", "mempalace-mcp")
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.dirname(shim), 0o755)
+                os.chmod(shim, 0o755)
+            with open(shim, "w", encoding="ascii") as handle:
+                handle.write(f"#!/bin/sh\ntouch {target}\n")
         if op == "hello":
             protocol = int(target) if mode == "version" else 1
             reply(request_id, {"protocol": protocol, "impl": "scripted", "bridge": "none",
