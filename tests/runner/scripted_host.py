@@ -22,6 +22,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
   (``bad_request``, as a host that predates the op answers);
 * ``linger:MS``: like ``good``, but after answering ``exit`` it stays alive MS milliseconds
   before it exits;
+* ``leak:OP``: when OP arrives, writes every secret-named variable of its environment to
+  stderr (plain, base64, URL- and JSON-encoded, in colour) and exits 3;
 * ``tamper:MARKER``: on ``load``, overwrites the run's ``bin/mempalace-mcp`` with a script that
   touches MARKER (a writer that got past the path policy), then answers as ``good``;
 * ``no-palace:WHERE``: like ``good`` (it never starts a palace), but ``load`` says why: WHERE is
@@ -58,6 +60,20 @@ def reply(request_id: object, result: object = None, ok: bool = True,
     sys.stdout.flush()
 
 
+def leaked(environ: dict[str, str] | os._Environ[str]) -> str:
+    """``leak:OP``'s stderr: each secret-named variable as written, base64, URL- and
+    JSON-encoded, with ANSI colour, plus a GitHub-shaped token it made up."""
+    import base64
+    from urllib.parse import quote
+
+    parts = ["\x1b[31mbridge: crashed\x1b[0m", "ghp_" + "Zx9" * 12]
+    for name, value in sorted(environ.items()):
+        if any(word in name for word in ("TOKEN", "SECRET", "KEY")) and len(value) >= 8:
+            parts += [f"{name}={value}", base64.b64encode(value.encode()).decode(),
+                      quote(value, safe=""), json.dumps({"token": value})]
+    return " | ".join(parts)
+
+
 def main() -> None:
     mode, _, target = sys.argv[1].partition(":")
     listed = sys.argv[2] if len(sys.argv) > 2 else "stdio,http"
@@ -81,6 +97,10 @@ def main() -> None:
             if mode == "stderrflood":
                 sys.stderr.writelines(f"stderr line {n:06d}\n" for n in range(FLOOD_LINES))
                 sys.stderr.flush()
+            if mode == "leak":  # every secret of its environment, in several encodings
+                sys.stderr.write(leaked(os.environ) + "\n")
+                sys.stderr.flush()
+                sys.exit(3)
             if mode == "crash":
                 sys.stderr.write(f"scripted host: crashing on {op}\n")
                 sys.stderr.flush()

@@ -156,7 +156,7 @@ def show(records: Iterable[dict[str, Any] | None], redactor: Redactor, seconds: 
 
 def run_journal(args: argparse.Namespace) -> int:
     """``fake journal FILE`` / ``--url URL``; Ctrl-C exits 130, a lost fake is one line."""
-    redactor = Redactor([*args.secret, *environment_secrets()])
+    redactor = Redactor([*args.secret, *environment_secrets()], shapes=True)
     seconds = args.seconds if args.follow else None
 
     def out(line: str) -> None:
@@ -164,11 +164,21 @@ def run_journal(args: argparse.Namespace) -> int:
 
     try:
         if args.url:
-            from palace_conformance.fake.ctl import CtlError, base_url, call
+            from palace_conformance.fake.ctl import TIMEOUT_S, CtlError, base_url, call
+
+            until = None if seconds is None else time.monotonic() + seconds
+
+            def fetch(base: str, method: str, path: str) -> Any:
+                """One GET, ending by --for's end too: a peer that trickles cannot hold it."""
+                end = time.monotonic() + TIMEOUT_S
+                return call(base, method, path, deadline=end if until is None
+                            else min(end, until))
 
             try:
-                show(url_records(base_url(args), args.follow, call), redactor, seconds, out)
+                show(url_records(base_url(args), args.follow, fetch), redactor, seconds, out)
             except CtlError as exc:
+                if until is not None and time.monotonic() >= until:
+                    return 0  # --for ran out mid-answer: the follow ends as asked
                 print(f"{PROG}: {exc}", file=sys.stderr)
                 return 1
         else:

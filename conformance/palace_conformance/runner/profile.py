@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -31,6 +30,7 @@ from palace_conformance.scenarios.paths import (
 )
 
 PROFILE_SCHEMA = "bridge-profile.schema.json"
+PROFILE_MAX_BYTES = 4 * 1024 * 1024  # a profile is a few KiB; files' contents included
 _PLACEHOLDER = re.compile(r"\$\{(FAKE_URL|FAKE_TOKEN|TMP|HOME|CWD|ENV:[A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -141,22 +141,22 @@ class Profile:
 
 def load_profile(path: str | Path) -> Profile:
     """Read and validate a profile (``.json`` or ``.toml``); :class:`ProfileError` otherwise."""
+    from palace_conformance import untrusted_file as untrusted
     from palace_conformance.scenarios.schema import schema_problems
 
     source = Path(path)
+    fix = "give the path of a .json or .toml bridge profile (docs/profiles.md)"
     try:
-        raw = source.read_bytes()
-    except OSError as exc:
-        raise ProfileError(f"cannot read profile {source}: {exc.strerror or exc} (give the path "
-                           "of a .json or .toml bridge profile)") from None
+        raw = untrusted.read_bytes(source, what="profile", fix=fix,
+                                   max_bytes=PROFILE_MAX_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise ProfileError(f"cannot read profile {_short(str(source), 200)}: {exc.problem} "
+                           f"({fix})") from None
+    parse = untrusted.parse_toml if source.suffix.lower() == ".toml" else untrusted.parse_json
     try:
-        if source.suffix.lower() == ".toml":
-            data: Any = tomllib.loads(raw.decode("utf-8"))
-        else:
-            data = json.loads(raw)
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        kind = "TOML" if source.suffix.lower() == ".toml" else "JSON"
-        raise ProfileError(f"profile {source} is not valid {kind}: {exc}") from None
+        data: Any = parse(raw, what="profile", path=source, fix="fix the file (docs/profiles.md)")
+    except untrusted.UntrustedFileError as exc:
+        raise ProfileError(str(exc)) from None
     knobs = data.get("knobs") if isinstance(data, dict) else None
     for name, knob in (knobs.items() if isinstance(knobs, dict) else ()):
         target = knob.get("env") if isinstance(knob, dict) else None

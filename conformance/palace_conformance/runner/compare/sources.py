@@ -8,7 +8,6 @@ unique label (the column heading, the ``data-bridge`` attribute, the name in a d
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import signal
 import sys
@@ -88,28 +87,34 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
     return out
 
 
+RESULT_MAX_BYTES = 1024 * 1024 * 1024  # a whole catalogue's results, journals included
+
+
 def load_result_file(path: str, flag: str = "--from") -> RunResult:
     """A saved ``palace-conformance run --json`` file; one-line errors starting ``flag PATH``
     (just ``PATH`` when ``flag`` is empty)."""
-    where = f"{flag} {path}" if flag else path
+    from palace_conformance import untrusted_file as untrusted
+
+    shown = untrusted.short(path, 200)[1:-1]
+    where = f"{flag} {shown}" if flag else shown
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunUsageError(f"{where}: no such file (write one with 'palace-conformance "
+        raw = untrusted.read_bytes(path, what="result", fix="", max_bytes=RESULT_MAX_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise RunUsageError(f"{where}: {exc.problem} (write one with 'palace-conformance "
                             "run --json FILE')") from None
-    except OSError as exc:
-        raise RunUsageError(f"{where}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunUsageError(f"{where}: not a JSON report ({exc}); give a 'run --json' "
+    try:
+        data = untrusted.parse_json(raw, what="result", path=path, fix="")
+    except untrusted.UntrustedFileError as exc:
+        raise RunUsageError(f"{where}: not a JSON report ({exc.problem}); give a 'run --json' "
                             "file") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise RunUsageError(f"{where}: not a 'palace-conformance run --json' result (no "
                             "'results' list)")
     try:
         return RunResult.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RunUsageError(f"{where}: malformed result ({exc!r}); regenerate it with "
-                            "'palace-conformance run --json FILE'") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+        raise RunUsageError(f"{where}: malformed result ({untrusted.short(repr(exc), 160)}); "
+                            "regenerate it with 'palace-conformance run --json FILE'") from None
 
 
 def filter_run(run: RunResult, selection: Selection) -> RunResult:

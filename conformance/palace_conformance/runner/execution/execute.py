@@ -569,7 +569,8 @@ class _Execution:
         target.mkdir(parents=True, exist_ok=True)
         # the report dir travels as a whole (CI artifacts): its copies hold no secret either,
         # even when a run is interrupted before any report is written
-        redactor = Redactor([*scenario_secrets(self.original.raw), *environment_secrets()])
+        redactor = Redactor([*scenario_secrets(self.original.raw), *environment_secrets()],
+                            shapes=True)
         for source in (world.journal, world.host_stderr, world.fake_stderr, world.plan,
                        world.state):
             if source.exists():
