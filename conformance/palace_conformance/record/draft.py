@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from palace_conformance.record.relay import FROM_PALACE, TO_PALACE, Message
-from palace_conformance.redaction import Redactor, environment_secrets
+from palace_conformance.redaction import Redactor, environment_secrets, mask_token_shapes
 from palace_conformance.runner.compare.volatile import Masker, run_dates
 from palace_conformance.runner.verdict.normalise import parse_text
 
@@ -49,7 +50,7 @@ class Cleaner:
 
     def __init__(self, secrets: Iterable[str] = (),
                  paths: Sequence[tuple[str, str]] = ()) -> None:
-        self.redactor = Redactor(secrets)
+        self.redactor = Redactor(secrets, shapes=True)  # token-shaped strings too
         self.paths = list(paths)
         self.masker = Masker(days=run_dates())
 
@@ -79,6 +80,18 @@ class Cleaner:
         if isinstance(value, str) and any(raw in value for raw, _ in self.paths):
             return _DROP
         return value
+
+
+def draft_relevant(item: Message) -> bool:
+    """Whether the draft can use ``item``: a ``tools/call`` request, or an answer from the
+    palace. A recorder keeps only these, so a palace streaming server requests or
+    notifications does not grow what each draft is built from."""
+    message = item.message
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    if item.direction == TO_PALACE:
+        return message.get("method") == "tools/call"
+    return "method" not in message
 
 
 def tool_calls(messages: Iterable[Message]) -> list[tuple[Mapping[str, Any], Any]]:
@@ -171,6 +184,28 @@ def build_draft(messages: Sequence[Message], scenario_id: str, *,
             step["expect"] = expect
         steps.append(step)
     steps.append({"op": "shutdown", "reason": "quit"})
+    draft = _draft(scenario_id, steps)
+    note = _masked_note(messages)
+    if note:
+        draft["description"] = f"{draft['description']} {note}"
+    return draft
+
+
+def _masked_note(messages: Sequence[Message]) -> str:
+    """Which token-shaped strings the recorded calls held (masked in the arguments as
+    ``<redacted-token>``, left out of the expectations); empty when none."""
+    calls = json.dumps([[request, answer] for request, answer in tool_calls(messages)],
+                       ensure_ascii=False, default=str)
+    _, kinds = mask_token_shapes(calls)
+    if not kinds:
+        return ""
+    counts = {kind: kinds.count(kind) for kind in dict.fromkeys(kinds)}
+    listed = ", ".join(f"{kind} x{count}" for kind, count in counts.items())
+    return (f"Token-shaped strings masked ({listed}): arguments hold <redacted-token>, "
+            "expectations leave those values out.")
+
+
+def _draft(scenario_id: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "id": scenario_id,
@@ -194,3 +229,47 @@ def write_draft(path: str | os.PathLike[str], draft: Mapping[str, Any]) -> None:
         json.dump(draft, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
     os.replace(temporary, target)
+
+
+class DraftWriter:
+    """Keeps the draft on disk as the traffic comes, off the relay's path: :meth:`changed` only
+    sets a flag (a relay thread or the event loop never builds a draft), and one thread of its
+    own rebuilds and rewrites the file at most every ``interval_s``. So a palace that streams
+    thousands of messages costs the relay nothing per message, and a recorder killed outright
+    still leaves a draft at most ``interval_s`` old. :meth:`close` writes the last one."""
+
+    def __init__(self, path: str | os.PathLike[str], build: Callable[[], Mapping[str, Any]],
+                 interval_s: float = 0.25) -> None:
+        self.path = path
+        self.build = build
+        self.interval_s = interval_s
+        self.writes = 0
+        self._dirty = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one write at a time (they share a temporary file)
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="draft-writer")
+        self._thread.start()
+
+    def changed(self) -> None:
+        self._dirty.set()
+
+    def write(self) -> None:
+        """Build and write the draft now (from any thread)."""
+        with self._lock:
+            write_draft(self.path, self.build())
+            self.writes += 1
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if not self._dirty.wait(0.2):
+                continue
+            self._dirty.clear()
+            self.write()
+            self._stop.wait(self.interval_s)
+
+    def close(self) -> None:
+        """Stop the thread (it finishes a write in progress) and write the final draft."""
+        self._stop.set()
+        self._dirty.set()
+        self._thread.join(5.0)
+        self.write()
