@@ -180,15 +180,18 @@ def scenario_secrets(raw: Mapping[str, Any]) -> list[str]:
     http = raw.get("http")
     if isinstance(http, Mapping):
         add(http.get("token"))
-    for name, value in (raw.get("env") or {}).items():
+    env = raw.get("env")  # any shape: this reads files before they are validated
+    for name, value in (env.items() if isinstance(env, Mapping) else ()):
         if isinstance(value, str) and secret_named(str(name), value):
             add(value)
-    for step in raw.get("steps") or ():
+    steps = raw.get("steps")
+    for step in (steps if isinstance(steps, list) else ()):
         if isinstance(step, Mapping) and step.get("action") == "rotate_token":
             add(step.get("token"))
     expect = raw.get("expect")
     if isinstance(expect, Mapping):
-        for value in expect.get("wire_secrets") or ():
+        wire = expect.get("wire_secrets")
+        for value in (wire if isinstance(wire, list) else ()):
             add(value)
     return found
 

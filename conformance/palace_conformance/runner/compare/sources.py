@@ -8,6 +8,7 @@ unique label (the column heading, the ``data-bridge`` attribute, the name in a d
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import signal
 import sys
@@ -111,10 +112,46 @@ def load_result_file(path: str, flag: str = "--from") -> RunResult:
         raise RunUsageError(f"{where}: not a 'palace-conformance run --json' result (no "
                             "'results' list)")
     try:
-        return RunResult.from_json(data)
+        run = RunResult.from_json(data)
+        why = result_problem(run)
+        if why is None:  # everything a report reads must be readable, not only what was parsed
+            json.dumps(run.to_json(journal=True), default=str)
+            run.counts()
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
-        raise RunUsageError(f"{where}: malformed result ({untrusted.short(repr(exc), 160)}); "
-                            "regenerate it with 'palace-conformance run --json FILE'") from None
+        why = untrusted.short(repr(exc), 160)
+    if why is not None:
+        raise RunUsageError(f"{where}: malformed result ({why}); regenerate it with "
+                            "'palace-conformance run --json FILE'")
+    return run
+
+
+def result_problem(run: RunResult) -> str | None:
+    """What a saved result holds that no run writes (None when nothing): the fields every
+    report reads, each of the type a run gives it."""
+    from palace_conformance.runner.results import (
+        FAILED,
+        NOT_APPLICABLE,
+        NOT_TESTABLE,
+        PASSED,
+    )
+
+    for index, result in enumerate(run.results):
+        at = f"results[{index}]"
+        for name in ("scenario", "transport", "title", "reason", "path", "host_stderr",
+                     "level", "subject"):
+            if not isinstance(getattr(result, name), str):
+                return f"{at}.{name} is not a string"
+        if result.status not in (PASSED, FAILED, NOT_TESTABLE, NOT_APPLICABLE):
+            return f"{at}.status {str(result.status)[:40]!r} is not a result status"
+        duration = result.duration_ms
+        if isinstance(duration, bool) or not isinstance(duration, int | float):
+            return f"{at}.duration_ms is not a number"
+        if not all(isinstance(c, str) for c in result.covers):
+            return f"{at}.covers holds a non-string"
+        for check in result.checks:
+            if not isinstance(check.message, str) or not isinstance(check.pointer, str):
+                return f"{at}.checks holds a check without a string message and pointer"
+    return None
 
 
 def filter_run(run: RunResult, selection: Selection) -> RunResult:
