@@ -25,6 +25,7 @@ from palace_conformance.redaction import REDACTED, Redactor, environment_secrets
 
 PROG = "palace-conformance fake journal"
 POLL_S = 0.2
+FIRST_FETCH_S = 3.0  # what the first GET of a short --for still gets
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
@@ -166,16 +167,25 @@ def run_journal(args: argparse.Namespace) -> int:
         if args.url:
             from palace_conformance.fake.ctl import TIMEOUT_S, CtlError, base_url, call
 
-            until = None if seconds is None else time.monotonic() + seconds
+            until: float | None = None
+            fetched = 0
 
             def fetch(base: str, method: str, path: str) -> Any:
-                """One GET, ending by --for's end too: a peer that trickles cannot hold it."""
-                end = time.monotonic() + TIMEOUT_S
-                return call(base, method, path, deadline=end if until is None
-                            else min(end, until))
+                """One GET, ending by --for's end too (the first one gets at least
+                FIRST_FETCH_S, so a short --for still shows the journal so far): a peer that
+                trickles cannot hold it."""
+                nonlocal fetched
+                now = time.monotonic()
+                end = now + TIMEOUT_S
+                if until is not None:
+                    end = min(end, until if fetched else max(until, now + FIRST_FETCH_S))
+                fetched += 1
+                return call(base, method, path, deadline=end)
 
             try:
-                show(url_records(base_url(args), args.follow, fetch), redactor, seconds, out)
+                base = base_url(args)
+                until = None if seconds is None else time.monotonic() + seconds
+                show(url_records(base, args.follow, fetch), redactor, seconds, out)
             except CtlError as exc:
                 if until is not None and time.monotonic() >= until:
                     return 0  # --for ran out mid-answer: the follow ends as asked
