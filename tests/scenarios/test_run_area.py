@@ -270,3 +270,17 @@ def test_env_placeholders_read_only_the_scenarios_variables(
         assert (world.root / "leak.txt").read_text() == "[]"
     finally:
         world.close()
+
+
+def test_a_knob_forced_past_the_loader_makes_the_run_not_testable(tmp_path: Path) -> None:
+    """``PALACE_FAKE_JOURNAL`` as a knob's target (the fake would journal outside the run):
+    refused before the host starts, nothing written outside."""
+    profile = Profile(name="x", entry="reference", source=tmp_path / "x.json",
+                      knobs={"MEMPALACE_MCP_TIMEOUT_MS": Knob(env="PALACE_FAKE_JOURNAL")})
+    scenario = load_scenario(scenarios_dir() / "feed" / f"{SID}.json")
+    started = time.monotonic()
+    result = run_scenario(scenario, "stdio", options(("/nonexistent/host",), profile=profile,
+                                                     work_root=tmp_path / "runs"))
+    assert result.status == NOT_TESTABLE and "PALACE_FAKE_JOURNAL" in (result.reason or "")
+    assert time.monotonic() - started < 30
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]

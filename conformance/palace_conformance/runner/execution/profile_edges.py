@@ -83,6 +83,10 @@ def _counts_every_registration(check: Check) -> bool:
 def prepare(profile: Profile, world: World) -> str | None:
     """Knobs, files and programs for the bridge; the reason the scenario cannot run, or None;
     :class:`SetupError` when a file the profile names is refused by the path policy."""
+    for name, knob in profile.knobs.items():  # a profile built past the loader
+        why = paths.reserved_env_problem(knob.env) if knob.env is not None else None
+        if why:
+            raise SetupError(f"refused by the path policy: the profile's knob {name}: {why}")
     own = {name: value for name, value in world.scenario.env.items() if value is not None}
     env, why = profile.translate_env(world.env, own=own)
     if why is not None:
