@@ -97,9 +97,11 @@ def test_latency_stays_flat_while_a_palace_streams_server_requests(tmp_path: Pat
                         pass
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
-    first, last = statistics.mean(took[:100]) * 1000, statistics.mean(took[-100:]) * 1000
-    print(f"per-call latency: first 100 {first:.1f} ms, last 100 {last:.1f} ms")
-    assert last < max(3 * first, first + 25), (first, last)
+    first, last = statistics.median(took[:100]) * 1000, statistics.median(took[-100:]) * 1000
+    print(f"per-call latency (median): first 100 {first:.1f} ms, last 100 {last:.1f} ms")
+    # medians: a neighbour's load spikes single calls; the bug this guards grew the typical call
+    # from 50 to 239 ms within 240 calls (a draft rebuilt per message on the event loop)
+    assert last < max(3 * first, first + 50), (first, last)
 
 
 @pytest.mark.timeout(300)

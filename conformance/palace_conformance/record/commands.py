@@ -119,7 +119,8 @@ def run_record(args: argparse.Namespace) -> int:
 
     env = {**os.environ, ENV_ACTIVE: "1"}
     relay = Relay(command, on_message, grace_s=args.grace_ms / 1000, env=env)
-    writer = DraftWriter(out, lambda: build_draft(list(recorded), scenario_id))
+    memo: dict[Any, Any] = {}  # each call's step, built once (the cleaner never changes here)
+    writer = DraftWriter(out, lambda: build_draft(list(recorded), scenario_id, memo=memo))
     try:
         code = relay.run()
     except RelayError as exc:  # nothing ran: no draft
@@ -170,9 +171,15 @@ def _run_http(args: argparse.Namespace, prog: str, out: Path, scenario_id: str,
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
 
+    cached: dict[str, Any] = {"secrets": None, "memo": {}, "cleaner": None}
+
     def build() -> dict[str, Any]:
-        cleaner = Cleaner([*environment_secrets(), *sorted(relay.secrets)], path_replacements())
-        return build_draft(list(recorded), scenario_id, cleaner=cleaner)
+        secrets = sorted(relay.secrets)
+        if secrets != cached["secrets"]:  # a new token or session id: every step again
+            cached.update(secrets=secrets, memo={}, cleaner=Cleaner(
+                [*environment_secrets(), *secrets], path_replacements()))
+        return build_draft(list(recorded), scenario_id, cleaner=cached["cleaner"],
+                           memo=cached["memo"])
 
     writer: DraftWriter | None = None
 

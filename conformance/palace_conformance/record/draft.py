@@ -155,8 +155,12 @@ def step_label(index: int, tool: str) -> str:
 
 
 def build_draft(messages: Sequence[Message], scenario_id: str, *,
-                cleaner: Cleaner | None = None) -> dict[str, Any]:
-    """The draft scenario for the recorded traffic (a JSON object in the fixture format)."""
+                cleaner: Cleaner | None = None,
+                memo: dict[tuple[int, int, int], dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
+    """The draft scenario for the recorded traffic (a JSON object in the fixture format).
+    ``memo`` (kept by a caller that rebuilds the draft as traffic comes, with the same cleaner)
+    holds each call's step, so a rebuild only builds the calls that are new or newly answered."""
     if cleaner is None:
         cleaner = Cleaner(environment_secrets(), path_replacements())
     steps: list[dict[str, Any]] = [
@@ -165,6 +169,10 @@ def build_draft(messages: Sequence[Message], scenario_id: str, *,
         {"op": "settle", "quiet_ms": 200, "max_ms": 5000, "until": "tools"},
     ]
     for index, (request, answer) in enumerate(tool_calls(messages), start=1):
+        key = (index, id(request), id(answer))  # the messages live as long as the recording
+        if memo is not None and key in memo:
+            steps.append(memo[key])
+            continue
         raw_params = request.get("params")
         params: Mapping[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         name = params.get("name")
@@ -183,6 +191,8 @@ def build_draft(messages: Sequence[Message], scenario_id: str, *,
         else:
             step["expect"] = expect
         steps.append(step)
+        if memo is not None:
+            memo[key] = step
     steps.append({"op": "shutdown", "reason": "quit"})
     draft = _draft(scenario_id, steps)
     note = _masked_note(messages)
@@ -260,12 +270,18 @@ class DraftWriter:
             self.writes += 1
 
     def _loop(self) -> None:
+        import time
+
         while not self._stop.is_set():
             if not self._dirty.wait(0.2):
                 continue
             self._dirty.clear()
+            started = time.monotonic()
             self.write()
-            self._stop.wait(self.interval_s)
+            # a long session's draft takes longer to build: waiting four times as long as the
+            # build took keeps this thread's share of the interpreter under a fifth, however
+            # long the recording gets, so the relay's own pace never suffers from it
+            self._stop.wait(max(self.interval_s, 4 * (time.monotonic() - started)))
 
     def close(self) -> None:
         """Stop the thread (it finishes a write in progress) and write the final draft."""
