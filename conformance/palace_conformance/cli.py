@@ -80,10 +80,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the commands whose console output passes through the one redactor (redaction.CONSOLE): all
+#: but those whose stdout is a protocol stream (the fake, record's stdio relay) or raw tool output
+REDACTED_COMMANDS = frozenset({"run", "replay", "baseline", "selftest", "diff", "matrix",
+                               "profile", "merge", "fixtures", "fidelity", "official"})
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if getattr(args, "command", None) in REDACTED_COMMANDS:
+            from palace_conformance.redaction import CONSOLE
+
+            CONSOLE.install()
         code = args.handler(args)
     except UsageError as exc:  # worded with the program's name already
         print(exc, file=sys.stderr)

@@ -8,11 +8,15 @@ only: the fake's commands import it.
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
 import re
+import sys
+import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 #: a variable or key whose upper-cased name contains one of these holds a secret
 SECRET_NAME_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
@@ -67,11 +71,53 @@ def encoded_forms(value: str) -> list[str]:
             if form != value and len(form) >= MIN_ENCODED_FORM]
 
 
+#: strings shaped like a credential whoever printed them (a recorded palace's answer, a host's
+#: stderr): the kind each shape is named by in a note, and its pattern
+TOKEN_SHAPES: tuple[tuple[str, str], ...] = (
+    ("github token", r"\bgh[pousr]_[A-Za-z0-9]{30,255}\b"),
+    ("github token", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
+    ("api key", r"\bsk-[A-Za-z0-9][A-Za-z0-9_-]{15,255}"),
+    ("slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,255}"),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{0,4096}"),
+    ("bearer value", r"(?<=Bearer )[A-Za-z0-9._~+/=-]{20,4096}"),
+)
+SHAPE_MARKER = "<redacted-token>"
+_SHAPES = re.compile("|".join(f"(?P<s{i}>{pattern})"
+                              for i, (_, pattern) in enumerate(TOKEN_SHAPES)))
+
+
+def _high_entropy(value: str) -> bool:
+    """A bearer value that reads like a random credential (not ``Bearer placeholder-token``)."""
+    if len(value) < 20:
+        return False
+    counts = {c: value.count(c) for c in set(value)}
+    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+    return entropy >= 3.5 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def mask_token_shapes(text: str) -> tuple[str, list[str]]:
+    """``text`` with every token-shaped string (:data:`TOKEN_SHAPES`) replaced by
+    :data:`SHAPE_MARKER`, and the kinds masked (one per replacement, in order)."""
+    kinds: list[str] = []
+
+    def one(match: re.Match[str]) -> str:
+        index = int((match.lastgroup or "s0")[1:])
+        kind = TOKEN_SHAPES[index][0]
+        if kind == "bearer value" and not _high_entropy(match.group(0)):
+            return match.group(0)
+        kinds.append(kind)
+        return SHAPE_MARKER
+
+    return _SHAPES.sub(one, text), kinds
+
+
 class Redactor:
     """Replaces every known secret by its numbered marker in text and JSON values, as written,
-    JSON-escaped and in its :func:`encoded_forms`."""
+    JSON-escaped and in its :func:`encoded_forms`; with ``shapes``, token-shaped strings too
+    (:func:`mask_token_shapes`)."""
 
-    def __init__(self, values: Iterable[str]) -> None:
+    def __init__(self, values: Iterable[str], *, shapes: bool = False) -> None:
+        self.shapes = shapes
         ordered: list[str] = []
         for value in values:
             if value and value not in ordered:
@@ -85,7 +131,10 @@ class Redactor:
         self._found: dict[str, str] = {}
         self._forms: dict[str, list[str]] = {}
         for value in self._order:
-            forms = [value, json.dumps(value)[1:-1], *encoded_forms(value)]
+            escaped = json.dumps(value)[1:-1]
+            # JSON-escaped once (a JSON text) and twice (that text inside a JSON string, e.g. a
+            # host's stderr line quoting JSON, in a result file)
+            forms = [value, escaped, json.dumps(escaped)[1:-1], *encoded_forms(value)]
             self._forms[value] = forms
             for form in forms:
                 self._found.setdefault(form, self.markers[value])
@@ -94,9 +143,11 @@ class Redactor:
             if self._found else None
 
     def text(self, text: str) -> str:
-        if self._pattern is None:
-            return text
-        return self._pattern.sub(lambda match: self._found[match.group(0)], text)
+        if self._pattern is not None:
+            text = self._pattern.sub(lambda match: self._found[match.group(0)], text)
+        if self.shapes:
+            text = mask_token_shapes(text)[0]
+        return text
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -129,14 +180,99 @@ def scenario_secrets(raw: Mapping[str, Any]) -> list[str]:
     http = raw.get("http")
     if isinstance(http, Mapping):
         add(http.get("token"))
-    for name, value in (raw.get("env") or {}).items():
+    env = raw.get("env")  # any shape: this reads files before they are validated
+    for name, value in (env.items() if isinstance(env, Mapping) else ()):
         if isinstance(value, str) and secret_named(str(name), value):
             add(value)
-    for step in raw.get("steps") or ():
+    steps = raw.get("steps")
+    for step in (steps if isinstance(steps, list) else ()):
         if isinstance(step, Mapping) and step.get("action") == "rotate_token":
             add(step.get("token"))
     expect = raw.get("expect")
     if isinstance(expect, Mapping):
-        for value in expect.get("wire_secrets") or ():
+        wire = expect.get("wire_secrets")
+        for value in (wire if isinstance(wire, list) else ()):
             add(value)
     return found
+
+
+class RedactingWriter(io.TextIOBase):
+    """A console stream that passes every complete line through a :class:`Redactor` (a line is
+    held until its end, or until it passes 64 KiB, so a secret split across writes is still
+    found); everything else is the wrapped stream's."""
+
+    HOLD = 64 * 1024
+
+    def __init__(self, stream: TextIO, redactor: Redactor) -> None:
+        super().__init__()
+        self.stream = stream
+        self.redactor = redactor
+        self._held = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._held += text
+            cut = self._held.rfind("\n") + 1
+            if not cut and len(self._held) > self.HOLD:
+                cut = len(self._held)
+            if cut:
+                out, self._held = self._held[:cut], self._held[cut:]
+                self.stream.write(self.redactor.text(out))
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._held:
+                out, self._held = self._held, ""
+                self.stream.write(self.redactor.text(out))
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8") or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.stream, "errors", None)
+
+
+class ConsoleRedaction:
+    """The one redactor between a command and its console: the runner's environment secrets,
+    token shapes, and whatever secrets a command learns as it reads its inputs (:meth:`add`)."""
+
+    def __init__(self) -> None:
+        self._values: list[str] = []
+        self.redactor = Redactor(environment_secrets(), shapes=True)
+
+    def add(self, values: Iterable[str]) -> None:
+        fresh = [v for v in values if v and v not in self._values]
+        if fresh:
+            self._values.extend(fresh)
+            self.redactor = Redactor([*self._values, *environment_secrets()], shapes=True)
+            for stream in (sys.stdout, sys.stderr):
+                if isinstance(stream, RedactingWriter):
+                    stream.redactor = self.redactor
+
+    def install(self) -> None:
+        """Wrap ``sys.stdout`` and ``sys.stderr`` (once)."""
+        if not isinstance(sys.stdout, RedactingWriter):
+            sys.stdout = RedactingWriter(sys.stdout, self.redactor)
+        if not isinstance(sys.stderr, RedactingWriter):
+            sys.stderr = RedactingWriter(sys.stderr, self.redactor)
+
+    def text(self, text: str) -> str:
+        return self.redactor.text(text)
+
+
+#: the console's redactor for this process (the CLI installs it; the pytest plugin uses it)
+CONSOLE = ConsoleRedaction()

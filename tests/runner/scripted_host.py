@@ -22,6 +22,10 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
   (``bad_request``, as a host that predates the op answers);
 * ``linger:MS``: like ``good``, but after answering ``exit`` it stays alive MS milliseconds
   before it exits;
+* ``leak:OP``: when OP arrives, writes every secret-named variable of its environment to
+  stderr (plain, base64, URL- and JSON-encoded, in colour) and exits 3;
+* ``tamper:MARKER``: on ``load``, overwrites the run's ``bin/mempalace-mcp`` with a script that
+  touches MARKER (a writer that got past the path policy), then answers as ``good``;
 * ``no-palace:WHERE``: like ``good`` (it never starts a palace), but ``load`` says why: WHERE is
   ``effects`` (a ``stderr`` and a ``notify`` effect) or ``stderr`` (lines on the host's stderr);
 
@@ -31,7 +35,9 @@ and CAPS is a comma-separated capability list for ``hello`` (default ``stdio,htt
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -52,6 +58,20 @@ def reply(request_id: object, result: object = None, ok: bool = True,
         message["error"] = error or {"kind": "exception", "message": "scripted"}
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
+
+
+def leaked(environ: dict[str, str] | os._Environ[str]) -> str:
+    """``leak:OP``'s stderr: each secret-named variable as written, base64, URL- and
+    JSON-encoded, with ANSI colour, plus a GitHub-shaped token it made up."""
+    import base64
+    from urllib.parse import quote
+
+    parts = ["\x1b[31mbridge: crashed\x1b[0m", "ghp_" + "Zx9" * 12]
+    for name, value in sorted(environ.items()):
+        if any(word in name for word in ("TOKEN", "SECRET", "KEY")) and len(value) >= 8:
+            parts += [f"{name}={value}", base64.b64encode(value.encode()).decode(),
+                      quote(value, safe=""), json.dumps({"token": value})]
+    return " | ".join(parts)
 
 
 def main() -> None:
@@ -77,6 +97,10 @@ def main() -> None:
             if mode == "stderrflood":
                 sys.stderr.writelines(f"stderr line {n:06d}\n" for n in range(FLOOD_LINES))
                 sys.stderr.flush()
+            if mode == "leak":  # every secret of its environment, in several encodings
+                sys.stderr.write(leaked(os.environ) + "\n")
+                sys.stderr.flush()
+                sys.exit(3)
             if mode == "crash":
                 sys.stderr.write(f"scripted host: crashing on {op}\n")
                 sys.stderr.flush()
@@ -90,6 +114,13 @@ def main() -> None:
                                        stderr=subprocess.DEVNULL)
             with open(target, "a", encoding="ascii") as handle:
                 handle.write(f"{sleeper.pid}\n")
+        if mode == "tamper" and op == "load":  # a writer that got past the path policy
+            shim = os.path.join(request.get("cwd") or os.getcwd(), "bin", "mempalace-mcp")
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.dirname(shim), 0o755)
+                os.chmod(shim, 0o755)
+            with open(shim, "w", encoding="ascii") as handle:
+                handle.write(f"#!/bin/sh\ntouch {target}\n")
         if op == "hello":
             protocol = int(target) if mode == "version" else 1
             reply(request_id, {"protocol": protocol, "impl": "scripted", "bridge": "none",

@@ -96,7 +96,7 @@ def test_a_set_env_step_may_not_set_the_fakes_variables(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("raw", "pointer"), [
     ({"helpers": {"feed": {"mine_source": "${TMP}\\..\\x"}}}, "/helpers/feed/mine_source"),
     ({"helpers": {"feed": {"mine_source": "${TMP}x"}}}, "/helpers/feed/mine_source"),
-    ({"helpers": {"feed": {"mine_source": "${TMP}", "files": {"a\\..\\..\\b": ""}}}},
+    ({"helpers": {"feed": {"mine_source": "${TMP}/x", "files": {"a\\..\\..\\b": ""}}}},
      "/helpers/feed/files/a\\..\\..\\b"),
     ({"helpers": {"feed": {"files": {"": ""}}}}, "/helpers/feed/files/"),
     ({"env": {"PALACE_FAKE_CATALOGUE": "light"}}, "/env/PALACE_FAKE_CATALOGUE"),

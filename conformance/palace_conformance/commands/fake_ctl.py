@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -53,31 +54,91 @@ def base_url(args: argparse.Namespace) -> str:
     return f"{parsed.scheme}://{parsed.netloc.decode()}"
 
 
-def call(base: str, method: str, path: str, body: Any = None) -> Any:
-    """One control request; any failure is a :class:`CtlError` with one line."""
+#: the most of an answer read (the journal of a long session is the big one)
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
+class _Answer:
+    """What the request thread got: status, body, or the error to raise."""
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.body = b""
+        self.error: CtlError | None = None
+        self.done = threading.Event()
+        self.cancelled = threading.Event()
+
+
+def _fetch(answer: _Answer, base: str, method: str, path: str, content: bytes | None,
+           max_bytes: int, timeout_s: float) -> None:
+    """The request, in its own thread: streamed, stopped at ``max_bytes`` or when cancelled."""
     import httpx
 
-    content = None if body is None else json.dumps(body).encode()
     try:
-        answer = httpx.request(method, f"{base}{path}", content=content, timeout=TIMEOUT_S,
-                               headers={"Content-Type": "application/json"})
+        with httpx.stream(method, f"{base}{path}", content=content, timeout=timeout_s,
+                          headers={"Content-Type": "application/json"}) as response:
+            answer.status = response.status_code
+            chunks: list[bytes] = []
+            total = 0
+            for chunk in response.iter_bytes():
+                if answer.cancelled.is_set():
+                    return
+                total += len(chunk)
+                if total > max_bytes:
+                    answer.error = CtlError(f"the fake at {base} answered {method} {path} with "
+                                            f"more than {max_bytes} bytes; stopped reading")
+                    return
+                chunks.append(chunk)
+            answer.body = b"".join(chunks)
     except httpx.TimeoutException:
-        raise CtlError(f"the fake at {base} did not answer within {TIMEOUT_S:g} s") from None
-    except httpx.TransportError as exc:
-        raise CtlError(f"cannot reach a fake at {base} ({type(exc).__name__}: "
-                       f"{str(exc) or 'no detail'}); is 'palace-conformance fake http' "
-                       "running there?") from None
+        answer.error = CtlError(f"the fake at {base} did not answer within {timeout_s:g} s")
+    except (httpx.TransportError, httpx.DecodingError) as exc:
+        answer.error = CtlError(f"cannot reach a fake at {base} ({type(exc).__name__}: "
+                                f"{' '.join((str(exc) or 'no detail').split())[:200]}); is "
+                                "'palace-conformance fake http' running there?")
+    except Exception as exc:
+        answer.error = CtlError(f"the fake at {base} broke {method} {path} "
+                                f"({type(exc).__name__}: {str(exc)[:200]})")
+    finally:
+        answer.done.set()
+
+
+def call(base: str, method: str, path: str, body: Any = None, *,
+         deadline: float | None = None, max_bytes: int = MAX_ANSWER_BYTES) -> Any:
+    """One control request; any failure is a :class:`CtlError` with one line. The whole
+    exchange (headers and body, however slowly the peer sends them) ends by ``deadline`` (a
+    ``time.monotonic()``; default :data:`TIMEOUT_S` from now), the answer is at most
+    ``max_bytes``, and Ctrl-C is seen at once (the request runs in a thread of its own)."""
+    content = None if body is None else json.dumps(body).encode()
+    end = time.monotonic() + TIMEOUT_S if deadline is None else deadline
+    left = max(end - time.monotonic(), 0.01)
+    answer = _Answer()
+    worker = threading.Thread(target=_fetch, args=(answer, base, method, path, content,
+                                                   max_bytes, left), daemon=True)
+    worker.start()
     try:
-        data = answer.json()
+        finished = answer.done.wait(left)
+    finally:
+        answer.cancelled.set()  # a Ctrl-C or a deadline: the thread stops at its next chunk
+    if not finished:
+        raise CtlError(f"the fake at {base} did not finish answering {method} {path} within "
+                       f"{left:.3g} s; stopped waiting")
+    if answer.error is not None:
+        raise answer.error
+    try:
+        data = json.loads(answer.body)
     except ValueError:
         data = None
-    if answer.status_code != 200 and path.startswith("/_fake/") and not isinstance(data, dict):
-        raise CtlError(f"{base} has no control API (HTTP {answer.status_code}; started with "
+    except RecursionError:
+        raise CtlError(f"the fake at {base} answered JSON nested too deeply") from None
+    text = answer.body[:400].decode("utf-8", "replace")
+    if answer.status != 200 and path.startswith("/_fake/") and not isinstance(data, dict):
+        raise CtlError(f"{base} has no control API (HTTP {answer.status}; started with "
                        "--no-control, or not the fake)")
-    if answer.status_code != 200:
-        reason = data.get("error") if isinstance(data, dict) else answer.text
+    if answer.status != 200:
+        reason = data.get("error") if isinstance(data, dict) else text
         reason = " ".join(str(reason).split())[:200]
-        raise CtlError(f"the fake refused {method} {path} ({answer.status_code}): {reason}")
+        raise CtlError(f"the fake refused {method} {path} ({answer.status}): {reason}")
     return data
 
 

@@ -25,6 +25,7 @@ from palace_conformance.redaction import REDACTED, Redactor, environment_secrets
 
 PROG = "palace-conformance fake journal"
 POLL_S = 0.2
+FIRST_FETCH_S = 3.0  # what the first GET of a short --for still gets
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
@@ -156,7 +157,7 @@ def show(records: Iterable[dict[str, Any] | None], redactor: Redactor, seconds: 
 
 def run_journal(args: argparse.Namespace) -> int:
     """``fake journal FILE`` / ``--url URL``; Ctrl-C exits 130, a lost fake is one line."""
-    redactor = Redactor([*args.secret, *environment_secrets()])
+    redactor = Redactor([*args.secret, *environment_secrets()], shapes=True)
     seconds = args.seconds if args.follow else None
 
     def out(line: str) -> None:
@@ -164,11 +165,30 @@ def run_journal(args: argparse.Namespace) -> int:
 
     try:
         if args.url:
-            from palace_conformance.commands.fake_ctl import CtlError, base_url, call
+            from palace_conformance.commands.fake_ctl import TIMEOUT_S, CtlError, base_url, call
+
+            until: float | None = None
+            fetched = 0
+
+            def fetch(base: str, method: str, path: str) -> Any:
+                """One GET, ending by --for's end too (the first one gets at least
+                FIRST_FETCH_S, so a short --for still shows the journal so far): a peer that
+                trickles cannot hold it."""
+                nonlocal fetched
+                now = time.monotonic()
+                end = now + TIMEOUT_S
+                if until is not None:
+                    end = min(end, until if fetched else max(until, now + FIRST_FETCH_S))
+                fetched += 1
+                return call(base, method, path, deadline=end)
 
             try:
-                show(url_records(base_url(args), args.follow, call), redactor, seconds, out)
+                base = base_url(args)
+                until = None if seconds is None else time.monotonic() + seconds
+                show(url_records(base, args.follow, fetch), redactor, seconds, out)
             except CtlError as exc:
+                if until is not None and time.monotonic() >= until:
+                    return 0  # --for ran out mid-answer: the follow ends as asked
                 print(f"{PROG}: {exc}", file=sys.stderr)
                 return 1
         else:

@@ -104,28 +104,29 @@ def run_record(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
 
-    from palace_conformance.record.draft import build_draft, write_draft
+    from palace_conformance.record.draft import DraftWriter, build_draft, draft_relevant
     from palace_conformance.relay.stdio import FROM_PALACE, Message, Relay, RelayError
 
     recorded: list[Message] = []
-
-    def save() -> None:
-        write_draft(out, build_draft(recorded, scenario_id))
+    writer: DraftWriter | None = None
 
     def on_message(message: Message) -> None:
+        if not draft_relevant(message):  # server requests, notifications: not the draft's
+            return
         recorded.append(message)
-        answer: Any = message.message
-        if message.direction == FROM_PALACE and isinstance(answer, dict) and "id" in answer:
-            save()  # a recorder the bridge SIGKILLs still leaves every answered call
+        if message.direction == FROM_PALACE and writer is not None:
+            writer.changed()  # written off the relay's path: a killed recorder keeps it
 
     env = {**os.environ, ENV_ACTIVE: "1"}
     relay = Relay(command, on_message, grace_s=args.grace_ms / 1000, env=env)
+    memo: dict[Any, Any] = {}  # each call's step, built once (the cleaner never changes here)
+    writer = DraftWriter(out, lambda: build_draft(list(recorded), scenario_id, memo=memo))
     try:
         code = relay.run()
     except RelayError as exc:  # nothing ran: no draft
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    save()
+    writer.close()
     return code
 
 
@@ -153,9 +154,10 @@ def _run_http(args: argparse.Namespace, prog: str, out: Path, scenario_id: str,
 
     from palace_conformance.record.draft import (
         Cleaner,
+        DraftWriter,
         build_draft,
+        draft_relevant,
         path_replacements,
-        write_draft,
     )
     from palace_conformance.redaction import environment_secrets
     from palace_conformance.relay.http import HttpRelay, UpstreamError
@@ -169,15 +171,24 @@ def _run_http(args: argparse.Namespace, prog: str, out: Path, scenario_id: str,
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
 
-    def save() -> None:
-        cleaner = Cleaner([*environment_secrets(), *sorted(relay.secrets)], path_replacements())
-        write_draft(out, build_draft(recorded, scenario_id, cleaner=cleaner))
+    cached: dict[str, Any] = {"secrets": None, "memo": {}, "cleaner": None}
+
+    def build() -> dict[str, Any]:
+        secrets = sorted(relay.secrets)
+        if secrets != cached["secrets"]:  # a new token or session id: every step again
+            cached.update(secrets=secrets, memo={}, cleaner=Cleaner(
+                [*environment_secrets(), *secrets], path_replacements()))
+        return build_draft(list(recorded), scenario_id, cleaner=cached["cleaner"],
+                           memo=cached["memo"])
+
+    writer: DraftWriter | None = None
 
     def on_message(message: Message) -> None:
+        if not draft_relevant(message):  # a palace streaming server requests grows nothing
+            return
         recorded.append(message)
-        answer: Any = message.message
-        if message.direction == FROM_PALACE and isinstance(answer, dict) and "id" in answer:
-            save()  # a recorder killed outright still leaves every answered call
+        if message.direction == FROM_PALACE and writer is not None:
+            writer.changed()  # never built on the event loop: the relay keeps its pace
 
     relay.on_message = on_message
 
@@ -190,17 +201,19 @@ def _run_http(args: argparse.Namespace, prog: str, out: Path, scenario_id: str,
         loop = asyncio.get_running_loop()
         for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(number, relay.stop)
-        save()  # the draft exists once the line is out
+        assert writer is not None
+        writer.write()  # the draft exists once the line is out
         print(f"export MEMPALACE_REMOTE_URL={relay.url}", flush=True)
         print(f"{prog}: relaying {relay.url} to {args.upstream}; give the bridge the line "
               f"above, stop with Ctrl-C (the draft: {out})", file=sys.stderr, flush=True)
         await relay.serve()
         return 0
 
+    writer = DraftWriter(out, build)
     try:
         code = asyncio.run(serve())
     except KeyboardInterrupt:  # Ctrl-C before the handlers were in place
         code = 0
     if code == 0:
-        save()
+        writer.close()
     return code

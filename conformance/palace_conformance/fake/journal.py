@@ -55,6 +55,10 @@ def _encode(entry: dict[str, Any]) -> bytes:
 #: records a journal without a file keeps (the newest); a fake that runs for long without
 #: ``--journal`` would otherwise grow without bound
 MEMORY_KEEP = 10_000
+#: ... and at most this many bytes of them (encoded), the oldest dropped first; one record
+#: bigger than MEMORY_RECORD_MAX_BYTES (a 10 MB request body) is kept as its outline
+MEMORY_MAX_BYTES = 32 * 1024 * 1024
+MEMORY_RECORD_MAX_BYTES = 256 * 1024
 TAIL_CHUNK = 1024 * 1024  # bytes a JournalTail reads at a time
 
 
@@ -130,7 +134,10 @@ class Journal:
         self.path = Path(path) if path else None
         self.transport = transport
         self.pid = os.getpid()
-        self.memory: deque[dict[str, Any]] = deque(maxlen=memory_keep)
+        self.memory: deque[dict[str, Any]] = deque()
+        self.memory_keep = memory_keep
+        self.memory_bytes = 0  # the encoded size of what :attr:`memory` holds
+        self._sizes: deque[int] = deque()
         self.recorded = 0  # records ever put in memory: the first kept is number recorded - len
         self._lock = threading.RLock()
         self._fd: int | None = None
@@ -151,8 +158,21 @@ class Journal:
             if self._fd is not None:
                 os.write(self._fd, line)
             else:
-                self.memory.append(entry)
+                kept, size = entry, len(line)
+                if size > MEMORY_RECORD_MAX_BYTES:  # a 10 MB request body: its outline only
+                    kept = {k: v for k, v in entry.items()
+                            if isinstance(v, int | float | bool) or v is None
+                            or (isinstance(v, str) and len(v) <= 200)}
+                    kept["truncated_bytes"] = size
+                    size = len(_encode(kept))
+                self.memory.append(kept)
+                self._sizes.append(size)
+                self.memory_bytes += size
                 self.recorded += 1
+                while len(self.memory) > 1 and (len(self.memory) > self.memory_keep
+                                                or self.memory_bytes > MEMORY_MAX_BYTES):
+                    self.memory.popleft()
+                    self.memory_bytes -= self._sizes.popleft()
         return entry
 
     @property

@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from palace_conformance.redaction import Redactor, environment_secrets
+from palace_conformance.redaction import Redactor, environment_secrets, mask_token_shapes
 from palace_conformance.relay.stdio import FROM_PALACE, TO_PALACE, Message
 from palace_conformance.runner.compare.volatile import Masker, run_dates
 from palace_conformance.runner.verdict.normalise import parse_text
@@ -49,7 +50,7 @@ class Cleaner:
 
     def __init__(self, secrets: Iterable[str] = (),
                  paths: Sequence[tuple[str, str]] = ()) -> None:
-        self.redactor = Redactor(secrets)
+        self.redactor = Redactor(secrets, shapes=True)  # token-shaped strings too
         self.paths = list(paths)
         self.masker = Masker(days=run_dates())
 
@@ -79,6 +80,18 @@ class Cleaner:
         if isinstance(value, str) and any(raw in value for raw, _ in self.paths):
             return _DROP
         return value
+
+
+def draft_relevant(item: Message) -> bool:
+    """Whether the draft can use ``item``: a ``tools/call`` request, or an answer from the
+    palace. A recorder keeps only these, so a palace streaming server requests or
+    notifications does not grow what each draft is built from."""
+    message = item.message
+    if not isinstance(message, dict) or "id" not in message:
+        return False
+    if item.direction == TO_PALACE:
+        return message.get("method") == "tools/call"
+    return "method" not in message
 
 
 def tool_calls(messages: Iterable[Message]) -> list[tuple[Mapping[str, Any], Any]]:
@@ -142,8 +155,12 @@ def step_label(index: int, tool: str) -> str:
 
 
 def build_draft(messages: Sequence[Message], scenario_id: str, *,
-                cleaner: Cleaner | None = None) -> dict[str, Any]:
-    """The draft scenario for the recorded traffic (a JSON object in the fixture format)."""
+                cleaner: Cleaner | None = None,
+                memo: dict[tuple[int, int, int], dict[str, Any]] | None = None
+                ) -> dict[str, Any]:
+    """The draft scenario for the recorded traffic (a JSON object in the fixture format).
+    ``memo`` (kept by a caller that rebuilds the draft as traffic comes, with the same cleaner)
+    holds each call's step, so a rebuild only builds the calls that are new or newly answered."""
     if cleaner is None:
         cleaner = Cleaner(environment_secrets(), path_replacements())
     steps: list[dict[str, Any]] = [
@@ -152,6 +169,10 @@ def build_draft(messages: Sequence[Message], scenario_id: str, *,
         {"op": "settle", "quiet_ms": 200, "max_ms": 5000, "until": "tools"},
     ]
     for index, (request, answer) in enumerate(tool_calls(messages), start=1):
+        key = (index, id(request), id(answer))  # the messages live as long as the recording
+        if memo is not None and key in memo:
+            steps.append(memo[key])
+            continue
         raw_params = request.get("params")
         params: Mapping[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         name = params.get("name")
@@ -170,7 +191,31 @@ def build_draft(messages: Sequence[Message], scenario_id: str, *,
         else:
             step["expect"] = expect
         steps.append(step)
+        if memo is not None:
+            memo[key] = step
     steps.append({"op": "shutdown", "reason": "quit"})
+    draft = _draft(scenario_id, steps)
+    note = _masked_note(messages)
+    if note:
+        draft["description"] = f"{draft['description']} {note}"
+    return draft
+
+
+def _masked_note(messages: Sequence[Message]) -> str:
+    """Which token-shaped strings the recorded calls held (masked in the arguments as
+    ``<redacted-token>``, left out of the expectations); empty when none."""
+    calls = json.dumps([[request, answer] for request, answer in tool_calls(messages)],
+                       ensure_ascii=False, default=str)
+    _, kinds = mask_token_shapes(calls)
+    if not kinds:
+        return ""
+    counts = {kind: kinds.count(kind) for kind in dict.fromkeys(kinds)}
+    listed = ", ".join(f"{kind} x{count}" for kind, count in counts.items())
+    return (f"Token-shaped strings masked ({listed}): arguments hold <redacted-token>, "
+            "expectations leave those values out.")
+
+
+def _draft(scenario_id: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "schema_version": 1,
         "id": scenario_id,
@@ -194,3 +239,53 @@ def write_draft(path: str | os.PathLike[str], draft: Mapping[str, Any]) -> None:
         json.dump(draft, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
     os.replace(temporary, target)
+
+
+class DraftWriter:
+    """Keeps the draft on disk as the traffic comes, off the relay's path: :meth:`changed` only
+    sets a flag (a relay thread or the event loop never builds a draft), and one thread of its
+    own rebuilds and rewrites the file at most every ``interval_s``. So a palace that streams
+    thousands of messages costs the relay nothing per message, and a recorder killed outright
+    still leaves a draft at most ``interval_s`` old. :meth:`close` writes the last one."""
+
+    def __init__(self, path: str | os.PathLike[str], build: Callable[[], Mapping[str, Any]],
+                 interval_s: float = 0.25) -> None:
+        self.path = path
+        self.build = build
+        self.interval_s = interval_s
+        self.writes = 0
+        self._dirty = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one write at a time (they share a temporary file)
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="draft-writer")
+        self._thread.start()
+
+    def changed(self) -> None:
+        self._dirty.set()
+
+    def write(self) -> None:
+        """Build and write the draft now (from any thread)."""
+        with self._lock:
+            write_draft(self.path, self.build())
+            self.writes += 1
+
+    def _loop(self) -> None:
+        import time
+
+        while not self._stop.is_set():
+            if not self._dirty.wait(0.2):
+                continue
+            self._dirty.clear()
+            started = time.monotonic()
+            self.write()
+            # a long session's draft takes longer to build: waiting four times as long as the
+            # build took keeps this thread's share of the interpreter under a fifth, however
+            # long the recording gets, so the relay's own pace never suffers from it
+            self._stop.wait(max(self.interval_s, 4 * (time.monotonic() - started)))
+
+    def close(self) -> None:
+        """Stop the thread (it finishes a write in progress) and write the final draft."""
+        self._stop.set()
+        self._dirty.set()
+        self._thread.join(5.0)
+        self.write()

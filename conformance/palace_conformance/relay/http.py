@@ -105,28 +105,52 @@ def messages_of(body: bytes) -> list[Any]:
 class EventStream:
     """Incremental ``text/event-stream`` reader: feed it bytes, get each event's ``data``."""
 
-    def __init__(self) -> None:
-        self._pending = b""
+    def __init__(self, limit: int = BODY_LIMIT) -> None:
+        self._pending = bytearray()
         self._data: list[str] = []
+        self._size = 0  # characters of data held for the event being read
+        self._limit = limit
+        self._skipping = False  # a line (or an event) past the limit: left out until its end
 
     def feed(self, chunk: bytes) -> Iterator[str]:
+        """Linear in what is fed: the held bytes are only searched where new ones came in, and
+        neither a line nor an event grows past ``limit`` (the overlong one is left out)."""
+        searched = len(self._pending) - (1 if self._pending.endswith(b"\r") else 0)
         self._pending += chunk
+        start = 0
+        next_lf = self._pending.find(b"\n", searched)
+        next_cr = self._pending.find(b"\r", searched)
         while True:
-            cut = min((i for i in (self._pending.find(b"\n"), self._pending.find(b"\r"))
-                       if i >= 0), default=-1)
+            # each kind of line end is searched for again only once it has been passed
+            if 0 <= next_lf < start:
+                next_lf = self._pending.find(b"\n", start)
+            if 0 <= next_cr < start:
+                next_cr = self._pending.find(b"\r", start)
+            cut = min((i for i in (next_lf, next_cr) if i >= 0), default=-1)
             if cut < 0:
-                return
-            line = self._pending[:cut].decode("utf-8", errors="replace")
-            skip = 2 if self._pending[cut:cut + 2] == b"\r\n" else 1
-            self._pending = self._pending[cut + skip:]
+                break
+            if cut == len(self._pending) - 1 and self._pending[cut] == 13:
+                break  # a CR that may be half of a CRLF: wait for the next byte
+            line = bytes(self._pending[start:cut]).decode("utf-8", errors="replace")
+            start = cut + (2 if self._pending[cut:cut + 2] == b"\r\n" else 1)
+            if self._skipping:
+                self._skipping = bool(line)  # an overlong event ends at its blank line
+                continue
             if not line:
                 if self._data:
                     yield "\n".join(self._data)
-                self._data = []
+                self._data, self._size = [], 0
             elif line.startswith("data"):
                 name, _, value = line.partition(":")
                 if name == "data":
                     self._data.append(value[1:] if value.startswith(" ") else value)
+                    self._size += len(value)
+                    if self._size > self._limit:
+                        self._data, self._size, self._skipping = [], 0, True
+        del self._pending[:start]
+        if len(self._pending) > self._limit:  # a line with no end in sight: left out
+            self._pending.clear()
+            self._data, self._size, self._skipping = [], 0, True
 
 
 class HttpRelay:
@@ -324,7 +348,8 @@ class HttpRelay:
             self.secrets.add(session)
         headers = relayed(response.headers.multi_items())
         kind = response.headers.get("content-type", "").lower()
-        if SSE_TYPE not in kind and "content-length" in response.headers:
+        length = response.headers.get("content-length", "")
+        if SSE_TYPE not in kind and length.isdigit() and int(length) <= BODY_LIMIT:
             data = b"".join([chunk async for chunk in response.aiter_raw()])
             for message in messages_of(data):  # as the fake journals: what it sends, then how
                 self._record(FROM_PALACE, message)

@@ -44,22 +44,55 @@ class RelayError(PalaceError):
     """The server could not be started; the message names the command and the fix."""
 
 
-def lines(fd: int) -> Iterator[bytes]:
-    """Every line read from ``fd`` with its newline (a last unterminated one too), until EOF."""
-    pending = b""
+#: the longest line kept whole for the draft (the bridge's own cap); a longer one is passed on
+#: in pieces as it comes and left out of the draft
+LINE_LIMIT = 64 * 1024 * 1024
+
+
+def pieces(fd: int, limit: int = LINE_LIMIT) -> Iterator[tuple[bytes, bool]]:
+    """What ``fd`` sends until EOF, as ``(bytes, whole)``: each line with its newline (a last
+    unterminated one too) with ``whole`` true; a line longer than ``limit`` as the pieces it
+    came in, ``whole`` false, so it is passed on without being held. Linear: each byte is
+    searched for a newline once, and a line is joined once."""
+    held: list[bytes] = []
+    size = 0
+    overlong = False
     while True:
         try:
             chunk = os.read(fd, READ_SIZE)
         except OSError:
             chunk = b""
         if not chunk:
-            if pending:
-                yield pending
+            if held:
+                yield b"".join(held), not overlong
             return
-        pending += chunk
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            yield line + b"\n"
+        start = 0
+        while (cut := chunk.find(b"\n", start)) >= 0:
+            part = chunk[start:cut + 1]
+            if overlong:
+                yield part, False
+            else:
+                yield b"".join([*held, part]), True
+            held, size, overlong = [], 0, False
+            start = cut + 1
+        rest = chunk[start:]
+        if not rest:
+            continue
+        if overlong:
+            yield rest, False
+        elif size + len(rest) > limit:
+            yield b"".join([*held, rest]), False
+            held, size, overlong = [], 0, True
+        else:
+            held.append(rest)
+            size += len(rest)
+
+
+def lines(fd: int) -> Iterator[bytes]:
+    """Every line read from ``fd`` with its newline (a last unterminated one too), until EOF;
+    a line over :data:`LINE_LIMIT` comes in pieces (see :func:`pieces`)."""
+    for data, _ in pieces(fd):
+        yield data
 
 
 def parse(direction: str, line: bytes) -> Message:
@@ -107,8 +140,9 @@ class Relay:
         """Bridge -> server, until the bridge closes its end or the server stops reading."""
         assert proc.stdin is not None
         server_in = proc.stdin.fileno()
-        for line in lines(self.stdin_fd):
-            self._record(TO_PALACE, line)
+        for line, whole in pieces(self.stdin_fd):
+            if whole:
+                self._record(TO_PALACE, line)
             if not write_all(server_in, line):
                 break
         with contextlib.suppress(OSError):
@@ -118,8 +152,9 @@ class Relay:
     def _down(self, proc: subprocess.Popen[bytes]) -> None:
         """Server -> bridge, until the server closes its stdout (it exited)."""
         assert proc.stdout is not None
-        for line in lines(proc.stdout.fileno()):
-            self._record(FROM_PALACE, line)
+        for line, whole in pieces(proc.stdout.fileno()):
+            if whole:
+                self._record(FROM_PALACE, line)
             if not write_all(self.stdout_fd, line):
                 break
         self.ended.set()

@@ -18,16 +18,22 @@ import difflib
 import json
 import math
 import re
-import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 from palace_conformance.errors import UntrustedInputError
+from palace_conformance.scenarios.paths import (
+    RESERVED_IN_HOME,
+    RESERVED_IN_RUN,
+    reserved_env_problem,
+    reserved_problem,
+)
 
 PROFILE_SCHEMA = "bridge-profile.schema.json"
+PROFILE_MAX_BYTES = 4 * 1024 * 1024  # a profile is a few KiB; files' contents included
 _PLACEHOLDER = re.compile(r"\$\{(FAKE_URL|FAKE_TOKEN|FAKE_SCHEME|FAKE_HOST|FAKE_PORT|FAKE_PATH"
                           r"|TMP|HOME|CWD|ENV:[A-Za-z_][A-Za-z0-9_]*)(?::(number|boolean|string))?\}")
 #: the text a ``:boolean`` placeholder reads as true / false (any other text stays a string)
@@ -111,13 +117,21 @@ class Profile:
             return f"pi-extension:{absolute}{query_sep}{query}"
         return self.entry
 
-    def translate_env(self, env: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    def translate_env(self, env: Mapping[str, str], own: Collection[str] | None = None
+                      ) -> tuple[dict[str, str], str | None]:
         """The scenario's environment in the bridge's own knob names, or the reason the scenario
-        cannot be run as written (a value the bridge cannot be given)."""
+        cannot be run as written (a value the bridge cannot be given). ``own``: the names the
+        scenario itself sets; only those are translated (a knob never reads the runner's own
+        environment, e.g. ``SHELL``). A knob aimed at a reserved name (the loader refuses it)
+        is the reason, never applied."""
         out = dict(env)
         for name, knob in self.knobs.items():
-            if name not in env:
+            if name not in env or (own is not None and name not in own):
                 continue
+            if knob.env is not None:
+                why = reserved_env_problem(knob.env)
+                if why:
+                    return out, f"the profile's knob {name} is refused: {why}"
             value = env[name]
             if knob.absent:
                 return out, (f"the scenario tests {name}={value} (essential, not pace), which "
@@ -140,10 +154,15 @@ class Profile:
             if (item.when == "remote" and not remote) or (item.when == "local" and remote):
                 continue
             base, relative = _anchor(item.path, home, cwd)
-            target = (base / _expand(relative, values, env, home, cwd, tmp)).resolve()
+            expanded = _expand(relative, values, env, home, cwd, tmp)
+            target = (base / expanded).resolve()
             if not target.is_relative_to(base.resolve()):
-                raise ProfileError(f"profile {self.source}: file {item.path!r} leaves its folder; "
-                                   "keep it under ${HOME}/ or ${CWD}/ without '..'")
+                raise ProfileError(f"profile {self.source}: file {_short(item.path)} leaves its "
+                                   "folder; keep it under ${HOME}/ or ${CWD}/ without '..'")
+            why = reserved_problem(expanded, RESERVED_IN_HOME if base == home else RESERVED_IN_RUN)
+            if why:
+                raise ProfileError(f"profile {self.source}: file {_short(item.path)} {why}; "
+                                   "write it elsewhere under ${HOME}/ or ${CWD}/")
             if item.content is not None:
                 data = _expand(item.content, values, env, home, cwd, tmp).encode("utf-8")
             else:
@@ -155,22 +174,28 @@ class Profile:
 
 def load_profile(path: str | Path) -> Profile:
     """Read and validate a profile (``.json`` or ``.toml``); :class:`ProfileError` otherwise."""
+    from palace_conformance import untrusted_file as untrusted
     from palace_conformance.scenarios.schema import schema_problems
 
     source = Path(path)
+    fix = "give the path of a .json or .toml bridge profile (docs/profiles.md)"
     try:
-        raw = source.read_bytes()
-    except OSError as exc:
-        raise ProfileError(f"cannot read profile {source}: {exc.strerror or exc} (give the path "
-                           "of a .json or .toml bridge profile)") from None
+        raw = untrusted.read_bytes(source, what="profile", fix=fix,
+                                   max_bytes=PROFILE_MAX_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise ProfileError(f"cannot read profile {_short(str(source), 200)}: {exc.problem} "
+                           f"({fix})") from None
+    parse = untrusted.parse_toml if source.suffix.lower() == ".toml" else untrusted.parse_json
     try:
-        if source.suffix.lower() == ".toml":
-            data: Any = tomllib.loads(raw.decode("utf-8"))
-        else:
-            data = json.loads(raw)
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        kind = "TOML" if source.suffix.lower() == ".toml" else "JSON"
-        raise ProfileError(f"profile {source} is not valid {kind}: {exc}") from None
+        data: Any = parse(raw, what="profile", path=source, fix="fix the file (docs/profiles.md)")
+    except untrusted.UntrustedFileError as exc:
+        raise ProfileError(str(exc)) from None
+    knobs = data.get("knobs") if isinstance(data, dict) else None
+    for name, knob in (knobs.items() if isinstance(knobs, dict) else ()):
+        target = knob.get("env") if isinstance(knob, dict) else None
+        why = reserved_env_problem(target) if isinstance(target, str) else None
+        if why:  # before the schema, whose oneOf would only say "not valid under any"
+            raise ProfileError(f"profile {source} at /knobs/{_short(str(name))[1:-1]}/env: {why}")
     problems = schema_problems(data, PROFILE_SCHEMA)
     if problems:
         first = problems[0]
@@ -284,10 +309,22 @@ def _routes(raw: Mapping[str, Any]) -> dict[str, list[ToolRoute]]:
     return out
 
 
+def _short(text: str, limit: int = 80) -> str:
+    """``text`` quoted for a one-line message, cut to ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 def _check_file_path(source: Path, path: str) -> None:
     if not path.startswith(("${HOME}/", "${CWD}/")) or ".." in PurePosixPath(path).parts:
-        raise ProfileError(f"profile {source}: file path {path!r} must start with ${{HOME}}/ or "
-                           "${CWD}/ and contain no '..' (files are written inside the run only)")
+        raise ProfileError(f"profile {source}: file path {_short(path)} must start with "
+                           "${HOME}/ or ${CWD}/ and contain no '..' (files are written inside "
+                           "the run only)")
+    prefix, _, relative = path.partition("/")
+    why = reserved_problem(relative, RESERVED_IN_HOME if prefix == "${HOME}" else RESERVED_IN_RUN)
+    if why:
+        raise ProfileError(f"profile {source} at /files: {_short(path)} {why} (the shims, "
+                           "stand-ins, journal and lease); write it elsewhere under ${HOME}/ or "
+                           "${CWD}/")
 
 
 def _check_typed(source: Path, value: Any) -> None:

@@ -106,9 +106,11 @@ class PalaceItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
+        from palace_conformance.redaction import CONSOLE  # standard library only
+
         if isinstance(excinfo.value, PalaceFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
+            return CONSOLE.text(str(excinfo.value))
+        return CONSOLE.text(str(super().repr_failure(excinfo)))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         # the space keeps pytest from showing the id's dots as "::" (it rewrites a location
@@ -355,14 +357,35 @@ class PalaceSuite:
         if self.baseline_lines and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:
+        """Every report of a scenario item through the console's one redactor: the terminal and
+        the JUnit XML are both written from it (a host's stderr in a reason, a skip, an xfail)."""
+        from palace_conformance.redaction import CONSOLE
+
+        outcome = yield
+        report = outcome.get_result()
+        if not isinstance(item, PalaceItem):
+            return
+        longrepr = report.longrepr
+        if isinstance(longrepr, str):
+            report.longrepr = CONSOLE.text(longrepr)
+        elif isinstance(longrepr, tuple) and len(longrepr) == 3:
+            report.longrepr = (longrepr[0], longrepr[1], CONSOLE.text(str(longrepr[2])))
+        if isinstance(getattr(report, "wasxfail", None), str):
+            report.wasxfail = CONSOLE.text(report.wasxfail)
+        report.sections = [(key, CONSOLE.text(text)) for key, text in report.sections]
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from palace_conformance.redaction import CONSOLE
+
         if self.host is not None and self.host.capabilities_note:  # xdist: in each skip reason
             terminalreporter.section("palace-conformance capabilities")
-            terminalreporter.line(self.host.capabilities_note)
+            terminalreporter.line(CONSOLE.text(self.host.capabilities_note))
         if self.baseline_lines:
             terminalreporter.section("palace-conformance baseline", red=True)
             for line in self.baseline_lines:
-                terminalreporter.line(line)
+                terminalreporter.line(CONSOLE.text(line))
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         return (f"palace-conformance: bridge {config.getoption('palace_bridge')}, "

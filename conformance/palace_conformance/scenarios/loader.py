@@ -121,19 +121,30 @@ def read_json(path: Path) -> tuple[Any, list[Problem]]:
     return data, problems
 
 
+FIXTURE_MAX_BYTES = 4 * 1024 * 1024  # the largest shipped fixture is a few KiB
+
+
 def _read(path: Path) -> tuple[Any, bytes, list[Problem]]:
     """The parsed file and its bytes (what the validation cache is keyed on)."""
+    from palace_conformance import untrusted_file as untrusted
+
     try:
-        content = path.read_bytes()
-    except OSError as exc:
-        return None, b"", [Problem(display(path), f"cannot read: {exc.strerror}",
-                                   "check the path")]
+        content = untrusted.read_bytes(path, what="fixture", fix="check the path",
+                                       max_bytes=FIXTURE_MAX_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        return None, b"", [Problem(display(path), f"cannot read: {exc.problem}",
+                                   "check the path (a fixture is a regular JSON file)")]
     try:  # decoded exactly as path.read_text does: UTF-8 with universal newlines
         text = io.TextIOWrapper(io.BytesIO(content), encoding="utf-8").read()
     except UnicodeDecodeError:
         return None, content, [Problem(display(path), "not UTF-8 text", "save the file as UTF-8")]
     try:
-        return json.loads(text), content, []
+        data = json.loads(text)
+        why = untrusted.depth_problem(data)
+        if why:
+            return None, content, [Problem(display(path), f"malformed JSON: {why}",
+                                           "fix the JSON syntax")]
+        return data, content, []
     except json.JSONDecodeError as exc:
         return None, content, [Problem(
             display(path), f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
@@ -195,6 +206,10 @@ def load_file(path: Path, context: Context,
     data, content, problems = _read(path)
     if problems:
         return None, problems
+    if isinstance(data, dict):  # its secrets never reach the console, whatever happens next
+        from palace_conformance.redaction import CONSOLE, scenario_secrets
+
+        CONSOLE.add(scenario_secrets(data))
     if cache is not None and cache.known_valid(path, content):
         return Scenario.from_json(data, path), []
     scenario, problems = _checked(path, data, context)

@@ -116,6 +116,10 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _generic(error: ValidationError) -> tuple[str, str]:
     keyword = error.validator
     value = error.validator_value
@@ -203,6 +207,8 @@ def schema_problems(data: Any, name: str = SCENARIO_SCHEMA) -> list[SchemaProble
             message, generic_fix = _generic(error)
             if template is not None:
                 message = template.replace("{value}", _short(error.instance))
-            problem = SchemaProblem(pointer(error.absolute_path), message, fix or generic_fix)
+            # a value (or a key) may be megabytes: a message quotes at most a line of it
+            problem = SchemaProblem(_cut(pointer(error.absolute_path), 200), _cut(message, 300),
+                                    _cut(fix or generic_fix, 1000))
             found.setdefault((problem.pointer, problem.message), problem)
     return sorted(found.values(), key=lambda p: (p.pointer, p.message))

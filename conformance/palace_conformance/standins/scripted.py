@@ -112,6 +112,38 @@ def _lines(feed: Mapping[str, Any], key: str) -> list[str]:
     return lines
 
 
+def _stage(source: str, files: Mapping[str, Any], root: str | None) -> None:
+    """Make ``source`` and write ``files`` under it. With ``root`` (a runner's world) both go
+    through the path policy's untrusted writer: below the run's directory, never in the
+    runner's own entries (its ``bin/`` of shims and stand-ins, journal, state, HOME's lease),
+    no symlink, FIFO or device followed."""
+    from palace_conformance.scenarios.paths import (
+        PathEscape,
+        make_untrusted_folder,
+        write_untrusted,
+    )
+
+    if not root:
+        target = Path(source)
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            (target / name).write_text(str(text), encoding="utf-8")
+        return
+    base = Path(root)
+    try:
+        relative = Path(source).relative_to(base).as_posix()
+    except ValueError:
+        raise PathEscape(f"mine_source {source!r} is not below the run's directory {root}; "
+                         "keep it inside the run") from None
+    if relative in ("", "."):
+        raise PathEscape(f"mine_source {source!r} is the run's directory itself; name a "
+                         "folder below it")
+    make_untrusted_folder(base, relative)
+    for name, text in files.items():
+        write_untrusted(base, f"{relative}/{name}", str(text).encode("utf-8"))
+
+
 def run_feed(feed: Mapping[str, Any], root: str | None = None) -> int:
     """``helpers.feed``: delay, fail, or stage the files and print ``MINE_SOURCE=<path>`` between
     the other output lines; then exit 0, or die by ``kill_signal``.
@@ -138,17 +170,10 @@ def run_feed(feed: Mapping[str, Any], root: str | None = None) -> int:
         print(line)
     source = feed.get("mine_source")
     if source:
-        from palace_conformance.scenarios.paths import PathEscape, confine
+        from palace_conformance.scenarios.paths import PathEscape
 
         try:
-            target = confine(root, source, "mine_source") if root else Path(source)
-            target.mkdir(parents=True, exist_ok=True)
-            for name, text in (feed.get("files") or {}).items():
-                file = confine(root, target / name, "file") if root else target / name
-                file.parent.mkdir(parents=True, exist_ok=True)
-                if root:  # the directories just made may not be symlinks out either
-                    confine(root, file, "file")
-                file.write_text(str(text), encoding="utf-8")
+            _stage(str(source), feed.get("files") or {}, root)
         except PathEscape as exc:
             print(f"{FEED_HELPER} (palace-conformance stand-in): refused: {exc}", file=sys.stderr)
             return 2

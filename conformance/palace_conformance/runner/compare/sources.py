@@ -91,28 +91,70 @@ def unique_labels(labels: Sequence[str]) -> list[str]:
     return out
 
 
+RESULT_MAX_BYTES = 1024 * 1024 * 1024  # a whole catalogue's results, journals included
+
+
 def load_result_file(path: str, flag: str = "--from") -> RunResult:
     """A saved ``palace-conformance run --json`` file; one-line errors starting ``flag PATH``
     (just ``PATH`` when ``flag`` is empty)."""
-    where = f"{flag} {path}" if flag else path
+    from palace_conformance import untrusted_file as untrusted
+
+    shown = untrusted.short(path, 200)[1:-1]
+    where = f"{flag} {shown}" if flag else shown
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunUsageError(f"{where}: no such file (write one with 'palace-conformance "
+        raw = untrusted.read_bytes(path, what="result", fix="", max_bytes=RESULT_MAX_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise RunUsageError(f"{where}: {exc.problem} (write one with 'palace-conformance "
                             "run --json FILE')") from None
-    except OSError as exc:
-        raise RunUsageError(f"{where}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunUsageError(f"{where}: not a JSON report ({exc}); give a 'run --json' "
+    try:
+        data = untrusted.parse_json(raw, what="result", path=path, fix="")
+    except untrusted.UntrustedFileError as exc:
+        raise RunUsageError(f"{where}: not a JSON report ({exc.problem}); give a 'run --json' "
                             "file") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise RunUsageError(f"{where}: not a 'palace-conformance run --json' result (no "
                             "'results' list)")
     try:
-        return RunResult.from_json(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RunUsageError(f"{where}: malformed result ({exc!r}); regenerate it with "
-                            "'palace-conformance run --json FILE'") from None
+        run = RunResult.from_json(data)
+        why = result_problem(run)
+        if why is None:  # everything a report reads must be readable, not only what was parsed
+            json.dumps(run.to_json(journal=True), default=str)
+            run.counts()
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
+        why = untrusted.short(repr(exc), 160)
+    if why is not None:
+        raise RunUsageError(f"{where}: malformed result ({why}); regenerate it with "
+                            "'palace-conformance run --json FILE'")
+    return run
+
+
+def result_problem(run: RunResult) -> str | None:
+    """What a saved result holds that no run writes (None when nothing): the fields every
+    report reads, each of the type a run gives it."""
+    from palace_conformance.runner.results import (
+        FAILED,
+        NOT_APPLICABLE,
+        NOT_TESTABLE,
+        PASSED,
+    )
+
+    for index, result in enumerate(run.results):
+        at = f"results[{index}]"
+        for name in ("scenario", "transport", "title", "reason", "path", "host_stderr",
+                     "level", "subject"):
+            if not isinstance(getattr(result, name), str):
+                return f"{at}.{name} is not a string"
+        if result.status not in (PASSED, FAILED, NOT_TESTABLE, NOT_APPLICABLE):
+            return f"{at}.status {str(result.status)[:40]!r} is not a result status"
+        duration = result.duration_ms
+        if isinstance(duration, bool) or not isinstance(duration, int | float):
+            return f"{at}.duration_ms is not a number"
+        if not all(isinstance(c, str) for c in result.covers):
+            return f"{at}.covers holds a non-string"
+        for check in result.checks:
+            if not isinstance(check.message, str) or not isinstance(check.pointer, str):
+                return f"{at}.checks holds a check without a string message and pointer"
+    return None
 
 
 def filter_run(run: RunResult, selection: Selection) -> RunResult:

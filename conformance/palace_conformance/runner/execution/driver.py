@@ -209,7 +209,11 @@ class DriverClient:
             return self._stderr.decode("utf-8", "replace")
 
     def stderr_tail(self, lines: int = 3) -> str:
-        return stderr_excerpt(self.stderr_text(), lines)
+        """The excerpt a reason quotes, secrets out first (the console's one redactor): a reason
+        is cut to fit a line, and a cut secret no longer matches."""
+        from palace_conformance.redaction import CONSOLE
+
+        return stderr_excerpt(CONSOLE.text(self.stderr_text()), lines)
 
     def close(self, grace_s: float = 2.0) -> int | None:
         """Close stdin, wait ``grace_s``, then kill the host's whole process group; every wait

@@ -211,11 +211,16 @@ class _Execution:
             except SetupError as exc:
                 return self._not_testable(str(exc))
             if self.original.subject == "fake":
+                self.world.seal()
                 return self._run_fake()
             if profile is not None:
-                why = profile_edges.prepare(profile, self.world)
+                try:
+                    why = profile_edges.prepare(profile, self.world)
+                except SetupError as exc:
+                    return self._not_testable(str(exc))
                 if why:
                     return self._not_applicable(why)
+            self.world.seal()
             return self._run_bridge()
         finally:
             self._cleanup()
@@ -224,6 +229,9 @@ class _Execution:
         world = self.world
         assert world is not None
         scenario = world.scenario
+        tampered = world.tampered()
+        if tampered:
+            return self._not_testable(tampered)
         self.driver = DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
                                    stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
                                    warm=self.options.warm_start)
@@ -242,6 +250,10 @@ class _Execution:
         if why:
             return self._not_applicable(why)
         for step in scenario.steps_for(self.transport):
+            tampered = world.tampered()
+            if tampered:
+                self.result.steps = self.steps
+                return self._not_testable(tampered)
             record = self._step(step)
             self.steps.append(record)
             if step.op == "load" and self._load_failed(step, record):
@@ -413,6 +425,10 @@ class _Execution:
         except OSError as exc:
             return self._not_testable(f"cannot start the fake: {exc}")
         for step in self.world.scenario.steps_for(self.transport):
+            tampered = self.world.tampered()
+            if tampered:
+                self.result.steps = self.steps
+                return self._not_testable(tampered)
             self.steps.append(self._step(step))
         return self._finish(self.world.scenario)
 
@@ -471,6 +487,9 @@ class _Execution:
                                   errors_channel=(profile.errors_channel
                                                   if profile is not None else None),
                                   slack_factor=self.options.slack_factor)
+        tampered = world.tampered()
+        if tampered:  # whatever the run showed, it ran with the runner's own files changed
+            return self._not_testable(tampered)
         unreached = unreached_reason(scenario, self.transport, self.steps, records,
                                      self._drained_host_stderr)
         if unreached is not None:  # one line instead of every expectation failing alike
@@ -605,7 +624,8 @@ class _Execution:
         target.mkdir(parents=True, exist_ok=True)
         # the report dir travels as a whole (CI artifacts): its copies hold no secret either,
         # even when a run is interrupted before any report is written
-        redactor = Redactor([*scenario_secrets(self.original.raw), *environment_secrets()])
+        redactor = Redactor([*scenario_secrets(self.original.raw), *environment_secrets()],
+                            shapes=True)
         for source in (world.journal, world.host_stderr, world.fake_stderr, world.plan,
                        world.state):
             if source.exists():

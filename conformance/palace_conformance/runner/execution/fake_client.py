@@ -51,6 +51,9 @@ class FakeClient:
             self._http = httpx.Client(timeout=30, verify=False)
 
     def _spawn(self) -> None:
+        why = self.world.tampered()  # never start a shim that changed since the world sealed it
+        if why:
+            raise OSError(why)
         with open(self.world.fake_stderr, "ab") as err:
             self.proc = subprocess.Popen([str(self.world.bin / "mempalace-mcp")],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -21,9 +20,10 @@ from palace_conformance.contract import WAKEUP_TYPE
 from palace_conformance.fake.options import ENV_FAULTS_FOR
 from palace_conformance.json_pointer import unescape
 from palace_conformance.resources import tool_catalogue
-from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, World
-from palace_conformance.runner.profile import Profile, ToolRoute
+from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, SetupError, World
+from palace_conformance.runner.profile import Profile, ProfileError, ToolRoute
 from palace_conformance.runner.results import StepRecord
+from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.model import Check, Scenario
 
 #: notify levels that carry a diagnostic (info is a UI toast)
@@ -297,8 +297,14 @@ def _counts_every_registration(check: Check) -> bool:
 
 
 def prepare(profile: Profile, world: World) -> str | None:
-    """Knobs, files and programs for the bridge; the reason the scenario cannot run, or None."""
-    env, why = profile.translate_env(world.env)
+    """Knobs, files and programs for the bridge; the reason the scenario cannot run, or None;
+    :class:`SetupError` when a file the profile names is refused by the path policy."""
+    for name, knob in profile.knobs.items():  # a profile built past the loader
+        why = paths.reserved_env_problem(knob.env) if knob.env is not None else None
+        if why:
+            raise SetupError(f"refused by the path policy: the profile's knob {name}: {why}")
+    own = {name: value for name, value in world.scenario.env.items() if value is not None}
+    env, why = profile.translate_env(world.env, own=own)
     if why is not None:
         return why
     if any(role != "full" for role in profile.servers):
@@ -306,12 +312,17 @@ def prepare(profile: Profile, world: World) -> str | None:
         env[ENV_FAULTS_FOR] = "full"  # a light server's fake takes none of the faults
     world.env = env
     values = {"FAKE_URL": env.get(REMOTE_URL, ""), "FAKE_TOKEN": env.get(REMOTE_TOKEN, "")}
-    for path, data, mode in profile.files_for(home=world.home, cwd=world.root, tmp=world.root,
-                                              remote=bool(env.get(REMOTE_URL)), values=values,
-                                              env=env):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        os.chmod(path, mode)
+    scoped, _ = profile.translate_env(own, own=own)  # ${ENV:NAME}: the scenario's own only
+    try:
+        for path, data, mode in profile.files_for(home=world.home, cwd=world.root,
+                                                  tmp=world.root, remote=bool(env.get(REMOTE_URL)),
+                                                  values=values, env=scoped):
+            in_home = path.is_relative_to(world.home)
+            base = world.home if in_home else world.root
+            paths.write_untrusted(base, path.relative_to(base).as_posix(), data, mode,
+                                  paths.RESERVED_IN_HOME if in_home else paths.RESERVED_IN_RUN)
+    except (ProfileError, paths.PathEscape) as exc:
+        raise SetupError(f"refused by the path policy: {exc}") from None
     shim = world.bin / "mempalace-mcp"
     if shim.exists():
         for name in profile.path_programs:

@@ -10,11 +10,13 @@ the lock holder and kills any fake child a bridge left behind.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -81,10 +83,46 @@ def clean_stale(directory: str | os.PathLike[str] | None = None, *,
             continue
         if pid == os.getpid() or procs.alive(pid):
             continue
-        shutil.rmtree(entry, ignore_errors=True)
+        remove_tree(entry)
         if not entry.exists():
             removed.append(entry)
     return removed
+
+
+def tree_digest(directory: Path) -> dict[str, str]:
+    """What each entry under ``directory`` is (a file's SHA-256, a link's target, a folder),
+    keyed by its relative path; symlinks are not followed and ``__pycache__`` is left out
+    (Python's own cache, written as the fake is imported)."""
+    out: dict[str, str] = {}
+    for folder, dirs, files in os.walk(directory):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in sorted([*dirs, *files]):
+            path = Path(folder, name)
+            key = path.relative_to(directory).as_posix()
+            try:
+                info = path.lstat()
+                if stat.S_ISLNK(info.st_mode):
+                    out[key] = "link:" + os.readlink(path)
+                elif stat.S_ISDIR(info.st_mode):
+                    out[key] = "dir"
+                elif stat.S_ISREG(info.st_mode):
+                    out[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+                else:
+                    out[key] = f"special:{stat.S_IFMT(info.st_mode)}"
+            except OSError as exc:
+                out[key] = f"unreadable:{exc.errno}"
+    return out
+
+
+def remove_tree(directory: Path) -> None:
+    """``shutil.rmtree``, after giving back the write bit :meth:`World.seal` took from folders."""
+    for folder, dirs, _ in os.walk(directory):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                path = Path(folder, name)
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 class SetupError(PalaceError):
@@ -139,6 +177,7 @@ class World:
         self.env: dict[str, str] = {}
         self.values: dict[str, str] = {}
         self._http: httpx.Client | None = None
+        self.sealed: dict[str, str] | None = None  # bin/'s digest once sealed (seal)
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -301,6 +340,40 @@ class World:
         if not line.startswith(b"holding"):
             err = self.holder.stderr.read().decode(errors="replace") if self.holder.stderr else ""
             raise SetupError(f"cannot hold the palace lock: {err.strip() or 'holder exited'}")
+
+    def seal(self) -> None:
+        """Make the run's ``bin/`` (the fake's shims, the runner's stand-ins and their
+        configuration, first on PATH) read-only and remember its digest, once everything the
+        runner puts there is in place: :meth:`tampered` compares against it before the runner
+        starts anything and before it judges."""
+        if not self.bin.is_dir():
+            self.sealed = {}
+            return
+        for folder, dirs, files in os.walk(self.bin, topdown=False):
+            for name in [*files, *dirs]:
+                path = Path(folder, name)
+                with contextlib.suppress(OSError):
+                    if not path.is_symlink():
+                        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP
+                                                           | stat.S_IWOTH))
+        with contextlib.suppress(OSError):
+            self.bin.chmod(0o555)
+        self.sealed = tree_digest(self.bin)
+
+    def tampered(self) -> str | None:
+        """Why the sealed ``bin/`` can no longer be trusted (None while it is as sealed): the
+        entries changed, added or removed since :meth:`seal`. One line."""
+        if self.sealed is None:
+            return None
+        now = tree_digest(self.bin) if self.bin.is_dir() else {}
+        changed = sorted(k for k in set(now) | set(self.sealed) if now.get(k) != self.sealed.get(k))
+        if not changed:
+            return None
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3
+                                           else "")
+        return (f"the run's shims or stand-ins in bin/ were changed during the run ({shown}): "
+                "nothing more is started from them (a fixture or profile file aimed at the "
+                "runner's own files?)")
 
     # -- during the run ------------------------------------------------------------------------
 
@@ -467,7 +540,7 @@ class World:
         procs.wait_gone(killed, 2.0)
         if not self.keep:
             for _ in range(3):  # a dying child may still write a last file into the tree
-                shutil.rmtree(self.root, ignore_errors=True)
+                remove_tree(self.root)
                 if not self.root.exists():
                     break
                 time.sleep(0.1)

@@ -234,7 +234,7 @@ def write_bundle(run: RunResult, result: ScenarioResult, scenario: Scenario, tar
     bridge its user names); ``shown`` is how the
     README names the bundle's path (default: the path itself)."""
     secrets = [*scenario_secrets(scenario.raw), *environment_secrets(environ)]
-    redactor = Redactor(secrets)
+    redactor = Redactor(secrets, shapes=True)
     root = target / bundle_name(result.scenario, result.transport)
     if root.exists():
         shutil.rmtree(root)

@@ -42,8 +42,11 @@ LINE_LIMIT = 240
 
 
 def one_line(text: str, limit: int = LINE_LIMIT) -> str:
-    """``text`` on one line (an HTML error page, a traceback): whitespace folded, then cut."""
-    folded = " ".join(text.split())
+    """``text`` on one line (an HTML error page, a traceback): secrets out (the console's one
+    redactor, before the cut, so no prefix of one survives it), whitespace folded, then cut."""
+    from palace_conformance.redaction import CONSOLE
+
+    folded = " ".join(CONSOLE.text(text).split())
     return folded if len(folded) <= limit else folded[:limit - 1] + "…"
 
 

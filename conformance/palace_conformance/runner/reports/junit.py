@@ -7,6 +7,7 @@ too, named as such, so the panel stays green exactly when the exit code is 0.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,6 +18,28 @@ from palace_conformance.runner.results import (
     RunResult,
     ScenarioResult,
 )
+
+#: a terminal's escape sequences (colours, cursor moves; CSI, OSC and two-character forms)
+ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+#: what XML 1.0 cannot hold at all (not even as a character reference)
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` fit for an XML 1.0 document: terminal escapes removed, every other character
+    XML forbids (control characters, lone surrogates, U+FFFE/FFFF) written as ``\\xNN``."""
+    return NOT_XML.sub(lambda m: f"\\x{ord(m.group(0)):02x}", ANSI.sub("", text))
+
+
+def _sanitize(element: ET.Element) -> None:
+    """Every text, tail and attribute of ``element`` and below through :func:`xml_safe`."""
+    for node in element.iter():
+        if node.text:
+            node.text = xml_safe(node.text)
+        if node.tail:
+            node.tail = xml_safe(node.tail)
+        for key, value in node.attrib.items():
+            node.attrib[key] = xml_safe(value)
 
 
 def _case(result: ScenarioResult) -> ET.Element:
@@ -65,6 +88,7 @@ def to_xml(run: RunResult) -> ET.ElementTree:
         ET.SubElement(case, "failure", type="stale_baseline", message=line)
     root = ET.Element("testsuites")
     root.append(suite)
+    _sanitize(root)  # a host's coloured stderr, a control character in a shard's message
     ET.indent(root)
     return ET.ElementTree(root)
 

@@ -8,7 +8,9 @@ drift report and the matrix, which render from :func:`redacted_run`'s copy of th
 The secrets are: the fake's bearer token (``http.token``), tokens a
 ``rotate_token`` step installs, the fixture's ``wire_secrets``, the fixture's ``env`` values whose
 names look secret, and secret-looking variables of the runner's own environment (the bridge
-inherits those). The same word list decides "looks secret" as the result model's
+inherits those); and any token-shaped string (``ghp_...``, ``sk-...``, a JWT, ...: the
+redactor's ``shapes``) becomes ``<redacted-token>``. The same word list decides "looks
+secret" as the result model's
 :func:`palace_conformance.redaction.redact_env`.
 
 A token in a fixture is only a shared value (the fake requires it, the bridge sends it), so
@@ -49,13 +51,13 @@ def run_redactor(raws: Iterable[Mapping[str, Any]],
     found: list[str] = []
     for raw in raws:
         found.extend(scenario_secrets(raw))
-    return Redactor([*found, *environment_secrets(environ)])
+    return Redactor([*found, *environment_secrets(environ)], shapes=True)
 
 
 def redacted_run(run: RunResult, redactor: Redactor) -> RunResult:
     """A copy of ``run`` with every secret replaced by its marker, journals included: what a
     report is rendered from (the run itself stays as it was, for the bundles)."""
-    if not redactor.markers:
+    if not redactor.markers and not redactor.shapes:
         return run
     # one pass over the JSON text (the redactor knows each secret's JSON-escaped form too): a
     # fraction of walking every string of a whole catalogue's results

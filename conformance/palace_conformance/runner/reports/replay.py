@@ -60,15 +60,21 @@ class Bundle:
         return str(level) if level in ("core", "seed") else None
 
 
+BUNDLE_FILE_MAX_BYTES = 64 * 1024 * 1024  # a bundle's manifest or fixture (journals aside)
+
+
 def _read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    from palace_conformance import untrusted_file as untrusted
+
+    fix = "regenerate the bundle with 'palace-conformance run --report-dir DIR'"
+    if not path.exists() and not path.is_symlink():
         raise ReplayError(f"{path.parent}: not a repro bundle (no {path.name}); give a "
-                          "directory under REPORT/bundles/") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReplayError(f"{path}: unreadable {what} ({exc}); regenerate the bundle with "
-                          "'palace-conformance run --report-dir DIR'") from None
+                          "directory under REPORT/bundles/")
+    try:
+        raw = untrusted.read_bytes(path, what=what, fix=fix, max_bytes=BUNDLE_FILE_MAX_BYTES)
+        return untrusted.parse_json(raw, what=what, path=path, fix=fix)
+    except untrusted.UntrustedFileError as exc:
+        raise ReplayError(f"{path}: unreadable {what} ({exc.problem}); {fix}") from None
 
 
 def load_bundle(path: str | Path) -> Bundle:

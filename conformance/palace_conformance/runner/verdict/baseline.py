@@ -268,25 +268,26 @@ def parse_baseline(data: Any, where: str, *, today: date | None = None,
                         known=known)
 
 
+BASELINE_MAX_BYTES = 16 * 1024 * 1024  # thousands of entries fit in a few hundred KiB
+
+
 def load_baseline(path: str | Path, *, flag: str = "--baseline", today: date | None = None,
                   known: Mapping[str, Sequence[str]] | None = None) -> BaselineFile:
     """Read a baseline file; :class:`BaselineError` is one line starting ``FLAG PATH:``."""
-    where = f"{flag} {path}" if flag else str(path)
+    from palace_conformance import untrusted_file as untrusted
+
+    shown = untrusted.short(str(path), 200)[1:-1]
+    where = f"{flag} {shown}" if flag else shown
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{where}: no such file (write one with 'palace-conformance "
+        raw = untrusted.read_bytes(path, what="baseline", fix="", max_bytes=BASELINE_MAX_BYTES)
+    except untrusted.UntrustedFileError as exc:
+        raise BaselineError(f"{where}: {exc.problem} (write one with 'palace-conformance "
                             "baseline update --from REPORT.json --out FILE')") from None
-    except IsADirectoryError:
-        raise BaselineError(f"{where}: is a directory (give the baseline JSON file)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{where}: cannot read it ({getattr(exc, 'strerror', None) or exc})"
-                            ) from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                            f"{exc.msg}); see docs/baselines.md") from None
+        data = untrusted.parse_json(raw, what="baseline", path=path, fix="")
+    except untrusted.UntrustedFileError as exc:
+        raise BaselineError(f"{where}: {exc.problem.removeprefix('is ')}; see "
+                            "docs/baselines.md") from None
     baseline = parse_baseline(data, where, today=today, known=known)
     baseline.source = str(path)
     return baseline
