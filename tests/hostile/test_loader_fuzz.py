@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from palace_conformance.runner.usage import RunUsageError
+from palace_conformance.errors import RunUsageError
 
 from palace_conformance.runner.compare.sources import load_result_file
 from palace_conformance.runner.profile import ProfileError, load_profile
