@@ -218,14 +218,14 @@ class RedactingWriter(io.TextIOBase):
                 cut = len(self._held)
             if cut:
                 out, self._held = self._held[:cut], self._held[cut:]
-                self.stream.write(self.redactor.text(out))
+                self.stream.write(_encodable(self.redactor.text(out)))
         return len(text)
 
     def flush(self) -> None:
         with self._lock:
             if self._held:
                 out, self._held = self._held, ""
-                self.stream.write(self.redactor.text(out))
+                self.stream.write(_encodable(self.redactor.text(out)))
         self.stream.flush()
 
     def fileno(self) -> int:
@@ -276,3 +276,9 @@ class ConsoleRedaction:
 
 #: the console's redactor for this process (the CLI installs it; the pytest plugin uses it)
 CONSOLE = ConsoleRedaction()
+
+
+def _encodable(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode (a lone surrogate from an untrusted file's
+    ``\\ud800`` escape) written as its escape, so a console line never raises."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

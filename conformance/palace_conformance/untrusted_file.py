@@ -21,6 +21,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.errors import UntrustedInputError
+
 #: longest path accepted (PATH_MAX on Linux); a longer one is refused before any system call
 MAX_PATH = 4096
 #: default size cap; callers pass their own (a profile is small, a whole run's results are not)
@@ -33,7 +35,7 @@ MAX_INT_DIGITS = 64
 QUOTE_LIMIT = 80
 
 
-class UntrustedFileError(ValueError):
+class UntrustedFileError(UntrustedInputError, ValueError):
     """A file that cannot be read as what it should be; ``str()`` is one line, ``problem`` and
     ``fix`` its parts (for a caller that words its own line)."""
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from palace_conformance.errors import RunUsageError
 
+from palace_conformance.errors import RunUsageError
 from palace_conformance.runner.compare.sources import load_result_file
 from palace_conformance.runner.profile import ProfileError, load_profile
 from palace_conformance.runner.reports.replay import ReplayError, load_bundle
