@@ -70,7 +70,9 @@ def test_the_reload_scenario_fails_a_bridge_that_leaks_its_child_on_reload(
     leaky = run_scenario(scenario, "stdio", _options(LEAKY, tmp_path / "leaky"))
     assert leaky.status == "failed"
     failed = {c.pointer for c in leaky.checks if not c.passed}
-    assert {"/steps/5/expect/journal/0", "/expect/processes/alive_after_shutdown"} <= failed
+    # the leaked child is caught on the wire at the reload step; at the end the host's own exit
+    # sweep ends it, and a child that does not outlive the host is no orphan (docs/choices.md)
+    assert "/steps/5/expect/journal/0" in failed
     assert all(c.level == CORE for c in leaky.checks if not c.passed)
 
 
