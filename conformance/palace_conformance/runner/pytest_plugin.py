@@ -287,8 +287,8 @@ class PalaceSuite:
                     host.capabilities, host.capabilities_note = found.capabilities, found.note
                     host.capabilities_source = FROM_OBSERVATION
                     self.detected = found.capabilities
-                    if found.edges is not None and self.profile is None:
-                        self.profile = found.edges  # its observed channels, extras and names
+                    # its observed channels, extras and names, unless a profile says them
+                    self.profile = found.judged_profile(self.profile)
                 self.host = host
         if self.host is None:
             raise PalaceFailure(self.host_error or "the bridge host failed")

@@ -22,10 +22,10 @@ from typing import Any
 from palace_conformance import processes as procs
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.redaction import Redactor, environment_secrets, scenario_secrets
-from palace_conformance.runner.execution import pace, profile_edges
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
 from palace_conformance.runner.execution.settle import EventSettle, window_end
+from palace_conformance.runner.execution.translation import TranslatedDriver, translation_for
 from palace_conformance.runner.execution.world import (
     FAKE_PALACE,
     SIGNALS,
@@ -155,12 +155,13 @@ class _Execution:
         self.transport = transport
         self.options = options
         self.world: World | None = None
-        self.driver: DriverClient | None = None
+        self.driver: TranslatedDriver | None = None
         self.fake: FakeClient | None = None
         self.steps: list[StepRecord] = []
         self.step_tools: dict[int, list[dict[str, Any]] | None] = {}
-        self.extra_tools: set[str] = set()  # tools beyond the catalogue that the profile allows
-        self.paced = pace.Paced(scenario)  # pace values the bridge lacks dropped (pace.py)
+        #: the scenario's names to the bridge's and back (the identity without a profile)
+        self.translation = translation_for(options.profile, scenario.subject)
+        self.paced = self.translation.paced(scenario)  # pace values the bridge lacks dropped
         self.result = ScenarioResult(scenario=scenario.id, transport=transport, status="passed",
                                      title=scenario.title, covers=scenario.covers,
                                      path=str(scenario.path), level=options.level,
@@ -193,12 +194,10 @@ class _Execution:
         if self.options.level == CORE and scenario_level(self.original) == SEED:
             return self._not_applicable("it checks the seed's conventions only (judge them with "
                                         "--level seed)")
-        profile = self.options.profile
-        if profile is not None and self.original.subject != "fake":
-            self.original, why = profile_edges.adapt(profile, self.original, self.transport)
-            if why:
-                return self._not_applicable(why)
-            self.paced = pace.pace(profile, self.original)
+        self.original, why = self.translation.adapt(self.original, self.transport)
+        if why:
+            return self._not_applicable(why)
+        self.paced = self.translation.paced(self.original)
         why = unmet_reason(self.original, self.transport, self.options.server.traits)
         if why:
             return self._not_applicable(why)
@@ -213,13 +212,12 @@ class _Execution:
             if self.original.subject == "fake":
                 self.world.seal()
                 return self._run_fake()
-            if profile is not None:
-                try:
-                    why = profile_edges.prepare(profile, self.world)
-                except SetupError as exc:
-                    return self._not_testable(str(exc))
-                if why:
-                    return self._not_applicable(why)
+            try:
+                why = self.translation.prepare(self.world)
+            except SetupError as exc:
+                return self._not_testable(str(exc))
+            if why:
+                return self._not_applicable(why)
             self.world.seal()
             return self._run_bridge()
         finally:
@@ -232,9 +230,10 @@ class _Execution:
         tampered = world.tampered()
         if tampered:
             return self._not_testable(tampered)
-        self.driver = DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
-                                   stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
-                                   warm=self.options.warm_start)
+        self.driver = TranslatedDriver(
+            DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
+                         stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
+                         warm=self.options.warm_start), self.translation)
         try:
             self.driver.start()
             hello = self.driver.hello(self.options.hello_timeout_ms)
@@ -242,8 +241,8 @@ class _Execution:
             return self._not_testable(f"host did not start: {exc}")
         declared = hello.get("capabilities") or ()
         observed = False
-        if self.options.profile is not None and self.options.profile.capabilities is not None:
-            declared = self.options.profile.capabilities
+        if self.translation.claimed_capabilities is not None:
+            declared = self.translation.claimed_capabilities
         elif self.options.detected_capabilities is not None:
             declared, observed = self.options.detected_capabilities, True
         why = not_applicable_reason(scenario, self.transport, declared, observed)
@@ -338,9 +337,7 @@ class _Execution:
         if step.op == "load":
             request.update(env=self.world.env, cwd=str(self.world.root), options={})
         op = request.pop("op")
-        profile = self.options.profile
-        if profile is not None:
-            request = profile_edges.outgoing_request(profile, op, request)
+        request = self.driver.outgoing(op, request)
         record.request = {"op": op, **request}
         if "env" in record.request and op == "load":
             record.request["env"] = _report_env(self.world.env)
@@ -349,51 +346,27 @@ class _Execution:
             return
         reply = self.driver.request(op, request, deadline_ms=deadline)
         _fill(record, reply)
-        if profile is not None:
-            record.result = profile_edges.incoming_result(profile, op, record.result)
         if op == "exit":  # the step lasts until the host's process has ended
             record.elapsed_ms = reply.elapsed_ms + self.driver.wait_ended(op, deadline)
-        record.effects = self._effects_view(record.effects, _system_prompt(step, record))
-        if op == "list_tools" and isinstance(record.result, list):
-            record.result = self._tools_view(record.result)
 
     def _settle(self, step: Step, request: dict[str, Any], record: StepRecord) -> None:
         """One host settle, or an event-driven one when the step's expectations allow it
         (``verdict.early_end``: the rule; ``execution.settle``: how it waits)."""
         assert self.driver is not None and self.world is not None
         request.pop("until", None)  # the runner's own: how long to wait, not the host's business
-        profile = self.options.profile
-        catalogue = profile_edges.offered_catalogue(profile) if profile is not None else None
-        condition = SettleCondition.for_step(step, self.transport, catalogue)
+        condition = SettleCondition.for_step(step, self.transport, self.translation.catalogue)
         if condition is None:
             reply = self.driver.request("settle", request, deadline_ms=request["timeout_ms"])
             _fill(record, reply)
-            record.effects = self._effects_view(record.effects)
             record.ended_by = window_end(reply, float(request["max_ms"]))
             return
         settled = settled_step(step, self.steps)  # its window is this settle's too
         world = self.world
         start = settled.journal_start if settled is not None else record.journal_start
-        EventSettle(self.driver, request, condition, journal=lambda: world.journal_since(start),
-                    effects_view=self._effects_view, tools_view=self._tools_view,
+        EventSettle(self.driver.client, request, condition,
+                    journal=lambda: world.journal_since(start),
+                    effects_view=self.translation.effects, tools_view=self.translation.tools,
                     prior_effects=settled.effects if settled is not None else ()).run(record)
-
-    # -- what comes back, as the scenarios name it (a profile's edges; as is without one) -----
-
-    def _effects_view(self, effects: list[dict[str, Any]],
-                      system_prompt: tuple[str, str] | None = None) -> list[dict[str, Any]]:
-        profile = self.options.profile
-        if profile is None:
-            return effects
-        return profile_edges.incoming_effects(profile, effects, system_prompt)
-
-    def _tools_view(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Registered tools in catalogue names; the extras a profile allows are set aside."""
-        if self.options.profile is None:
-            return tools
-        shown, extras = profile_edges.incoming_tools(self.options.profile, tools)
-        self.extra_tools.update(extras)
-        return shown
 
     def _tools_after(self, step: Step, record: StepRecord) -> list[dict[str, Any]] | None:
         """The registered tools after a step (a ``list_tools`` request; an rpc reply's tools)."""
@@ -413,10 +386,10 @@ class _Execution:
         except DriverFailure:
             return None
         if record is not None:  # async effects that came in meanwhile
-            record.effects.extend(self._effects_view(list(reply.effects)))
+            record.effects.extend(reply.effects)
         if not reply.ok or not isinstance(reply.result, list):
             return None
-        return self._tools_view([t for t in reply.result if isinstance(t, dict)])
+        return [t for t in reply.result if isinstance(t, dict)]
 
     def _run_fake(self) -> ScenarioResult:
         assert self.world is not None
@@ -445,13 +418,10 @@ class _Execution:
             if final_tools is None:
                 dead = self.driver.dead if self.driver is not None else None
                 final_error = f"could not list the tools at the end: {dead or 'no answer'}"
-        profile = self.options.profile if scenario.subject != "fake" else None
         records, offsets = world.read_journal()
-        retried = (profile_edges.set_aside_read_retries(profile, scenario, self.transport,
-                                                        self.steps, records, offsets)
-                   if profile is not None else [])
-        aside = (profile_edges.other_servers(profile, records, offsets)
-                 if profile is not None else [])
+        retried = self.translation.set_aside_read_retries(scenario, self.transport, self.steps,
+                                                          records, offsets)
+        aside = self.translation.other_servers(records, offsets)
         facts = self._process_facts(records, aside)
         exited = any(step.op == "exit" and step.ran for step in self.steps)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
@@ -482,10 +452,8 @@ class _Execution:
                                   journal=records, step_tools=self.step_tools,
                                   final_tools=final_tools, final_tools_error=final_error,
                                   facts=facts, secret_texts=secret_texts,
-                                  catalogue=(profile_edges.offered_catalogue(profile)
-                                             if profile is not None else None),
-                                  errors_channel=(profile.errors_channel
-                                                  if profile is not None else None),
+                                  catalogue=self.translation.catalogue,
+                                  errors_channel=self.translation.errors_channel,
                                   slack_factor=self.options.slack_factor)
         tampered = world.tampered()
         if tampered:  # whatever the run showed, it ran with the runner's own files changed
@@ -495,19 +463,12 @@ class _Execution:
         if unreached is not None:  # one line instead of every expectation failing alike
             return self._not_testable(unreached)
         self.result.checks = judge(observation)
-        if aside and profile is not None:
-            retried.append(profile_edges.servers_note(
-                profile, aside, process_facts(aside, procs.alive)["alive"]))
+        retried += self.translation.notes(aside, process_facts(aside, procs.alive)["alive"]
+                                          if aside else 0)
         for note in retried:
             self.result.checks.append(CheckRecord(
                 scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
                 message=note, covers=scenario.covers, level=CORE))
-        if self.extra_tools:
-            self.result.checks.append(CheckRecord(
-                scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
-                message="extra tools, allowed by the profile: "
-                        + ", ".join(sorted(self.extra_tools)),
-                covers=scenario.covers, level=CORE))
         if self.paced.changes:
             self.result.checks.append(CheckRecord(
                 scenario=scenario.id, transport=self.transport, pointer="/env_pace", status=PASS,
@@ -538,11 +499,9 @@ class _Execution:
         world = self.world
         assert world is not None
         deadline = time.monotonic() + grace_ms / 1000.0
-        profile = self.options.profile
         while True:
             records, _ = world.read_journal()
-            aside = (profile_edges.other_servers(profile, records)
-                     if profile is not None else [])
+            aside = self.translation.other_servers(records)
             facts = self._process_facts(records, aside)
             if not facts["alive"] or time.monotonic() >= deadline:
                 return facts
@@ -589,8 +548,8 @@ class _Execution:
             return None
         record = StepRecord(index=-1, key=TEARDOWN_KEY, op="exit", ran=True)
         try:
-            _fill(record, driver.request("exit", {"timeout_ms": EXIT_TIMEOUT_MS},
-                                         deadline_ms=EXIT_TIMEOUT_MS))
+            _fill(record, driver.client.request("exit", {"timeout_ms": EXIT_TIMEOUT_MS},
+                                                deadline_ms=EXIT_TIMEOUT_MS))
         except DriverFailure as exc:
             record.failure = str(exc)
         return record
@@ -636,18 +595,6 @@ class _Execution:
         self.result.artifacts = str(target)
         (target / "result.json").write_text(redactor.text(
             json.dumps(self.result.to_json(), indent=1, default=str)), encoding="utf-8")
-
-
-def _system_prompt(step: Step, record: StepRecord) -> tuple[str, str] | None:
-    """(the system prompt the event carried, the one the bridge returned) for before_agent_start."""
-    if step.op != "event" or step.params.get("name") != "before_agent_start":
-        return None
-    returned = record.result.get("system_prompt") if isinstance(record.result, dict) else None
-    if not isinstance(returned, str):
-        return None
-    payload = step.params.get("payload")
-    given = payload.get("systemPrompt") if isinstance(payload, dict) else None
-    return (given if isinstance(given, str) else ""), returned
 
 
 def _fill(record: StepRecord, reply: Reply) -> None:

@@ -17,9 +17,9 @@ from typing import Protocol
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.errors import HostError
-from palace_conformance.runner.execution import pace
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
+from palace_conformance.runner.execution.translation import translation_for
 from palace_conformance.runner.execution.world import claim, clean_stale, scrubbed_environ
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.profiling.detect import detect, needs_detection
@@ -147,16 +147,17 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
 
     run_options = options.run
     profile = run_options.profile
-    if profile is not None and profile.capabilities is not None:
-        host.capabilities = profile.capabilities  # what the profile claims is what is judged
+    claimed = translation_for(profile).claimed_capabilities
+    if claimed is not None:
+        host.capabilities = claimed  # what the profile claims is what is judged
         host.capabilities_source = FROM_PROFILE
     elif needs_detection(host, profile):  # a placeholder list: judge what the bridge showed
         found = detect(host, run_options, options.transports)
         host.capabilities, host.capabilities_note = found.capabilities, found.note
         host.capabilities_source = FROM_OBSERVATION
-        run_options = replace(run_options, detected_capabilities=found.capabilities)
-        if found.edges is not None and profile is None:  # what it showed, as a profile says
-            run_options = replace(run_options, profile=found.edges)
+        # what it showed, as a profile says, unless a profile was given
+        run_options = replace(run_options, detected_capabilities=found.capabilities,
+                              profile=found.judged_profile(profile))
     capabilities = host.capabilities
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
@@ -199,8 +200,6 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
 def _added_seconds(scenario: Scenario, options: RunOptions) -> float:
     """How much longer the bridge's own pace makes ``scenario``: its longer sleeps, plus its
     longer waits (each widened window once); 0 without a profile or a pace value it lacks."""
-    if options.profile is None or scenario.subject == "fake":
-        return 0.0
-    paced = pace.pace(options.profile, scenario)
+    paced = translation_for(options.profile, scenario.subject).paced(scenario)
     return (paced.sleep_extra_ms + paced.deadline_extra_ms) / 1000.0
 

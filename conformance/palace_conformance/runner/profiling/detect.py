@@ -28,6 +28,7 @@ from typing import Any
 from palace_conformance.contract import CAPABILITIES, TRANSPORTS
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.execute import RunOptions
+from palace_conformance.runner.execution.translation import translation_for
 from palace_conformance.runner.profile import Profile
 from palace_conformance.runner.profiling.derive import capabilities_of, channels_of
 from palace_conformance.runner.profiling.matching import match_tools
@@ -47,6 +48,11 @@ class Detection:
     seconds: float
     #: the observed channels, extras and tool names as a profile (None: nothing to apply)
     edges: Profile | None = None
+
+    def judged_profile(self, given: Profile | None) -> Profile | None:
+        """The profile the run judges with: the one given (what it says stands), else what
+        observing the bridge showed."""
+        return given or self.edges
 
 
 #: the stand-in source of a profile built from observation (never read from disk)
@@ -114,7 +120,7 @@ def observed_edges(sessions: Sequence[Session], bridge: str = "",
 def needs_detection(host: HostInfo, profile: Profile | None) -> bool:
     """Whether nobody stated the bridge's capabilities: no profile claims them and the host's
     list is a placeholder (anything else is authoritative)."""
-    if profile is not None and profile.capabilities is not None:
+    if translation_for(profile).claimed_capabilities is not None:
         return False
     return host.capabilities_source == FROM_DEFAULT
 
