@@ -36,6 +36,7 @@ from palace_conformance.real.journal_relay import CONFIG_NAME
 from palace_conformance.real.traits import REAL_SERVER
 from palace_conformance.runner.execution.world import (
     SetupError,
+    StartParts,
     World,
 )
 from palace_conformance.scenarios.model import Scenario
@@ -102,7 +103,7 @@ class RealWorld(World):
         self.palace = seeding.palace_of(self.home)
         self.proxy: JournalProxy | None = None
 
-    def _lay_out(self, early: Scenario) -> None:
+    def _lay_out(self, early: StartParts) -> None:
         self._confine(early)
         self._palace(early)
 
@@ -112,7 +113,7 @@ class RealWorld(World):
     def _start_server(self) -> None:
         self._start_http_server()
 
-    def _palace(self, early: Scenario) -> None:
+    def _palace(self, early: StartParts) -> None:
         """An initialised palace (a copy of the template) unless the scenario wants it fresh,
         then its seeds, filed by a real server."""
         palace = early.palace

@@ -29,12 +29,13 @@ import httpx
 
 from palace_conformance import processes as procs
 from palace_conformance.errors import PalaceError
+from palace_conformance.fake.faults import FaultPlan, plan_from_json
 from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TOKEN_ENV
 from palace_conformance.fake.shims import install_shim, python_path
 from palace_conformance.runner.execution import warm_client
 from palace_conformance.runner.execution.warm_client import LAUNCH_ARGV
 from palace_conformance.scenarios import paths, placeholders
-from palace_conformance.scenarios.model import PLACEHOLDERS, Scenario, Step
+from palace_conformance.scenarios.model import PLACEHOLDERS, FeedHelper, Palace, Scenario, Step
 from palace_conformance.scenarios.palace_state import PalaceSeedError, write_state
 from palace_conformance.scenarios.server_needs import FAKE_SERVER, ServerTraits
 from palace_conformance.standins import scripted as standins
@@ -129,15 +130,40 @@ class SetupError(PalaceError):
     """A prerequisite of the run could not be set up: the scenario is not testable; one line."""
 
 
-def expand_scenario(scenario: Scenario, values: Mapping[str, str]) -> Scenario:
-    """The scenario with ``${NAME}`` replaced; names without a value stay as written (a
+def _expanded(data: Any, values: Mapping[str, str]) -> Any:
+    """``data`` with ``${NAME}`` replaced; names without a value stay as written (a
     ``${FAKE_URL}`` on a stdio run sits only in steps and checks that never run there)."""
     full = {name: values.get(name, "${" + name + "}") for name in PLACEHOLDERS}
     try:
-        data = placeholders.expand(dict(scenario.raw), full)
+        return placeholders.expand(data, full)
     except placeholders.PlaceholderError as exc:
         raise SetupError(str(exc)) from None
-    return Scenario.from_json(data, scenario.path)
+
+
+def expand_scenario(scenario: Scenario, values: Mapping[str, str]) -> Scenario:
+    """The scenario with ``${NAME}`` replaced, built once every value is known."""
+    return Scenario.from_json(_expanded(dict(scenario.raw), values), scenario.path)
+
+
+@dataclass(frozen=True)
+class StartParts:
+    """What a world lays out before its palace starts, which reads it as it starts: the fault
+    plan, the palace's contents, the feed helper. The palace's URL exists only once it listens,
+    so these parts alone are expanded with the values known before (``${TMP}``, the token), and
+    the scenario as a whole is expanded once, after the palace listens (:meth:`World.open`)."""
+
+    faults: FaultPlan
+    palace: Palace
+    feed_helper: FeedHelper
+
+    @classmethod
+    def of(cls, scenario: Scenario, values: Mapping[str, str]) -> StartParts:
+        raw = scenario.raw
+        data = _expanded({"faults": list(raw.get("faults", [])), "palace": raw.get("palace"),
+                          "feed": (raw.get("helpers") or {}).get("feed")}, values)
+        return cls(faults=plan_from_json(data["faults"], source=f"scenario {scenario.id}"),
+                   palace=Palace.from_json(data["palace"]),
+                   feed_helper=FeedHelper.from_json(data["feed"]))
 
 
 def scrubbed_environ() -> dict[str, str]:
@@ -188,9 +214,7 @@ class World:
         token = self.original.http.token
         if self.transport == "http" and token is not None:
             self.values["FAKE_TOKEN"] = token
-        # faults and the palace must exist before the fake starts, so they are expanded without
-        # ${FAKE_URL} (which only exists once the fake listens); the rest is expanded after
-        early = expand_scenario(self.original, self.values)
+        early = StartParts.of(self.original, self.values)  # ${FAKE_URL} comes with the fake
         self.journal.touch()
         self._lay_out(early)
         if early.palace.installed:  # else nothing that starts a palace is put in reach
@@ -208,7 +232,7 @@ class World:
 
     # the steps a world with another palace (real/world.py) does its own way
 
-    def _lay_out(self, early: Scenario) -> None:
+    def _lay_out(self, early: StartParts) -> None:
         """The fault plan and the palace's contents written, the paths confined."""
         self.plan.write_text(json.dumps(early.faults.for_transport(self.transport).to_json()))
         try:
@@ -227,13 +251,13 @@ class World:
         """The HTTP palace started; sets :attr:`fake_url`."""
         self._start_http_fake()
 
-    def _install_standins(self, early: Scenario) -> None:
+    def _install_standins(self, early: StartParts) -> None:
         """The runner's stand-ins for the feed helper and the CLI, over the shims."""
         feed = early.feed_helper
         standins.install(self.bin, {"journal": str(self.journal), "root": str(self.root),
                                     "feed": feed.to_config()})
 
-    def _confine(self, early: Scenario) -> None:
+    def _confine(self, early: StartParts) -> None:
         """The path policy again, at run time (the loader checked the fixture as written): the
         fake's own variables are not the fixture's to set, and every file the feed helper will
         write, resolved now, stays inside this run's directory."""

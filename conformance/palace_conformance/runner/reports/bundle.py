@@ -24,7 +24,7 @@ from typing import Any
 from palace_conformance import __version__
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.errors import ConformanceError
-from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, expand_scenario
+from palace_conformance.runner.execution.world import REMOTE_TOKEN, REMOTE_URL, StartParts
 from palace_conformance.runner.reports import trace as traces
 from palace_conformance.runner.reports.redact import Redactor, environment_secrets, scenario_secrets
 from palace_conformance.runner.results import FAILURE_STATUSES, PARITY, RunResult, ScenarioResult
@@ -211,7 +211,7 @@ def _readme(scenario: Scenario, result: ScenarioResult, bridge: str, server: str
 def _transport_files(writer: _Writer, prefix: str, scenario: Scenario,
                      result: ScenarioResult | None, transport: str,
                      secrets: Iterable[str]) -> None:
-    early = expand_scenario(scenario, {})
+    early = StartParts.of(scenario, {})
     writer.json(f"{prefix}faults.json", early.faults.for_transport(transport).to_json())
     writer.json(f"{prefix}palace-state.json", initial_state(early.palace))
     if result is None:
