@@ -17,15 +17,20 @@ def _fidelity(args: argparse.Namespace) -> int:
     try:
         comparison = run_fidelity(args.real_python, quick=args.quick, select=args.select,
                                   json_out=args.json, keep=args.keep, jobs=args.jobs)
-    except (RealServerMissing, ScriptError, RulesError) as exc:
-        print(f"palace-conformance fidelity: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
+    except (RealServerMissing, ScriptError, RulesError, OSError) as exc:
+        return _refused(exc)
+    return 1 if comparison.differences else 0
+
+
+def _refused(exc: Exception) -> int:
+    """A comparison that could not run, in one line on stderr; exit status 2."""
+    if isinstance(exc, OSError):
         print(f"palace-conformance fidelity: {exc.strerror or exc} "
               f"({getattr(exc, 'filename', None) or 'no file'}); check --json and --keep",
               file=sys.stderr)
-        return 2
-    return 1 if comparison.differences else 0
+    else:
+        print(f"palace-conformance fidelity: {exc}", file=sys.stderr)
+    return 2
 
 
 def _generated(args: argparse.Namespace) -> int:
@@ -42,14 +47,8 @@ def _generated(args: argparse.Namespace) -> int:
     try:
         result = run_generated(args.real_python, args.generated, args.seed, json_out=args.json,
                                keep=args.keep, jobs=args.jobs)
-    except (RealServerMissing, RulesError) as exc:
-        print(f"palace-conformance fidelity: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"palace-conformance fidelity: {exc.strerror or exc} "
-              f"({getattr(exc, 'filename', None) or 'no file'}); check --json and --keep",
-              file=sys.stderr)
-        return 2
+    except (RealServerMissing, RulesError, OSError) as exc:
+        return _refused(exc)
     return 1 if result.comparison.differences else 0
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from palace_conformance.commands.options import add_subcommands
+from palace_conformance.commands.options import add_scenario_paths, add_subcommands
 from palace_conformance.scenarios.behaviours import (
     ID_PATTERN,
     Behaviour,
@@ -170,8 +170,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         description="Validate scenario files: JSON syntax, schema_version, the JSON Schema, then "
         "ids (= file name, unique), behaviour IDs, tool names and fault plans. One line per "
         "problem; exit 1 when there is any.")
-    validate.add_argument("paths", nargs="*", metavar="PATH",
-                          help="scenario files or directories (default: the shipped scenarios)")
+    add_scenario_paths(validate)
     validate.set_defaults(handler=_validate)
 
     listing = fixtures_sub.add_parser("list", help="list scenarios, optionally filtered")

@@ -1,6 +1,7 @@
 """The option sets several commands share, defined once: ``--server fake|real`` and
 ``--real-python PY`` (the palace behind the bridge, for ``run``, ``replay``, ``diff`` and
-``matrix``; docs/real-server.md), ``--jobs``, ``--op-timeout-ms``, and a command's sub-commands.
+``matrix``; docs/real-server.md), ``--jobs``, ``--op-timeout-ms``, the scenario paths, and a
+command's sub-commands.
 
 Argparse only at import time; the real server's machinery is imported when it is asked for.
 """
@@ -28,6 +29,11 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--real-python", metavar="PY", default=None,
                         help="with --server real: a Python with mempalace==3.11.0 installed "
                         "(default: $PALACE_REAL_PYTHON; `tox -e real-palace` provisions one)")
+
+
+def add_scenario_paths(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="scenario files or directories (default: the shipped scenarios)")
 
 
 def add_jobs(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 from palace_conformance.commands.options import (
     add_jobs,
     add_op_timeout,
+    add_scenario_paths,
     add_server_options,
     chosen_server,
 )
@@ -274,8 +275,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         description="Run scenario fixtures against a bridge through its driver host (DRIVER.md) "
         "and report every expectation it departs from. Exit 0 only when everything passed; "
         "not-applicable scenarios are reported but do not fail the run.")
-    run.add_argument("paths", nargs="*", metavar="PATH",
-                     help="scenario files or directories (default: the shipped scenarios)")
+    add_scenario_paths(run)
     run.add_argument("--profile", metavar="FILE",
                      help="a bridge profile (JSON or TOML, docs/profiles.md): how the bridge "
                      "starts, its own knob and tool names, settings files, channels; its entry "

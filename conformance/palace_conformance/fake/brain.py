@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from palace_conformance.fake.faults import STARTUP, Fault, FaultPlan
+from palace_conformance.fake.faults import STARTUP, Fault, FaultPlan, Match
 from palace_conformance.fake.journal import Journal, JournalTail, start_fields
 from palace_conformance.fake.lease import Contention, Lease
 from palace_conformance.fake.palace import BACKEND_OPEN_FAILED, PalaceStore, run_tool
@@ -181,8 +181,15 @@ class Brain:
         fired: list[Fault] = []
         if method is None:  # only messages with a method string count as occurrences
             return fired
+        return self._fired(lambda on: on.method != STARTUP
+                           and on.selects(method, tool, self.transport), method, tool)
+
+    def _fired(self, aimed: Callable[[Match], bool], method: str,
+               tool: str | None) -> list[Fault]:
+        """Of the faults ``aimed`` at this message, those whose occurrence it is, journaled."""
+        fired: list[Fault] = []
         for fault, base in self.faults:
-            if fault.on.method == STARTUP or not fault.on.selects(method, tool, self.transport):
+            if not aimed(fault.on):
                 continue
             occurrence = self.index.count(fault) - base
             if fault.fires_at(occurrence):
@@ -201,16 +208,7 @@ class Brain:
             served = {"catalogue": self.catalogue_name} if self.faults_for is not None else {}
             self.journal.record("process_start", argv=argv, **created, **served)
             self.index.refresh()
-            fired = []
-            for fault, base in self.faults:
-                if fault.on.method != STARTUP:
-                    continue
-                occurrence = self.index.count(fault) - base
-                if fault.fires_at(occurrence):
-                    fired.append(fault)
-                    self.journal.record("fault", fault_id=fault.id, action=fault.action,
-                                        occurrence=occurrence, method=STARTUP, tool=None)
-        return fired
+            return self._fired(lambda on: on.method == STARTUP, STARTUP, None)
 
     # -- inbound ----------------------------------------------------------------------------
 

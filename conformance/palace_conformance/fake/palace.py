@@ -26,6 +26,7 @@ from typing import Any
 
 from palace_conformance.fake.palace_checks import (
     argument_problem,
+    checked_fact,
     chroma_missing,
     digest,
     refusal,
@@ -707,14 +708,9 @@ def entity_key(name: str) -> str:
 
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    refused = refusal(("subject", args["subject"], "value"),
-                       ("predicate", args["predicate"], "name"),
-                       ("object", args["object"], "value"))
+    refused, args = checked_fact(args, ("object",), ("valid_from", "valid_to"))
     if refused is not None:
         return refused
-    args = stripped(args, "subject", "predicate", "object")
-    if (problem := temporal(args, "valid_from", "valid_to")) is not None:
-        return {"success": False, "error": problem}
     subject, predicate, obj = args["subject"], args["predicate"], args["object"]
     same = (entity_key(subject), triple_id_part(predicate), entity_key(obj))
     for known in state.triples:  # 3.11: an identical current fact is answered, not re-filed
@@ -951,10 +947,7 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     limit = args.get("limit", 50)
     if not isinstance(limit, int) or limit < 1:
         return {"error": "limit must be a positive integer"}
-    events = list(state.events)
-    ids = [e["id"] for e in events]
-    if args.get("since_event_id") in ids:
-        events = events[ids.index(args["since_event_id"]) + 1 :]
+    events, ids = _events_since(state, args)
     if args.get("before_event_id") in ids:
         events = events[: ids.index(args["before_event_id"])]
     events = [e for e in events if _event_selected(e, args)]
@@ -1041,6 +1034,17 @@ def _artifact_get(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     return {"error": f"artifact '{args['artifact_id']}' not found"}  # 3.11: no success key
 
 
+def _events_since(state: PalaceState,
+                  args: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The events after ``since_event_id`` (all of them when it names none), and the ids of
+    all of them, in filing order."""
+    events = list(state.events)
+    ids = [e["id"] for e in events]
+    if args.get("since_event_id") in ids:
+        events = events[ids.index(args["since_event_id"]) + 1 :]
+    return events, ids
+
+
 @tool("mempalace_event_wait", writes=True)
 def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     """3.11 lists what matches (oldest first, after ``since_event_id`` when given) and answers
@@ -1055,10 +1059,7 @@ def _event_wait(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     limit = args.get("limit", 50)
     if not isinstance(limit, int) or limit < 1:
         return {"error": "limit must be a positive integer"}
-    events = list(state.events)
-    ids = [e["id"] for e in events]
-    if args.get("since_event_id") in ids:
-        events = events[ids.index(args["since_event_id"]) + 1 :]
+    events, _ = _events_since(state, args)
     events = [e for e in events if _event_selected(e, args)][:min(limit, 500)]
     result: dict[str, Any] = {"timed_out": not events, "events": events, "count": len(events)}
     if args.get("from_agent") and not args.get("writer"):

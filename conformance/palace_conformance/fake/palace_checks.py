@@ -74,6 +74,22 @@ def temporal(args: dict[str, Any], *fields: str) -> str | None:
     return None
 
 
+def checked_fact(args: dict[str, Any], objects: tuple[str, ...],
+                 dates: tuple[str, ...]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """3.11's checks of a knowledge-graph fact's arguments (its subject, predicate, the named
+    objects, then the named dates): the refusal to answer, or None, and the arguments stripped
+    and their dates normalised."""
+    refused = refusal(("subject", args["subject"], "value"),
+                      ("predicate", args["predicate"], "name"),
+                      *((name, args[name], "value") for name in objects))
+    if refused is not None:
+        return refused, args
+    args = stripped(args, "subject", "predicate", *objects)
+    if (problem := temporal(args, *dates)) is not None:
+        return {"success": False, "error": problem}, args
+    return None, args
+
+
 def stripped(args: dict[str, Any], *fields: str) -> dict[str, Any]:
     """``args`` with the named string fields stripped, as 3.11's sanitisers return them once
     they pass (a wing, room, KG subject, predicate or object, an agent or topic name): what

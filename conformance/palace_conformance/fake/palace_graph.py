@@ -19,7 +19,10 @@ from palace_conformance.fake.palace import (
     tool,
     triple_id_part,
 )
-from palace_conformance.fake.palace_checks import argument_problem, refusal, stripped, temporal
+from palace_conformance.fake.palace_checks import (
+    argument_problem,
+    checked_fact,
+)
 
 
 def _today() -> str:
@@ -46,14 +49,9 @@ def _end(state: PalaceState, subject: str, predicate: str, obj: str, ended: str)
 
 @tool("mempalace_kg_invalidate", writes=True)
 def _kg_invalidate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    refused = refusal(("subject", args["subject"], "value"),
-                       ("predicate", args["predicate"], "name"),
-                       ("object", args["object"], "value"))
+    refused, args = checked_fact(args, ("object",), ("ended",))
     if refused is not None:
         return refused
-    args = stripped(args, "subject", "predicate", "object")
-    if (problem := temporal(args, "ended")) is not None:
-        return {"success": False, "error": problem}
     ended = args.get("ended") or _today()
     _end(state, args["subject"], args["predicate"], args["object"], ended)
     # 3.11 answers success whether or not a current fact matched
@@ -63,15 +61,9 @@ def _kg_invalidate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_kg_supersede", writes=True)
 def _kg_supersede(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    refused = refusal(("subject", args["subject"], "value"),
-                       ("predicate", args["predicate"], "name"),
-                       ("old_object", args["old_object"], "value"),
-                       ("new_object", args["new_object"], "value"))
+    refused, args = checked_fact(args, ("old_object", "new_object"), ("at",))
     if refused is not None:
         return refused
-    args = stripped(args, "subject", "predicate", "old_object", "new_object")
-    if (problem := temporal(args, "at")) is not None:
-        return {"success": False, "error": problem}
     subject, predicate, new = args["subject"], args["predicate"], args["new_object"]
     at = args.get("at") or _today()
     _end(state, subject, predicate, args["old_object"], at)

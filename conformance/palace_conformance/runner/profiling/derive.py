@@ -101,26 +101,11 @@ def derive(bridge: str, sessions: Sequence[Session], catalogue: Sequence[Mapping
     draft.profile["claims"] = {"capabilities": capabilities, "seed_copy": False}
     notes.append("claims.seed_copy is false: observation cannot tell a copy of the seed's "
                  "mempalace.ts; set it true (the run is then judged at level seed) if it is one")
-    if knobs:
-        draft.profile["knobs"] = knobs
-    files = _files(observed, notes)
-    if files:
-        draft.profile["files"] = files
-    programs = _programs(observed, notes)
-    if programs:
-        draft.profile["path_programs"] = programs
-    servers = servers_of(observed, notes)
-    if servers:
-        draft.profile["servers"] = servers
-    tools = _tools(observed, catalogue, notes)
-    if tools:
-        draft.profile["tools"] = tools
-    results = results_of(observed, notes)
-    if results:
-        draft.profile["results"] = results
-    channels = _channels(observed, notes)
-    if channels:
-        draft.profile["channels"] = channels
+    sections = {"knobs": knobs, "files": _files(observed, notes),  # drafted in this order
+                "path_programs": _programs(observed, notes), "servers": servers_of(observed, notes),
+                "tools": _tools(observed, catalogue, notes), "results": results_of(observed, notes),
+                "channels": _channels(observed, notes)}
+    draft.profile.update({name: value for name, value in sections.items() if value})
     return draft
 
 
@@ -275,14 +260,21 @@ def _python_note(program: str, observed: Sequence[Session], notes: list[str]) ->
                      "package first on PYTHONPATH and in the shims' python, so nothing to add")
 
 
-def _tools(observed: Sequence[Session], catalogue: Sequence[Mapping[str, Any]],
-           notes: list[str]) -> dict[str, Any]:
+def tools_seen(observed: Sequence[Session]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Every tool the sessions saw registered (name -> its first schema), and the tools the
+    fake saw called for each the bridge called (its name -> the catalogue's)."""
     registered: dict[str, Any] = {}
     called: dict[str, str] = {}
     for session in observed:
         for name, schema in session.tools.items():
             registered.setdefault(name, schema)
         called.update(session.called)
+    return registered, called
+
+
+def _tools(observed: Sequence[Session], catalogue: Sequence[Mapping[str, Any]],
+           notes: list[str]) -> dict[str, Any]:
+    registered, called = tools_seen(observed)
     if not registered:
         notes.append("tools: it registered no tool in either session")
         return {}

@@ -30,7 +30,7 @@ from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.execute import RunOptions
 from palace_conformance.runner.execution.translation import translation_for
 from palace_conformance.runner.profile import Profile
-from palace_conformance.runner.profiling.derive import capabilities_of, channels_of
+from palace_conformance.runner.profiling.derive import capabilities_of, channels_of, tools_seen
 from palace_conformance.runner.profiling.matching import match_tools
 from palace_conformance.runner.profiling.observe import Session, observe
 from palace_conformance.runner.results import FROM_DEFAULT, HostInfo
@@ -80,12 +80,7 @@ def observed_edges(sessions: Sequence[Session], bridge: str = "",
         return None, []
     tools = catalogue if catalogue is not None else tool_catalogue()["tools"]
     names = {str(t["name"]) for t in tools}
-    registered: dict[str, Any] = {}
-    called: dict[str, str] = {}
-    for session in observed:
-        for name, schema in session.tools.items():
-            registered.setdefault(name, schema)
-        called.update(session.called)
+    registered, called = tools_seen(observed)
     found = match_tools(registered, tools, called)
     channels = channels_of(observed)
     said: list[str] = []

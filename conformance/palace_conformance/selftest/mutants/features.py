@@ -12,10 +12,12 @@ from palace_conformance.selftest.mutants.patching import (
     CONFIG,
     FEEDING,
     MAILBOX,
+    answers,
     config_override,
     feed_settings_override,
     mutant,
     never_caught,
+    succeeded_on,
 )
 
 
@@ -47,11 +49,6 @@ def _every_reason_fresh(original: Any) -> Any:
     return frozenset(original) | {"resume", "fork", "reload"}
 
 
-def _feed_never_running(original: Any) -> Any:
-    def _running(self: Any) -> Any:
-        return None
-
-    return _running
 
 
 def _window_forgotten(original: Any) -> Any:
@@ -62,25 +59,10 @@ def _window_forgotten(original: Any) -> Any:
     return settled
 
 
-def _refusal_counts_as_fed(original: Any) -> Any:
-    def succeeded(self: Any) -> bool:
-        return self.name in ("MINED", "NOTHING", "MINE_REFUSED")
-
-    return property(succeeded)
 
 
-def _failed_prepare_counts_as_fed(original: Any) -> Any:
-    def succeeded(self: Any) -> bool:
-        return self.name in ("MINED", "NOTHING", "PREPARE_FAILED")
-
-    return property(succeeded)
 
 
-def _timed_out_prepare_counts_as_fed(original: Any) -> Any:
-    def succeeded(self: Any) -> bool:
-        return self.name in ("MINED", "NOTHING", "PREPARE_TIMEOUT")
-
-    return property(succeeded)
 
 
 def _window_slides(original: Any) -> Any:
@@ -178,11 +160,6 @@ def _stamper_without_remote_gate(original: Any) -> Any:
     return stamper_for
 
 
-def _always_unset(original: Any) -> Any:
-    def _unset(value: Any) -> bool:
-        return True
-
-    return _unset
 
 
 def _diary_tool_renamed(original: Any) -> Any:
@@ -229,11 +206,6 @@ def _claimed_is_terminal(original: Any) -> Any:
     return frozenset(original) | {"claimed"}
 
 
-def _poll_every_settle(original: Any) -> Any:
-    def due(self: Any) -> bool:
-        return True
-
-    return due
 
 
 def _topic_dropped(original: Any) -> Any:
@@ -253,6 +225,15 @@ def _default_respawns_three(original: Any) -> Any:
         return config
 
     return classmethod(from_env)
+
+
+#: patches made by the shared makers (patching.py)
+_feed_never_running = answers(None)
+_always_unset = answers(True)
+_poll_every_settle = answers(True)
+_refusal_counts_as_fed = succeeded_on("MINED", "NOTHING", "MINE_REFUSED")
+_failed_prepare_counts_as_fed = succeeded_on("MINED", "NOTHING", "PREPARE_FAILED")
+_timed_out_prepare_counts_as_fed = succeeded_on("MINED", "NOTHING", "PREPARE_TIMEOUT")
 
 
 MUTANTS: tuple[Mutant, ...] = (

@@ -10,6 +10,8 @@ from palace_conformance.selftest.mutants.model import Mutant
 from palace_conformance.selftest.mutants.patching import (
     REMOTE,
     SESSION,
+    answers,
+    answers_later,
     mutant,
 )
 
@@ -170,11 +172,6 @@ def _deadline_ends_at_headers(original: Any) -> Any:
     return _post
 
 
-def _cancel_never_sent(original: Any) -> Any:
-    def _cancel_soon(self: Any, request_id: int, headers: dict[str, str]) -> None:
-        return None
-
-    return _cancel_soon
 
 
 def _cancel_id_stringified(original: Any) -> Any:
@@ -202,11 +199,6 @@ def _connect_not_retried(original: Any) -> Any:
     return ConnectRetries
 
 
-def _no_keepalive(original: Any) -> Any:
-    async def _keep_alive(self: Any) -> None:
-        return None
-
-    return _keep_alive
 
 
 def _sse_never_resumed(original: Any) -> Any:
@@ -228,6 +220,11 @@ def _sse_retry_ignored(original: Any) -> Any:
         return decision
 
     return on_stream_end
+
+
+#: patches made by the shared makers (patching.py)
+_no_keepalive = answers_later(None)
+_cancel_never_sent = answers(None)
 
 
 MUTANTS: tuple[Mutant, ...] = (

@@ -11,6 +11,7 @@ from palace_conformance.selftest.mutants.patching import (
     LOCAL,
     REMOTE,
     STDIO,
+    answers_later,
     mutant,
 )
 
@@ -110,11 +111,6 @@ def _leader_only_signalled(original: Any) -> Any:
     return _signal_group
 
 
-def _no_delete(original: Any) -> Any:
-    async def delete(self: Any, headers: dict[str, str]) -> int | None:
-        return None
-
-    return delete
 
 
 def _reload_keeps_child(original: Any) -> Any:
@@ -131,6 +127,10 @@ def _no_kill_at_exit(original: Any) -> Any:
         """The host's exit SIGKILLs nothing: a child its stop had not ended yet lives on."""
 
     return kill_now
+
+
+#: patches made by the shared makers (patching.py)
+_no_delete = answers_later(None)
 
 
 MUTANTS: tuple[Mutant, ...] = (

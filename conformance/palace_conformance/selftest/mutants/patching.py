@@ -24,6 +24,42 @@ def never_caught(original: Any) -> Any:
     return NeverRaised
 
 
+def answers(value: Any) -> Make:
+    """A function or method that does nothing and returns ``value``, whatever it is given."""
+
+    def make(original: Any) -> Any:
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            return value
+
+        return answer
+
+    return make
+
+
+def answers_later(value: Any) -> Make:
+    """:func:`answers` for a coroutine function: awaited, it does nothing and returns ``value``."""
+
+    def make(original: Any) -> Any:
+        async def answer(*args: Any, **kwargs: Any) -> Any:
+            return value
+
+        return answer
+
+    return make
+
+
+def succeeded_on(*names: str) -> Make:
+    """An outcome's ``succeeded`` property, true for the outcomes ``names``."""
+
+    def make(original: Any) -> Any:
+        def succeeded(self: Any) -> bool:
+            return self.name in names
+
+        return property(succeeded)
+
+    return make
+
+
 def config_override(**changes: Any) -> Make:
     """``BridgeConfig.from_env`` (a classmethod) with some fields forced after reading."""
 

@@ -10,6 +10,8 @@ from palace_conformance.selftest.mutants.patching import (
     LOCAL,
     RESPAWN,
     STDIO,
+    answers,
+    answers_later,
     mutant,
     state,
 )
@@ -65,11 +67,6 @@ def _ready_without_reset(original: Any) -> Any:
     return on_ready
 
 
-def _success_ignored(original: Any) -> Any:
-    def on_success(self: Any) -> None:
-        return None
-
-    return on_success
 
 
 def _success_while_starting_resets(original: Any) -> Any:
@@ -106,11 +103,6 @@ def _close_session_keeps_waiters(original: Any) -> Any:
     return _close_session
 
 
-def _stderr_never_read(original: Any) -> Any:
-    async def _drain_stderr(self: Any) -> None:
-        return None
-
-    return _drain_stderr
 
 
 def _stderr_decoded_strictly(original: Any) -> Any:
@@ -188,6 +180,11 @@ def _death_is_final(original: Any) -> Any:
         self.on_unspawnable(f"mempalace-mcp died ({why})")
 
     return on_death
+
+
+#: patches made by the shared makers (patching.py)
+_success_ignored = answers(None)
+_stderr_never_read = answers_later(None)
 
 
 MUTANTS: tuple[Mutant, ...] = (
