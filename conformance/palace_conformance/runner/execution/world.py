@@ -166,6 +166,15 @@ class StartParts:
                    feed_helper=FeedHelper.from_json(data["feed"]))
 
 
+def _journal_record(raw: bytes) -> dict[str, Any] | None:
+    """One journal line as its record; None for a torn or foreign line."""
+    try:
+        record = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def scrubbed_environ() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_PREFIXES)}
 
@@ -419,13 +428,8 @@ class World:
         for raw in data.split(b"\n"):
             start = position
             position += len(raw) + 1
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
+            record = _journal_record(raw) if raw.strip() else None
+            if record is not None:
                 records.append(record)
                 offsets.append(start)
         return records, offsets
@@ -438,15 +442,9 @@ class World:
                 data = handle.read()
         except OSError:
             return []
-        records = []
-        for raw in data.split(b"\n")[:-1]:  # the part after the last newline is still being written
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-        return records
+        # the part after the last newline is still being written
+        return [record for raw in data.split(b"\n")[:-1]
+                if (record := _journal_record(raw)) is not None]
 
     def live_stdio_child(self) -> int | None:
         """The newest stdio fake child (from the journal) that is still running; of the full
