@@ -22,6 +22,7 @@ from typing import Any
 from palace_conformance import processes as procs
 from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.redaction import Redactor, environment_secrets, scenario_secrets
+from palace_conformance.runner.execution import pace
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
 from palace_conformance.runner.execution.settle import EventSettle, window_end
@@ -161,7 +162,7 @@ class _Execution:
         self.step_tools: dict[int, list[dict[str, Any]] | None] = {}
         #: the scenario's names to the bridge's and back (the identity without a profile)
         self.translation = translation_for(options.profile, scenario.subject)
-        self.paced = self.translation.paced(scenario)  # pace values the bridge lacks dropped
+        self.paced = pace.Paced(scenario)  # pace values the bridge lacks dropped (adapt)
         self.result = ScenarioResult(scenario=scenario.id, transport=transport, status="passed",
                                      title=scenario.title, covers=scenario.covers,
                                      path=str(scenario.path), level=options.level,
@@ -194,10 +195,9 @@ class _Execution:
         if self.options.level == CORE and scenario_level(self.original) == SEED:
             return self._not_applicable("it checks the seed's conventions only (judge them with "
                                         "--level seed)")
-        self.original, why = self.translation.adapt(self.original, self.transport)
+        self.original, self.paced, why = self.translation.adapt(self.original, self.transport)
         if why:
             return self._not_applicable(why)
-        self.paced = self.translation.paced(self.original)
         why = unmet_reason(self.original, self.transport, self.options.server.traits)
         if why:
             return self._not_applicable(why)

@@ -132,10 +132,11 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         scenario, transport = job
         if stop.is_set():
             return None
-        added = _added_seconds(scenario, run_options)
-        if options.max_scenario_seconds is not None and added > options.max_scenario_seconds:
-            too_slow.append((scenario.id, transport, added))
-            return None
+        if options.max_scenario_seconds is not None:
+            added = _added_seconds(scenario, run_options)
+            if added > options.max_scenario_seconds:
+                too_slow.append((scenario.id, transport, added))
+                return None
         if progress is not None:
             progress.begin(scenario, transport)
         result = runner(scenario, transport, run_options, capabilities)

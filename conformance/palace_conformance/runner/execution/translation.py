@@ -34,9 +34,11 @@ class Translation:
     def __init__(self) -> None:
         self.extra_tools: set[str] = set()  # tools beyond the catalogue that a profile allows
 
-    def adapt(self, scenario: Scenario, transport: str) -> tuple[Scenario, str | None]:
-        """The scenario as this bridge can be given it, or why it cannot be."""
-        return scenario, None
+    def adapt(self, scenario: Scenario,
+              transport: str) -> tuple[Scenario, pace.Paced, str | None]:
+        """The scenario as this bridge can be given it, that scenario as it runs at the
+        bridge's pace (:meth:`paced`), and why it cannot be given it (or None)."""
+        return scenario, pace.Paced(scenario), None
 
     def paced(self, scenario: Scenario) -> pace.Paced:
         """The scenario with the pace values the bridge lacks dropped (pace.py)."""
@@ -89,8 +91,12 @@ class ProfileTranslation(Translation):
         self.errors_channel = profile.errors_channel
         self.claimed_capabilities = profile.capabilities
 
-    def adapt(self, scenario: Scenario, transport: str) -> tuple[Scenario, str | None]:
-        return profile_edges.adapt(self.profile, scenario, transport)
+    def adapt(self, scenario: Scenario,
+              transport: str) -> tuple[Scenario, pace.Paced, str | None]:
+        adapted, why = profile_edges.adapt(self.profile, scenario, transport)
+        if why:
+            return adapted, pace.Paced(adapted), why
+        return adapted, self.paced(adapted), None
 
     def paced(self, scenario: Scenario) -> pace.Paced:
         return pace.pace(self.profile, scenario)
