@@ -14,12 +14,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from palace_conformance.commands.options import (
-    add_op_timeout,
-    add_scenario_paths,
-    add_server_options,
-    chosen_server,
-)
+from palace_conformance.commands.options import add_op_timeout, add_server_options, chosen_server
 from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
@@ -141,7 +136,8 @@ def _matrix_checked(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    add_scenario_paths(parser)
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="scenario files or directories (default: the shipped scenarios)")
     parser.add_argument("--bridge", action=_AddSource, metavar="SPEC",
                         help="a bridge to run: 'reference', a Node host spec (pi-extension:FILE, "
                         "pi-mcp, pi-mcp:wrapped, pi-mcp-adapter) or a host command; repeatable")
