@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,9 +26,11 @@ def never_caught(original: Any) -> Any:
 
 
 def answers(value: Any) -> Make:
-    """A function or method that does nothing and returns ``value``, whatever it is given."""
+    """A function or method that does nothing and returns ``value``; called as the original is
+    (its name and signature kept)."""
 
     def make(original: Any) -> Any:
+        @functools.wraps(original)
         def answer(*args: Any, **kwargs: Any) -> Any:
             return value
 
@@ -40,6 +43,7 @@ def answers_later(value: Any) -> Make:
     """:func:`answers` for a coroutine function: awaited, it does nothing and returns ``value``."""
 
     def make(original: Any) -> Any:
+        @functools.wraps(original)
         async def answer(*args: Any, **kwargs: Any) -> Any:
             return value
 
