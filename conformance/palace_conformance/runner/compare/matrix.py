@@ -4,7 +4,8 @@ Built only from :class:`~.results.RunResult` objects (a run made now or a saved 
 so the published matrix can be regenerated from files. A cell is one of
 :data:`CELL_STATUSES`; a failing cell carries its failing checks and the normalised trace of the
 run (the drill-down). Behaviours roll up from the scenarios that cover them: a behaviour fails
-for a bridge when any of its cells fails there. Markdown is for the docs and pull requests; the
+for a bridge when one of its cells failed there on a check that cites it (an expectation's
+``cites``, else every behaviour of the scenario: verdict/citations.py). Markdown is for the docs and pull requests; the
 HTML page is one self-contained file (inline CSS and script, no network) whose cells carry
 ``data-scenario``/``data-bridge``/``data-transport``/``data-status`` so tools and tests can read it.
 """
