@@ -155,10 +155,10 @@ def _matrix_checked(args: argparse.Namespace) -> int:
     matrix = build(sources, command=_command_line("matrix", args))
     write_text(md_path, render_markdown(matrix))
     write_text(html_path, render_html(matrix))
-    for index, column in enumerate(matrix.columns):
-        counts = matrix.counts(index)
-        print(f"{column.label}: " + ", ".join(f"{n} {s.replace('_', ' ')}"
-                                              for s, n in counts.items() if n and s != "absent"))
+    for index, column in enumerate(matrix.columns):  # run's words (docs/runner.md, Counting)
+        fake = matrix.tally(index, "fake")
+        print(f"{column.label}: {matrix.tally(index).phrase(every_status=False)}"
+              + (f"; self-tests: {fake.phrase(every_status=False)}" if fake.results else ""))
     for target in (md_path, html_path):
         if target is not None:
             print(f"wrote {target}")
