@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "record.md"
 SECTION = "## Record real traffic as a fixture"
 HTTP_SECTION = "## Record an HTTP palace as a fixture"
 BIN = Path(sys.executable).parent

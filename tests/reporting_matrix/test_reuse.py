@@ -17,8 +17,11 @@ import pytest
 
 from palace_conformance.runner.execution import suite
 
+from . import test_cli
 from .support import eager_steps, result, run, save
-from .test_cli import MUTANT, Cli, cli  # noqa: F401  (the fixture)
+from .test_cli import MUTANT, Cli
+
+cli = test_cli.cli  # the command in this process, as test_cli runs it (a fixture)
 
 COUNTING = Path(__file__).resolve().parent / "counting_host.py"
 SCENARIO = "tool.errors.codes-and-data-kept"

@@ -1,5 +1,6 @@
 """Per-check citations (an expectation's ``cites``): a failed check fails only the behaviours it
-cites in ``matrix``'s roll-up, so a scenario covering two behaviours turns only the broken one red."""
+cites in ``matrix``'s roll-up, so a scenario covering two behaviours turns only the broken one
+red."""
 
 from __future__ import annotations
 
