@@ -146,7 +146,7 @@ def _failures(run: RunResult, bundles: str | None) -> list[str]:
             continue
         expected, got = _check_cells(check)
         lines.append(f"| {_code(result.scenario)} | {result.transport} | {_where(check)} "
-                     f"| {expected} | {got} | {_covers(result.covers)} |")
+                     f"| {expected} | {got} | {_covers(check.covers or result.covers)} |")
     if len(rows) > MAX_ROWS:
         lines.append("")
         lines.append(f"…and {len(rows) - MAX_ROWS} more failing check(s): see results.json.")
