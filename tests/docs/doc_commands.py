@@ -137,11 +137,11 @@ def runs_a_kit_program(text: str) -> bool:
 
 # Sections whose blocks another test runs as written.
 SKIPPED_SECTIONS: dict[tuple[str, str], str] = {
-    ("README.md", "## Reproduce a palace fault locally"):
+    ("docs/fake.md", "## Reproduce a palace fault locally"):
         "tests/test_readme_recipes.py runs these recipes as written",
-    ("README.md", "## Record real traffic as a fixture"):
+    ("docs/record.md", "## Record real traffic as a fixture"):
         "tests/record/test_round_trip.py runs this recipe as written (a heredoc included)",
-    ("README.md", "## Record an HTTP palace as a fixture"):
+    ("docs/record.md", "## Record an HTTP palace as a fixture"):
         "tests/record/test_round_trip.py runs this recipe as written (background servers)",
     ("reference/pi/README.md", "# `reference/pi`: the pi extension copy of the MemPalace bridge"):
         "tests/ts/test_pi_copy.py runs these in reference/pi (npm ci, typecheck, node --test, "
@@ -185,6 +185,12 @@ SKIPPED: dict[str, str] = {
     "palace-bridge call TOOL": "synopsis: TOOL placeholder",
     "palace-conformance baseline update --from REPORT.json": "synopsis: REPORT.json placeholder",
     "palace-conformance profile init --bridge B": "synopsis: B, FILE placeholders",
+    "palace-conformance profile init --bridge pi-extension:mempalace.ts": (
+        "mempalace.ts is the reader's own extension (tests/profiles runs profile init)"),
+    "palace-conformance run --profile mybridge.profile.json": (
+        "the reader's own profile and extension (tests/ts/extensions/realworld runs profiles)"),
+    "palace-conformance baseline update --from first.json": (
+        "first.json is the reader's own run (tests/reporting/test_baseline.py tests the command)"),
     "curl -s localhost:$PORT": "needs a running fake http on $PORT (tests/fake covers the API)",
     "palace-conformance run --bridge 'node my-host.mjs'": "my-host.mjs is the reader's own host",
     "palace-conformance run --bridge pi-extension:./mempalace.ts":
@@ -301,7 +307,7 @@ EXPECTED_STATUS: dict[str, tuple[int, str]] = {
     "PATH=/tmp/shim:$PATH PALACE_FAKE_JOURNAL=/tmp/j.jsonl "
     "PALACE_FAKE_FAULT='stall@mempalace_search' MEMPALACE_MCP_TIMEOUT_MS=500 "
     "palace-bridge call mempalace_search '{\"query\": \"x\"}'":
-        (4, "README: a stalled search times out, exit status 4"),
+        (4, "docs/fake.md: a stalled search times out, exit status 4"),
     "palace-conformance hosts status [--json]": (
         1, "typescript-hosts.md: exit 1 when not installed (a fresh HOME has no hosts)"),
 }

@@ -1,5 +1,5 @@
-"""The install lines the README gives users (``tox -e wheel``): from a git URL at a tag, and the
-sdist, each build the same wheel, holding the fixtures and the Node hosts' lockfiles.
+"""The install lines the README and docs/ci.md give users (``tox -e wheel``): from a git URL at
+a tag, and the sdist, each build the same wheel, holding the fixtures and the Node hosts' lockfiles.
 
 A fresh ``git clone`` of this checkout, tagged, stands in for the published repository, so a file
 that is not in git (generated, ignored) cannot hide from the check."""
@@ -42,7 +42,13 @@ def _names(wheel: Path) -> set[str]:
 
 
 def test_readme_install_lines_name_each_form() -> None:
-    text = README.read_text()
+    """The README's shortest path installs from a clone and links the other forms, which
+    docs/ci.md ("Installing the kit") gives line by line."""
+    readme = README.read_text()
+    assert "pip install ./palace-conformance" in readme
+    assert "docs/ci.md#installing-the-kit" in readme
+    text = (CHECKOUT / "docs" / "ci.md").read_text()
+    assert "## Installing the kit" in text
     # the git form at a tag, with OWNER the one thing to fill in; a local path; a wheel file
     assert re.search(r'pip install "palace-conformance @ '
                      r'git\+https://github\.com/OWNER/palace-conformance@v[0-9.]+"', text)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "record.md"
 SECTION = "## Record real traffic as a fixture"
 HTTP_SECTION = "## Record an HTTP palace as a fixture"
 BIN = Path(sys.executable).parent
@@ -55,7 +55,7 @@ def test_the_recipe_records_validates_and_passes_on_both_transports(tmp_path: Pa
     assert "1 scenario(s) valid" in done.stdout
     assert re.search(r"PASS\s+stdio\s+tool\.recorded\.my-session", done.stdout)
     assert re.search(r"PASS\s+http\s+tool\.recorded\.my-session", done.stdout)
-    assert "OK: 1 scenario(s), 3 result(s): 3 passed" in done.stdout
+    assert "OK: 1 scenario, 3 results: 3 passed" in done.stdout
 
     text = (tmp_path / "tool.recorded.my-session.json").read_text(encoding="utf-8")
     draft = json.loads(text)
@@ -79,7 +79,7 @@ def test_the_http_recipe_records_validates_and_passes_on_both_transports(tmp_pat
     assert "1 scenario(s) valid" in done.stdout
     assert re.search(r"PASS\s+stdio\s+tool\.recorded\.my-remote", done.stdout)
     assert re.search(r"PASS\s+http\s+tool\.recorded\.my-remote", done.stdout)
-    assert "OK: 1 scenario(s), 3 result(s): 3 passed" in done.stdout
+    assert "OK: 1 scenario, 3 results: 3 passed" in done.stdout
     # the line the recorder printed is what the bridge used: a loopback URL, the palace's path
     printed = (tmp_path / "rec.env").read_text(encoding="utf-8").splitlines()
     assert len(printed) == 1

@@ -82,7 +82,7 @@ def one_line_error(done: Done, *needles: str) -> None:
 
 
 @pytest.mark.parametrize(("args", "needles"), [
-    (("diff", "--bridge", "reference"), ("exactly two bridges, got 1",)),
+    (("diff", "--bridge", "reference"), ("two bridges or more, got 1",)),
     (("diff", "--from", "/no/such.json", "--bridge", "reference"),
      ("--from /no/such.json: no such file",)),
     (("matrix", "--bridge", "reference"), ("nothing to write",)),
@@ -165,7 +165,8 @@ def test_matrix_from_saved_results_writes_markdown_html_and_counts(tmp_path: Pat
     done = subprocess_cli("matrix", "--from", f"ref={a}", "--from", f"other={b}", "--markdown",
                           str(md), "--html", str(page))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[:2] == ["ref: 1 passed", "other: 1 failed"]
+    assert done.stdout.splitlines()[:2] == ["ref: 1 scenario, 1 result: 1 passed",
+                                             "other: 1 scenario, 1 result: 1 failed"]
     assert f"| `{WAKE}` | WAKE-01 | pass | **FAIL** |" in md.read_text()
     cells = {(c["data-bridge"], c["data-transport"]): c["data-status"]
              for c in read_html_cells(page.read_text()) if c["tag"] == "td"

@@ -101,7 +101,9 @@ def test_a_behaviour_fails_only_on_a_failing_check_that_cites_it() -> None:
 
 def test_markdown_lists_bridges_behaviours_scenarios_and_failures() -> None:
     text = render_markdown(matrix())
-    assert "| `pi-mcp:wrapped` | pi-mcp:wrapped (test 1) | stdio http | 0 | 1 | 1 | 1 | 1 |" in text
+    # scenarios, results, passed, failed, known failures, not testable, n/a, self-tests
+    assert ("| `pi-mcp:wrapped` | pi-mcp:wrapped (test 1) | stdio http | 3 | 4 | 0 | 1 | 1 | 1 "
+            "| 1 | 0 |") in text
     assert "| WAKE-02 One-shot | pass | **FAIL** |" in text
     assert "### WAKE: wake-up" in text
     assert (f"| `{WAKE}` | WAKE-01, WAKE-02 | pass | pass | **FAIL** | n/a |") in text

@@ -34,7 +34,7 @@ def test_a_green_run_exits_0_and_writes_json_and_junit(
                          "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml"),
                          "--report-dir", str(tmp_path / "report"))
     assert code == 0, out + err
-    assert "PASS" in out and out.rstrip().splitlines()[-1].startswith("OK: 1 scenario(s)")
+    assert "PASS" in out and out.rstrip().splitlines()[-1].startswith("OK: 1 scenario, ")
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["ok"] is True and data["host"]["impl"] == "palace-conformance-python-host"
     [result] = data["results"]
@@ -57,7 +57,7 @@ def test_a_failing_bridge_exits_1_naming_the_failed_checks(
     assert code == 1
     assert "/steps/3/expect/error/kind step unknown-param: expected error kind 'tool_error', " \
            "got 'exception'" in out
-    assert out.rstrip().splitlines()[-1].startswith("FAILED: 1 scenario(s)")
+    assert out.rstrip().splitlines()[-1].startswith("FAILED: 1 scenario, ")
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "1"
     failure = suite.find("testcase/failure")

@@ -69,7 +69,8 @@ def test_list_prints_what_would_run_and_starts_no_host(
                          "--bridge", shlex.join(scripted("crash:hello")))
     assert code == 0, err
     lines = out.strip().splitlines()
-    assert lines[-1] == "3 scenario(s), 4 run(s) would run (no host started)"
+    assert lines[-1] == ("3 scenarios: 4 runs (one scenario on one transport each) would run "
+                         "(no host started)")
     row = next(line for line in lines if line.startswith(PASSING))
     assert row.split()[1:4] == ["stdio,http", "core", "covers"]
     assert "LIFE-03, LIFE-02" in row
@@ -79,7 +80,7 @@ def test_list_prints_what_would_run_and_starts_no_host(
 def test_list_honours_the_transport(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--list", "--select", "life.transport.*", "--transport", "http")
     assert code == 0
-    assert out.strip().splitlines()[-1].startswith("2 scenario(s), 2 run(s)")
+    assert out.strip().splitlines()[-1].startswith("2 scenarios: 2 runs")
     assert "life.transport.default-stdio-child" not in out
 
 
@@ -248,7 +249,7 @@ def test_quiet_prints_only_the_failures_and_the_totals(
     lines = out.strip().splitlines()
     assert lines[0] == f"{FAILING} [stdio] covers {', '.join(shipped(FAILING).covers)}:"
     assert all(line.startswith("  /") for line in lines[1:-1])
-    assert lines[-1].startswith("FAILED: 2 scenario(s), 2 result(s): 1 passed, 1 failed")
+    assert lines[-1].startswith("FAILED: 2 scenarios, 2 results: 1 passed, 1 failed")
     assert PASSING not in out and "[1/2]" not in out
 
 
@@ -258,7 +259,7 @@ def test_json_dash_keeps_stdout_pure_json(capsys: pytest.CaptureFixture[str]) ->
     data = json.loads(out)
     assert [(r["scenario"], r["status"]) for r in data["results"]] == [(PASSING, PASSED)]
     assert data["bridge"] == "reference"
-    assert "PASS" in err and err.strip().splitlines()[-1].startswith("OK: 1 scenario(s)")
+    assert "PASS" in err and err.strip().splitlines()[-1].startswith("OK: 1 scenario, ")
 
 
 # -- --last-failed ----------------------------------------------------------------------------
@@ -354,7 +355,7 @@ def test_two_shards_merged_give_the_unsharded_results(
     whole, merged = statuses(tmp_path / "whole.json"), statuses(tmp_path / "m.json")
     assert merged == whole and FAILED in whole.values() and PASSED in whole.values()
     assert len(whole) == 11  # 8 runs and 3 parity results
-    assert out.strip().splitlines()[-1].startswith("FAILED: 5 scenario(s), 11 result(s)")
+    assert out.strip().splitlines()[-1].startswith("FAILED: 5 scenarios, 11 results")
     suite = ET.parse(tmp_path / "m.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("tests") == "11"
     assert "❌ palace-conformance" in (tmp_path / "m.md").read_text()

@@ -27,8 +27,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= VALUE_LIMIT else text[:VALUE_LIMIT - 1] + "…"
 
 
-def _title(result: ScenarioResult, where: str) -> str:
-    covers = f" ({', '.join(result.covers)})" if result.covers else ""
+def _title(result: ScenarioResult, where: str, cited: tuple[str, ...] = ()) -> str:
+    """Scenario, transport, place, and the behaviours at stake: the check's own citations
+    (fixtures/README.md, "Citing behaviours"), else the scenario's."""
+    chosen = cited or result.covers
+    covers = f" ({', '.join(chosen)})" if chosen else ""
     return f"{result.scenario} [{result.transport}] {where}{covers}"
 
 
@@ -43,7 +46,8 @@ def _lines(result: ScenarioResult, file: str | None) -> Iterator[str]:
             message += f"\nexpected: {_short(check.expected)}\ngot: {_short(check.got)}"
         if result.status == NOT_TESTABLE:
             message = f"not testable: {message}"
-        yield command("error", message, file=file, title=_title(result, check.pointer))
+        yield command("error", message, file=file,
+                      title=_title(result, check.pointer, check.covers))
 
 
 def annotation_lines(run: RunResult, *, workspace: str | None, fallback_files: Iterable[str] = (),

@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from palace_conformance.commands.options import add_op_timeout, add_server_options, chosen_server
 from palace_conformance.commands.usage import (
@@ -25,6 +27,9 @@ from palace_conformance.commands.usage import (
 )
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.jobs import default_jobs
+
+if TYPE_CHECKING:
+    from palace_conformance.runner.compare.sources import Source
 
 
 class _AddSource(argparse.Action):
@@ -73,33 +78,62 @@ def _command_line(prog: str, args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
+def _save_runs(save_dir: Path | None, sources: Sequence[Source]) -> None:
+    """Each source's results as ``DIR/<label>.json``, for a later ``--from`` (no second run)."""
+    import json
+    import re
+
+    if save_dir is None:
+        return
+    for source in sources:
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", source.label).strip("-") or "bridge"
+        write_text(save_dir / f"{name}.json",
+                   json.dumps(source.run.to_json(), indent=1, ensure_ascii=False, default=str))
+
+
 def _diff_checked(args: argparse.Namespace) -> int:
     import json
 
-    from palace_conformance.runner.compare.diff import compare, render_markdown, render_text
+    from palace_conformance.runner.compare.diff import (
+        DIFF_FORMAT,
+        compare,
+        render_markdown,
+        render_text,
+    )
     from palace_conformance.runner.compare.sources import collect
 
     specs = list(getattr(args, "sources", None) or [])
-    if len(specs) != 2:
-        raise RunUsageError(f"diff compares exactly two bridges, got {len(specs)} (give --bridge "
+    if len(specs) < 2:
+        raise RunUsageError(f"diff compares two bridges or more, got {len(specs)} (give --bridge "
                             "twice, e.g. --bridge reference --bridge pi-mcp, or --from a saved "
                             "'run --json' for either)")
     selection = _selection(args)
     json_path = writable("--json", args.json)
     md_path = writable("--markdown", args.markdown)
-    with chosen_server(args) as real:
-        left, right = collect(specs, replace(selection, real=real), args.paths)
-    report = compare(left, right, include_ui=args.include_ui, every_pair=args.every_pair)
-    sys.stdout.write(render_text(report))
-    write_text(json_path, json.dumps(report.to_json(), indent=1, ensure_ascii=False, default=str))
-    write_text(md_path, render_markdown(report))
-    return report.exit_code
+    save_dir = directory("--save-runs", args.save_runs)
+    with chosen_server(args) as real:  # every source runs (or is read) once, the first shared
+        first, *others = collect(specs, replace(selection, real=real), args.paths)
+    _save_runs(save_dir, [first, *others])
+    reports = [compare(first, other, include_ui=args.include_ui, every_pair=args.every_pair)
+               for other in others]
+    sys.stdout.write("\n".join(render_text(report) for report in reports))
+    if len(reports) > 1:
+        drifting = [r.right.label for r in reports if r.exit_code]
+        print(f"\n{len(reports)} comparisons against {first.label} (one run of each bridge): "
+              + (f"{len(drifting)} with drift or not compared ({', '.join(drifting)})"
+                 if drifting else "none drifts"))
+    if len(reports) == 1:
+        whole: Any = reports[0].to_json()
+    else:
+        whole = {"format": DIFF_FORMAT, "against": first.label,
+                 "reports": [r.to_json() for r in reports],
+                 "ok": all(r.exit_code == 0 for r in reports)}
+    write_text(json_path, json.dumps(whole, indent=1, ensure_ascii=False, default=str))
+    write_text(md_path, "\n".join(render_markdown(report) for report in reports))
+    return max(report.exit_code for report in reports)
 
 
 def _matrix_checked(args: argparse.Namespace) -> int:
-    import json
-    import re
-
     from palace_conformance.runner.compare.matrix import build, render_html, render_markdown
     from palace_conformance.runner.compare.sources import apply_baselines, collect, load_baselines
 
@@ -117,18 +151,14 @@ def _matrix_checked(args: argparse.Namespace) -> int:
     with chosen_server(args) as real:
         sources = collect(specs, replace(selection, real=real), args.paths)
     apply_baselines(sources, baselines)
-    if save_dir is not None:
-        for source in sources:
-            name = re.sub(r"[^A-Za-z0-9_.-]+", "-", source.label).strip("-") or "bridge"
-            write_text(save_dir / f"{name}.json",
-                   json.dumps(source.run.to_json(), indent=1, ensure_ascii=False, default=str))
+    _save_runs(save_dir, sources)
     matrix = build(sources, command=_command_line("matrix", args))
     write_text(md_path, render_markdown(matrix))
     write_text(html_path, render_html(matrix))
-    for index, column in enumerate(matrix.columns):
-        counts = matrix.counts(index)
-        print(f"{column.label}: " + ", ".join(f"{n} {s.replace('_', ' ')}"
-                                              for s, n in counts.items() if n and s != "absent"))
+    for index, column in enumerate(matrix.columns):  # run's words (docs/runner.md, Counting)
+        fake = matrix.tally(index, "fake")
+        print(f"{column.label}: {matrix.tally(index).phrase(every_status=False)}"
+              + (f"; self-tests: {fake.phrase(every_status=False)}" if fake.results else ""))
     for target in (md_path, html_path):
         if target is not None:
             print(f"wrote {target}")
@@ -157,6 +187,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="runs in parallel per bridge (default: as run, 4 per CPU, 2 to 12; "
                         "the bridges run one after the other)")
+    parser.add_argument("--save-runs", metavar="DIR",
+                        help="also keep each bridge's results as DIR/<label>.json, so a later "
+                        "diff or matrix reads them with --from instead of running them again")
     add_server_options(parser)
     add_op_timeout(parser)
 
@@ -164,14 +197,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     diff = sub.add_parser(
         "diff", help="show where two bridges' normalised traces part",
-        description="Run two bridges on the same scenarios and print, for every (scenario, "
-        "transport) where they differ, one line per category that diverges (tool results, "
-        "error kinds, injected context, registrations, wire, processes, ...): its first "
-        "divergent step, the JSON pointer and both values. Per-run values (pids, ports, ids, "
-        "times, temp paths, sessions, tokens) never count; UI-only effects only with "
-        "--include-ui. Only pairs whose verdicts or judged checks differ are drift; pairs "
-        "that differ in their traces alone are counted (--all lists them). Not-applicable "
-        "scenarios are listed apart. Exit 1 on any drift, 0 when none, 2 on a usage problem.")
+        description="Run two bridges on the same scenarios (or read their saved 'run --json' "
+        "results: --from) and print, for every (scenario, transport) where they differ, one "
+        "line per category that diverges (tool results, error kinds, injected context, "
+        "registrations, wire, processes, ...): its first divergent step, the JSON pointer and "
+        "both values. Per-run values (pids, ports, ids, times, temp paths, sessions, tokens) "
+        "never count; UI-only effects only with --include-ui. Only pairs whose verdicts or "
+        "judged checks differ are drift; pairs that differ in their traces alone are counted "
+        "(--all lists them). Not-applicable scenarios are listed apart. With three sources or "
+        "more, the first is compared with each of the others and runs once for all of them. "
+        "Exit 1 on any drift, 0 when none, 2 on a usage problem.")
     _common(diff)
     diff.add_argument("--json", metavar="FILE", help="write the drift report as JSON")
     diff.add_argument("--markdown", metavar="FILE", help="write the drift report as Markdown")
@@ -196,7 +231,5 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         help="expected-failure baseline (docs/baselines.md) for the bridge "
                         "labelled LABEL, or for every bridge; its failures show as known "
                         "failures; repeatable")
-    matrix.add_argument("--save-runs", metavar="DIR",
-                        help="also keep each bridge's results as DIR/<label>.json (for --from)")
     matrix.set_defaults(handler=one_line("palace-conformance matrix")(_matrix_checked), sources=[])
 

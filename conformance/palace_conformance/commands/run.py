@@ -60,6 +60,7 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
              only: Mapping[str, frozenset[str]] | None) -> int:
     """``--list``: what would run, one line per scenario, and no host started."""
     from palace_conformance.runner.execution.suite import plan
+    from palace_conformance.runner.reports.tally import plural
     from palace_conformance.runner.verdict.levels import scenario_level
 
     jobs = plan(scenarios, transports, only)
@@ -71,8 +72,10 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
     for scenario in listed:
         print(f"{scenario.id:<{width}}  {','.join(shown[scenario.id]):<10}  "
               f"{scenario_level(scenario):<4}  covers {', '.join(scenario.covers) or '-'}")
-    print(f"{len(listed)} scenario(s), {len(jobs)} run(s) would run (no host started)",
-          flush=True)
+    fake = sum(1 for s in listed if s.subject == "fake")
+    self_tests = f" + {plural(fake, 'self-test scenario')}" if fake else ""
+    print(f"{plural(len(listed) - fake, 'scenario')}{self_tests}: {plural(len(jobs), 'run')} "
+          "(one scenario on one transport each) would run (no host started)", flush=True)
     return 0
 
 

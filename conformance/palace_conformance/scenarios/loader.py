@@ -18,6 +18,7 @@ from typing import Any
 
 from palace_conformance.errors import UntrustedInputError
 from palace_conformance.fake.faults import ACTIONS, FaultPlanError, plan_from_json
+from palace_conformance.json_pointer import escape as escape_token
 from palace_conformance.resources import fixtures_dir, tool_catalogue
 from palace_conformance.scenarios import matching, paths, placeholders
 from palace_conformance.scenarios.behaviours import Behaviour, load_behaviours
@@ -307,7 +308,8 @@ def semantic_problems(data: dict[str, Any], path: Path,
                       context: Context) -> list[tuple[str, str, str]]:
     """Rules beyond the schema: names, references, transports and placeholders that fit."""
     return [*_identity(data, path, context), *_steps(data, context), *_faults(data, context),
-            *_expectations(data, context), *_seed_only(data), *_palace_labels(data),
+            *_expectations(data, context), *_seed_only(data), *_cites(data),
+            *_palace_labels(data),
             *_fresh_palace(data),
             *_placeholders(data), *paths.fixture_problems(data), *_declared_slack(data),
             *_pace_names(data)]
@@ -588,6 +590,27 @@ def _seed_only(data: dict[str, Any]) -> Found:
             if pointer.startswith("/seed_only") or resolve_pointer(expect, pointer) is MISSING:
                 yield (f"{at}/seed_only/{index}", f"{pointer} names nothing in this expect",
                        "point at one of its parts, e.g. /error/message_contains or /effects/0")
+
+
+def _cites(data: dict[str, Any]) -> Found:
+    """Every ``cites`` pointer names a part of its expectation and cites behaviours the
+    scenario covers (a typo would quietly turn another behaviour red in ``matrix``)."""
+    owners = [(f"/steps/{i}/expect", s.get("expect")) for i, s in enumerate(data["steps"])]
+    owners.append(("/expect", data.get("expect")))
+    covers = set(data["covers"])
+    for at, expect in owners:
+        if not isinstance(expect, dict) or not isinstance(expect.get("cites"), dict):
+            continue
+        for pointer, cited in expect["cites"].items():
+            where = f"{at}/cites/{escape_token(pointer)}"
+            if pointer.startswith(("/cites", "/seed_only")) or (
+                    pointer and resolve_pointer(expect, pointer) is MISSING):
+                yield (where, f"{pointer} names nothing in this expect",
+                       "point at one of its parts, e.g. /effects/0 or /processes ('' for all)")
+            for bid in cited if isinstance(cited, list) else ():
+                if bid not in covers:
+                    yield (where, f"cites {bid}, which the scenario does not cover",
+                           f"cite one of {', '.join(data['covers'])} or add {bid} to covers")
 
 
 def _transports_at(data: dict[str, Any], where: str) -> set[str]:

@@ -4,9 +4,11 @@ Built only from :class:`~.results.RunResult` objects (a run made now or a saved 
 so the published matrix can be regenerated from files. A cell is one of
 :data:`CELL_STATUSES`; a failing cell carries its failing checks and the normalised trace of the
 run (the drill-down). Behaviours roll up from the scenarios that cover them: a behaviour fails
-for a bridge when any of its cells fails there. Markdown is for the docs and pull requests; the
-HTML page is one self-contained file (inline CSS and script, no network) whose cells carry
-``data-scenario``/``data-bridge``/``data-transport``/``data-status`` so tools and tests can read it.
+for a bridge when one of its cells failed there on a check that cites it (an expectation's
+``cites``, else every behaviour of the scenario: verdict/citations.py). Markdown is for the
+docs and pull requests; the HTML page is one self-contained file (inline CSS and script, no
+network) whose cells carry ``data-scenario``/``data-bridge``/``data-transport``/``data-status``
+so tools and tests can read it.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from typing import Any
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.runner.compare.sources import Source
+from palace_conformance.runner.reports.tally import STATUS_WORDS, Tally
 from palace_conformance.runner.results import (
     FAILED,
     FAILURE_STATUSES,
     FROM_OBSERVATION,
+    KNOWN_FAILURE,
     NOT_APPLICABLE,
     NOT_TESTABLE,
     PARITY,
@@ -35,7 +39,6 @@ from palace_conformance.runner.results import (
 )
 from palace_conformance.scenarios.model import AREAS
 
-KNOWN_FAILURE = "known_failure"
 ABSENT = "absent"  # the scenario has no such run (it does not run on that transport, or was
 # not selected for that bridge)
 CELL_STATUSES = (PASSED, FAILED, KNOWN_FAILURE, NOT_APPLICABLE, NOT_TESTABLE, ABSENT)
@@ -87,6 +90,7 @@ class Row:
     covers: tuple[str, ...]
     area: str
     cells: dict[tuple[int, str], Cell] = field(default_factory=dict)
+    subject: str = "bridge"  # "fake": a self-test row, never counted as the bridge's
 
     @property
     def red(self) -> bool:
@@ -127,13 +131,25 @@ class Matrix:
             groups.setdefault(row.area, []).append(row)
         return sorted(groups.items(), key=lambda g: (order.get(g[0], len(order)), g[0]))
 
-    def counts(self, index: int) -> dict[str, int]:
+    def counts(self, index: int, subject: str = "bridge") -> dict[str, int]:
+        """A column's results per status: the bridge's (``subject="fake"``: the self-tests'),
+        as ``run`` counts them (reports/tally.py)."""
         counts = dict.fromkeys(CELL_STATUSES, 0)
         for row in self.rows:
+            if row.subject != subject:
+                continue
             for (bridge, _), cell in row.cells.items():
                 if bridge == index:
                     counts[cell.status] += 1
         return counts
+
+    def tally(self, index: int, subject: str = "bridge") -> Tally:
+        """A column's scenarios, results and statuses in the words every report uses."""
+        counts = self.counts(index, subject)
+        ran = [row for row in self.rows if row.subject == subject
+               and any(c.status != ABSENT for (b, _), c in row.cells.items() if b == index)]
+        return Tally(len(ran), sum(n for s, n in counts.items() if s != ABSENT),
+                     {s: n for s, n in counts.items() if s != ABSENT})
 
     def behaviour_ids(self) -> list[str]:
         """Every behaviour a row covers, in checklist order (unknown ids last, sorted)."""
@@ -198,7 +214,8 @@ def build(sources: Sequence[Source], command: str = "",
         for result in source.run.results:
             if result.scenario not in rows:
                 rows[result.scenario] = Row(result.scenario, result.title, tuple(result.covers),
-                                            result.scenario.split(".", 1)[0])
+                                            result.scenario.split(".", 1)[0],
+                                            subject=result.subject)
     for row in rows.values():
         for index, source in enumerate(sources):
             for transport in transports:
@@ -269,15 +286,18 @@ def render_markdown(matrix: Matrix, *, details: bool = True, limit: int = 300) -
     if matrix.command:
         out += [f"Generated {matrix.generated} by `{matrix.command}`.", ""]
     out += ["## Bridges", "",
-            "| bridge | host | capabilities | pass | fail | known failure | n/a | not testable |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| bridge | host | capabilities | scenarios | results | "
+            + " | ".join(words for _, words in STATUS_WORDS) + " | self-test results |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for index, column in enumerate(matrix.columns):
-        counts = matrix.counts(index)
+        bridge, fake = matrix.tally(index), matrix.tally(index, "fake")
         out.append(f"| `{_md(column.label)}` | {_md(column.bridge)} ({_md(column.runtime)}) | "
-                   f"{column.shown_capabilities()} | {counts[PASSED]} | "
-                   f"{counts[FAILED]} | {counts[KNOWN_FAILURE]} | {counts[NOT_APPLICABLE]} | "
-                   f"{counts[NOT_TESTABLE]} |")
-    out += ["", "Cells count (scenario, transport) results, parity included.", ""]
+                   f"{column.shown_capabilities()} | {bridge.scenarios} | {bridge.results} | "
+                   + " | ".join(str(bridge.statuses[s]) for s, _ in STATUS_WORDS)
+                   + f" | {fake.results} |")
+    out += ["", "A result is one scenario on one transport, or their parity; the self-tests "
+            "(the fake's own scenarios, the FAKE rows) are counted apart, as `run` counts them "
+            "(docs/runner.md, \"Counting\").", ""]
     for column in matrix.columns:
         out += [f"Baseline entry of `{_md(column.label)}` that no longer holds: {_md(line)}"
                 for line in column.stale_baseline]

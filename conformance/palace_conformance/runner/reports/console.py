@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.runner.reports.tally import self_tests_phrase, tally
 from palace_conformance.runner.results import (
     FAILED,
     NOT_APPLICABLE,
@@ -136,13 +137,9 @@ def make_progress(stream: TextIO | None = None) -> PlainProgress | RichProgress:
 
 
 def _totals(run: RunResult) -> str:
-    counts = run.counts()
-    bridge = [r for r in run.results if r.subject != "fake"]
-    scenarios = len({r.scenario for r in bridge})
-    parts = [f"{counts[PASSED]} passed", f"{counts[FAILED]} failed",
-             f"{counts[NOT_TESTABLE]} not testable", f"{counts[NOT_APPLICABLE]} not applicable"]
-    if counts["expected_failure"]:
-        parts.append(f"{counts['expected_failure']} expected by the baseline")
+    """The last line: verdict, then the bridge's counts and the self-tests' in the words every
+    report uses (reports/tally.py)."""
+    parts = [tally(run).phrase()]
     if run.not_run:
         parts.append(f"{len(run.not_run)} not run (stopped after the first failure)")
     if run.too_slow:
@@ -151,19 +148,15 @@ def _totals(run: RunResult) -> str:
                      + ", ".join(f"{s} [{t}] +{sec:.0f} s" for s, t, sec in run.too_slow[:5])
                      + (", ..." if len(run.too_slow) > 5 else "") + ")")
     verdict = "OK" if run.ok else "FAILED"
-    text = (f"{verdict}: {scenarios} scenario(s), {len(bridge)} result(s): {', '.join(parts)} "
-            f"in {run.duration_ms / 1000:.1f} s, judged at the {run.level} level")
+    text = (f"{verdict}: {', '.join(parts)} in {run.duration_ms / 1000:.1f} s, judged at the "
+            f"{run.level} level")
     if run.slack_factor != 1.0:
         text += f", every declared slack x {run.slack_factor:g} (--slack-factor)"
-    fake = run.counts("fake")
-    if any(fake[status] for status in (PASSED, FAILED, NOT_TESTABLE)):
-        others = fake[FAILED] + fake[NOT_TESTABLE]
-        text += (f"; the fake's own self-tests, not counted as the bridge's: {fake[PASSED]} "
-                 f"passed{f', {others} failed' if others else ''}")
+    self_tests = self_tests_phrase(run)
+    if self_tests:
+        text += f"; {self_tests}"
     if run.server != "fake":
         text += f"; against the {run.server} mempalace server"
-        if fake[NOT_APPLICABLE]:
-            text += f" (the fake's own self-tests: {fake[NOT_APPLICABLE]} not applicable)"
         reasons = not_applicable_by_reason(run)
         if reasons:
             text += "\nnot applicable, by reason: " + "; ".join(

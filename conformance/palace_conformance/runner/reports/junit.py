@@ -11,8 +11,10 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from palace_conformance.runner.reports.tally import STATUS_WORDS, tally
 from palace_conformance.runner.results import (
     FAILED,
+    KNOWN_FAILURE,
     NOT_APPLICABLE,
     NOT_TESTABLE,
     RunResult,
@@ -71,9 +73,17 @@ def to_xml(run: RunResult) -> ET.ElementTree:
     suite = ET.Element("testsuite", name="palace-conformance",
                        tests=str(len(run.results) + len(run.not_run)),
                        failures=str(sum(1 for r in run.results if r.blocking)), errors="0",
-                       skipped=str(counts[NOT_APPLICABLE] + counts["expected_failure"]
+                       skipped=str(counts[NOT_APPLICABLE] + counts[KNOWN_FAILURE]
                                    + len(run.not_run)),
                        time=f"{run.duration_ms / 1000:.3f}", timestamp=run.started_at)
+    # the counts in the words of every report (reports/tally.py); testcases hold both
+    bridge, fake = tally(run), tally(run, "fake")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("scenarios", bridge.scenarios), ("results", bridge.results),
+                        *((status, counts[status]) for status, _ in STATUS_WORDS),
+                        ("self_test_scenarios", fake.scenarios),
+                        ("self_test_results", fake.results)):
+        ET.SubElement(properties, "property", name=name, value=str(value))
     for result in run.results:
         suite.append(_case(result))
     for scenario, transport in run.not_run:  # -x stopped before them: skipped, never passed

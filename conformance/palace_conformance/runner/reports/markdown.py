@@ -13,12 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.runner.reports.tally import STATUS_WORDS, self_tests_phrase, tally
 from palace_conformance.runner.results import (
-    FAILED,
     NOT_APPLICABLE,
     NOT_TESTABLE,
     PARITY,
-    PASSED,
     CheckRecord,
     RunResult,
     ScenarioResult,
@@ -108,11 +107,16 @@ def _header(run: RunResult) -> list[str]:
     lines += [" · ".join(meta), ""]
     if host.capabilities_note:
         lines += [f"**Capabilities:** {_text(host.capabilities_note, 400)}", ""]
-    lines += ["| passed | failed | not testable | not applicable | known failures "
-              "| baseline problems |",
-              "|---:|---:|---:|---:|---:|---:|",
-              f"| {counts[PASSED]} | {counts[FAILED]} | {counts[NOT_TESTABLE]} "
-              f"| {counts[NOT_APPLICABLE]} | {counts['expected_failure']} | {problems} |", ""]
+    bridge = tally(run)
+    lines += ["| scenarios | results | " + " | ".join(w for _, w in STATUS_WORDS)
+              + " | baseline problems |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|",
+              f"| {bridge.scenarios} | {bridge.results} | "
+              + " | ".join(str(counts[status]) for status, _ in STATUS_WORDS)
+              + f" | {problems} |", ""]
+    self_tests = self_tests_phrase(run)
+    if self_tests:
+        lines += [self_tests[0].upper() + self_tests[1:] + ".", ""]
     if run.not_run:
         lines += [f"**Not run:** {len(run.not_run)} result(s): the run stopped after the first "
                   "failure (`-x`).", ""]
@@ -142,7 +146,7 @@ def _failures(run: RunResult, bundles: str | None) -> list[str]:
             continue
         expected, got = _check_cells(check)
         lines.append(f"| {_code(result.scenario)} | {result.transport} | {_where(check)} "
-                     f"| {expected} | {got} | {_covers(result.covers)} |")
+                     f"| {expected} | {got} | {_covers(check.covers or result.covers)} |")
     if len(rows) > MAX_ROWS:
         lines.append("")
         lines.append(f"…and {len(rows) - MAX_ROWS} more failing check(s): see results.json.")

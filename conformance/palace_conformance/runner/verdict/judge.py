@@ -18,6 +18,7 @@ from typing import Any
 from palace_conformance.contract import HOST_ERROR_KINDS, HOST_ONLY_OPS, call_outcomes
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.results import CORE, FAIL, PASS, SEED, CheckRecord, StepRecord
+from palace_conformance.runner.verdict.citations import check_covers
 from palace_conformance.runner.verdict.early_end import settled_step
 from palace_conformance.runner.verdict.levels import check_level
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
@@ -118,7 +119,7 @@ class _Recorder:
         self.records.append(CheckRecord(
             scenario=self.scenario.id, transport=self.transport, pointer=pointer,
             status=PASS if passed else FAIL, message=message, step=step,
-            covers=self.scenario.covers, expected=expected, got=got,
+            covers=check_covers(self.scenario, pointer), expected=expected, got=got,
             level=SEED if seed and level == CORE else level))
 
     def verdict(self, pointer: str, what: str, verdict: Verdict, *, step: str | None = None,
