@@ -114,3 +114,7 @@ def _quiet_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
+
+
+if __name__ == "__main__":  # `python -m palace_conformance.cli`, as the helpers and docs run it
+    main()

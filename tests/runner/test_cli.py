@@ -109,3 +109,16 @@ def test_broken_scenario_files_are_listed_and_exit_2(capsys: pytest.CaptureFixtu
     assert code == 2 and "malformed JSON" in err and "Traceback" not in err
     assert err.strip().splitlines()[-1].endswith("problem(s) in the scenario files "
                                                  "(palace-conformance fixtures validate)")
+
+
+def test_the_cli_module_runs_with_python_dash_m() -> None:
+    """`python -m palace_conformance.cli` is how scripts without the entry point call it."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "palace_conformance.cli", "--version"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("palace-conformance "), done.stdout
