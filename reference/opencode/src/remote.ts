@@ -15,11 +15,12 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig } from "./config.ts";
 import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
-import { callToolLoosely, listAllTools } from "./local.ts";
+import { callToolLoosely, DeadlinePassed, listAllTools, UNBOUNDED_MS } from "./local.ts";
 import type { Log } from "./local.ts";
+import { ANSWER_STREAM_CLOSED, guardAnswerStream, requestIds } from "./sse-guard.ts";
+import { StrictIds } from "./strict-ids.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
-const UNBOUNDED_MS = 2 ** 31 - 1;
 
 /**
  * An HTTP status from the palace; hosts classify it by `status` (401/403 auth, else http_error).
@@ -50,8 +51,9 @@ type Session = { client: Client; transport: StreamableHTTPClientTransport };
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * fetch that never opens the idle server-to-client GET stream (HTTP-07), and that fails a request
- * answered 202 at once (the SDK would wait for an answer that never comes).
+ * fetch that never opens the idle server-to-client GET stream (HTTP-07), that fails a request
+ * answered 202 at once (the SDK would wait for an answer that never comes), and that hands the
+ * SDK a request's answer stream normalised and bounded (src/sse-guard.ts: HTTP-10, HTTP-12).
  */
 const palaceFetch: typeof fetch = async (input, init) => {
   const method = (init?.method ?? "GET").toUpperCase();
@@ -61,6 +63,11 @@ const palaceFetch: typeof fetch = async (input, init) => {
     && /"method"\s*:/.test(init.body)) {
     await response.body?.cancel();
     throw new PalaceProtocolError("protocol error: the palace answered a request with 202 Accepted and no answer");
+  }
+  const type = response.headers.get("content-type") ?? "";
+  if (method === "POST" && response.ok && type.toLowerCase().includes("text/event-stream")) {
+    const ids = requestIds(init?.body);
+    if (ids.size > 0) return guardAnswerStream(response, ids);
   }
   return response;
 };
@@ -149,14 +156,20 @@ export class RemotePalace {
   }
 
   private async call(session: Session, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-    const timeoutMs = this.config.timeoutMs;
-    return await callToolLoosely(session.client, name, args, timeoutMs === 0 ? UNBOUNDED_MS : timeoutMs);
+    return await callToolLoosely(session.client, name, args, this.config.timeoutMs);
   }
 
   private mapped(error: unknown, name: string): Error {
     const secrets = this.config.remoteToken ? [this.config.remoteToken] : [];
+    if (error instanceof DeadlinePassed) {
+      return new PalaceTimeout(`mempalace ${name} timed out after ${this.config.timeoutMs} ms`);
+    }
     if (error instanceof McpError) {
-      if (error.code === ErrorCode.RequestTimeout) {
+      const data = error.data as { bridge?: unknown } | undefined;
+      if (data && typeof data === "object" && data.bridge === ANSWER_STREAM_CLOSED) {
+        return new PalaceProtocolError(`protocol error: ${name}: the answer stream ended without the answer and without an event id to resume from`);
+      }
+      if (error.code === ErrorCode.RequestTimeout && error.message === "MCP error -32001: Request timed out") {
         return new PalaceTimeout(`mempalace ${name} timed out after ${this.config.timeoutMs} ms`);
       }
       if (error.code === ErrorCode.ConnectionClosed && error.message === "MCP error -32000: Connection closed") {
@@ -206,7 +219,7 @@ export class RemotePalace {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.onerror = (error) => this.log.debug(`palace: ${why(error)}`);
     const work = (async () => {
-      await client.connect(transport, { timeout: UNBOUNDED_MS });
+      await client.connect(new StrictIds(transport), { timeout: UNBOUNDED_MS });
       this.tools = await listAllTools(client);
     })();
     const budget = this.config.initTimeoutMs;

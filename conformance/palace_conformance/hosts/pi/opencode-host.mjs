@@ -40,7 +40,7 @@ const DEFAULT_GRACE_MS = 5000;
 const EXIT_SHUTDOWN_MS = 3000;
 const SESSION_ID = "ses_palace_conformance";
 const SDK_SUBPATHS = ["client/index.js", "client/stdio.js", "client/streamableHttp.js", "client/sse.js",
-  "types.js", "shared/protocol.js", "shared/transport.js"];
+  "types.js", "shared/protocol.js", "shared/transport.js", "shared/stdio.js"];
 // the official SDK's ErrorCode values for its own failures (not the palace's)
 const SDK_CONNECTION_CLOSED = -32000;
 const SDK_REQUEST_TIMEOUT = -32001;
@@ -415,7 +415,7 @@ function makeOps(recorder) {
     if (typeof input !== "object" || Array.isArray(input)) {
       throw new OpError("bad_request", "call_tool 'args' must be an object");
     }
-    let params = input;
+    const params = input;
     if (request.validate !== false) {
       const checked = z.object(definition.args ?? {}).safeParse(input);
       if (!checked.success) {
@@ -423,7 +423,8 @@ function makeOps(recorder) {
         const text = `The ${name} tool was called with invalid arguments: ${problems.join("; ")}`;
         return { content: [{ type: "text", text }], is_error: true, validation: problems };
       }
-      params = checked.data;
+      // OpenCode (1.14.49 on) checks a plugin tool's arguments with its zod shape as a predicate
+      // and hands `execute` the arguments as the model sent them: undeclared keys are not stripped
     }
     const callID = `call-${request.id}`;
     const before = { args: params };
