@@ -18,6 +18,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { BridgeConfig, Env } from "./config.ts";
 import { PalaceConnectionClosed, PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
 import { RespawnPolicy } from "./respawn.ts";
+import { DispatchSignal } from "./dispatch.ts";
 import { DRAIN_MS, GroupStdioTransport } from "./stdio-transport.ts";
 import { StrictIds } from "./strict-ids.ts";
 
@@ -141,10 +142,27 @@ export async function callToolLoosely(client: Client, name: string, args: Record
   return { ...answer, content, isError: answer.isError === true };
 }
 
+/**
+ * The session preamble (MEMPALACE_SESSION_PREAMBLE), first call on every new child or session,
+ * under the request timeout: a JSON-RPC error from it fails the start (STDIO-05, HTTP-05).
+ */
+export async function runPreamble(client: Client, config: BridgeConfig): Promise<void> {
+  const preamble = config.preamble;
+  if (!preamble) return;
+  try {
+    await callToolLoosely(client, preamble.tool, preamble.arguments, config.timeoutMs);
+  } catch (error) {
+    if (error instanceof DeadlinePassed) throw new PalaceTimeout(`session preamble ${preamble.tool} timed out after ${config.timeoutMs} ms`);
+    if (error instanceof McpError) throw new PalaceUnavailable(`session preamble ${preamble.tool} failed: ${error.message}`);
+    throw error;
+  }
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class LocalPalace {
   readonly policy: RespawnPolicy;
+  readonly dispatched = new DispatchSignal();
   tools: Tool[] = [];
   private child: Child | undefined;
   private started: boolean | undefined;
@@ -268,6 +286,7 @@ export class LocalPalace {
   private spawn(): Child {
     const env = Object.fromEntries(Object.entries(this.env).filter((entry): entry is [string, string] => entry[1] !== undefined));
     const transport = new GroupStdioTransport(this.config.serverCommand, env);
+    transport.onsend = () => this.dispatched.fire();
     this.drainStderr(transport);
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const child = new Child(client, transport);
@@ -297,6 +316,7 @@ export class LocalPalace {
       work.catch(() => undefined);
       closed.catch(() => undefined);
     }
+    await runPreamble(child.client, this.config);
   }
 
   private retire(child: Child, reason: string): void {

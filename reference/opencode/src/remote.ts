@@ -14,8 +14,9 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig } from "./config.ts";
+import { DispatchSignal } from "./dispatch.ts";
 import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
-import { callToolLoosely, DeadlinePassed, listAllTools, UNBOUNDED_MS } from "./local.ts";
+import { callToolLoosely, DeadlinePassed, listAllTools, runPreamble, UNBOUNDED_MS } from "./local.ts";
 import type { Log } from "./local.ts";
 import { ANSWER_STREAM_CLOSED, guardAnswerStream, requestIds } from "./sse-guard.ts";
 import { StrictIds } from "./strict-ids.ts";
@@ -55,22 +56,25 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * answered 202 at once (the SDK would wait for an answer that never comes), and that hands the
  * SDK a request's answer stream normalised and bounded (src/sse-guard.ts: HTTP-10, HTTP-12).
  */
-const palaceFetch: typeof fetch = async (input, init) => {
-  const method = (init?.method ?? "GET").toUpperCase();
-  if (method === "GET" && !new Headers(init?.headers).has("last-event-id")) return new Response(null, { status: 405 });
-  const response = await fetch(input, init);
-  if (method === "POST" && response.status === 202 && typeof init?.body === "string" && /"id"\s*:/.test(init.body)
-    && /"method"\s*:/.test(init.body)) {
-    await response.body?.cancel();
-    throw new PalaceProtocolError("protocol error: the palace answered a request with 202 Accepted and no answer");
-  }
-  const type = response.headers.get("content-type") ?? "";
-  if (method === "POST" && response.ok && type.toLowerCase().includes("text/event-stream")) {
-    const ids = requestIds(init?.body);
-    if (ids.size > 0) return guardAnswerStream(response, ids);
-  }
-  return response;
-};
+function palaceFetch(dispatched: DispatchSignal): typeof fetch {
+  return async (input, init) => {
+    const method = (init?.method ?? "GET").toUpperCase();
+    if (method === "GET" && !new Headers(init?.headers).has("last-event-id")) return new Response(null, { status: 405 });
+    if (method === "POST") dispatched.fire();
+    const response = await fetch(input, init);
+    if (method === "POST" && response.status === 202 && typeof init?.body === "string" && /"id"\s*:/.test(init.body)
+      && /"method"\s*:/.test(init.body)) {
+      await response.body?.cancel();
+      throw new PalaceProtocolError("protocol error: the palace answered a request with 202 Accepted and no answer");
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (method === "POST" && response.ok && type.toLowerCase().includes("text/event-stream")) {
+      const ids = requestIds(init?.body);
+      if (ids.size > 0) return guardAnswerStream(response, ids);
+    }
+    return response;
+  };
+}
 
 /** The JSON-RPC error code in an HTTP error body, if there is one. */
 function bodyCode(message: string): number | undefined {
@@ -90,6 +94,7 @@ function is404(error: unknown): boolean {
 
 export class RemotePalace {
   tools: Tool[] = [];
+  readonly dispatched = new DispatchSignal();
   private readonly config: BridgeConfig;
   private readonly log: Log;
   private session: Session | undefined;
@@ -213,7 +218,7 @@ export class RemotePalace {
     const headers: Record<string, string> = {};
     if (this.config.remoteToken) headers["Authorization"] = `Bearer ${this.config.remoteToken}`;
     const transport = new StreamableHTTPClientTransport(new URL(this.config.remoteUrl as string), {
-      requestInit: { headers }, fetch: palaceFetch,
+      requestInit: { headers }, fetch: palaceFetch(this.dispatched),
       reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 1000, maxReconnectionDelay: 30000, reconnectionDelayGrowFactor: 1.5 },
     });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
@@ -232,6 +237,8 @@ export class RemotePalace {
     }
     try {
       await Promise.race(racers);
+      clearTimeout(timer);
+      await runPreamble(client, this.config);
     } catch (error) {
       work.catch(() => undefined);
       await client.close().catch(() => undefined);

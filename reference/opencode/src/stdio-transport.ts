@@ -39,6 +39,8 @@ export class GroupStdioTransport implements Transport {
     this.env = env;
   }
 
+  /** Told each time a message was written to the child's stdin. */
+  onsend?: () => void;
   /** Gets every stderr chunk, then `null` at its end; set before `start` (stderr is always read: STDIO-11). */
   onstderr?: (chunk: Buffer | null) => void;
 
@@ -112,7 +114,9 @@ export class GroupStdioTransport implements Transport {
         reject(new Error("Not connected"));
         return;
       }
-      if (stdin.write(serializeMessage(message))) resolve();
+      const flushed = stdin.write(serializeMessage(message));
+      this.onsend?.();
+      if (flushed) resolve();
       else stdin.once("drain", () => resolve());
     });
   }

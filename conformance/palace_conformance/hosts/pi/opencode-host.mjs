@@ -11,7 +11,7 @@
 //
 //   session_start       -> bus event `session.created` (fire-and-forget, as OpenCode's bus)
 //   before_agent_start  -> `chat.message` (parts added = injected) + `experimental.chat.system.transform`
-//   agent_end           -> bus event `session.idle`
+//   agent_end, agent_settled -> bus events `session.idle`, `session.status` (idle)
 //   session_shutdown    -> bus event `server.instance.disposed`, then `dispose()`
 //   call_tool           -> zod check of `args`, `tool.execute.before`, `execute`, `tool.execute.after`
 //   list_tools          -> each tool's zod shape as JSON Schema, rewritten by `tool.definition`
@@ -111,8 +111,10 @@ class FakeOpenCode {
       const body = request?.body ?? {};
       const parts = Array.isArray(body.parts) ? body.parts : [];
       const custom = parts.find((part) => typeof part?.metadata?.customType === "string")?.metadata.customType;
+      // `noReply` adds the message to the thread at once without a turn: pi's steer with no
+      // triggered turn (pi's nextTurn would hold it back until the next prompt)
       recorder.record("message", { custom_type: custom ?? null, content: partsText(parts), display: true,
-        details: null, deliver_as: body.noReply ? "nextTurn" : "followUp", trigger_turn: !body.noReply });
+        details: null, deliver_as: body.noReply ? "steer" : "followUp", trigger_turn: !body.noReply });
       return ok({});
     };
     const client = {
@@ -388,6 +390,9 @@ function makeOps(recorder) {
       case "before_agent_start":
         return beforeAgentStart(payload);
       case "agent_end":
+      case "agent_settled":
+        // OpenCode has one "the session went idle" moment, pi two (the run ended; nothing more
+        // is queued): both are that moment, announced on the bus as OpenCode does
         publish("session.idle", { sessionID: SESSION_ID });
         publish("session.status", { sessionID: SESSION_ID, status: { type: "idle" } });
         return null;
