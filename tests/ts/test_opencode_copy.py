@@ -34,7 +34,8 @@ def _run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
 
 @pytest.fixture(scope="session")
 def copy_modules(node_hosts: node.Installation) -> Path:
-    """``reference/opencode/node_modules`` from the lockfile (typescript, the SDK, the plugin API)."""
+    """``reference/opencode/node_modules`` from the lockfile (typescript, the SDK, the plugin
+    API, Stryker)."""
     modules = COPY / "node_modules"
     with (COPY / ".npm-ci.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -42,9 +43,9 @@ def copy_modules(node_hosts: node.Installation) -> Path:
         digest = (COPY / "package-lock.json").read_text()
         if not (stamp.exists() and stamp.read_text() == digest):
             npm = shutil.which("npm")
-            assert npm, "npm not found on PATH: install Node.js (with npm) to test reference/opencode"
+            assert npm, "npm not found on PATH: install Node.js (with npm) for reference/opencode"
             done = _run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=COPY)
-            assert done.returncode == 0, f"npm ci in reference/opencode failed: {done.stderr[-2000:]}"
+            assert done.returncode == 0, f"npm ci in reference/opencode: {done.stderr[-2000:]}"
             stamp.write_text(digest)
     return modules
 
@@ -60,7 +61,8 @@ def test_copy_typechecks_strict(copy_modules: Path, node_hosts: node.Installatio
                  str(COPY / "tsconfig.json")], cwd=COPY, env=_node_env(node_hosts))
     assert done.returncode == 0, f"tsc --strict reported:\n{done.stdout}{done.stderr}"
     config = json.loads((COPY / "tsconfig.json").read_text())
-    assert config["compilerOptions"]["strict"] is True and config["compilerOptions"]["noEmit"] is True
+    options = config["compilerOptions"]
+    assert options["strict"] is True and options["noEmit"] is True
     assert "test/**/*.ts" in config["include"]  # the unit tests are typed too
 
 
