@@ -252,14 +252,17 @@ export class RemotePalace {
   private startKeepalive(): void {
     const every = this.config.keepaliveMs;
     if (every <= 0) return;
+    let pinging = false;
     this.keepalive = setInterval(() => {
       const session = this.session;
-      if (!session || this.stale || this.renewing) return;
+      // one ping at a time: a tick while the last ping waits would send the same (maybe dead) id again
+      if (!session || this.stale || this.renewing || pinging) return;
+      pinging = true;
       session.client.ping({ timeout: this.config.timeoutMs === 0 ? UNBOUNDED_MS : this.config.timeoutMs }).catch((error: unknown) => {
         // a 404 speaks of a session only when there is one: replaced before the next call (HTTP-06)
         if (is404(error) && session.transport.sessionId && this.session === session) this.stale = true;
         this.log.debug(`keep-alive ping failed: ${why(error)}`);
-      });
+      }).finally(() => { pinging = false; });
     }, every);
     this.keepalive.unref();
   }
