@@ -109,7 +109,7 @@ def test_the_copy_serves_the_palace_over_stdio(tmp_path: Path) -> None:
         assert h.ok("shutdown", reason="quit").result == {"children_alive": 0}
 
 
-@pytest.mark.timeout(900)  # 88 results at --jobs 4: minutes, not the default 120 s, on a loaded machine
+@pytest.mark.timeout(900)  # 88 results at --jobs 4: minutes on a loaded machine, not 120 s
 def test_the_catalogue_passes_the_copy_on_its_transport_scenarios(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "run"
