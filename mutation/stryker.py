@@ -1,15 +1,17 @@
-"""``python -m mutation.stryker``: StrykerJS over the pi copy, judged by the catalogue.
+"""``python -m mutation.stryker``: StrykerJS over a TypeScript copy, judged by the catalogue.
 
     python -m mutation.stryker                       every file of reference/pi (hours on 2 CPUs)
     python -m mutation.stryker --sample              CI's fixed sample: 3 mutants of one line
     python -m mutation.stryker --mutate src/x.ts:5-9 any Stryker --mutate selection
     python -m mutation.stryker --check REPORT.json   only judge a saved report
+    python -m mutation.stryker --copy opencode ...   the same over reference/opencode
 
-Stryker (pinned in reference/pi/package.json) mutates a sandbox copy of the pi copy and runs
+Stryker (pinned in the copy's package.json) mutates a sandbox copy of the copy and runs
 ``stryker/scenarios.mjs`` per mutant: the scenarios covering the mutated file's behaviours
-(``stryker/areas.json``) against ``pi-extension:`` at seed level. Then its JSON report is judged
-here: every mutant killed, timed out or triaged as equivalent in ``stryker/triage.json``, with
-scores per file and per behaviour area. Exit 0 only then (docs/mutation.md, "The pi copy").
+(``stryker/areas.json``) against ``pi-extension:`` (the pi copy) or ``opencode-plugin:`` (the
+OpenCode copy) at seed level. Then its JSON report is judged here: every mutant killed, timed out
+or triaged as equivalent in ``stryker/triage.json``, with scores per file and per behaviour area.
+Exit 0 only then (docs/mutation.md, "The pi copy").
 """
 
 from __future__ import annotations
@@ -22,18 +24,44 @@ import subprocess
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from palace_conformance.hosts import node
 
 ROOT = Path(__file__).resolve().parents[1]
-COPY = ROOT / "reference" / "pi"
-AREAS = COPY / "stryker" / "areas.json"
-TRIAGE = COPY / "stryker" / "triage.json"
-REPORT = COPY / "reports" / "mutation" / "mutation.json"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One TypeScript copy: its folder (its Stryker config, its stryker/ files) and CI's sample."""
+
+    folder: Path
+    sample: str
+
+    @property
+    def areas(self) -> Path:
+        return self.folder / "stryker" / "areas.json"
+
+    @property
+    def triage(self) -> Path:
+        return self.folder / "stryker" / "triage.json"
+
+    @property
+    def report(self) -> Path:
+        return self.folder / "reports" / "mutation" / "mutation.json"
+
+
+#: each copy's sample is its provenance gate, the line that stamps only on a shared palace
+COPIES = {"pi": Copy(ROOT / "reference" / "pi", "src/features/provenance.ts:41-41"),
+          "opencode": Copy(ROOT / "reference" / "opencode", "src/provenance.ts:24-24")}
+COPY = COPIES["pi"].folder
+AREAS = COPIES["pi"].areas
+TRIAGE = COPIES["pi"].triage
+REPORT = COPIES["pi"].report
 #: CI's sample: line 41 of provenance.ts (the gate that stamps only on a shared palace), 3 mutants
-SAMPLE = "src/features/provenance.ts:41-41"
+SAMPLE = COPIES["pi"].sample
 KILLED = {"Killed", "Timeout"}
 LAUNCH = "from palace_conformance.cli import main; main()"
 
@@ -65,31 +93,32 @@ def _environment(installation: node.Installation) -> dict[str, str]:
     return env
 
 
-def _npm_ci(env: dict[str, str]) -> None:
-    stamp = COPY / "node_modules" / ".lock-digest"
-    digest = (COPY / "package-lock.json").read_text()
+def _npm_ci(env: dict[str, str], folder: Path) -> None:
+    stamp = folder / "node_modules" / ".lock-digest"
+    digest = (folder / "package-lock.json").read_text()
     if stamp.exists() and stamp.read_text() == digest:
         return
     npm = shutil.which("npm", path=env["PATH"])
     if npm is None:
         raise StrykerError("npm not found on PATH: install Node.js (with npm)")
-    done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=COPY,
+    done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=folder,
                           env=env, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
-        raise StrykerError(f"npm ci in reference/pi failed: {done.stderr.strip()[-500:]}")
+        raise StrykerError(f"npm ci in {folder.relative_to(ROOT)} failed: "
+                           f"{done.stderr.strip()[-500:]}")
     stamp.write_text(digest)
 
 
-def run_stryker(mutate: Sequence[str]) -> None:
-    """Run Stryker in reference/pi (its own config), over ``mutate`` when given."""
+def run_stryker(mutate: Sequence[str], folder: Path = COPY) -> None:
+    """Run Stryker in the copy's folder (its own config), over ``mutate`` when given."""
     installation = _installation()
     env = _environment(installation)
-    _npm_ci(env)
-    argv = [installation.node, str(COPY / "node_modules" / "@stryker-mutator" / "core" / "bin"
+    _npm_ci(env, folder)
+    argv = [installation.node, str(folder / "node_modules" / "@stryker-mutator" / "core" / "bin"
                                    / "stryker.js"), "run"]
     if mutate:
         argv += ["--mutate", ",".join(mutate)]
-    done = subprocess.run(argv, cwd=COPY, env=env, check=False)
+    done = subprocess.run(argv, cwd=folder, env=env, check=False)
     if done.returncode != 0:
         raise StrykerError(f"stryker exited {done.returncode} (its log is above)")
 
@@ -152,17 +181,23 @@ def _load(path: Path, what: str) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mutation.stryker", description=__doc__.split(
         "\n")[0])
-    parser.add_argument("--sample", action="store_true", help=f"only {SAMPLE} (CI)")
+    parser.add_argument("--copy", choices=sorted(COPIES), default="pi",
+                        help="which copy: reference/pi (default) or reference/opencode")
+    parser.add_argument("--sample", action="store_true",
+                        help="only the copy's sample (CI): " + ", ".join(
+                            f"{name} {copy.sample}" for name, copy in sorted(COPIES.items())))
     parser.add_argument("--mutate", action="append", default=[], metavar="PATTERN",
                         help="a Stryker --mutate pattern (file, glob or file:from-to)")
     parser.add_argument("--check", type=Path, metavar="REPORT",
                         help="judge this saved Stryker JSON report; run nothing")
     args = parser.parse_args(argv)
+    copy = COPIES[args.copy]
     try:
         if args.check is None:
-            run_stryker([SAMPLE] if args.sample else args.mutate)
-        report = _load(args.check or REPORT, "Stryker report")
-        lines, problems = judge(report, _load(AREAS, "area map"), _load(TRIAGE, "triage file"))
+            run_stryker([copy.sample] if args.sample else args.mutate, copy.folder)
+        report = _load(args.check or copy.report, "Stryker report")
+        lines, problems = judge(report, _load(copy.areas, "area map"),
+                                _load(copy.triage, "triage file"))
     except StrykerError as exc:
         print(f"mutation.stryker: {exc}", file=sys.stderr)
         return 2

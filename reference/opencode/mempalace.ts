@@ -15,6 +15,7 @@ import { tool } from "@opencode-ai/plugin";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import { readConfig } from "./src/config.ts";
+import { Mailbox, MAILBOX_TYPE } from "./src/mailbox.ts";
 import { LocalPalace } from "./src/local.ts";
 import type { Log } from "./src/local.ts";
 import { RemotePalace } from "./src/remote.ts";
@@ -50,22 +51,25 @@ function failed(result: CallToolResult): boolean {
 }
 
 /** The wake-up text, or undefined when either call fails: a missing wake-up beats a broken turn. */
-async function wakeUp(palace: LocalPalace | RemotePalace, agentName: string): Promise<string | undefined> {
+async function wakeUp(palace: LocalPalace | RemotePalace, agentName: string, mailbox: Mailbox | undefined): Promise<string | undefined> {
   try {
     const status = await palace.callTool("mempalace_status", {});
     const diary = await palace.callTool("mempalace_diary_read", { agent_name: agentName });
     if (failed(status) || failed(diary)) return undefined;
-    return [
+    const owed = mailbox ? await mailbox.wakeupSection() : undefined;
+    const parts = [
       "MemPalace wake-up: your long-term memory for this session. Orient yourself from the palace status and your recent diary below before you answer.",
       `## Palace status (mempalace_status)\n${toOutput(status).output}`,
       `## Your diary (mempalace_diary_read, agent_name=${agentName})\n${toOutput(diary).output}`,
-    ].join("\n\n");
+    ];
+    if (owed) parts.push(`## Mailbox\n${owed}`);
+    return parts.join("\n\n");
   } catch {
     return undefined;
   }
 }
 
-export const MemPalacePlugin: Plugin = async () => {
+export const MemPalacePlugin: Plugin = async ({ client }) => {
   // the transport, the knobs and the child's environment are taken once, here (LIFE-03)
   const config = readConfig(process.env);
   const env = { ...process.env };
@@ -75,7 +79,12 @@ export const MemPalacePlugin: Plugin = async () => {
   const palace = config.remoteUrl !== undefined ? new RemotePalace(config, log) : new LocalPalace(config, env, log);
   const hooks: Hooks = { dispose: () => palace.stop() };
   if (!(await palace.start())) return hooks;
+  const shared = config.device !== undefined && config.remoteUrl !== undefined;
   const stamper = new Stamper(config.device, config.remoteUrl !== undefined);
+  // MAIL-*: only on a shared palace, as this device's writer name; off with MEMPALACE_MAILBOX=0
+  const mailbox = shared && config.mailbox
+    ? new Mailbox((name, args) => palace.callTool(name, args), `${stamper.harness}@${config.device}`, config.mailboxPollMs)
+    : undefined;
   const specs = new Map<string, Tool>(palace.tools.map((spec) => [spec.name, spec]));
   hooks.tool = Object.fromEntries([...specs.values()].map((spec) => [spec.name, tool({
     description: spec.description ?? "",
@@ -89,10 +98,22 @@ export const MemPalacePlugin: Plugin = async () => {
   const armed = new Set<string>();
   hooks.event = async ({ event }) => {
     if (event.type === "session.created" && !event.properties.info.parentID) armed.add(event.properties.info.id);
+    // MAIL-05: the session went idle (pi's agent_settled): past the poll floor, new owed items are
+    // added to the thread without a reply (OpenCode's `noReply`, pi's steer without a turn)
+    if (event.type === "session.idle" && mailbox?.due()) {
+      const sessionID = event.properties.sessionID;
+      // the poll runs in the background; the handler returns once it is on the wire (or over)
+      const onWire = palace.dispatched.next();
+      const poll = mailbox.poll(async (text) => {
+        await client.session.prompt({ path: { id: sessionID }, body: { noReply: true,
+          parts: [{ type: "text", text, synthetic: true, metadata: { customType: MAILBOX_TYPE } }] } });
+      }).catch((error: unknown) => log.line(`mempalace: mailbox: internal error: ${error instanceof Error ? error.message : String(error)}`));
+      await Promise.race([onWire, poll]);
+    }
   };
   hooks["chat.message"] = async (input, output) => {
     if (!armed.delete(input.sessionID)) return;
-    const text = await wakeUp(palace, config.agentName);
+    const text = await wakeUp(palace, config.agentName, mailbox);
     if (text === undefined) return;
     output.parts.push({ id: `prt_mempalace_wakeup_${Date.now()}`, sessionID: input.sessionID, messageID: output.message.id,
       type: "text", text, synthetic: true, metadata: { customType: WAKEUP_TYPE } });

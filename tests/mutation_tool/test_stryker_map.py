@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mutation.module_map import load_catalogue_facts
-from mutation.stryker import AREAS, COPY, judge
+from mutation.stryker import AREAS, COPIES, judge
 
 
-def _areas() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(AREAS.read_text())
+def _areas(path: Path = AREAS) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
     return data
 
 
@@ -20,25 +21,37 @@ def _selects(entry: str, covers: list[str]) -> bool:
     return entry in covers if "-" in entry else any(c.startswith(f"{entry}-") for c in covers)
 
 
-def test_every_source_file_of_the_copy_is_mapped_or_unreached() -> None:
-    areas = _areas()
-    sources = sorted(str(p.relative_to(COPY)) for p in [COPY / "mempalace.ts",
-                                                          *(COPY / "src").rglob("*.ts")])
+@pytest.mark.parametrize("name", sorted(COPIES))
+def test_every_source_file_of_the_copy_is_mapped_or_unreached(name: str) -> None:
+    copy = COPIES[name].folder
+    areas = _areas(COPIES[name].areas)
+    sources = sorted(str(p.relative_to(copy)) for p in [copy / "mempalace.ts",
+                                                          *(copy / "src").rglob("*.ts")])
     mapped, unreached = set(areas["files"]), set(areas["unreached"])
     assert mapped & unreached == set()
-    assert sorted(mapped | unreached) == sources, "reference/pi/stryker/areas.json is out of date"
+    assert sorted(mapped | unreached) == sources, f"{copy}/stryker/areas.json is out of date"
     assert all(areas["unreached"][f].strip() for f in unreached), "an unreached file needs a reason"
 
 
-def test_every_mapped_file_selects_bridge_scenarios_by_known_behaviours() -> None:
+@pytest.mark.parametrize("name", sorted(COPIES))
+def test_every_mapped_file_selects_bridge_scenarios_by_known_behaviours(name: str) -> None:
     known, scenarios = load_catalogue_facts()
     areas = {k.split("-")[0] for k in known}
     bridge = [list(s.covers) for s in scenarios if getattr(s, "subject", "bridge") == "bridge"]
-    for file, entries in _areas()["files"].items():
+    for file, entries in _areas(COPIES[name].areas)["files"].items():
         assert entries, f"{file}: no behaviours"
         unknown = [e for e in entries if e not in known and e not in areas]
         assert unknown == [], f"{file}: unknown behaviours {unknown}"
         assert any(_selects(e, c) for e in entries for c in bridge), f"{file}: selects nothing"
+
+
+@pytest.mark.parametrize("name", sorted(COPIES))
+def test_each_copy_s_sample_names_a_line_of_a_mapped_file(name: str) -> None:
+    copy = COPIES[name]
+    file, _, lines = copy.sample.partition(":")
+    first = int(lines.split("-")[0])
+    assert file in _areas(copy.areas)["files"]
+    assert 1 <= first <= len((copy.folder / file).read_text().splitlines())
 
 
 def _mutant(line: int, status: str, replacement: str = "true") -> dict[str, Any]:
@@ -61,10 +74,12 @@ def test_judge_scores_per_file_and_area_and_flags_untriaged_survivors() -> None:
     assert "RuntimeError" in problems[1]
 
 
-def test_the_shipped_triage_file_names_real_lines() -> None:
-    triage = json.loads((COPY / "stryker" / "triage.json").read_text())
+@pytest.mark.parametrize("name", sorted(COPIES))
+def test_the_shipped_triage_file_names_real_lines(name: str) -> None:
+    copy = COPIES[name]
+    triage = json.loads(copy.triage.read_text())
     for entry in triage["equivalent"]:
-        source = Path(COPY / entry["file"]).read_text().splitlines()
+        source = Path(copy.folder / entry["file"]).read_text().splitlines()
         assert 1 <= entry["line"] <= len(source) and entry["reason"].strip()
 
 

@@ -23,15 +23,12 @@ from .support import CATALOGUE_TOOLS, clean_env, host, of_kind, palace, payload
 HERE = Path(__file__).resolve().parent
 ECHO = f"opencode-plugin:{HERE / 'plugins' / 'echo.ts'}"
 COPY = HERE.parents[1] / "reference" / "opencode" / "mempalace.ts"
-# declared supported at seed level: every stdio.* and http.* scenario but these known departures
-# (docs/choices.md, "The OpenCode plugin copy"): the child is not in a process group of its own,
-# and two answer-stream shapes the official SDK does not read
-DEPARTURES = {("stdio.stderr.debug-forwards-words-after-the-sweep", "stdio"),
-              ("http.sse.closed-stream-without-id-fails-fast", "http"),
-              ("http.sse.cr-line-endings", "http")}
-# not applicable, each for a feature the copy does not have (no session preamble)
-NOT_APPLICABLE = {("stdio.preamble.first-on-every-child", "stdio"),
-                  ("http.preamble.first-on-every-session", "http")}
+# every stdio.* and http.* scenario at seed level passes: the child leads its own process group
+# (swept at its end), and the answer streams the official SDK does not read alone are guarded
+# (docs/choices.md, "The OpenCode plugin copy"); the session preamble is there, so none is
+# not applicable
+DEPARTURES: set[tuple[str, str]] = set()
+NOT_APPLICABLE: set[tuple[str, str]] = set()
 
 
 def test_loads_the_plugin_and_records_its_tool_as_opencode_shows_it(tmp_path: Path) -> None:
@@ -112,6 +109,7 @@ def test_the_copy_serves_the_palace_over_stdio(tmp_path: Path) -> None:
         assert h.ok("shutdown", reason="quit").result == {"children_alive": 0}
 
 
+@pytest.mark.timeout(900)  # 88 results at --jobs 4: minutes on a loaded machine, not 120 s
 def test_the_catalogue_passes_the_copy_on_its_transport_scenarios(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "run"

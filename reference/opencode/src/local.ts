@@ -1,17 +1,16 @@
-// The local palace: a supervised `mempalace-mcp` child on the official SDK's `Client` and
-// `StdioClientTransport` (the seed's hardened default path, STDIO-01..13).
+// The local palace: a supervised `mempalace-mcp` child on the official SDK's `Client`, over a
+// stdio transport whose child leads a process group of its own (src/stdio-transport.ts: the SDK's
+// `StdioClientTransport` cannot, and LIFE-06 sweeps the group), STDIO-01..13.
 //
 // Glue between RespawnPolicy (what to do) and one SDK connection per child (doing it). A stalled
 // request fails with a timeout and its child is killed (SIGTERM, then SIGKILL after the grace),
 // never retried; the next call respawns after the backoff, redoes the handshake and runs. A crash
 // fails the in-flight calls at once (the SDK rejects them when the transport closes).
 //
-// The SDK's stdio transport passes only a short whitelist of variables (HOME, PATH, ...) unless it
-// is given an `env`: the child gets the whole environment captured at load, as OpenCode itself
-// gives its local MCP servers, so PALACE_* and the seed's knobs reach it.
+// The child gets the whole environment captured at load, as OpenCode itself gives its local MCP
+// servers (the SDK's default is a short whitelist), so PALACE_* and the seed's knobs reach it.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { tool } from "@opencode-ai/plugin";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
@@ -19,11 +18,16 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { BridgeConfig, Env } from "./config.ts";
 import { PalaceConnectionClosed, PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
 import { RespawnPolicy } from "./respawn.ts";
+import { DispatchSignal } from "./dispatch.ts";
+import { DRAIN_MS, GroupStdioTransport } from "./stdio-transport.ts";
+import { StrictIds } from "./strict-ids.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 // "no timeout" for the SDK, whose request timeout cannot be switched off (the seed's 0): Node's
 // longest timer, about 24.8 days
-const UNBOUNDED_MS = 2 ** 31 - 1;
+export const UNBOUNDED_MS = 2 ** 31 - 1;
+// after SIGKILL: how long to wait for the exit before giving up on it
+const AFTER_KILL_MS = 1000;
 
 export type Log = { line(text: string): void; debug(text: string): void };
 
@@ -32,13 +36,12 @@ class Child {
   readonly exited: Promise<void>;
   alive = true;
   closedReason = "";
-  private lastPid: number | null = null;
   private markExited!: () => void;
 
   readonly client: Client;
-  readonly transport: StdioClientTransport;
+  readonly transport: GroupStdioTransport;
 
-  constructor(client: Client, transport: StdioClientTransport) {
+  constructor(client: Client, transport: GroupStdioTransport) {
     this.client = client;
     this.transport = transport;
     this.exited = new Promise((resolve) => { this.markExited = resolve; });
@@ -49,30 +52,18 @@ class Child {
     };
   }
 
-  get pid(): number | null {
-    this.lastPid = this.transport.pid ?? this.lastPid;
-    return this.lastPid;
-  }
-
-  /** SIGTERM, then SIGKILL if it is still there after `graceMs` (STDIO-02). */
+  /** SIGTERM to the child's group, then SIGKILL if it is still there after `graceMs` (STDIO-02); the group is swept. */
   async terminate(graceMs: number): Promise<void> {
-    const pid = this.pid;
-    if (!this.alive || pid === null) {
-      await this.transport.close().catch(() => undefined);
-      return;
+    const transport = this.transport;
+    if (!transport.exited) {
+      if (graceMs > 0) transport.signalGroup("SIGTERM");
+      if (graceMs <= 0 || !(await transport.waitExit(graceMs))) {
+        transport.signalGroup("SIGKILL");
+        await transport.waitExit(AFTER_KILL_MS);
+      }
     }
-    signal(pid, "SIGTERM");
-    if (!(await within(this.exited, graceMs))) signal(pid, "SIGKILL");
-    await within(this.exited, graceMs);
-    await this.transport.close().catch(() => undefined);
-  }
-}
-
-function signal(pid: number, name: NodeJS.Signals): void {
-  try {
-    process.kill(pid, name);
-  } catch {
-    // already gone
+    await within(this.exited, AFTER_KILL_MS * 2);
+    await this.client.close().catch(() => undefined);
   }
 }
 
@@ -115,15 +106,34 @@ export async function listAllTools(client: Client): Promise<Tool[]> {
 type ResultSchema<T> = Parameters<Client["request"]>[1] & { _output: T };
 
 /**
+ * The bridge's own request deadline: the SDK's timeout error has the same code (-32001) as a
+ * palace's peer-writer error (TOOL-04), so the deadline aborts the request with this instead.
+ */
+export class DeadlinePassed extends McpError {
+  constructor(timeoutMs: number) {
+    super(ErrorCode.RequestTimeout, `the bridge's deadline of ${timeoutMs} ms passed`);
+  }
+}
+
+/**
  * `tools/call` with the answer read as the seed reads it (TOOL-03): `isError` only when it is
  * `true`, every field kept. The SDK's `callTool` rejects a result whose `isError` is not a boolean.
+ * `timeoutMs` 0 waits without a deadline (the seed's 0); a deadline rejects with DeadlinePassed.
  */
 export async function callToolLoosely(client: Client, name: string, args: Record<string, unknown>,
   timeoutMs: number): Promise<CallToolResult> {
   const z = tool.schema;
   const loose = z.looseObject({ content: z.unknown().optional(), isError: z.unknown().optional() }) as unknown as
     ResultSchema<{ content?: unknown; isError?: unknown } & Record<string, unknown>>;
-  const answer = await client.request({ method: "tools/call", params: { name, arguments: args } }, loose, { timeout: timeoutMs });
+  const deadline = new AbortController();
+  const timer = timeoutMs > 0 ? setTimeout(() => deadline.abort(new DeadlinePassed(timeoutMs)), timeoutMs) : undefined;
+  let answer: { content?: unknown; isError?: unknown } & Record<string, unknown>;
+  try {
+    answer = await client.request({ method: "tools/call", params: { name, arguments: args } }, loose,
+      { timeout: UNBOUNDED_MS, signal: deadline.signal });
+  } finally {
+    clearTimeout(timer);
+  }
   const blocks: unknown = answer.content ?? [];
   if (!Array.isArray(blocks) || !blocks.every((block) => Boolean(block) && typeof block === "object" && !Array.isArray(block))) {
     throw new Error(`protocol error: the palace's ${name} result has no valid content list`);
@@ -132,10 +142,27 @@ export async function callToolLoosely(client: Client, name: string, args: Record
   return { ...answer, content, isError: answer.isError === true };
 }
 
+/**
+ * The session preamble (MEMPALACE_SESSION_PREAMBLE), first call on every new child or session,
+ * under the request timeout: a JSON-RPC error from it fails the start (STDIO-05, HTTP-05).
+ */
+export async function runPreamble(client: Client, config: BridgeConfig): Promise<void> {
+  const preamble = config.preamble;
+  if (!preamble) return;
+  try {
+    await callToolLoosely(client, preamble.tool, preamble.arguments, config.timeoutMs);
+  } catch (error) {
+    if (error instanceof DeadlinePassed) throw new PalaceTimeout(`session preamble ${preamble.tool} timed out after ${config.timeoutMs} ms`);
+    if (error instanceof McpError) throw new PalaceUnavailable(`session preamble ${preamble.tool} failed: ${error.message}`);
+    throw error;
+  }
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class LocalPalace {
   readonly policy: RespawnPolicy;
+  readonly dispatched = new DispatchSignal();
   tools: Tool[] = [];
   private child: Child | undefined;
   private started: boolean | undefined;
@@ -172,11 +199,11 @@ export class LocalPalace {
     const child = await this.serialised(() => this.ensureChild());
     const timeoutMs = this.config.timeoutMs;
     try {
-      const result = await callToolLoosely(child.client, name, args, timeoutMs === 0 ? UNBOUNDED_MS : timeoutMs);
+      const result = await callToolLoosely(child.client, name, args, timeoutMs);
       this.policy.onSuccess();
       return result;
     } catch (error) {
-      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+      if (error instanceof DeadlinePassed) {
         this.retire(child, `${name} stalled past ${timeoutMs} ms`);
         throw new PalaceTimeout(`mempalace ${name} timed out after ${timeoutMs} ms`);
       }
@@ -195,22 +222,23 @@ export class LocalPalace {
   }
 
   /**
-   * LIFE-06: stdin closed (the SDK's close), then SIGTERM after the kill grace, SIGKILL after
-   * another; the SDK's own waits are a fixed 2 s, so the knob's grace is kept here.
+   * LIFE-06: stdin closed, then SIGTERM to the child's group after the kill grace, SIGKILL after
+   * another; once the child is gone its group is swept and its pipes read for a moment (DRAIN_MS).
    */
   async stop(): Promise<void> {
     this.policy.onStop();
     const child = this.child;
     this.child = undefined;
     if (child) {
-      const pid = child.pid;
-      const closing = child.client.close().catch(() => undefined);
+      const transport = child.transport;
       const grace = this.config.killGraceMs;
-      if (pid !== null && child.alive && !(await within(child.exited, grace))) {
-        signal(pid, "SIGTERM");
-        if (!(await within(child.exited, grace))) signal(pid, "SIGKILL");
+      transport.endInput();
+      if (!(await transport.waitExit(grace))) {
+        transport.signalGroup("SIGTERM");
+        if (!(await transport.waitExit(grace))) transport.signalGroup("SIGKILL");
       }
-      await within(closing, grace + 100);
+      await within(child.exited, grace + DRAIN_MS + 100);
+      await child.client.close().catch(() => undefined);
     }
     await Promise.allSettled([...this.dying]);
   }
@@ -256,9 +284,9 @@ export class LocalPalace {
   }
 
   private spawn(): Child {
-    const transport = new StdioClientTransport({ command: this.config.serverCommand, args: [],
-      env: Object.fromEntries(Object.entries(this.env).filter((entry): entry is [string, string] => entry[1] !== undefined)),
-      stderr: "pipe" });
+    const env = Object.fromEntries(Object.entries(this.env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    const transport = new GroupStdioTransport(this.config.serverCommand, env);
+    transport.onsend = () => this.dispatched.fire();
     this.drainStderr(transport);
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const child = new Child(client, transport);
@@ -270,8 +298,7 @@ export class LocalPalace {
   private async handshake(child: Child): Promise<void> {
     const budget = this.config.initTimeoutMs;
     const work = (async () => {
-      await child.client.connect(child.transport, { timeout: UNBOUNDED_MS });
-      void child.pid; // remember it while the transport still knows it
+      await child.client.connect(new StrictIds(child.transport), { timeout: UNBOUNDED_MS });
       this.tools = await listAllTools(child.client);
     })();
     const closed = child.exited.then(() => { throw new Error(child.closedReason || "mempalace-mcp exited during the handshake"); });
@@ -289,6 +316,7 @@ export class LocalPalace {
       work.catch(() => undefined);
       closed.catch(() => undefined);
     }
+    await runPreamble(child.client, this.config);
   }
 
   private retire(child: Child, reason: string): void {
@@ -301,23 +329,22 @@ export class LocalPalace {
   }
 
   /** The child's stderr is always read (a flood never blocks it); forwarded only in debug (STDIO-11). */
-  private drainStderr(transport: StdioClientTransport): void {
-    const stream = transport.stderr;
-    if (!stream) return;
+  private drainStderr(transport: GroupStdioTransport): void {
     let held = "";
     const secrets = this.config.remoteToken ? [this.config.remoteToken] : [];
     // whole lines only, so a token split across reads is whole when it is redacted
     const forward = (line: string) => this.log.line(redact(`mempalace-mcp: ${line}`, secrets));
-    stream.on("data", (chunk: Buffer) => {
+    transport.onstderr = (chunk) => {
+      if (chunk === null) {
+        if (this.config.debug && held.trim()) forward(held);
+        held = "";
+        return;
+      }
       if (!this.config.debug) return;
       held += chunk.toString("utf8");
       const lines = held.split("\n");
       held = lines.pop() ?? "";
       for (const line of lines) if (line.trim()) forward(line);
-    });
-    stream.on("end", () => {
-      if (this.config.debug && held.trim()) forward(held);
-      held = "";
-    });
+    };
   }
 }

@@ -14,12 +14,14 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig } from "./config.ts";
+import { DispatchSignal } from "./dispatch.ts";
 import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
-import { callToolLoosely, listAllTools } from "./local.ts";
+import { callToolLoosely, DeadlinePassed, listAllTools, runPreamble, UNBOUNDED_MS } from "./local.ts";
 import type { Log } from "./local.ts";
+import { ANSWER_STREAM_CLOSED, guardAnswerStream, requestIds } from "./sse-guard.ts";
+import { StrictIds } from "./strict-ids.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
-const UNBOUNDED_MS = 2 ** 31 - 1;
 
 /**
  * An HTTP status from the palace; hosts classify it by `status` (401/403 auth, else http_error).
@@ -50,20 +52,29 @@ type Session = { client: Client; transport: StreamableHTTPClientTransport };
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * fetch that never opens the idle server-to-client GET stream (HTTP-07), and that fails a request
- * answered 202 at once (the SDK would wait for an answer that never comes).
+ * fetch that never opens the idle server-to-client GET stream (HTTP-07), that fails a request
+ * answered 202 at once (the SDK would wait for an answer that never comes), and that hands the
+ * SDK a request's answer stream normalised and bounded (src/sse-guard.ts: HTTP-10, HTTP-12).
  */
-const palaceFetch: typeof fetch = async (input, init) => {
-  const method = (init?.method ?? "GET").toUpperCase();
-  if (method === "GET" && !new Headers(init?.headers).has("last-event-id")) return new Response(null, { status: 405 });
-  const response = await fetch(input, init);
-  if (method === "POST" && response.status === 202 && typeof init?.body === "string" && /"id"\s*:/.test(init.body)
-    && /"method"\s*:/.test(init.body)) {
-    await response.body?.cancel();
-    throw new PalaceProtocolError("protocol error: the palace answered a request with 202 Accepted and no answer");
-  }
-  return response;
-};
+function palaceFetch(dispatched: DispatchSignal): typeof fetch {
+  return async (input, init) => {
+    const method = (init?.method ?? "GET").toUpperCase();
+    if (method === "GET" && !new Headers(init?.headers).has("last-event-id")) return new Response(null, { status: 405 });
+    if (method === "POST") dispatched.fire();
+    const response = await fetch(input, init);
+    if (method === "POST" && response.status === 202 && typeof init?.body === "string" && /"id"\s*:/.test(init.body)
+      && /"method"\s*:/.test(init.body)) {
+      await response.body?.cancel();
+      throw new PalaceProtocolError("protocol error: the palace answered a request with 202 Accepted and no answer");
+    }
+    const type = response.headers.get("content-type") ?? "";
+    if (method === "POST" && response.ok && type.toLowerCase().includes("text/event-stream")) {
+      const ids = requestIds(init?.body);
+      if (ids.size > 0) return guardAnswerStream(response, ids);
+    }
+    return response;
+  };
+}
 
 /** The JSON-RPC error code in an HTTP error body, if there is one. */
 function bodyCode(message: string): number | undefined {
@@ -83,6 +94,7 @@ function is404(error: unknown): boolean {
 
 export class RemotePalace {
   tools: Tool[] = [];
+  readonly dispatched = new DispatchSignal();
   private readonly config: BridgeConfig;
   private readonly log: Log;
   private session: Session | undefined;
@@ -149,14 +161,20 @@ export class RemotePalace {
   }
 
   private async call(session: Session, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-    const timeoutMs = this.config.timeoutMs;
-    return await callToolLoosely(session.client, name, args, timeoutMs === 0 ? UNBOUNDED_MS : timeoutMs);
+    return await callToolLoosely(session.client, name, args, this.config.timeoutMs);
   }
 
   private mapped(error: unknown, name: string): Error {
     const secrets = this.config.remoteToken ? [this.config.remoteToken] : [];
+    if (error instanceof DeadlinePassed) {
+      return new PalaceTimeout(`mempalace ${name} timed out after ${this.config.timeoutMs} ms`);
+    }
     if (error instanceof McpError) {
-      if (error.code === ErrorCode.RequestTimeout) {
+      const data = error.data as { bridge?: unknown } | undefined;
+      if (data && typeof data === "object" && data.bridge === ANSWER_STREAM_CLOSED) {
+        return new PalaceProtocolError(`protocol error: ${name}: the answer stream ended without the answer and without an event id to resume from`);
+      }
+      if (error.code === ErrorCode.RequestTimeout && error.message === "MCP error -32001: Request timed out") {
         return new PalaceTimeout(`mempalace ${name} timed out after ${this.config.timeoutMs} ms`);
       }
       if (error.code === ErrorCode.ConnectionClosed && error.message === "MCP error -32000: Connection closed") {
@@ -200,13 +218,13 @@ export class RemotePalace {
     const headers: Record<string, string> = {};
     if (this.config.remoteToken) headers["Authorization"] = `Bearer ${this.config.remoteToken}`;
     const transport = new StreamableHTTPClientTransport(new URL(this.config.remoteUrl as string), {
-      requestInit: { headers }, fetch: palaceFetch,
+      requestInit: { headers }, fetch: palaceFetch(this.dispatched),
       reconnectionOptions: { maxRetries: 2, initialReconnectionDelay: 1000, maxReconnectionDelay: 30000, reconnectionDelayGrowFactor: 1.5 },
     });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.onerror = (error) => this.log.debug(`palace: ${why(error)}`);
     const work = (async () => {
-      await client.connect(transport, { timeout: UNBOUNDED_MS });
+      await client.connect(new StrictIds(transport), { timeout: UNBOUNDED_MS });
       this.tools = await listAllTools(client);
     })();
     const budget = this.config.initTimeoutMs;
@@ -219,6 +237,8 @@ export class RemotePalace {
     }
     try {
       await Promise.race(racers);
+      clearTimeout(timer);
+      await runPreamble(client, this.config);
     } catch (error) {
       work.catch(() => undefined);
       await client.close().catch(() => undefined);
@@ -232,14 +252,17 @@ export class RemotePalace {
   private startKeepalive(): void {
     const every = this.config.keepaliveMs;
     if (every <= 0) return;
+    let pinging = false;
     this.keepalive = setInterval(() => {
       const session = this.session;
-      if (!session || this.stale || this.renewing) return;
+      // one ping at a time: a tick while the last ping waits would send the same (maybe dead) id again
+      if (!session || this.stale || this.renewing || pinging) return;
+      pinging = true;
       session.client.ping({ timeout: this.config.timeoutMs === 0 ? UNBOUNDED_MS : this.config.timeoutMs }).catch((error: unknown) => {
         // a 404 speaks of a session only when there is one: replaced before the next call (HTTP-06)
         if (is404(error) && session.transport.sessionId && this.session === session) this.stale = true;
         this.log.debug(`keep-alive ping failed: ${why(error)}`);
-      });
+      }).finally(() => { pinging = false; });
     }, every);
     this.keepalive.unref();
   }

@@ -11,7 +11,7 @@
 //
 //   session_start       -> bus event `session.created` (fire-and-forget, as OpenCode's bus)
 //   before_agent_start  -> `chat.message` (parts added = injected) + `experimental.chat.system.transform`
-//   agent_end           -> bus event `session.idle`
+//   agent_end, agent_settled -> bus events `session.idle`, `session.status` (idle)
 //   session_shutdown    -> bus event `server.instance.disposed`, then `dispose()`
 //   call_tool           -> zod check of `args`, `tool.execute.before`, `execute`, `tool.execute.after`
 //   list_tools          -> each tool's zod shape as JSON Schema, rewritten by `tool.definition`
@@ -40,7 +40,7 @@ const DEFAULT_GRACE_MS = 5000;
 const EXIT_SHUTDOWN_MS = 3000;
 const SESSION_ID = "ses_palace_conformance";
 const SDK_SUBPATHS = ["client/index.js", "client/stdio.js", "client/streamableHttp.js", "client/sse.js",
-  "types.js", "shared/protocol.js", "shared/transport.js"];
+  "types.js", "shared/protocol.js", "shared/transport.js", "shared/stdio.js"];
 // the official SDK's ErrorCode values for its own failures (not the palace's)
 const SDK_CONNECTION_CLOSED = -32000;
 const SDK_REQUEST_TIMEOUT = -32001;
@@ -111,8 +111,10 @@ class FakeOpenCode {
       const body = request?.body ?? {};
       const parts = Array.isArray(body.parts) ? body.parts : [];
       const custom = parts.find((part) => typeof part?.metadata?.customType === "string")?.metadata.customType;
+      // `noReply` adds the message to the thread at once without a turn: pi's steer with no
+      // triggered turn (pi's nextTurn would hold it back until the next prompt)
       recorder.record("message", { custom_type: custom ?? null, content: partsText(parts), display: true,
-        details: null, deliver_as: body.noReply ? "nextTurn" : "followUp", trigger_turn: !body.noReply });
+        details: null, deliver_as: body.noReply ? "steer" : "followUp", trigger_turn: !body.noReply });
       return ok({});
     };
     const client = {
@@ -388,6 +390,9 @@ function makeOps(recorder) {
       case "before_agent_start":
         return beforeAgentStart(payload);
       case "agent_end":
+      case "agent_settled":
+        // OpenCode has one "the session went idle" moment, pi two (the run ended; nothing more
+        // is queued): both are that moment, announced on the bus as OpenCode does
         publish("session.idle", { sessionID: SESSION_ID });
         publish("session.status", { sessionID: SESSION_ID, status: { type: "idle" } });
         return null;
@@ -415,7 +420,7 @@ function makeOps(recorder) {
     if (typeof input !== "object" || Array.isArray(input)) {
       throw new OpError("bad_request", "call_tool 'args' must be an object");
     }
-    let params = input;
+    const params = input;
     if (request.validate !== false) {
       const checked = z.object(definition.args ?? {}).safeParse(input);
       if (!checked.success) {
@@ -423,7 +428,8 @@ function makeOps(recorder) {
         const text = `The ${name} tool was called with invalid arguments: ${problems.join("; ")}`;
         return { content: [{ type: "text", text }], is_error: true, validation: problems };
       }
-      params = checked.data;
+      // OpenCode (1.14.49 on) checks a plugin tool's arguments with its zod shape as a predicate
+      // and hands `execute` the arguments as the model sent them: undeclared keys are not stripped
     }
     const callID = `call-${request.id}`;
     const before = { args: params };

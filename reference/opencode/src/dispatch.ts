@@ -1,0 +1,20 @@
+// "A request just left": a one-shot signal a caller can wait on without waiting for the answer.
+// The idle handler waits on it so the mailbox poll it starts in the background is on the wire
+// before the handler returns, while the answer is never awaited (MAIL-05, LIFE-06), as in the pi
+// copy (reference/pi/src/dispatch.ts).
+
+export class DispatchSignal {
+  private waiters: (() => void)[] = [];
+
+  /** Resolves at the next request handed to the wire. */
+  next(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** A request was handed to the wire (stdin written, fetch called). */
+  fire(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+}
