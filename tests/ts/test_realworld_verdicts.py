@@ -78,7 +78,11 @@ MUST_PASS = {
                    "stdio.kill.idle-child-killed-heals", "stdio.start.gives-up-after-budget",
                    "tool.ids.null-id-result-never-the-answer", "tool.results.is-error-content-kept",
                    "life.shutdown.setsid-grandchild-holding-pipes",
-                   "life.reload.stdio-old-child-exits"],
+                   "life.reload.stdio-old-child-exits",
+                   # a respawn budget as pace: its counts follow the bridge's fixed 2
+                   "tool.unavailable.host-keeps-working",
+                   "stdio.respawn.initialize-answer-alone-keeps-budget",
+                   "stdio.exit.crashed-write-never-replayed"],
     # a crashed read retried (set aside), faults moved on after a retry, static tools (none
     # while the palace is down, no tools/list), results judged inside their envelope
     "envelope": ["stdio.respawn.after-crash", "stdio.exit.mid-request-fails-at-once",
@@ -223,6 +227,31 @@ def test_diff_of_two_bridges_one_planted_defect_apart_names_it_first(tmp_path: P
     assert "covers STDIO-12" in text
     assert not [d for d in [*report.drift, *report.trace_only] if "registrations" in d.categories]
 
+
+
+def test_a_paced_budget_is_judged_at_the_bridges_own_count(tmp_path: Path) -> None:
+    """fixedconst.ts respawns twice: with its profile's fixed 2 in place of the scenario's paced
+    1, the start count follows (three starts) and the scenario passes; a profile that says 3
+    expects four starts, and the same bridge fails on the count."""
+    sid = "tool.unavailable.host-keeps-working"
+    scenario = load_scenario(scenarios_dir() / "tool" / f"{sid}.json")
+    statuses = {}
+    for budget in (2, 3):
+        data = json.loads((REALWORLD / "fixedconst.profile.json").read_text())
+        data["entry"] = f"pi-extension:{REALWORLD / 'fixedconst.ts'}"
+        data["knobs"]["MEMPALACE_MCP_MAX_RESPAWNS"] = {"fixed": budget}
+        path = tmp_path / f"budget-{budget}.profile.json"
+        path.write_text(json.dumps(data))
+        profile = load_profile(path)
+        run = run_suite([scenario], SuiteOptions(
+            run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                           work_root=tmp_path / str(budget)), jobs=1, transports=("stdio",)))
+        [result] = run.results
+        statuses[budget] = result.status
+        if budget == 3:
+            failed = [c.message for c in result.checks if not c.passed]
+            assert any("expected exactly 4" in m for m in failed), failed
+    assert statuses == {2: PASSED, 3: FAILED}
 
 
 def test_typed_values_are_what_reach_a_typed_settings_bridge(tmp_path: Path) -> None:
