@@ -260,12 +260,33 @@ def test_the_light_servers_children_are_set_aside_from_the_counts(tmp_path: Path
     assert profile_edges.other_servers(one, kept) == [] and len(kept) == 2
 
 
-def test_a_budget_per_call_is_not_held_to_the_sessions_latch(tmp_path: Path) -> None:
+def test_a_budget_per_call_is_judged_on_the_per_call_rule(tmp_path: Path) -> None:
+    """No latch to expect: the call the seed fails at once as unavailable must fail and start at
+    most the budget's children (every call must), and the start counts become floors."""
     per_call = profile(tmp_path, claims={"respawn_budget": "call"})
     for sid in ("stdio.respawn.cap-with-backoff", "stdio.respawn.single-attempt-then-latch"):
-        assert "budget is per call" in str(profile_edges.inapplicable(per_call, shipped(sid),
-                                                                     "stdio"))
-        assert profile_edges.inapplicable(profile(tmp_path), shipped(sid), "stdio") is None
-    # the respawns themselves are still judged
-    for sid in ("stdio.respawn.after-crash", "stdio.respawn.backoff-zero-respawns-at-once"):
         assert profile_edges.inapplicable(per_call, shipped(sid), "stdio") is None
+        assert profile_edges.adapt(profile(tmp_path), shipped(sid), "stdio")[0].raw == \
+            shipped(sid).raw
+    cap, _ = profile_edges.adapt(per_call, shipped("stdio.respawn.cap-with-backoff"), "stdio")
+    spent = cap.raw["steps"][6]["expect"]
+    assert "error" not in spent and spent["ok"] is False
+    # 700 + 1400 ms of its own backoff and two starts, with the declared slack
+    assert spent["elapsed_ms"] == {"at_least": 0, "slack_ms": 650 + 5125 + 1000}
+    for index in (3, 4, 5, 6):
+        assert cap.raw["steps"][index]["expect"]["journal"][-1] == {
+            "check": "count", "match": {"kind": "process_start"}, "at_most": 2,
+            "comment": "a per-call respawn budget (claims.respawn_budget)"}
+    assert cap.raw["expect"]["journal"][0] == {"check": "count",
+                                               "match": {"kind": "process_start"}, "at_least": 3}
+    assert cap.raw["expect"]["processes"]["spawned"] == {"at_least": 3}
+    assert cap.raw["expect"]["journal"][3]["equals"] == 1  # not a budget count: as written
+    # a step that said "no start" now says "at most the budget's"
+    alone, _ = profile_edges.adapt(per_call,
+                                   shipped("stdio.respawn.initialize-answer-alone-keeps-budget"),
+                                   "stdio")
+    latched = alone.raw["steps"][5]["expect"]["journal"]
+    assert [c["check"] for c in latched] == ["count"] and latched[0]["at_most"] == 1
+    # the respawns themselves are judged as for any bridge
+    for sid in ("stdio.respawn.after-crash", "stdio.respawn.backoff-zero-respawns-at-once"):
+        assert profile_edges.adapt(per_call, shipped(sid), "stdio")[0].raw == shipped(sid).raw

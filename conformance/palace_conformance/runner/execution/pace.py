@@ -209,14 +209,20 @@ def _count_change(name: str, value: str, profile: Profile,
 
 def _move_count(raw: dict[str, Any], pointer: str, delta: int) -> None:
     """The integer at ``pointer`` (a count's ``equals``/``at_least``/``at_most``, a
-    ``processes.spawned``) moved by ``delta``, never below 0."""
+    ``processes.spawned``) moved by ``delta``, never below 0; a count made a floor moves its
+    ``at_least``."""
     *parents, last = [unescape(t) for t in pointer.split("/")[1:]]
     node: Any = raw
     for token in parents:
         node = node[int(token)] if isinstance(node, list) else node[token]
     key: Any = int(last) if isinstance(node, list) else last
-    if isinstance(node[key], int):
-        node[key] = max(0, node[key] + delta)
+    if isinstance(node, dict) and last == "equals" and key not in node:
+        key = "at_least"  # made a floor already (a per-call budget, profile_edges)
+    value = node[key] if isinstance(node, list) or key in node else None
+    if isinstance(value, dict) and isinstance(value.get("at_least"), int):
+        node, key, value = value, "at_least", value["at_least"]
+    if isinstance(value, int):
+        node[key] = max(0, value + delta)
 
 
 def _ms(fixed: int | str | None) -> int | None:

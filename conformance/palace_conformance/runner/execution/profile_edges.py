@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import shutil
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -64,9 +65,7 @@ def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenari
     needs the unmapped tool itself is not applicable. A bridge with static tools never lists:
     its registration stands for "none" while the palace is down, and journal checks on
     ``tools/list`` are dropped."""
-    why = _budget_per_call(profile, scenario, transport)
-    if why is not None:
-        return scenario, why
+    scenario = _per_call(profile, scenario, transport)
     if not profile.tool_routes:
         return scenario, None
     raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
@@ -85,20 +84,84 @@ def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenari
 
 #: the behaviours of a respawn budget spent across calls (the cap, and 0 as a latch)
 _SESSION_BUDGET = ("STDIO-06", "STDIO-08")
+MAX_RESPAWNS = "MEMPALACE_MCP_MAX_RESPAWNS"
+BACKOFF = "MEMPALACE_MCP_RESPAWN_BACKOFF_MS"
+#: the seed's defaults, when neither the scenario nor the profile says
+SEED_MAX_RESPAWNS = 2
+SEED_BACKOFF_MS = 1000
+#: one start of a child on a loaded machine, and a derived window's slack (as in pace.py)
+_START_MS = 1000
+_SLACK_FRACTION = 0.25
+_SLACK_MS = 1000
 
 
-def _budget_per_call(profile: Profile, scenario: Scenario, transport: str) -> str | None:
-    """Why a scenario that counts a session-wide respawn budget (a call expected to fail as
-    ``unavailable`` once it is spent) cannot judge a bridge whose budget is per call."""
+def _budget(profile: Profile, scenario: Scenario, name: str, default: int) -> int:
+    """What the bridge is given for a count or delay: its fixed value, 0 when absent, else the
+    scenario's value, else the seed's default."""
+    knob = profile.knobs.get(name)
+    if knob is not None and knob.absent:
+        return 0
+    if knob is not None and isinstance(knob.fixed, int):
+        return knob.fixed
+    given = scenario.env.get(name)
+    return int(given) if isinstance(given, str) and given.isdigit() else default
+
+
+def _per_call(profile: Profile, scenario: Scenario, transport: str) -> Scenario:
+    """A scenario that counts a session-wide respawn budget, for a bridge whose budget is per
+    call (``claims.respawn_budget: "call"``): judged on the per-call rule instead.
+
+    Nothing latches, so a call the seed fails at once as ``unavailable`` (the budget spent) may
+    spend a budget of its own: it must fail, and start at most ``b`` children. Every call, the
+    others too, starts at most ``b`` children (a call that starts more has exceeded the budget);
+    the scenario's counts that follow the budget (``budget_counts``) are floors, not exact; and
+    the waits a call's own respawns add (``b`` doubling backoffs and starts) widen its windows."""
     if profile.respawn_budget != "call" or not set(scenario.covers) & set(_SESSION_BUDGET):
-        return None
-    latched = any(step.expect is not None and step.expect.error is not None
-                  and step.expect.error.kind == "unavailable"
-                  for step in scenario.steps_for(transport))
-    if not latched:
-        return None
-    return ("it counts a respawn budget spent across calls (the latch), and this bridge's "
-            "budget is per call (its profile's claims.respawn_budget)")
+        return scenario
+    steps = scenario.steps_for(transport)
+    if not any(step.expect is not None and step.expect.error is not None
+               and step.expect.error.kind == "unavailable" for step in steps):
+        return scenario
+    budget = _budget(profile, scenario, MAX_RESPAWNS, SEED_MAX_RESPAWNS)
+    backoff = _budget(profile, scenario, BACKOFF, SEED_BACKOFF_MS)
+    waits = sum(backoff * 2 ** k + _START_MS for k in range(budget))
+    widen = math.ceil(waits * (1 + _SLACK_FRACTION)) + _SLACK_MS
+    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
+    at_most = {"check": "count", "match": {"kind": "process_start"}, "at_most": budget,
+               "comment": "a per-call respawn budget (claims.respawn_budget)"}
+    for step in raw.get("steps", ()):
+        if not isinstance(step, dict) or step.get("op") not in ("call_tool", "call_tools"):
+            continue
+        expect = step.setdefault("expect", {})
+        error = expect.get("error")
+        if isinstance(error, dict) and error.get("kind") == "unavailable":
+            del expect["error"]
+            expect["ok"] = False
+            timing = expect.get("elapsed_ms")
+            if isinstance(timing, dict) and "slack_ms" in timing:
+                timing["slack_ms"] = int(timing["slack_ms"]) + widen
+            if isinstance(step.get("timeout_ms"), int):
+                step["timeout_ms"] += widen
+            expect["journal"] = [c for c in expect.get("journal", ()) if not (
+                isinstance(c, dict) and c.get("check") == "absent"
+                and c.get("match") == {"kind": "process_start"})]
+        expect.setdefault("journal", []).append(dict(at_most))
+    for pointer in (raw.get("budget_counts") or {}).get(MAX_RESPAWNS, ()):
+        _floor(raw, pointer)
+    return Scenario.from_json(raw, scenario.path)
+
+
+def _floor(raw: dict[str, Any], pointer: str) -> None:
+    """The exact count at ``pointer`` (a check's ``equals``, a ``processes.spawned``) made a
+    floor: a per-call budget starts at least the children a session's does."""
+    *parents, last = [unescape(t) for t in pointer.split("/")[1:]]
+    node: Any = raw
+    for token in parents:
+        node = node[int(token)] if isinstance(node, list) else node[token]
+    if last == "equals" and isinstance(node, dict):
+        node["at_least"] = node.pop("equals")
+    elif isinstance(node, dict) and isinstance(node.get(last), int):
+        node[last] = {"at_least": node[last]}
 
 
 def _unoffered(profile: Profile, scenario: Scenario, transport: str) -> str | None:
