@@ -96,7 +96,7 @@ class PaceChange:
             return 0
         if self.attempt_backoff_ms is not None:  # attempts v+1..b, each waiting 2**(k-1) delays
             extra = range(int(self.value) + 1, self.bridge + 1)
-            added = sum(self.attempt_backoff_ms * 2 ** (k - 1) + PACE_START_MS for k in extra)
+            added = sum(self.attempt_backoff_ms * (1 << (k - 1)) + PACE_START_MS for k in extra)
         else:
             added = self.repeats * (self.bridge - int(self.value))
         return math.ceil(added * (1 + PACE_SLACK_FRACTION)) + PACE_SLACK_MS
@@ -120,7 +120,8 @@ class PaceChange:
         if self.is_count:
             counts = f", its counts {self.count_delta:+d}" if self.count_delta else ""
             widen = f", windows +{self.widen_ms} ms" if self.widen_ms else ""
-            return f"{self.name}={self.value} -> the bridge's budget of {self.bridge}{counts}{widen}"
+            return (f"{self.name}={self.value} -> the bridge's budget of {self.bridge}"
+                    f"{counts}{widen}")
         if self.bridge is None:
             return f"{self.name}={self.value} dropped (the bridge has none)"
         widen = f", windows +{self.widen_ms} ms" if self.widen_ms else ""
