@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from palace_conformance.contract import WAKEUP_TYPE
+from palace_conformance.contract import WAKEUP_TYPE, call_outcomes
 from palace_conformance.fake.options import ENV_FAULTS_FOR
 from palace_conformance.json_pointer import unescape
 from palace_conformance.resources import tool_catalogue
@@ -66,17 +66,16 @@ def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenari
     its registration stands for "none" while the palace is down, and journal checks on
     ``tools/list`` are dropped."""
     scenario = _per_call(profile, scenario, transport)
-    if not profile.tool_routes:
-        return scenario, None
     raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
-    changed = _substitute_incidental_calls(raw, _offered(profile))
+    changed = profile.read_retry and _faults_after_retries(raw)
+    if not profile.tool_routes:
+        return (Scenario.from_json(raw, scenario.path) if changed else scenario), None
+    changed = _substitute_incidental_calls(raw, _offered(profile)) or changed
     if profile.static_tools:
         why = _static_tools(raw, sorted(_offered(profile)))
         if why is not None:
             return scenario, why
         changed = True
-    if profile.read_retry:
-        changed = _faults_after_retries(raw) or changed
     if changed:
         scenario = Scenario.from_json(raw, scenario.path)
     return scenario, _unoffered(profile, scenario, transport)
@@ -548,52 +547,114 @@ def set_aside_read_retries(profile: Profile, scenario: Scenario, transport: str,
                            steps: list[StepRecord], records: list[dict[str, Any]],
                            offsets: list[int]) -> list[str]:
     """With ``claims.read_retry``: each read a scenario expects to fail as connection closed
-    that the bridge retried once on a new child and got answered, shown as the crash it was.
+    that the bridge retried once on a new child and got answered, shown as the crash it was; a
+    ``call_tool`` step, or any call of a ``call_tools`` step.
 
     The retried request and its answer are taken out of ``records`` and ``offsets`` (in place;
-    the step windows are still byte offsets), the step reads as the connection-closed failure,
+    the step windows are still byte offsets), the call reads as the connection-closed failure,
     and one line per retry says what was set aside. A second retry, a retry on the same child or
     of a write is left as it is, to be judged."""
     if not profile.read_retry:
         return []
-    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
     by_index = {record.index: record for record in steps}
     notes: list[str] = []
     for step in scenario.steps_for(transport):
         record = by_index.get(step.index)
-        name = step.params.get("name")
-        expected = step.expect.error if step.expect is not None else None
-        if (step.op != "call_tool" or record is None or record.ok is not True
-                or expected is None or getattr(expected, "kind", None) != "connection_closed"
-                or not isinstance(name, str) or name not in catalogue
-                or not (catalogue[name].get("annotations") or {}).get("readOnlyHint")):
+        if record is None or step.expect is None:
             continue
-        window = [i for i, at in enumerate(offsets)
-                  if record.journal_start <= at < record.journal_end]
-        calls = [i for i in window if records[i].get("kind") == "recv"
-                 and records[i].get("method") == "tools/call" and records[i].get("tool") == name]
-        if len(calls) != 2:
-            continue
-        first, retry = records[calls[0]], records[calls[1]]
-        died = any(records[i].get("kind") == "process_exit" and records[i].get("pid")
-                   == first.get("pid") and calls[0] < i < calls[1] for i in window)
-        if not died or retry.get("pid") == first.get("pid"):
-            continue
-        answer = [i for i in window if i > calls[1] and records[i].get("kind") == "send"
-                  and records[i].get("pid") == retry.get("pid")
-                  and records[i].get("id") == retry.get("id")]
-        for i in sorted([calls[1], *answer[:1]], reverse=True):
-            del records[i]
-            del offsets[i]
-        record.result, record.ok = None, False
-        record.error = {"kind": "connection_closed",
-                        "message": f"connection closed: the child (pid {first.get('pid')}) "
-                                   f"died mid-call; the bridge retried the read once on a new "
-                                   f"child (pid {retry.get('pid')}), which answered"}
-        notes.append(f"step {step.key}: the crashed read {name} was retried once on a new child "
-                     f"(pid {retry.get('pid')}; claims.read_retry): that request and its answer "
-                     "are set aside, the call judged as the connection-closed failure it was")
+        crashed = _crashed_reads(step, record)
+        for name, outcome in crashed:
+            window = [i for i, at in enumerate(offsets)
+                      if record.journal_start <= at < record.journal_end]
+            sent = sum(1 for i in window if records[i].get("kind") == "recv"
+                       and records[i].get("method") == "tools/call"
+                       and records[i].get("tool") == name)
+            if sent - step.tool_names.count(name) > sum(1 for n, _ in crashed if n == name):
+                continue  # more than one retry per crashed read: judged as it is
+            pair = _retry_pair(records, window, name)
+            if pair is None:
+                continue
+            first, retry, aside = pair
+            for i in sorted(aside, reverse=True):
+                del records[i]
+                del offsets[i]
+            error = {"kind": "connection_closed",
+                     "message": f"connection closed: the child (pid {first.get('pid')}) died "
+                                f"mid-call; the bridge retried the read once on a new child "
+                                f"(pid {retry.get('pid')}), which answered"}
+            if outcome is None:
+                record.result, record.ok, record.error = None, False, error
+                at = f"step {step.key}"
+            else:
+                outcome.pop("result", None)
+                outcome.update(ok=False, error=error)
+                at = f"step {step.key}, call {name}"
+            notes.append(f"{at}: the crashed read {name} was retried once on a new child "
+                         f"(pid {retry.get('pid')}; claims.read_retry): that request and its "
+                         "answer are set aside, the call judged as the connection-closed "
+                         "failure it was")
     return notes
+
+
+def _read_only(name: Any) -> bool:
+    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
+    return (isinstance(name, str) and name in catalogue
+            and bool((catalogue[name].get("annotations") or {}).get("readOnlyHint")))
+
+
+def _crashed_reads(step: Any, record: StepRecord) -> list[tuple[str, dict[str, Any] | None]]:
+    """The reads of a step expected to fail as connection closed that came back answered: a
+    ``call_tool``'s (outcome None: the record itself) or each such call of a ``call_tools``
+    (its outcome in the reply, to rewrite)."""
+    def crash(expect: Any) -> bool:
+        error = expect.error if expect is not None else None
+        return error is not None and getattr(error, "kind", None) == "connection_closed"
+
+    if step.op == "call_tool":
+        name = step.params.get("name")
+        if record.ok is True and crash(step.expect) and _read_only(name):
+            return [(str(name), None)]
+        return []
+    outcomes = call_outcomes(record.result) if step.op == "call_tools" else None
+    calls = step.params.get("calls") or []
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    for index, expect in enumerate(step.expect.calls):
+        call = calls[index] if index < len(calls) and isinstance(calls[index], dict) else {}
+        outcome = outcomes[index] if outcomes is not None and index < len(outcomes) else None
+        if (isinstance(outcome, dict) and outcome.get("ok") is True and crash(expect)
+                and _read_only(call.get("name"))):
+            out.append((str(call["name"]), outcome))
+    return out
+
+
+def _retry_pair(records: list[dict[str, Any]], window: list[int], name: str
+                ) -> tuple[dict[str, Any], dict[str, Any], list[int]] | None:
+    """The first crashed call of ``name`` in the window that was sent once more on a new child,
+    and answered there: (the crashed request, the retry, the indexes to set aside)."""
+    calls = [i for i in window if records[i].get("kind") == "recv"
+             and records[i].get("method") == "tools/call" and records[i].get("tool") == name]
+    for position, i in enumerate(calls):
+        first = records[i]
+        answered = any(records[k].get("kind") == "send" and records[k].get("pid")
+                       == first.get("pid") and records[k].get("id") == first.get("id")
+                       for k in window if k > i)
+        died = [k for k in window if k > i and records[k].get("kind") == "process_exit"
+                and records[k].get("pid") == first.get("pid")]
+        if answered or not died:
+            continue
+        retries = [j for j in calls[position + 1:] if j > died[0]
+                   and records[j].get("pid") != first.get("pid")]
+        if not retries:
+            continue
+        j = retries[0]
+        retry = records[j]
+        answer = [k for k in window if k > j and records[k].get("kind") == "send"
+                  and records[k].get("pid") == retry.get("pid")
+                  and records[k].get("id") == retry.get("id")]
+        if not answer:
+            continue
+        return first, retry, [j, answer[0]]
+    return None
 
 
 def other_servers(profile: Profile, records: list[dict[str, Any]],
