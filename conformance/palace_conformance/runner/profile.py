@@ -107,6 +107,12 @@ class Profile:
     #: one; empty: one server, every child counted
     servers: Mapping[str, str] = field(default_factory=dict)
 
+    def record(self) -> dict[str, Any]:
+        """What a run's results keep of it (``RunResult.profile``): enough for ``diff --from``
+        to compare a saved run as this profile does."""
+        offered = sorted({route.tool for route in self.tool_routes})
+        return {"name": self.name, "path": str(self.source), "offered": offered or None}
+
     @property
     def bridge(self) -> str:
         """``entry`` as ``--bridge`` would say it, with a file path made absolute."""
