@@ -91,7 +91,10 @@ MUST_PASS = {
                  "stdio.timeout.stall-kills-child", "life.reload.stdio-old-child-exits"],
     # process and initialize counts on the full server alone, the light one's children set
     # aside, its faults and kills aimed at the full server
+    # (its children get the SDK's default environment: PALACE_FAKE_FAULTS_FOR rides in the
+    # shim directory's world file, or the light server takes the first initialize's fault)
     "twoserver": ["stdio.respawn.after-crash", "stdio.init.budget-covers-tools-list",
+                  "stdio.init.stall-then-tolerant-respawn",
                   "stdio.init.slow-start-inside-budget", "life.transport.chosen-once-at-load",
                   "life.shutdown.stdio-polite-close", "life.exit.host-exit-leaves-no-child",
                   "stdio.respawn.cap-with-backoff", "tool.unavailable.host-keeps-working"],

@@ -369,10 +369,11 @@ def prepare(profile: Profile, world: World) -> str | None:
     env, why = profile.translate_env(world.env, own=own)
     if why is not None:
         return why
+    world.env = env
     if any(role != "full" for role in profile.servers):
         world.full_server = profile.servers.get("full", "mempalace-mcp")
-        env[ENV_FAULTS_FOR] = "full"  # a light server's fake takes none of the faults
-    world.env = env
+        # a light server's fake takes none of the faults, whatever environment its child got
+        world.add_fake_settings({ENV_FAULTS_FOR: "full"})
     values = {"FAKE_URL": env.get(REMOTE_URL, ""), "FAKE_TOKEN": env.get(REMOTE_TOKEN, "")}
     scoped, _ = profile.translate_env(own, own=own)  # ${ENV:NAME}: the scenario's own only
     try:
