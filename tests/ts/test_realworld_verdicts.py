@@ -298,3 +298,31 @@ def test_a_cli_only_bridge_is_one_not_testable_line_per_transport(tmp_path: Path
         assert "its diagnostics: clionly: using the mempalace 3.11.0 CLI (no MCP server)" \
             in line.reason, line.reason
     assert run.exit_code == 1
+    # quoted once at the top too, with the next step, though a profile was given
+    assert run.start_note == (
+        "start-up: the bridge never reached the fake palace over http and stdio; it said: "
+        "clionly: using the mempalace 3.11.0 CLI (no MCP server); next: check how it starts its "
+        "palace and give it what it needs in its profile's path_programs, files or knobs "
+        "(docs/profiles.md)")
+
+
+def test_missing_tools_quote_the_bridges_own_words_with_a_profile(tmp_path: Path) -> None:
+    """curated.ts under a profile that claims HTTP but forgot its tools.map: every scenario that
+    wants the catalogue fails on missing tools, and the top of the reports names the bridge's
+    own tools and the next step (the profile's tools.map), not only the kit's words."""
+    data = json.loads((REALWORLD / "curated.profile.json").read_text())
+    data["entry"] = f"pi-extension:{REALWORLD / 'curated.ts'}"
+    del data["tools"]["map"]
+    path = tmp_path / "unmapped.profile.json"
+    path.write_text(json.dumps(data))
+    profile = load_profile(path)
+    sid = "tool.register.schemas-passed-through"
+    run = run_suite([load_scenario(scenarios_dir() / "tool" / f"{sid}.json")], SuiteOptions(
+        run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                       work_root=tmp_path), jobs=1, transports=("http",)))
+    assert [r.status for r in run.results] == [FAILED]
+    assert run.start_note.startswith(
+        "start-up: palace tools missing in 1 result(s); your bridge registers `palace_save`, "
+        "`palace_search`, "), run.start_note
+    assert run.start_note.endswith("next: map its tools onto catalogue tools in its profile's "
+                                   "tools.map (palace-conformance profile init drafts it)")

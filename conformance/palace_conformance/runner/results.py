@@ -287,6 +287,9 @@ class RunResult:
     #: (the catalogue tools its ``tools.map`` offers, sorted; None without a map), so ``diff
     #: --from`` compares a saved run as the profile did; None: no profile
     profile: dict[str, Any] | None = None
+    #: the bridge's own start-up words and the next step, when its palace tools were missing or
+    #: a transport was never reached (``verdict/startup.py``); "" otherwise
+    start_note: str = ""
 
     def counts(self, subject: str = "bridge") -> dict[str, int]:
         """Statuses of the bridge's results (``subject="fake"``: of the fake's self-tests)."""
@@ -333,7 +336,7 @@ class RunResult:
                 "too_slow": [{"scenario": s, "transport": t, "seconds": seconds}
                              for s, t, seconds in self.too_slow],
                 "bridge": self.bridge, "shard": self.shard, "slack_factor": self.slack_factor,
-                "server": self.server, "profile": self.profile,
+                "server": self.server, "profile": self.profile, "start_note": self.start_note,
                 "results": [r.to_json(journal=journal) for r in self.results]}
 
     @classmethod
@@ -350,7 +353,8 @@ class RunResult:
                    bridge=str(data.get("bridge") or ""), shard=str(data.get("shard") or ""),
                    slack_factor=float(data.get("slack_factor", 1.0)),
                    server=str(data.get("server") or "fake"),
-                   profile=_profile_record(data.get("profile")))
+                   profile=_profile_record(data.get("profile")),
+                   start_note=str(data.get("start_note") or ""))
 
 
 def _profile_record(value: Any) -> dict[str, Any] | None:

@@ -52,6 +52,7 @@ from palace_conformance.runner.verdict.early_end import SettleCondition, settled
 from palace_conformance.runner.verdict.judge import Observation, judge, wire_texts
 from palace_conformance.runner.verdict.levels import scenario_level
 from palace_conformance.runner.verdict.reach import unreached_reason
+from palace_conformance.runner.verdict.startup import EXTRA_TOOLS_NOTE
 from palace_conformance.scenarios import paths
 from palace_conformance.scenarios.checks import live_descendants, process_facts
 from palace_conformance.scenarios.model import Scenario, Step
@@ -505,8 +506,7 @@ class _Execution:
         if self.extra_tools:
             self.result.checks.append(CheckRecord(
                 scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
-                message="extra tools, allowed by the profile: "
-                        + ", ".join(sorted(self.extra_tools)),
+                message=EXTRA_TOOLS_NOTE + ", ".join(sorted(self.extra_tools)),
                 covers=scenario.covers, level=CORE))
         if self.paced.changes:
             self.result.checks.append(CheckRecord(

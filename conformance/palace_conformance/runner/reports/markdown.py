@@ -108,6 +108,8 @@ def _header(run: RunResult) -> list[str]:
     lines += [" · ".join(meta), ""]
     if host.capabilities_note:
         lines += [f"**Capabilities:** {_text(host.capabilities_note, 400)}", ""]
+    if run.start_note:
+        lines += [f"**Start-up:** {_text(run.start_note.removeprefix('start-up: '), 600)}", ""]
     lines += ["| passed | failed | not testable | not applicable | known failures "
               "| baseline problems |",
               "|---:|---:|---:|---:|---:|---:|",

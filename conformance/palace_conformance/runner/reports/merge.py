@@ -90,4 +90,6 @@ def merge_runs(named: Sequence[tuple[str, RunResult]]) -> RunResult:
                      duration_ms=max(run.duration_ms for _, run in named),
                      stale_baseline=stale, level=first.level, not_run=not_run,
                      bridge=first.bridge, slack_factor=first.slack_factor,
-                     profile=first.profile)
+                     profile=first.profile,
+                     start_note=next((run.start_note for _, run in named if run.start_note),
+                                     ""))
