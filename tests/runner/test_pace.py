@@ -200,3 +200,55 @@ def test_the_loader_refuses_a_budget_count_that_points_at_nothing(tmp_path: Path
         assert "/expect/journal/9/equals is no integer of this file" in str(exc)
     else:
         raise AssertionError("a budget count pointing at nothing was accepted")
+
+
+ONE_TIMEOUT = {"MEMPALACE_MCP_INIT_TIMEOUT_MS": {"same_as": "MEMPALACE_MCP_TIMEOUT_MS"}}
+
+
+def test_a_short_pace_timeout_that_also_bounds_the_start_up_is_raised(tmp_path: Path) -> None:
+    """One timeout for everything (``same_as``): the stall scenario's 300 ms request timeout
+    would bound the bridge's handshake too, and a loaded machine starts the palace slower than
+    that; it is given 5 s instead, and the windows follow."""
+    profile = profile_with(tmp_path, ONE_TIMEOUT)
+    paced = pace.pace(profile, load_scenario(STALL))
+    assert paced.scenario.env["MEMPALACE_MCP_TIMEOUT_MS"] == "5000"
+    widen = (5000 - 300) * 5 // 4 + 1000
+    assert paced.deadline_extra_ms == widen
+    assert timing(paced.scenario, ["steps", 3, "expect", "elapsed_ms"]) == {
+        "at_least": 300, "slack_ms": 2700 + widen}
+    assert "MEMPALACE_MCP_TIMEOUT_MS=300 raised to 5000 (its start-up follows it, same_as)" \
+        in paced.note
+    assert profile.translate_env(dict(paced.scenario.env))[1] is None
+    # without same_as the bridge is believed to have its own start-up budget: nothing raised
+    assert pace.pace(profile_with(tmp_path, {}), load_scenario(STALL)).changes == ()
+
+
+def test_a_follower_is_dropped_and_an_essential_one_that_differs_is_not_applicable(
+        tmp_path: Path) -> None:
+    profile = profile_with(tmp_path, ONE_TIMEOUT)
+    cap = load_scenario(scenarios_dir() / "stdio" / "stdio.respawn.cap-with-backoff.json")
+    paced = pace.pace(profile, cap)  # INIT 5000 (pace) follows TIMEOUT 5000: dropped, no wider
+    assert "MEMPALACE_MCP_INIT_TIMEOUT_MS" not in paced.scenario.env
+    assert paced.deadline_extra_ms == 0
+    stall = load_scenario(scenarios_dir() / "stdio" / "stdio.init.stall-then-tolerant-respawn.json")
+    why = profile.translate_env(dict(pace.pace(profile, stall).scenario.env),
+                                own=set(stall.env))[1]
+    assert why is not None and "follows MEMPALACE_MCP_TIMEOUT_MS (same_as)" in why
+    one = load_scenario(scenarios_dir() / "stdio" /
+                        "stdio.timeout.one-millisecond-is-a-timeout.json")
+    why = profile.translate_env(dict(pace.pace(profile, one).scenario.env), own=set(one.env))[1]
+    assert why == ("the scenario tests MEMPALACE_MCP_TIMEOUT_MS=1 (essential, not pace), and "
+                   "this bridge's MEMPALACE_MCP_INIT_TIMEOUT_MS follows it (same_as): a start-up "
+                   "bounded by 1 ms cannot be judged")
+
+
+def test_a_knob_cannot_follow_itself(tmp_path: Path) -> None:
+    from palace_conformance.runner.profile import ProfileError
+
+    try:
+        profile_with(tmp_path,
+                     {"MEMPALACE_MCP_TIMEOUT_MS": {"same_as": "MEMPALACE_MCP_TIMEOUT_MS"}})
+    except ProfileError as exc:
+        assert "/knobs/MEMPALACE_MCP_TIMEOUT_MS/same_as: a knob cannot follow itself" in str(exc)
+    else:
+        raise AssertionError("a knob following itself was accepted")

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from palace_conformance.json_pointer import unescape
-from palace_conformance.runner.profile import Profile
+from palace_conformance.runner.profile import SAME_AS_FLOOR_MS, SEED_DEFAULT_MS, Profile
 from palace_conformance.scenarios.model import Scenario
 
 #: a derived window's slack: this share of the wait it adds, plus a fixed part
@@ -77,6 +77,9 @@ class PaceChange:
     #: scenario's own first delay (windows shorter than that are "at once" and keep their bound)
     attempt_backoff_ms: int | None = None
     threshold_backoff_ms: int = 0
+    #: the value is given as ``bridge`` instead of dropped: a pace value too short for a start of
+    #: the palace, raised for a bridge whose start-up follows it (``same_as``)
+    raised: bool = False
 
     @property
     def is_count(self) -> bool:
@@ -125,6 +128,9 @@ class PaceChange:
         if self.bridge is None:
             return f"{self.name}={self.value} dropped (the bridge has none)"
         widen = f", windows +{self.widen_ms} ms" if self.widen_ms else ""
+        if self.raised:
+            return (f"{self.name}={self.value} raised to {self.bridge} (its start-up follows it, "
+                    f"same_as){widen}")
         return f"{self.name}={self.value} -> the bridge's fixed {self.bridge}{widen}"
 
 
@@ -148,13 +154,17 @@ class Paced:
 
 def pace(profile: Profile, scenario: Scenario) -> Paced:
     """``scenario`` for a bridge with ``profile``: unchanged unless one of its pace values names
-    a knob the profile says is ``fixed`` or ``absent``."""
+    a knob the profile says is ``fixed``, ``absent`` or ``same_as`` another, or one that such a
+    ``same_as`` knob follows."""
     changes = tuple(_changes(profile, scenario))
     if not changes:
         return Paced(scenario)
     raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
     dropped = {c.name for c in changes}
     raw["env"] = {k: v for k, v in raw.get("env", {}).items() if k not in dropped}
+    for change in changes:
+        if change.raised:
+            raw["env"][change.name] = str(change.bridge)
     kept = [n for n in raw.get("env_pace", []) if n not in dropped]
     if kept:
         raw["env_pace"] = kept
@@ -181,6 +191,15 @@ def _changes(profile: Profile, scenario: Scenario) -> list[PaceChange]:
     for name in sorted(scenario.env_pace):
         knob = profile.knobs.get(name)
         value = env.get(name)
+        if value is not None and knob is not None and knob.same_as is not None:
+            followed = env.get(knob.same_as) or str(SEED_DEFAULT_MS.get(knob.same_as, ""))
+            if followed.isdigit():  # the bridge's value is the other knob's
+                out.append(PaceChange(name, value, int(followed)))
+            continue
+        raised = _raised(name, value, profile, scenario)
+        if raised is not None:
+            out.append(raised)
+            continue
         if knob is None or value is None or not (knob.absent or knob.fixed is not None):
             continue
         if name in COUNTS:
@@ -189,6 +208,24 @@ def _changes(profile: Profile, scenario: Scenario) -> list[PaceChange]:
         bridge = None if knob.absent else _ms(knob.fixed)
         out.append(PaceChange(name, value, bridge, _repeats(name, profile, env)))
     return out
+
+
+def _raised(name: str, value: str | None, profile: Profile,
+            scenario: Scenario) -> PaceChange | None:
+    """A pace value that a knob of the bridge follows (``same_as``) where the seed would have
+    kept that knob longer: the bridge would bound its start-up by the short value, so it is
+    given at least ``SAME_AS_FLOOR_MS`` instead (a pace value: the scenario is not about it)."""
+    if value is None or not value.isdigit() or not 0 < int(value) < SAME_AS_FLOOR_MS:
+        return None
+    for follower, knob in profile.knobs.items():
+        if knob.same_as != name:
+            continue
+        own = scenario.env.get(follower)
+        seed = own if own is not None and follower not in scenario.env_pace else \
+            str(SEED_DEFAULT_MS.get(follower, ""))
+        if not seed.isdigit() or int(seed) == 0 or int(seed) > int(value):
+            return PaceChange(name, value, SAME_AS_FLOOR_MS, raised=True)
+    return None
 
 
 def _count_change(name: str, value: str, profile: Profile,
