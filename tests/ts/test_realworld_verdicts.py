@@ -326,3 +326,23 @@ def test_missing_tools_quote_the_bridges_own_words_with_a_profile(tmp_path: Path
         "`palace_search`, "), run.start_note
     assert run.start_note.endswith("next: map its tools onto catalogue tools in its profile's "
                                    "tools.map (palace-conformance profile init drafts it)")
+
+
+def test_one_timeout_for_everything_is_judged_at_a_start_up_it_can_make(tmp_path: Path) -> None:
+    """onetimeout.ts bounds initialize by its request timeout (profile ``same_as``): the stall
+    scenario's 300 ms pace timeout is raised to 5 s for it (windows derived), so it is judged,
+    and it passes; its essential 1 ms timeout would cut the start-up: not applicable."""
+    profile = load_profile(REALWORLD / "onetimeout.profile.json")
+    chosen = ["stdio.timeout.stall-kills-child", "stdio.timeout.one-millisecond-is-a-timeout"]
+    run = run_suite([load_scenario(scenarios_dir() / "stdio" / f"{sid}.json") for sid in chosen],
+                    SuiteOptions(run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE,
+                                                profile=profile, work_root=tmp_path),
+                                 jobs=JOBS, transports=("stdio",)))
+    results = {r.scenario: r for r in run.results}
+    stall = results["stdio.timeout.stall-kills-child"]
+    assert stall.status == PASSED, [c.message for c in stall.checks if not c.passed]
+    [note] = [c.message for c in stall.checks if c.pointer == "/env_pace"]
+    assert "MEMPALACE_MCP_TIMEOUT_MS=300 raised to 5000 (its start-up follows it, same_as)" \
+        in note
+    one = results["stdio.timeout.one-millisecond-is-a-timeout"]
+    assert one.status == NOT_APPLICABLE and "a start-up bounded by 1 ms" in one.reason
