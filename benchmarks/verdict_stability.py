@@ -113,7 +113,11 @@ def main(argv: list[str]) -> int:
               "stable (a --json of yours overrides the script's; leave it out)")
         return 1
     if not moved:
-        print("every verdict was the same in every run")
+        held: dict[str, int] = defaultdict(int)
+        for seen in verdicts.values():
+            held[seen[0][0]] += 1
+        print("every verdict was the same in every run: "
+              + ", ".join(f"{n} {status}" for status, n in sorted(held.items())))
         return 0
     print(f"{len(moved)} verdicts moved:")
     for (scenario, transport), seen in sorted(moved.items()):

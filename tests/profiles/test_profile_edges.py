@@ -260,12 +260,91 @@ def test_the_light_servers_children_are_set_aside_from_the_counts(tmp_path: Path
     assert profile_edges.other_servers(one, kept) == [] and len(kept) == 2
 
 
-def test_a_budget_per_call_is_not_held_to_the_sessions_latch(tmp_path: Path) -> None:
+def test_a_budget_per_call_is_judged_on_the_per_call_rule(tmp_path: Path) -> None:
+    """No latch to expect: the call the seed fails at once as unavailable must fail and start at
+    most the budget's children (every call must), and the start counts become floors."""
     per_call = profile(tmp_path, claims={"respawn_budget": "call"})
     for sid in ("stdio.respawn.cap-with-backoff", "stdio.respawn.single-attempt-then-latch"):
-        assert "budget is per call" in str(profile_edges.inapplicable(per_call, shipped(sid),
-                                                                     "stdio"))
-        assert profile_edges.inapplicable(profile(tmp_path), shipped(sid), "stdio") is None
-    # the respawns themselves are still judged
-    for sid in ("stdio.respawn.after-crash", "stdio.respawn.backoff-zero-respawns-at-once"):
         assert profile_edges.inapplicable(per_call, shipped(sid), "stdio") is None
+        assert profile_edges.adapt(profile(tmp_path), shipped(sid), "stdio")[0].raw == \
+            shipped(sid).raw
+    cap, _ = profile_edges.adapt(per_call, shipped("stdio.respawn.cap-with-backoff"), "stdio")
+    spent = cap.raw["steps"][6]["expect"]
+    assert "error" not in spent and spent["ok"] is False
+    # 700 + 1400 ms of its own backoff and two starts, with the declared slack
+    assert spent["elapsed_ms"] == {"at_least": 0, "slack_ms": 650 + 5125 + 1000}
+    for index in (3, 4, 5, 6):
+        assert cap.raw["steps"][index]["expect"]["journal"][-1] == {
+            "check": "count", "match": {"kind": "process_start"}, "at_most": 2,
+            "comment": "a per-call respawn budget (claims.respawn_budget)"}
+    assert cap.raw["expect"]["journal"][0] == {"check": "count",
+                                               "match": {"kind": "process_start"}, "at_least": 3}
+    assert cap.raw["expect"]["processes"]["spawned"] == {"at_least": 3}
+    assert cap.raw["expect"]["journal"][3]["equals"] == 1  # not a budget count: as written
+    # a step that said "no start" now says "at most the budget's"
+    alone, _ = profile_edges.adapt(per_call,
+                                   shipped("stdio.respawn.initialize-answer-alone-keeps-budget"),
+                                   "stdio")
+    latched = alone.raw["steps"][5]["expect"]["journal"]
+    assert [c["check"] for c in latched] == ["count"] and latched[0]["at_most"] == 1
+    # the respawns themselves are judged as for any bridge
+    for sid in ("stdio.respawn.after-crash", "stdio.respawn.backoff-zero-respawns-at-once"):
+        assert profile_edges.adapt(per_call, shipped(sid), "stdio")[0].raw == shipped(sid).raw
+
+
+def test_a_crashed_read_in_a_call_tools_step_is_judged_as_the_crash(tmp_path: Path) -> None:
+    """``claims.read_retry`` in a ``call_tools`` step: the crashed read's retry on a new child is
+    set aside and that call reads as connection closed; a write sent again is left to be
+    judged (never a retry the kit accepts)."""
+    from palace_conformance.runner.results import StepRecord
+    from palace_conformance.scenarios.model import Scenario
+
+    p = profile(tmp_path, claims={"read_retry": True})
+    crash = {"error": {"kind": "connection_closed"}}
+    raw = {"id": "stdio.x.y", "title": "t", "covers": ["STDIO-12"], "transports": ["stdio"],
+           "steps": [{"op": "load"}, {"op": "call_tools", "as": "both", "calls": [
+               {"name": "mempalace_search", "args": {"query": "q"}},
+               {"name": "mempalace_diary_write", "args": {"agent_name": "a", "entry": "e"}}],
+               "expect": {"calls": [crash, crash]}}]}
+    scenario = Scenario.from_json(raw, tmp_path / "x.json")
+
+    def recv(tool: str, pid: int, rid: int) -> dict[str, object]:
+        return {"kind": "recv", "method": "tools/call", "tool": tool, "pid": pid, "id": rid}
+
+    def run() -> tuple[list[str], StepRecord, list[dict[str, object]]]:
+        records = [recv("mempalace_search", 1, 3), recv("mempalace_diary_write", 1, 4),
+                   {"kind": "process_exit", "pid": 1}, {"kind": "process_start", "pid": 2},
+                   recv("mempalace_search", 2, 5), {"kind": "send", "pid": 2, "id": 5},
+                   recv("mempalace_diary_write", 2, 6), {"kind": "send", "pid": 2, "id": 6}]
+        offsets = [10 * i for i in range(len(records))]
+        answered = {"ok": True, "result": {"content": [{"type": "text", "text": "{}"}]}}
+        record = StepRecord(index=1, key="both", op="call_tools", ok=True,
+                            result={"calls": [dict(answered), dict(answered)]},
+                            journal_start=0, journal_end=100)
+        notes = profile_edges.set_aside_read_retries(p, scenario, "stdio", [record], records,
+                                                     offsets)
+        assert len(offsets) == len(records)
+        return notes, record, records
+
+    notes, record, records = run()
+    assert len(notes) == 1 and notes[0].startswith("step both, call mempalace_search: ")
+    read, write = record.result["calls"]
+    assert read["ok"] is False and read["error"]["kind"] == "connection_closed"
+    assert "result" not in read
+    assert write["ok"] is True  # the replayed write: judged as it is
+    assert [(r.get("tool"), r.get("pid")) for r in records if r["kind"] == "recv"] == [
+        ("mempalace_search", 1), ("mempalace_diary_write", 1), ("mempalace_diary_write", 2)]
+    # without the claim nothing is set aside
+    p = profile(tmp_path)
+    notes, record, records = run()
+    assert notes == [] and record.result["calls"][0]["ok"] is True and len(records) == 8
+
+
+def test_faults_move_on_after_a_retried_read_without_a_tool_map(tmp_path: Path) -> None:
+    p = profile(tmp_path, claims={"read_retry": True})
+    adapted, why = profile_edges.adapt(p, shipped("stdio.respawn.budget-resets-on-success"),
+                                       "stdio")
+    assert why is None and [f["on"]["nth"] for f in adapted.raw["faults"]] == [1, 4]
+    plain, _ = profile_edges.adapt(profile(tmp_path),
+                                   shipped("stdio.respawn.budget-resets-on-success"), "stdio")
+    assert [f["on"]["nth"] for f in plain.raw["faults"]] == [1, 3]

@@ -244,3 +244,41 @@ def test_matrix_applies_a_baseline_to_the_bridge_it_names(cli: Cli, tmp_path: Pa
         in text
     one_line_error(cli("matrix", "--from", f"one={a}", "--baseline", f"nobody={baseline}",
                        "--markdown", str(md)), "no bridge is labelled 'nobody'")
+
+
+def test_diff_from_a_saved_run_carries_the_profile_it_was_judged_with(
+        cli: Cli, tmp_path: Path) -> None:
+    """``run --profile --json`` records the profile (its name, path and the curated tools its
+    map offers); ``diff --from`` compares that file as the profile did; a file judged with a
+    profile it does not record (an older kit's) is refused in one line."""
+    from palace_conformance.runner.compare.sources import Selection, SourceSpec, collect
+    from palace_conformance.runner.results import RunResult
+
+    profile = tmp_path / "curated.profile.json"
+    profile.write_text(json.dumps({
+        "schema_version": 1, "name": "curated", "entry": "reference",
+        "tools": {"map": {"palace_status": "mempalace_status",
+                          "palace_search": "mempalace_search"}}}))
+    out = tmp_path / "curated.json"
+    done = cli("run", "--profile", str(profile), "--transport", "stdio", "--select",
+               "life.handshake.initialize-first", "-q", "--json", str(out))
+    assert done.returncode in (0, 1), done.stderr
+    saved = json.loads(out.read_text())["profile"]
+    assert saved == {"name": "curated", "path": str(profile.resolve()),
+                     "offered": ["mempalace_search", "mempalace_status"]}
+    plain = save(tmp_path / "plain.json", run(result(WAKE, "stdio", eager_steps())))
+    sources = collect([SourceSpec("file", str(out)), SourceSpec("file", str(plain))],
+                      Selection(transports=("stdio",)))
+    assert [s.offered for s in sources] == [
+        frozenset({"mempalace_search", "mempalace_status"}), None]
+    # an older kit's file: /profile notes, no record of the profile
+    old = json.loads(out.read_text())
+    old.pop("profile")
+    old["results"][0]["checks"].append({**old["results"][0]["checks"][0],
+                                        "pointer": "/profile", "status": "pass"})
+    unrecorded = tmp_path / "unrecorded.json"
+    unrecorded.write_text(json.dumps(old))
+    assert RunResult.from_json(old).profile is None
+    one_line_error(cli("diff", "--from", str(unrecorded), "--from", str(plain)),
+                   f"--from {unrecorded}: it was judged with a profile the file does not "
+                   "record", "run --profile FILE --json FILE")

@@ -15,6 +15,10 @@ Usage: ``python mutant_host.py MUTATION``:
   bridge's exit hook ends it, with its group, when the host exits.
 * ``warm-child-leaked``: the same without that exit hook: what the child started outlives the
   host.
+* ``per-call-budget``: not a defect for a bridge whose profile says so
+  (``claims.respawn_budget: "call"``): each call gets ``MEMPALACE_MCP_MAX_RESPAWNS`` respawns of
+  its own, and a spent budget never latches.
+* ``per-call-budget-overspent``: the same, one respawn more per call than the budget.
 """
 
 from __future__ import annotations
@@ -99,10 +103,30 @@ def warm_child_leaked() -> None:
     no_kill_at_exit()
 
 
+def per_call_budget(extra: int = 0) -> None:
+    from palace_bridge import respawn
+
+    def no_latch(self: respawn.RespawnPolicy) -> None:
+        self.latch_reason = (f"mempalace-mcp respawn budget of this call spent "
+                             f"({self.max_respawns} attempt(s))")
+
+    original = local.LocalEngine._ensure_child
+
+    async def ensure_child(self: local.LocalEngine) -> Any:
+        self.policy.used = 0  # every call its own budget
+        self.policy.max_respawns = self.config.max_respawns + extra
+        return await original(self)
+
+    respawn.RespawnPolicy._latch = no_latch  # type: ignore[method-assign]
+    local.LocalEngine._ensure_child = ensure_child  # type: ignore[method-assign]
+
+
 MUTATIONS = {"no-kill-on-timeout": no_kill_on_timeout, "errors-as-exception": errors_as_exception,
              "http-details": http_details, "noisy-stdout": noisy_stdout,
              "late-stop": late_stop, "no-kill-at-exit": no_kill_at_exit,
-             "warm-child": warm_child, "warm-child-leaked": warm_child_leaked}
+             "warm-child": warm_child, "warm-child-leaked": warm_child_leaked,
+             "per-call-budget": per_call_budget,
+             "per-call-budget-overspent": lambda: per_call_budget(extra=1)}
 
 if __name__ == "__main__":
     MUTATIONS[sys.argv[1]]()

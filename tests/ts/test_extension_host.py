@@ -188,3 +188,18 @@ def test_probe_effects_error_kinds_and_deadlines(tmp_path: Path) -> None:
 
 def payload_text(reply: Any) -> str:
     return reply.result["content"][0]["text"]
+
+
+def test_a_child_with_inherited_stderr_is_recorded_as_the_bridges_stderr(tmp_path: Path) -> None:
+    """``stdio: "inherit"`` (the official SDK's default for its child) would write past the
+    host's recorder: the host pipes it and records each line, at load and in a tool call."""
+    with palace(tmp_path / "palace", "stdio") as fake, \
+            host(f"pi-extension:{EXTENSIONS / 'inherit-stderr.ts'}", tmp_path / "host") as h:
+        loaded = h.ok("load", env=fake.bridge_env(), cwd=str(tmp_path))
+        assert [e["line"] for e in of_kind(loaded.effects, "stderr")] == [
+            "child: first line", "child: no newline"]
+        echoed = h.ok("call_tool", name="inherit_echo", args={"text": "hello"})
+        assert [e["line"] for e in of_kind(echoed.effects, "stderr")] == ["child: hello"]
+        assert h.ok("exit").result is None
+        assert h.client.dead is None
+        assert "child: first line" in h.client.stderr_text()  # still on the host's stderr

@@ -78,7 +78,11 @@ MUST_PASS = {
                    "stdio.kill.idle-child-killed-heals", "stdio.start.gives-up-after-budget",
                    "tool.ids.null-id-result-never-the-answer", "tool.results.is-error-content-kept",
                    "life.shutdown.setsid-grandchild-holding-pipes",
-                   "life.reload.stdio-old-child-exits"],
+                   "life.reload.stdio-old-child-exits",
+                   # a respawn budget as pace: its counts follow the bridge's fixed 2
+                   "tool.unavailable.host-keeps-working",
+                   "stdio.respawn.initialize-answer-alone-keeps-budget",
+                   "stdio.exit.crashed-write-never-replayed"],
     # a crashed read retried (set aside), faults moved on after a retry, static tools (none
     # while the palace is down, no tools/list), results judged inside their envelope
     "envelope": ["stdio.respawn.after-crash", "stdio.exit.mid-request-fails-at-once",
@@ -87,7 +91,10 @@ MUST_PASS = {
                  "stdio.timeout.stall-kills-child", "life.reload.stdio-old-child-exits"],
     # process and initialize counts on the full server alone, the light one's children set
     # aside, its faults and kills aimed at the full server
+    # (its children get the SDK's default environment: PALACE_FAKE_FAULTS_FOR rides in the
+    # shim directory's world file, or the light server takes the first initialize's fault)
     "twoserver": ["stdio.respawn.after-crash", "stdio.init.budget-covers-tools-list",
+                  "stdio.init.stall-then-tolerant-respawn",
                   "stdio.init.slow-start-inside-budget", "life.transport.chosen-once-at-load",
                   "life.shutdown.stdio-polite-close", "life.exit.host-exit-leaves-no-child",
                   "stdio.respawn.cap-with-backoff", "tool.unavailable.host-keeps-working"],
@@ -225,6 +232,31 @@ def test_diff_of_two_bridges_one_planted_defect_apart_names_it_first(tmp_path: P
 
 
 
+def test_a_paced_budget_is_judged_at_the_bridges_own_count(tmp_path: Path) -> None:
+    """fixedconst.ts respawns twice: with its profile's fixed 2 in place of the scenario's paced
+    1, the start count follows (three starts) and the scenario passes; a profile that says 3
+    expects four starts, and the same bridge fails on the count."""
+    sid = "tool.unavailable.host-keeps-working"
+    scenario = load_scenario(scenarios_dir() / "tool" / f"{sid}.json")
+    statuses = {}
+    for budget in (2, 3):
+        data = json.loads((REALWORLD / "fixedconst.profile.json").read_text())
+        data["entry"] = f"pi-extension:{REALWORLD / 'fixedconst.ts'}"
+        data["knobs"]["MEMPALACE_MCP_MAX_RESPAWNS"] = {"fixed": budget}
+        path = tmp_path / f"budget-{budget}.profile.json"
+        path.write_text(json.dumps(data))
+        profile = load_profile(path)
+        run = run_suite([scenario], SuiteOptions(
+            run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                           work_root=tmp_path / str(budget)), jobs=1, transports=("stdio",)))
+        [result] = run.results
+        statuses[budget] = result.status
+        if budget == 3:
+            failed = [c.message for c in result.checks if not c.passed]
+            assert any("expected exactly 4" in m for m in failed), failed
+    assert statuses == {2: PASSED, 3: FAILED}
+
+
 def test_typed_values_are_what_reach_a_typed_settings_bridge(tmp_path: Path) -> None:
     """The same profile with the port as text (``${FAKE_PORT}``): typedsettings.ts refuses a
     port that is not a number, so it never reaches the palace and the scenario is not testable,
@@ -266,3 +298,51 @@ def test_a_cli_only_bridge_is_one_not_testable_line_per_transport(tmp_path: Path
         assert "its diagnostics: clionly: using the mempalace 3.11.0 CLI (no MCP server)" \
             in line.reason, line.reason
     assert run.exit_code == 1
+    # quoted once at the top too, with the next step, though a profile was given
+    assert run.start_note == (
+        "start-up: the bridge never reached the fake palace over http and stdio; it said: "
+        "clionly: using the mempalace 3.11.0 CLI (no MCP server); next: check how it starts its "
+        "palace and give it what it needs in its profile's path_programs, files or knobs "
+        "(docs/profiles.md)")
+
+
+def test_missing_tools_quote_the_bridges_own_words_with_a_profile(tmp_path: Path) -> None:
+    """curated.ts under a profile that claims HTTP but forgot its tools.map: every scenario that
+    wants the catalogue fails on missing tools, and the top of the reports names the bridge's
+    own tools and the next step (the profile's tools.map), not only the kit's words."""
+    data = json.loads((REALWORLD / "curated.profile.json").read_text())
+    data["entry"] = f"pi-extension:{REALWORLD / 'curated.ts'}"
+    del data["tools"]["map"]
+    path = tmp_path / "unmapped.profile.json"
+    path.write_text(json.dumps(data))
+    profile = load_profile(path)
+    sid = "tool.register.schemas-passed-through"
+    run = run_suite([load_scenario(scenarios_dir() / "tool" / f"{sid}.json")], SuiteOptions(
+        run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                       work_root=tmp_path), jobs=1, transports=("http",)))
+    assert [r.status for r in run.results] == [FAILED]
+    assert run.start_note.startswith(
+        "start-up: palace tools missing in 1 result(s); your bridge registers `palace_save`, "
+        "`palace_search`, "), run.start_note
+    assert run.start_note.endswith("next: map its tools onto catalogue tools in its profile's "
+                                   "tools.map (palace-conformance profile init drafts it)")
+
+
+def test_one_timeout_for_everything_is_judged_at_a_start_up_it_can_make(tmp_path: Path) -> None:
+    """onetimeout.ts bounds initialize by its request timeout (profile ``same_as``): the stall
+    scenario's 300 ms pace timeout is raised to 5 s for it (windows derived), so it is judged,
+    and it passes; its essential 1 ms timeout would cut the start-up: not applicable."""
+    profile = load_profile(REALWORLD / "onetimeout.profile.json")
+    chosen = ["stdio.timeout.stall-kills-child", "stdio.timeout.one-millisecond-is-a-timeout"]
+    run = run_suite([load_scenario(scenarios_dir() / "stdio" / f"{sid}.json") for sid in chosen],
+                    SuiteOptions(run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE,
+                                                profile=profile, work_root=tmp_path),
+                                 jobs=JOBS, transports=("stdio",)))
+    results = {r.scenario: r for r in run.results}
+    stall = results["stdio.timeout.stall-kills-child"]
+    assert stall.status == PASSED, [c.message for c in stall.checks if not c.passed]
+    [note] = [c.message for c in stall.checks if c.pointer == "/env_pace"]
+    assert "MEMPALACE_MCP_TIMEOUT_MS=300 raised to 5000 (its start-up follows it, same_as)" \
+        in note
+    one = results["stdio.timeout.one-millisecond-is-a-timeout"]
+    assert one.status == NOT_APPLICABLE and "a start-up bounded by 1 ms" in one.reason

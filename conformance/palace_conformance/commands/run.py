@@ -134,6 +134,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     with server:
         run = _run_suite(scenarios, options, progress=None if args.quiet else make_progress(human))
     run.bridge = args.bridge
+    run.profile = profile.record() if profile is not None else None
     run.server = args.server
     run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
     run.slack_factor = factor

@@ -55,6 +55,15 @@ class Knob:
     unit: str = "ms"  # "s": it reads seconds where the seed reads milliseconds
     fixed: int | str | None = None  # no knob: this constant is what it does
     absent: bool = False  # neither knob nor behaviour
+    same_as: str | None = None  # no knob of its own: it follows this other seed knob
+
+
+#: the seed's defaults of the knobs a ``same_as`` may follow (a follower unset by a scenario has
+#: this value in the seed, and the followed knob's value in the bridge)
+SEED_DEFAULT_MS = {"MEMPALACE_MCP_TIMEOUT_MS": 60000, "MEMPALACE_MCP_INIT_TIMEOUT_MS": 300000}
+#: the shortest bound a start of the palace (the fake's interpreter, on a loaded machine) gets
+#: when a knob that also bounds the start-up follows a short pace value (``same_as``)
+SAME_AS_FLOOR_MS = 5000
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,12 @@ class Profile:
     #: one; empty: one server, every child counted
     servers: Mapping[str, str] = field(default_factory=dict)
 
+    def record(self) -> dict[str, Any]:
+        """What a run's results keep of it (``RunResult.profile``): enough for ``diff --from``
+        to compare a saved run as this profile does."""
+        offered = sorted({route.tool for route in self.tool_routes})
+        return {"name": self.name, "path": str(self.source), "offered": offered or None}
+
     @property
     def bridge(self) -> str:
         """``entry`` as ``--bridge`` would say it, with a file path made absolute."""
@@ -133,6 +148,13 @@ class Profile:
                 if why:
                     return out, f"the profile's knob {name} is refused: {why}"
             value = env[name]
+            if knob.same_as is not None:
+                followed = env.get(knob.same_as) or str(SEED_DEFAULT_MS.get(knob.same_as, ""))
+                if followed != value:
+                    return out, (f"the scenario tests {name}={value} (essential, not pace); "
+                                 f"this bridge's follows {knob.same_as} (same_as), which the "
+                                 f"scenario gives {followed or 'its default'}")
+                continue
             if knob.absent:
                 return out, (f"the scenario tests {name}={value} (essential, not pace), which "
                              "this bridge has no equivalent of")
@@ -143,7 +165,22 @@ class Profile:
                 continue
             if knob.env is not None:
                 out[knob.env] = _convert(value, knob.unit)
-        return out, None
+        return out, self._cut_start(env, own)
+
+    def _cut_start(self, env: Mapping[str, str], own: Collection[str] | None) -> str | None:
+        """Why a value the scenario tests would bound this bridge's start-up too (a knob that
+        follows it, ``same_as``, unset) so short that a start of the palace is cut; or None."""
+        for name, knob in self.knobs.items():
+            followed = knob.same_as
+            if followed is None or name in env or followed not in env or (
+                    own is not None and followed not in own):
+                continue
+            value = env[followed]
+            if value.isdigit() and 0 < int(value) < SAME_AS_FLOOR_MS:
+                return (f"the scenario tests {followed}={value} (essential, not pace), and this "
+                        f"bridge's {name} follows it (same_as): a start-up bounded by {value} ms "
+                        "cannot be judged")
+        return None
 
     def files_for(self, *, home: Path, cwd: Path, tmp: Path, remote: bool,
                   values: Mapping[str, str],
@@ -207,6 +244,10 @@ def load_profile(path: str | Path) -> Profile:
         _check_file_path(source, item["path"])
         _check_typed(source, item.get("json"))
     _check_tool_map(source, data.get("tools", {}).get("map", {}))
+    for name, knob in data.get("knobs", {}).items():
+        if isinstance(knob, dict) and knob.get("same_as") == name:
+            raise ProfileError(f"profile {source} at /knobs/{name}/same_as: a knob cannot follow "
+                               "itself; name the seed knob it follows (MEMPALACE_MCP_TIMEOUT_MS)")
     _check_capabilities(source, data.get("claims", {}).get("capabilities") or ())
     for own, entry in data.get("tools", {}).get("map", {}).items():
         if isinstance(entry, list) and len(entry) > 1 and not all(e.get("when") for e in entry):
@@ -223,7 +264,7 @@ def load_profile(path: str | Path) -> Profile:
         capabilities=tuple(capabilities) if capabilities is not None else None,
         seed_copy=seed_copy, level=claims.get("level", "seed" if seed_copy else "core"),
         knobs={name: Knob(env=k.get("env"), unit=k.get("unit", "ms"), fixed=k.get("fixed"),
-                          absent=bool(k.get("absent", False)))
+                          absent=bool(k.get("absent", False)), same_as=k.get("same_as"))
                for name, k in data.get("knobs", {}).items()},
         files=tuple(ProfileFile(f["path"], f.get("content"), f.get("json"),
                                 int(f.get("mode", "0600"), 8), f.get("when", "always"))

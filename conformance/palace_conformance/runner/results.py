@@ -285,6 +285,13 @@ class RunResult:
     shard: str = ""  # ``K/N`` when the run was one shard of a split catalogue (``run --shard``)
     slack_factor: float = 1.0  # ``run --slack-factor``: every declared slack was multiplied by it
     server: str = "fake"  # the palace behind the bridge (``run --server``)
+    #: the profile it was judged with (``run --profile``): ``name``, ``path`` and ``offered``
+    #: (the catalogue tools its ``tools.map`` offers, sorted; None without a map), so ``diff
+    #: --from`` compares a saved run as the profile did; None: no profile
+    profile: dict[str, Any] | None = None
+    #: the bridge's own start-up words and the next step, when its palace tools were missing or
+    #: a transport was never reached (``verdict/startup.py``); "" otherwise
+    start_note: str = ""
 
     def counts(self, subject: str = "bridge") -> dict[str, int]:
         """Statuses of the bridge's results (``subject="fake"``: of the fake's self-tests); a
@@ -334,7 +341,7 @@ class RunResult:
                 "too_slow": [{"scenario": s, "transport": t, "seconds": seconds}
                              for s, t, seconds in self.too_slow],
                 "bridge": self.bridge, "shard": self.shard, "slack_factor": self.slack_factor,
-                "server": self.server,
+                "server": self.server, "profile": self.profile, "start_note": self.start_note,
                 "results": [r.to_json(journal=journal) for r in self.results]}
 
     @classmethod
@@ -350,7 +357,18 @@ class RunResult:
                              for n in data.get("too_slow", ())],
                    bridge=str(data.get("bridge") or ""), shard=str(data.get("shard") or ""),
                    slack_factor=float(data.get("slack_factor", 1.0)),
-                   server=str(data.get("server") or "fake"))
+                   server=str(data.get("server") or "fake"),
+                   profile=_profile_record(data.get("profile")),
+                   start_note=str(data.get("start_note") or ""))
+
+
+def _profile_record(value: Any) -> dict[str, Any] | None:
+    """A saved run's profile record, kept only in the shape a run writes (untrusted input)."""
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return None
+    offered = value.get("offered")
+    tools = ([t for t in offered if isinstance(t, str)] if isinstance(offered, list) else None)
+    return {"name": value["name"], "path": str(value.get("path") or ""), "offered": tools}
 
 
 def counts_at(check_level: str, run_level: str) -> bool:

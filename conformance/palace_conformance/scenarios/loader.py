@@ -312,7 +312,7 @@ def semantic_problems(data: dict[str, Any], path: Path,
             *_palace_labels(data),
             *_fresh_palace(data),
             *_placeholders(data), *paths.fixture_problems(data), *_declared_slack(data),
-            *_pace_names(data)]
+            *_pace_names(data), *_budget_counts(data)]
 
 
 def _pace_names(data: dict[str, Any]) -> Found:
@@ -324,6 +324,23 @@ def _pace_names(data: dict[str, Any]) -> Found:
             yield (f"/env_pace/{number}", f"{name} is not set in env (a null value is the "
                    "knob's default, never pace)",
                    "list only names whose value env sets, or drop the name from env_pace")
+
+
+def _budget_counts(data: dict[str, Any]) -> Found:
+    """Each ``budget_counts`` names a budget ``env`` sets to a number, and points at an integer
+    of the file: a pointer to nothing would leave a count unmoved for a bridge of another
+    budget, and judge it against the scenario's."""
+    env = data.get("env") or {}
+    for name, pointers in (data.get("budget_counts") or {}).items():
+        value = env.get(name)
+        if not (isinstance(value, str) and value.isdigit()):
+            yield (f"/budget_counts/{name}", f"{name} is not set to a number in env",
+                   "set the budget in env, or drop it from budget_counts")
+        for number, pointer in enumerate(pointers):
+            node = resolve_pointer(data, pointer)
+            if not isinstance(node, int) or isinstance(node, bool):
+                yield (f"/budget_counts/{name}/{number}", f"{pointer} is no integer of this file",
+                       "point at a count's equals/at_least/at_most or processes.spawned")
 
 
 def _declared_slack(data: dict[str, Any]) -> Found:

@@ -166,7 +166,26 @@ def filter_run(run: RunResult, selection: Selection) -> RunResult:
                and (not selection.patterns
                     or any(fnmatch.fnmatchcase(r.scenario, p) for p in selection.patterns))]
     return RunResult(host=run.host, results=results, started_at=run.started_at,
-                     duration_ms=run.duration_ms, stale_baseline=list(run.stale_baseline))
+                     duration_ms=run.duration_ms, stale_baseline=list(run.stale_baseline),
+                     profile=run.profile)
+
+
+def _offered_by_record(run: RunResult) -> frozenset[str] | None:
+    """The curated tool set a saved run was judged with (its profile's map), or None."""
+    offered = (run.profile or {}).get("offered")
+    return frozenset(offered) or None if isinstance(offered, list) else None
+
+
+def unrecorded_profile(run: RunResult) -> str | None:
+    """Why a saved run cannot be compared as it was judged: its results show a profile at work
+    (``/profile`` notes: a map, servers, a retry set aside) and the file does not record which
+    (written before results kept it). None when it records one, or shows none."""
+    if run.profile is not None:
+        return None
+    if any(c.pointer.startswith("/profile") for r in run.results for c in r.checks):
+        return ("it was judged with a profile the file does not record (written by an older "
+                "kit); run it again with 'palace-conformance run --profile FILE --json FILE'")
+    return None
 
 
 def plan_runs(selection: Selection, paths: Sequence[str] = ()) -> tuple[Scenario, ...]:
@@ -205,6 +224,7 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
     try:
         run = run_suite(scenarios, options, progress=make_progress(stream))
         run.server = "real" if selection.real is not None else "fake"
+        run.profile = profile.record() if profile is not None else None
         return run
     except HostProbeError as exc:
         raise RunUsageError(f"--bridge {spec}: the bridge host failed: {exc}") from None
@@ -223,7 +243,11 @@ def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[s
     profiles: dict[int, Profile] = {}
     for index, spec in enumerate(specs):
         if spec.kind == "file":
-            files[index] = filter_run(load_result_file(spec.value), selection)
+            saved = load_result_file(spec.value)
+            why = unrecorded_profile(saved)
+            if why is not None:
+                raise RunUsageError(f"--from {spec.value}: {why}")
+            files[index] = filter_run(saved, selection)
             if not files[index].results:
                 raise RunUsageError(f"--from {spec.value}: no result matches the selection "
                                     "(check --select and --transport)")
@@ -259,7 +283,8 @@ def collect(specs: Sequence[SourceSpec], selection: Selection, paths: Sequence[s
     journals = [index not in files or any(r.journal for r in files[index].results)
                 for index in range(len(specs))]
     offered = [frozenset(r.tool for r in profiles[i].tool_routes) or None
-               if i in profiles else None for i in range(len(specs))]
+               if i in profiles else _offered_by_record(files[i]) if i in files else None
+               for i in range(len(specs))]
     return [Source(label, run, origin, tuple(run.host.capabilities), kept, tools)
             for label, (_, run, origin), kept, tools
             in zip(labels, found, journals, offered, strict=True)]

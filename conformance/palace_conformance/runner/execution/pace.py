@@ -22,6 +22,13 @@ The rule, per paced knob with scenario value ``v`` and the bridge's fixed value 
 ``repeats`` is how many of the knob's waits one window may hold: the respawn backoff doubles per
 attempt, so a budget of ``r`` respawns waits up to ``2**r - 1`` first delays; a poll or a ping
 period may need two periods to be seen; every other knob one.
+
+A count (a respawn or connect-retry budget) is pace where the scenario's point holds at any
+budget (the host keeps working when the palace never comes up). Its bridge value is the fixed
+count, or 0 when ``absent`` (no budget: no respawn). Every number the scenario lists for it in
+``budget_counts`` (process starts, distinct pids, initializes of children that all die) moves by
+``b - v``, and each attempt past the scenario's adds its backoff wait (the bridge's own backoff,
+doubling) and a start of the child to every window at least the scenario's backoff long.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from palace_conformance.runner.profile import Profile
+from palace_conformance.json_pointer import unescape
+from palace_conformance.runner.profile import SAME_AS_FLOOR_MS, SEED_DEFAULT_MS, Profile
 from palace_conformance.scenarios.model import Scenario
 
 #: a derived window's slack: this share of the wait it adds, plus a fixed part
@@ -49,6 +57,12 @@ CONNECT_RETRIES = "MEMPALACE_REMOTE_CONNECT_RETRIES"
 SEED_RETRIES = 3
 #: knobs whose wait comes round periodically: two periods may pass before it is seen
 PERIODIC = frozenset({"MEMPALACE_MCP_KEEPALIVE_MS", "MEMPALACE_MAILBOX_POLL_MS"})
+#: budgets (counts of attempts) and the backoff each attempt waits, doubling
+COUNTS = {MAX_RESPAWNS: BACKOFF, CONNECT_RETRIES: CONNECT_BACKOFF}
+#: the seed's default first delay of a backoff, when neither the scenario nor the bridge says
+SEED_BACKOFF_MS = 1000
+#: what one more start of a child may take on a loaded machine (the fake's interpreter)
+PACE_START_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -59,26 +73,64 @@ class PaceChange:
     value: str  # the scenario's
     bridge: int | None  # the bridge's fixed value in ms; None: absent (dropped)
     repeats: int = 1
+    #: a count (``COUNTS``): the first delay of each attempt past the scenario's, and the
+    #: scenario's own first delay (windows shorter than that are "at once" and keep their bound)
+    attempt_backoff_ms: int | None = None
+    threshold_backoff_ms: int = 0
+    #: the value is given as ``bridge`` instead of dropped: a pace value too short for a start of
+    #: the palace, raised for a bridge whose start-up follows it (``same_as``)
+    raised: bool = False
+
+    @property
+    def is_count(self) -> bool:
+        return self.attempt_backoff_ms is not None
+
+    @property
+    def threshold_ms(self) -> int:
+        """Windows at least this long may hold the wait the change adds."""
+        if self.is_count:
+            return self.threshold_backoff_ms
+        return int(self.value) if self.value.isdigit() else 0
 
     @property
     def widen_ms(self) -> int:
-        """What every window at least ``value`` long grows by."""
+        """What every window at least ``threshold_ms`` long grows by."""
         if self.bridge is None or not self.value.isdigit() or self.bridge <= int(self.value):
             return 0
-        added = self.repeats * (self.bridge - int(self.value))
+        if self.attempt_backoff_ms is not None:  # attempts v+1..b, each waiting 2**(k-1) delays
+            extra = range(int(self.value) + 1, self.bridge + 1)
+            added = sum(self.attempt_backoff_ms * (1 << (k - 1)) + PACE_START_MS for k in extra)
+        else:
+            added = self.repeats * (self.bridge - int(self.value))
         return math.ceil(added * (1 + PACE_SLACK_FRACTION)) + PACE_SLACK_MS
 
     @property
     def lower_ms(self) -> int:
         """What lower bounds drop by (a bridge quicker than the scenario's value)."""
-        if self.bridge is None or not self.value.isdigit() or self.bridge >= int(self.value):
+        if (self.bridge is None or self.is_count or not self.value.isdigit()
+                or self.bridge >= int(self.value)):
             return 0
         return self.repeats * (int(self.value) - self.bridge)
 
+    @property
+    def count_delta(self) -> int:
+        """What each of the scenario's ``budget_counts`` moves by (a count only)."""
+        if not self.is_count or self.bridge is None or not self.value.isdigit():
+            return 0
+        return self.bridge - int(self.value)
+
     def describe(self) -> str:
+        if self.is_count:
+            counts = f", its counts {self.count_delta:+d}" if self.count_delta else ""
+            widen = f", windows +{self.widen_ms} ms" if self.widen_ms else ""
+            return (f"{self.name}={self.value} -> the bridge's budget of {self.bridge}"
+                    f"{counts}{widen}")
         if self.bridge is None:
             return f"{self.name}={self.value} dropped (the bridge has none)"
         widen = f", windows +{self.widen_ms} ms" if self.widen_ms else ""
+        if self.raised:
+            return (f"{self.name}={self.value} raised to {self.bridge} (its start-up follows it, "
+                    f"same_as){widen}")
         return f"{self.name}={self.value} -> the bridge's fixed {self.bridge}{widen}"
 
 
@@ -102,18 +154,29 @@ class Paced:
 
 def pace(profile: Profile, scenario: Scenario) -> Paced:
     """``scenario`` for a bridge with ``profile``: unchanged unless one of its pace values names
-    a knob the profile says is ``fixed`` or ``absent``."""
+    a knob the profile says is ``fixed``, ``absent`` or ``same_as`` another, or one that such a
+    ``same_as`` knob follows."""
     changes = tuple(_changes(profile, scenario))
     if not changes:
         return Paced(scenario)
     raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
     dropped = {c.name for c in changes}
     raw["env"] = {k: v for k, v in raw.get("env", {}).items() if k not in dropped}
+    for change in changes:
+        if change.raised:
+            raw["env"][change.name] = str(change.bridge)
     kept = [n for n in raw.get("env_pace", []) if n not in dropped]
     if kept:
         raw["env_pace"] = kept
     else:
         raw.pop("env_pace", None)
+    counts = raw.pop("budget_counts", None) or {}
+    for change in changes:
+        for pointer in counts.get(change.name, ()) if change.is_count else ():
+            _move_count(raw, pointer, change.count_delta)
+    left = {name: pointers for name, pointers in counts.items() if name not in dropped}
+    if left:  # a budget the bridge was given: its counts stand as written
+        raw["budget_counts"] = left
     sleep_before = _sleep_total(raw)
     _derive_windows(raw, changes)
     derived = Scenario.from_json(raw, scenario.path)
@@ -128,11 +191,76 @@ def _changes(profile: Profile, scenario: Scenario) -> list[PaceChange]:
     for name in sorted(scenario.env_pace):
         knob = profile.knobs.get(name)
         value = env.get(name)
+        if value is not None and knob is not None and knob.same_as is not None:
+            followed = env.get(knob.same_as) or str(SEED_DEFAULT_MS.get(knob.same_as, ""))
+            if followed.isdigit():  # the bridge's value is the other knob's
+                out.append(PaceChange(name, value, int(followed)))
+            continue
+        raised = _raised(name, value, profile, scenario)
+        if raised is not None:
+            out.append(raised)
+            continue
         if knob is None or value is None or not (knob.absent or knob.fixed is not None):
+            continue
+        if name in COUNTS:
+            out.append(_count_change(name, value, profile, env))
             continue
         bridge = None if knob.absent else _ms(knob.fixed)
         out.append(PaceChange(name, value, bridge, _repeats(name, profile, env)))
     return out
+
+
+def _raised(name: str, value: str | None, profile: Profile,
+            scenario: Scenario) -> PaceChange | None:
+    """A pace value that a knob of the bridge follows (``same_as``) where the seed would have
+    kept that knob longer: the bridge would bound its start-up by the short value, so it is
+    given at least ``SAME_AS_FLOOR_MS`` instead (a pace value: the scenario is not about it)."""
+    if value is None or not value.isdigit() or not 0 < int(value) < SAME_AS_FLOOR_MS:
+        return None
+    for follower, knob in profile.knobs.items():
+        if knob.same_as != name:
+            continue
+        own = scenario.env.get(follower)
+        seed = own if own is not None and follower not in scenario.env_pace else \
+            str(SEED_DEFAULT_MS.get(follower, ""))
+        if not seed.isdigit() or int(seed) == 0 or int(seed) > int(value):
+            return PaceChange(name, value, SAME_AS_FLOOR_MS, raised=True)
+    return None
+
+
+def _count_change(name: str, value: str, profile: Profile,
+                  env: Mapping[str, str | None]) -> PaceChange:
+    """A budget the bridge has fixed (or none of: 0 attempts), with the backoff its extra
+    attempts wait: the bridge's own fixed one, else the scenario's, else the seed's default."""
+    knob = profile.knobs[name]
+    bridge = 0 if knob.absent else _ms(knob.fixed)
+    backoff_name = COUNTS[name]
+    given = env.get(backoff_name)
+    scenario_backoff = int(given) if given is not None and given.isdigit() else SEED_BACKOFF_MS
+    backoff_knob = profile.knobs.get(backoff_name)
+    own = _ms(backoff_knob.fixed) if backoff_knob is not None else None
+    if backoff_knob is not None and backoff_knob.absent:
+        own = 0
+    return PaceChange(name, value, bridge, attempt_backoff_ms=scenario_backoff if own is None
+                      else own, threshold_backoff_ms=scenario_backoff)
+
+
+def _move_count(raw: dict[str, Any], pointer: str, delta: int) -> None:
+    """The integer at ``pointer`` (a count's ``equals``/``at_least``/``at_most``, a
+    ``processes.spawned``) moved by ``delta``, never below 0; a count made a floor moves its
+    ``at_least``."""
+    *parents, last = [unescape(t) for t in pointer.split("/")[1:]]
+    node: Any = raw
+    for token in parents:
+        node = node[int(token)] if isinstance(node, list) else node[token]
+    key: Any = int(last) if isinstance(node, list) else last
+    if isinstance(node, dict) and last == "equals" and key not in node:
+        key = "at_least"  # made a floor already (a per-call budget, profile_edges)
+    value = node[key] if isinstance(node, list) or key in node else None
+    if isinstance(value, dict) and isinstance(value.get("at_least"), int):
+        node, key, value = value, "at_least", value["at_least"]
+    if isinstance(value, int):
+        node[key] = max(0, value + delta)
 
 
 def _ms(fixed: int | str | None) -> int | None:
@@ -162,7 +290,7 @@ def _repeats(name: str, profile: Profile, env: Mapping[str, str | None]) -> int:
 
 def _widen(bound: int, changes: tuple[PaceChange, ...]) -> int:
     """How much a window with upper bound ``bound`` grows: each paced wait it could hold."""
-    return sum(c.widen_ms for c in changes if c.value.isdigit() and bound >= int(c.value))
+    return sum(c.widen_ms for c in changes if c.value.isdigit() and bound >= c.threshold_ms)
 
 
 def _derive_windows(raw: dict[str, Any], changes: tuple[PaceChange, ...]) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import shutil
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from palace_conformance.contract import WAKEUP_TYPE
+from palace_conformance.contract import WAKEUP_TYPE, call_outcomes
 from palace_conformance.fake.options import ENV_FAULTS_FOR
 from palace_conformance.json_pointer import unescape
 from palace_conformance.resources import tool_catalogue
@@ -64,20 +65,17 @@ def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenari
     needs the unmapped tool itself is not applicable. A bridge with static tools never lists:
     its registration stands for "none" while the palace is down, and journal checks on
     ``tools/list`` are dropped."""
-    why = _budget_per_call(profile, scenario, transport)
-    if why is not None:
-        return scenario, why
-    if not profile.tool_routes:
-        return scenario, None
+    scenario = _per_call(profile, scenario, transport)
     raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
-    changed = _substitute_incidental_calls(raw, _offered(profile))
+    changed = profile.read_retry and _faults_after_retries(raw)
+    if not profile.tool_routes:
+        return (Scenario.from_json(raw, scenario.path) if changed else scenario), None
+    changed = _substitute_incidental_calls(raw, _offered(profile)) or changed
     if profile.static_tools:
         why = _static_tools(raw, sorted(_offered(profile)))
         if why is not None:
             return scenario, why
         changed = True
-    if profile.read_retry:
-        changed = _faults_after_retries(raw) or changed
     if changed:
         scenario = Scenario.from_json(raw, scenario.path)
     return scenario, _unoffered(profile, scenario, transport)
@@ -85,20 +83,84 @@ def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenari
 
 #: the behaviours of a respawn budget spent across calls (the cap, and 0 as a latch)
 _SESSION_BUDGET = ("STDIO-06", "STDIO-08")
+MAX_RESPAWNS = "MEMPALACE_MCP_MAX_RESPAWNS"
+BACKOFF = "MEMPALACE_MCP_RESPAWN_BACKOFF_MS"
+#: the seed's defaults, when neither the scenario nor the profile says
+SEED_MAX_RESPAWNS = 2
+SEED_BACKOFF_MS = 1000
+#: one start of a child on a loaded machine, and a derived window's slack (as in pace.py)
+_START_MS = 1000
+_SLACK_FRACTION = 0.25
+_SLACK_MS = 1000
 
 
-def _budget_per_call(profile: Profile, scenario: Scenario, transport: str) -> str | None:
-    """Why a scenario that counts a session-wide respawn budget (a call expected to fail as
-    ``unavailable`` once it is spent) cannot judge a bridge whose budget is per call."""
+def _budget(profile: Profile, scenario: Scenario, name: str, default: int) -> int:
+    """What the bridge is given for a count or delay: its fixed value, 0 when absent, else the
+    scenario's value, else the seed's default."""
+    knob = profile.knobs.get(name)
+    if knob is not None and knob.absent:
+        return 0
+    if knob is not None and isinstance(knob.fixed, int):
+        return knob.fixed
+    given = scenario.env.get(name)
+    return int(given) if isinstance(given, str) and given.isdigit() else default
+
+
+def _per_call(profile: Profile, scenario: Scenario, transport: str) -> Scenario:
+    """A scenario that counts a session-wide respawn budget, for a bridge whose budget is per
+    call (``claims.respawn_budget: "call"``): judged on the per-call rule instead.
+
+    Nothing latches, so a call the seed fails at once as ``unavailable`` (the budget spent) may
+    spend a budget of its own: it must fail, and start at most ``b`` children. Every call, the
+    others too, starts at most ``b`` children (a call that starts more has exceeded the budget);
+    the scenario's counts that follow the budget (``budget_counts``) are floors, not exact; and
+    the waits a call's own respawns add (``b`` doubling backoffs and starts) widen its windows."""
     if profile.respawn_budget != "call" or not set(scenario.covers) & set(_SESSION_BUDGET):
-        return None
-    latched = any(step.expect is not None and step.expect.error is not None
-                  and step.expect.error.kind == "unavailable"
-                  for step in scenario.steps_for(transport))
-    if not latched:
-        return None
-    return ("it counts a respawn budget spent across calls (the latch), and this bridge's "
-            "budget is per call (its profile's claims.respawn_budget)")
+        return scenario
+    steps = scenario.steps_for(transport)
+    if not any(step.expect is not None and step.expect.error is not None
+               and step.expect.error.kind == "unavailable" for step in steps):
+        return scenario
+    budget = _budget(profile, scenario, MAX_RESPAWNS, SEED_MAX_RESPAWNS)
+    backoff = _budget(profile, scenario, BACKOFF, SEED_BACKOFF_MS)
+    waits = sum(backoff * 2 ** k + _START_MS for k in range(budget))
+    widen = math.ceil(waits * (1 + _SLACK_FRACTION)) + _SLACK_MS
+    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
+    at_most = {"check": "count", "match": {"kind": "process_start"}, "at_most": budget,
+               "comment": "a per-call respawn budget (claims.respawn_budget)"}
+    for step in raw.get("steps", ()):
+        if not isinstance(step, dict) or step.get("op") not in ("call_tool", "call_tools"):
+            continue
+        expect = step.setdefault("expect", {})
+        error = expect.get("error")
+        if isinstance(error, dict) and error.get("kind") == "unavailable":
+            del expect["error"]
+            expect["ok"] = False
+            timing = expect.get("elapsed_ms")
+            if isinstance(timing, dict) and "slack_ms" in timing:
+                timing["slack_ms"] = int(timing["slack_ms"]) + widen
+            if isinstance(step.get("timeout_ms"), int):
+                step["timeout_ms"] += widen
+            expect["journal"] = [c for c in expect.get("journal", ()) if not (
+                isinstance(c, dict) and c.get("check") == "absent"
+                and c.get("match") == {"kind": "process_start"})]
+        expect.setdefault("journal", []).append(dict(at_most))
+    for pointer in (raw.get("budget_counts") or {}).get(MAX_RESPAWNS, ()):
+        _floor(raw, pointer)
+    return Scenario.from_json(raw, scenario.path)
+
+
+def _floor(raw: dict[str, Any], pointer: str) -> None:
+    """The exact count at ``pointer`` (a check's ``equals``, a ``processes.spawned``) made a
+    floor: a per-call budget starts at least the children a session's does."""
+    *parents, last = [unescape(t) for t in pointer.split("/")[1:]]
+    node: Any = raw
+    for token in parents:
+        node = node[int(token)] if isinstance(node, list) else node[token]
+    if last == "equals" and isinstance(node, dict):
+        node["at_least"] = node.pop("equals")
+    elif isinstance(node, dict) and isinstance(node.get(last), int):
+        node[last] = {"at_least": node[last]}
 
 
 def _unoffered(profile: Profile, scenario: Scenario, transport: str) -> str | None:
@@ -307,10 +369,11 @@ def prepare(profile: Profile, world: World) -> str | None:
     env, why = profile.translate_env(world.env, own=own)
     if why is not None:
         return why
+    world.env = env
     if any(role != "full" for role in profile.servers):
         world.full_server = profile.servers.get("full", "mempalace-mcp")
-        env[ENV_FAULTS_FOR] = "full"  # a light server's fake takes none of the faults
-    world.env = env
+        # a light server's fake takes none of the faults, whatever environment its child got
+        world.add_fake_settings({ENV_FAULTS_FOR: "full"})
     values = {"FAKE_URL": env.get(REMOTE_URL, ""), "FAKE_TOKEN": env.get(REMOTE_TOKEN, "")}
     scoped, _ = profile.translate_env(own, own=own)  # ${ENV:NAME}: the scenario's own only
     try:
@@ -485,52 +548,114 @@ def set_aside_read_retries(profile: Profile, scenario: Scenario, transport: str,
                            steps: list[StepRecord], records: list[dict[str, Any]],
                            offsets: list[int]) -> list[str]:
     """With ``claims.read_retry``: each read a scenario expects to fail as connection closed
-    that the bridge retried once on a new child and got answered, shown as the crash it was.
+    that the bridge retried once on a new child and got answered, shown as the crash it was; a
+    ``call_tool`` step, or any call of a ``call_tools`` step.
 
     The retried request and its answer are taken out of ``records`` and ``offsets`` (in place;
-    the step windows are still byte offsets), the step reads as the connection-closed failure,
+    the step windows are still byte offsets), the call reads as the connection-closed failure,
     and one line per retry says what was set aside. A second retry, a retry on the same child or
     of a write is left as it is, to be judged."""
     if not profile.read_retry:
         return []
-    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
     by_index = {record.index: record for record in steps}
     notes: list[str] = []
     for step in scenario.steps_for(transport):
         record = by_index.get(step.index)
-        name = step.params.get("name")
-        expected = step.expect.error if step.expect is not None else None
-        if (step.op != "call_tool" or record is None or record.ok is not True
-                or expected is None or getattr(expected, "kind", None) != "connection_closed"
-                or not isinstance(name, str) or name not in catalogue
-                or not (catalogue[name].get("annotations") or {}).get("readOnlyHint")):
+        if record is None or step.expect is None:
             continue
-        window = [i for i, at in enumerate(offsets)
-                  if record.journal_start <= at < record.journal_end]
-        calls = [i for i in window if records[i].get("kind") == "recv"
-                 and records[i].get("method") == "tools/call" and records[i].get("tool") == name]
-        if len(calls) != 2:
-            continue
-        first, retry = records[calls[0]], records[calls[1]]
-        died = any(records[i].get("kind") == "process_exit" and records[i].get("pid")
-                   == first.get("pid") and calls[0] < i < calls[1] for i in window)
-        if not died or retry.get("pid") == first.get("pid"):
-            continue
-        answer = [i for i in window if i > calls[1] and records[i].get("kind") == "send"
-                  and records[i].get("pid") == retry.get("pid")
-                  and records[i].get("id") == retry.get("id")]
-        for i in sorted([calls[1], *answer[:1]], reverse=True):
-            del records[i]
-            del offsets[i]
-        record.result, record.ok = None, False
-        record.error = {"kind": "connection_closed",
-                        "message": f"connection closed: the child (pid {first.get('pid')}) "
-                                   f"died mid-call; the bridge retried the read once on a new "
-                                   f"child (pid {retry.get('pid')}), which answered"}
-        notes.append(f"step {step.key}: the crashed read {name} was retried once on a new child "
-                     f"(pid {retry.get('pid')}; claims.read_retry): that request and its answer "
-                     "are set aside, the call judged as the connection-closed failure it was")
+        crashed = _crashed_reads(step, record)
+        for name, outcome in crashed:
+            window = [i for i, at in enumerate(offsets)
+                      if record.journal_start <= at < record.journal_end]
+            sent = sum(1 for i in window if records[i].get("kind") == "recv"
+                       and records[i].get("method") == "tools/call"
+                       and records[i].get("tool") == name)
+            if sent - step.tool_names.count(name) > sum(1 for n, _ in crashed if n == name):
+                continue  # more than one retry per crashed read: judged as it is
+            pair = _retry_pair(records, window, name)
+            if pair is None:
+                continue
+            first, retry, aside = pair
+            for i in sorted(aside, reverse=True):
+                del records[i]
+                del offsets[i]
+            error = {"kind": "connection_closed",
+                     "message": f"connection closed: the child (pid {first.get('pid')}) died "
+                                f"mid-call; the bridge retried the read once on a new child "
+                                f"(pid {retry.get('pid')}), which answered"}
+            if outcome is None:
+                record.result, record.ok, record.error = None, False, error
+                at = f"step {step.key}"
+            else:
+                outcome.pop("result", None)
+                outcome.update(ok=False, error=error)
+                at = f"step {step.key}, call {name}"
+            notes.append(f"{at}: the crashed read {name} was retried once on a new child "
+                         f"(pid {retry.get('pid')}; claims.read_retry): that request and its "
+                         "answer are set aside, the call judged as the connection-closed "
+                         "failure it was")
     return notes
+
+
+def _read_only(name: Any) -> bool:
+    catalogue = {tool["name"]: tool for tool in tool_catalogue()["tools"]}
+    return (isinstance(name, str) and name in catalogue
+            and bool((catalogue[name].get("annotations") or {}).get("readOnlyHint")))
+
+
+def _crashed_reads(step: Any, record: StepRecord) -> list[tuple[str, dict[str, Any] | None]]:
+    """The reads of a step expected to fail as connection closed that came back answered: a
+    ``call_tool``'s (outcome None: the record itself) or each such call of a ``call_tools``
+    (its outcome in the reply, to rewrite)."""
+    def crash(expect: Any) -> bool:
+        error = expect.error if expect is not None else None
+        return error is not None and getattr(error, "kind", None) == "connection_closed"
+
+    if step.op == "call_tool":
+        name = step.params.get("name")
+        if record.ok is True and crash(step.expect) and _read_only(name):
+            return [(str(name), None)]
+        return []
+    outcomes = call_outcomes(record.result) if step.op == "call_tools" else None
+    calls = step.params.get("calls") or []
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    for index, expect in enumerate(step.expect.calls):
+        call = calls[index] if index < len(calls) and isinstance(calls[index], dict) else {}
+        outcome = outcomes[index] if outcomes is not None and index < len(outcomes) else None
+        if (isinstance(outcome, dict) and outcome.get("ok") is True and crash(expect)
+                and _read_only(call.get("name"))):
+            out.append((str(call["name"]), outcome))
+    return out
+
+
+def _retry_pair(records: list[dict[str, Any]], window: list[int], name: str
+                ) -> tuple[dict[str, Any], dict[str, Any], list[int]] | None:
+    """The first crashed call of ``name`` in the window that was sent once more on a new child,
+    and answered there: (the crashed request, the retry, the indexes to set aside)."""
+    calls = [i for i in window if records[i].get("kind") == "recv"
+             and records[i].get("method") == "tools/call" and records[i].get("tool") == name]
+    for position, i in enumerate(calls):
+        first = records[i]
+        answered = any(records[k].get("kind") == "send" and records[k].get("pid")
+                       == first.get("pid") and records[k].get("id") == first.get("id")
+                       for k in window if k > i)
+        died = [k for k in window if k > i and records[k].get("kind") == "process_exit"
+                and records[k].get("pid") == first.get("pid")]
+        if answered or not died:
+            continue
+        retries = [j for j in calls[position + 1:] if j > died[0]
+                   and records[j].get("pid") != first.get("pid")]
+        if not retries:
+            continue
+        j = retries[0]
+        retry = records[j]
+        answer = [k for k in window if k > j and records[k].get("kind") == "send"
+                  and records[k].get("pid") == retry.get("pid")
+                  and records[k].get("id") == retry.get("id")]
+        if not answer:
+            continue
+        return first, retry, [j, answer[0]]
+    return None
 
 
 def other_servers(profile: Profile, records: list[dict[str, Any]],

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.errors import HostError
+from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
 from palace_conformance.runner.execution.translation import translation_for
@@ -35,6 +36,7 @@ from palace_conformance.runner.results import (
 from palace_conformance.runner.verdict import parity
 from palace_conformance.runner.verdict.baseline import Baseline, apply_baseline
 from palace_conformance.runner.verdict.reach import UNREACHED_ID, collapse_unreached
+from palace_conformance.runner.verdict.startup import startup_note
 from palace_conformance.scenarios.model import Scenario
 
 TRANSPORT_ORDER = (*TRANSPORTS, PARITY)
@@ -178,7 +180,11 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
                if r is None and (s.id, t) not in slow]
     planned = {(s.id, t) for s, t in jobs}
     # a transport the bridge never reached is one not-testable line, not a result per scenario
+    before_collapse = results
     results = collapse_unreached(results, {s.id: s for s in scenarios}, options.transports)
+    note = startup_note(results, before_collapse,
+                        {str(t["name"]) for t in tool_catalogue()["tools"]},
+                        options.run.profile is not None, host.capabilities_note)
     unreached = {r.transport for r in results if r.scenario == UNREACHED_ID}
     by_key = {(r.scenario, r.transport): r for r in results}
     for scenario in scenarios:
@@ -194,7 +200,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     not_run.sort(key=lambda key: (key[0], TRANSPORT_ORDER.index(key[1])))
     run = RunResult(host=host, results=results, started_at=stamp,
                     duration_ms=(time.monotonic() - started) * 1000.0, level=options.run.level,
-                    not_run=not_run, too_slow=sorted(too_slow))
+                    not_run=not_run, too_slow=sorted(too_slow), start_note=note)
     return apply_baseline(run, options.baseline)
 
 

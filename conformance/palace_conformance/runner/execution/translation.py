@@ -18,6 +18,7 @@ from palace_conformance.runner.execution.driver import DriverClient, DriverFailu
 from palace_conformance.runner.execution.world import World
 from palace_conformance.runner.profile import Profile
 from palace_conformance.runner.results import StepRecord
+from palace_conformance.runner.verdict.startup import EXTRA_TOOLS_NOTE
 from palace_conformance.scenarios.model import Scenario
 
 
@@ -136,8 +137,7 @@ class ProfileTranslation(Translation):
             notes.append(profile_edges.servers_note(self.profile, [dict(r) for r in aside],
                                                     alive))
         if self.extra_tools:
-            notes.append("extra tools, allowed by the profile: "
-                         + ", ".join(sorted(self.extra_tools)))
+            notes.append(EXTRA_TOOLS_NOTE + ", ".join(sorted(self.extra_tools)))
         return notes
 
 

@@ -31,7 +31,7 @@ from palace_conformance import processes as procs
 from palace_conformance.errors import PalaceError
 from palace_conformance.fake.faults import FaultPlan, plan_from_json
 from palace_conformance.fake.options import ENV_JOURNAL, ENV_PLAN, ENV_STATE, TOKEN_ENV
-from palace_conformance.fake.shims import install_shim, python_path
+from palace_conformance.fake.shims import WORLD_FILE, install_shim, python_path, write_world
 from palace_conformance.runner.execution import warm_client
 from palace_conformance.runner.execution.warm_client import LAUNCH_ARGV
 from palace_conformance.scenarios import paths, placeholders
@@ -291,6 +291,15 @@ class World:
         """The fake's own variables for this run: its journal, fault plan and palace state."""
         return {ENV_JOURNAL: str(self.journal), ENV_PLAN: str(self.plan),
                 ENV_STATE: str(self.state)}
+
+    def add_fake_settings(self, settings: dict[str, str]) -> None:
+        """More of the fake's variables for this run (a profile's ``PALACE_FAKE_FAULTS_FOR``),
+        before :meth:`seal`: in the bridge's environment, and in the shim directory's world file
+        beside the others, so a bridge that filters its children's environment still gives
+        them to the fake."""
+        self.env.update(settings)
+        if (self.bin / WORLD_FILE).is_file():
+            write_world(self.bin, {**self._fake_settings(), **settings})
 
     def fake_env(self) -> dict[str, str]:
         """The environment of a fake process the runner starts itself."""

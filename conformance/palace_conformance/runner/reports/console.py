@@ -226,6 +226,8 @@ def render_summary(run: RunResult, stream: TextIO | None = None, *, quiet: bool 
     stream = stream or sys.stdout
     columns: Sequence[str] = (*TRANSPORTS, PARITY)
     if quiet:
+        if run.start_note:
+            print(run.start_note, file=stream)
         for line in _failure_lines(run):
             print(line, file=stream)
         print(_totals(run), file=stream, flush=True)
@@ -249,6 +251,8 @@ def render_summary(run: RunResult, stream: TextIO | None = None, *, quiet: bool 
         console.print(table)
         if run.host.capabilities_note:
             console.print(run.host.capabilities_note, markup=False, highlight=False)
+        if run.start_note:
+            console.print(run.start_note, markup=False, highlight=False)
         for line in _failure_lines(run):
             console.print(line, markup=False, highlight=False)
         console.print(_totals(run), style="bold green" if run.ok else "bold red",
@@ -258,6 +262,8 @@ def render_summary(run: RunResult, stream: TextIO | None = None, *, quiet: bool 
           f"({run.host.bridge or ' '.join(run.host.argv)})", file=stream)
     if run.host.capabilities_note:
         print(run.host.capabilities_note, file=stream)
+    if run.start_note:
+        print(run.start_note, file=stream)
     width = max((len(s) for s, _ in _rows(run)), default=10)
     w = LABEL_WIDTH
     print(f"{'scenario':<{width}}  {'stdio':<{w}}  {'http':<{w}}  {'parity':<{w}}", file=stream)

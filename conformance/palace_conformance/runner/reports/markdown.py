@@ -107,6 +107,8 @@ def _header(run: RunResult) -> list[str]:
     lines += [" · ".join(meta), ""]
     if host.capabilities_note:
         lines += [f"**Capabilities:** {_text(host.capabilities_note, 400)}", ""]
+    if run.start_note:
+        lines += [f"**Start-up:** {_text(run.start_note.removeprefix('start-up: '), 600)}", ""]
     bridge = tally(run)
     lines += ["| scenarios | results | " + " | ".join(w for _, w in STATUS_WORDS)
               + " | baseline problems |",

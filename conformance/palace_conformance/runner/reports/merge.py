@@ -89,4 +89,7 @@ def merge_runs(named: Sequence[tuple[str, RunResult]]) -> RunResult:
     return RunResult(host=first.host, results=results, started_at=min(starts, default=""),
                      duration_ms=max(run.duration_ms for _, run in named),
                      stale_baseline=stale, level=first.level, not_run=not_run,
-                     bridge=first.bridge, slack_factor=first.slack_factor)
+                     bridge=first.bridge, slack_factor=first.slack_factor,
+                     profile=first.profile,
+                     start_note=next((run.start_note for _, run in named if run.start_note),
+                                     ""))

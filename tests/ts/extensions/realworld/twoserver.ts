@@ -8,7 +8,8 @@
 // when stalled, respawned within a budget when they die and closed at shutdown. Stdio only,
 // seed knobs: MEMPALACE_MCP_TIMEOUT_MS (60000), MEMPALACE_MCP_INIT_TIMEOUT_MS (300000),
 // MEMPALACE_MCP_MAX_RESPAWNS (2), MEMPALACE_MCP_RESPAWN_BACKOFF_MS (1000, doubled per attempt),
-// MEMPALACE_EXT_DEBUG=1 (forward the servers' stderr).
+// MEMPALACE_EXT_DEBUG=1 (forward the servers' stderr). Like a bridge on the official SDK, it
+// gives its children only the SDK's default environment (HOME, LOGNAME, PATH, SHELL, TERM, USER).
 //
 // PLANTED DEFECTS:
 // STDIO-13: a stdout line that is not JSON-RPC is taken for a broken server: the child is killed and the calls in flight fail
@@ -21,6 +22,18 @@ import {
   ConnectionClosedError, handshake, isAnswer, lineSplitter, parseMessage, sleep, unwrap,
   type McpTool, type RpcMessage, type ToolResult,
 } from "./mcp-wire";
+
+/** What the official SDK's StdioClientTransport passes a child by default: nothing else. */
+const CHILD_ENV_NAMES = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of CHILD_ENV_NAMES) {
+    const value = process.env[name];
+    if (value !== undefined && !value.startsWith("()")) env[name] = value;
+  }
+  return env;
+}
 
 const STOP_WAIT_MS = 2_000;
 const KILL_GRACE_MS = 2_000;
@@ -70,7 +83,9 @@ class Child {
   spawnError?: NodeJS.ErrnoException;
 
   constructor(readonly program: string, debug: boolean) {
-    this.proc = spawn(program, [], { stdio: ["pipe", "pipe", "pipe"], detached: true });
+    this.proc = spawn(program, [], {
+      stdio: ["pipe", "pipe", "pipe"], detached: true, env: childEnv(),
+    });
     this.exited = new Promise((resolve) => {
       this.proc.once("exit", (code, signal) => {
         this.fail(`${program} exited (${signal ?? `code ${code}`})`);

@@ -7,6 +7,10 @@
 // the host runs on the bridge's behalf through `pi.exec` are not the bridge's children in this
 // sense (they are reported as `exec` effects instead) and are excluded. A /proc scan adds any
 // direct child the hook missed (for example one started by a native addon).
+//
+// A bridge child spawned with its stderr inherited (the official SDK's default) would write past
+// the host's recorder of the bridge's stderr: the hook pipes it instead and passes each line on
+// through `process.stderr.write`, so it is recorded as the bridge's stderr like any other line.
 
 import childProcess from "node:child_process";
 import fs from "node:fs";
@@ -35,9 +39,52 @@ function attempted(argv, error) {
   attempts.push(error === undefined ? { argv } : { argv, error });
 }
 
+/** The longest stderr line of a child kept whole before it is passed on in pieces. */
+const LINE_CAP = 64 * 1024;
+
+/** `options` with a bridge child's inherited stderr (`stdio: "inherit"`, `[.., .., "inherit"]`,
+ * fd 2 or `process.stderr`: the official SDK's default) made a pipe; whether it was. What the
+ * child writes there would bypass the host's recorder of the bridge's stderr (lib/output.mjs),
+ * so the host reads the pipe itself and writes each line through `process.stderr.write`. */
+function pipeInheritedStderr(options) {
+  if (suppress > 0 || options === null || typeof options !== "object") return false;
+  const stdio = options.stdio;
+  if (stdio === "inherit") {
+    options.stdio = ["inherit", "inherit", "pipe"];
+    return true;
+  }
+  if (Array.isArray(stdio) && (stdio[2] === "inherit" || stdio[2] === 2 || stdio[2] === process.stderr)) {
+    options.stdio = [...stdio];
+    options.stdio[2] = "pipe";
+    return true;
+  }
+  return false;
+}
+
+function forwardLines(stream) {
+  let pending = "";
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk) => {
+    pending += chunk;
+    const lines = pending.split("\n");
+    pending = lines.pop();
+    if (pending.length > LINE_CAP) {
+      lines.push(pending);
+      pending = "";
+    }
+    for (const line of lines) process.stderr.write(`${line}\n`);
+  });
+  stream.on("end", () => {
+    if (pending) process.stderr.write(`${pending}\n`);
+    pending = "";
+  });
+  stream.on("error", () => {});
+}
+
 const originalSpawn = childProcess.ChildProcess.prototype.spawn;
 childProcess.ChildProcess.prototype.spawn = function trackedSpawn(options) {
   const argv = Array.isArray(options?.args) ? [...options.args] : [String(options?.file)];
+  const piped = pipeInheritedStderr(options);
   let result;
   try {
     result = originalSpawn.call(this, options);
@@ -45,6 +92,7 @@ childProcess.ChildProcess.prototype.spawn = function trackedSpawn(options) {
     attempted(argv, errorName(error?.code));
     throw error;
   }
+  if (piped && this.stderr) forwardLines(this.stderr);
   if (typeof this.pid === "number") {
     if (suppress > 0) internal.add(this.pid);
     else tracked.set(this.pid, argv);

@@ -1,0 +1,29 @@
+// Test extension: starts children whose stderr is inherited (the official SDK's default for
+// StdioClientTransport), at load and in a tool. What they write there must still reach the
+// host's record of the bridge's stderr, line by line, a last line without a newline too.
+
+import { spawn } from "node:child_process";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "@sinclair/typebox";
+
+function run(script: string, stdio: "inherit" | ["ignore", "ignore", "inherit"]): Promise<void> {
+  return new Promise((resolve) => {
+    spawn("sh", ["-c", script], { stdio }).on("close", () => resolve());
+  });
+}
+
+export default async function inheritStderr(pi: ExtensionAPI) {
+  await run("echo 'child: first line' >&2; printf 'child: no newline' >&2",
+            ["ignore", "ignore", "inherit"]);
+  pi.registerTool({
+    name: "inherit_echo",
+    label: "inherit echo",
+    description: "a child with stdio inherit says the text on stderr",
+    parameters: Type.Object({ text: Type.String() }),
+    async execute(_id, params: { text: string }) {
+      await run(`echo "child: $0" >&2`.replace("$0", params.text.replace(/[^a-z]/g, "")),
+                "inherit");
+      return { content: [{ type: "text", text: params.text }] };
+    },
+  });
+}
