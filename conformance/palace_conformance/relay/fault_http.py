@@ -80,7 +80,8 @@ class FaultRelayServer(FakeHttpServer):
 
     def _route(self, head: RequestHead) -> tuple[Route, bool]:
         route, needs_token = super()._route(head)
-        if head.path == "/mcp" and (head.method == "POST" or self.stateful):
+        resumes = head.method == "GET" and head.header("last-event-id") in self.resumable
+        if head.path == "/mcp" and (head.method == "POST" or self.stateful or resumes):
             return route, needs_token
         return self._pass_through, False  # the real server decides, its token check included
 
@@ -191,7 +192,8 @@ async def _serve(config: dict[str, Any]) -> int:
     port = int(config["port"])
     env = {str(k): str(v) for k, v in config["env"].items()}
     server = subprocess.Popen([str(a) for a in config["command"]], env=env,
-                              stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+                              stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
+                              start_new_session=True)
     healthy = await asyncio.to_thread(wait_healthy, port, READY_S, lambda: server.poll() is None)
     if not healthy:
         log(f"fault relay: the real HTTP server did not come up (exit {server.poll()})")

@@ -10,7 +10,8 @@ ignores SIGTERM or starts a grandchild as the fake would, before the real server
 
 Like the fake, the relay is strictly one request at a time (so is the real server): a stalled
 request holds every later one. Lines the server writes unasked go straight to the bridge. The
-server is the relay's child and dies with it (``PR_SET_PDEATHSIG``); a signal the relay takes is
+server is the relay's child, in a process group of its own (a signal to the bridge's child's group
+reaches the relay alone), and dies with it (``PR_SET_PDEATHSIG``); a signal the relay takes is
 passed on to it (unless the plan says to ignore SIGTERM), and the relay ends with its exit code.
 """
 
@@ -129,8 +130,11 @@ class FaultRelay:
         env = server_environment(self.config, os.environ)
         command = [str(part) for part in self.config["command"]]
         try:
+            # its own process group: a signal the bridge sends the child's group reaches the
+            # relay alone, which passes it on (or ignores it) as the plan says
             self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         env=env, bufsize=0, preexec_fn=die_with_parent)
+                                         env=env, bufsize=0, preexec_fn=die_with_parent,
+                                         start_new_session=True)
         except OSError as exc:
             log(f"palace-conformance: cannot start the real server {command[0]!r}: {exc}")
             return False
