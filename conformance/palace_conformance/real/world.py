@@ -58,6 +58,11 @@ class RealServerSetup:
     #: over 15 s with two cold starts at once on a loaded machine); a step's ``timeout_ms``,
     #: the scenario's bound, is never widened
     start_allowance_ms: int = 30000
+    #: added to the upper bound of a stdio ``shutdown``/``reload`` step: the real server exits
+    #: 1-2 s after stdin EOF (3.5-5.5 s at load average 37-41, 2026-12-06), past the bridge's
+    #: 2 s grace, so its stop takes the grace plus the SIGTERM that follows (1.5 s at load 28);
+    #: the fake exits at once. Its own slack, so the scenario's bound stays the scenario's
+    stop_allowance_ms: int = 3500
 
     def world(self, scenario: Scenario, transport: str, *,
               work_root: str | os.PathLike[str] | None = None,

@@ -486,7 +486,8 @@ class _Execution:
                                              if profile is not None else None),
                                   errors_channel=(profile.errors_channel
                                                   if profile is not None else None),
-                                  slack_factor=self.options.slack_factor)
+                                  slack_factor=self.options.slack_factor,
+                                  stop_allowance_ms=self.options.server.stop_allowance_ms)
         tampered = world.tampered()
         if tampered:  # whatever the run showed, it ran with the runner's own files changed
             return self._not_testable(tampered)
