@@ -82,6 +82,7 @@ def _verdicts(capsys: pytest.CaptureFixture[str], tmp_path: Path, server: str
 
 
 @pytest.mark.real_palace
+@pytest.mark.timeout(2400)  # 31 runs on each server; the real server's cold starts dominate
 def test_the_same_fault_scenario_gets_the_same_verdict_on_the_fake_and_the_real_server(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     fake = _verdicts(capsys, tmp_path, "fake")

@@ -53,6 +53,7 @@ SELECTION = {
 
 
 @pytest.mark.real_palace
+@pytest.mark.timeout(900)  # eight real runs, on a loaded machine
 def test_a_selection_on_both_transports(capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
     out_json = tmp_path / "run.json"
