@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,9 @@ def launch(tmp: Path, *args: str, env: dict[str, str] | None = None,
     """Start the fake without waiting; stderr goes to ``tmp/stderr.txt``."""
     home = home or tmp / "home"
     home.mkdir(parents=True, exist_ok=True)
+    # initialised unless the test hands it a state, as the kit's worlds do (only a fake
+    # started by hand reads its start state off the disk)
+    env = {"PALACE_FAKE_STATE": str(tmp / f"state-{uuid.uuid4().hex[:8]}.json"), **(env or {})}
     with open(tmp / "stderr.txt", "wb") as err:
         return subprocess.Popen([sys.executable, "-c", LAUNCH, "fake", "http", *args],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,10 @@ class FakeProcess:
             extra["PALACE_FAKE_FAULT"] = ";".join(faults)
         if plan is not None:
             extra["PALACE_FAKE_PLAN"] = str(plan)
-        if state is not None:
-            extra["PALACE_FAKE_STATE"] = str(state)
+        # a test's fake starts initialised unless the test hands it a state (as the kit's
+        # worlds do); only a fake started by hand reads its start state off the disk
+        extra["PALACE_FAKE_STATE"] = str(state if state is not None
+                                         else root / f"{name}-{uuid.uuid4().hex[:8]}.state.json")
         extra.update(env or {})
         palace_args = ["--palace", str(self.palace)] if palace_arg else []  # a server's flag
         argv = [*(command or [str(FAKE_MCP)]), *palace_args, *args]

@@ -1,6 +1,7 @@
 """``palace-conformance run --server real``: without a real server one line and exit 2; with one
-(marked ``real_palace``) a small selection on both transports against the reference bridge, every
-applicable result passing and the rest not applicable for the reason the scenario gives."""
+(marked ``real_palace``) a small selection on both transports against the reference bridge (faults,
+sessions and the control API through the fault relays), every applicable result passing and the
+rest not applicable for the reason the scenario gives."""
 
 from __future__ import annotations
 
@@ -43,13 +44,16 @@ SELECTION = {
     "life.transport.default-stdio-child": None,
     "wake.fresh-session.inject-once": None,  # a diary seeded through real tool calls
     "http.auth.bearer-on-every-request": None,  # the real server's token check
-    "stdio.respawn.after-crash": "needs fault injection",
-    "http.session.stateful-id-on-every-request": "needs stateful HTTP sessions",
-    "http.auth.rotated-token-fails-fast": "needs the fake's control API",
+    "stdio.respawn.after-crash": None,  # faults through the stdio fault relay
+    "http.session.stateful-id-on-every-request": None,  # the HTTP relay's session table
+    "http.auth.rotated-token-fails-fast": None,  # the HTTP relay's control API
+    "life.shutdown.stdio-polite-close": "needs the server to exit on stdin EOF inside the "
+                                        "bridge's stop grace",
 }
 
 
 @pytest.mark.real_palace
+@pytest.mark.timeout(900)  # eight real runs, on a loaded machine
 def test_a_selection_on_both_transports(capsys: pytest.CaptureFixture[str],
                                         tmp_path: Path) -> None:
     out_json = tmp_path / "run.json"

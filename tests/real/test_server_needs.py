@@ -16,11 +16,19 @@ from palace_conformance.scenarios.model import Scenario
 from palace_conformance.scenarios.server_needs import (
     FAKE_SERVER,
     SERVER_CAPABILITIES,
+    ServerTraits,
     checked_kinds,
     needs,
     reason_label,
     unmet_reason,
 )
+
+#: a real server with no fault relay in front of it (how ``run --server real`` served it before
+#: ``relay/fault_*.py``): what the reasons below are worded against
+NO_RELAY = ServerTraits(
+    name="real", capabilities=frozenset({"palace_seed", "server_kill", "lock_holder"}),
+    journal_kinds=frozenset({"process_start", "process_exit", "signal", "recv", "send",
+                             "http_request", "http_response", "helper_run"}))
 
 
 def _scenario(**fields: Any) -> Scenario:
@@ -55,22 +63,37 @@ def test_faults_name_their_actions_on_the_transport_they_apply_to() -> None:
         {"id": "a", "on": {"method": "tools/call"}, "action": "stall"},
         {"id": "b", "on": {"method": "tools/call"}, "action": "exit"},
         {"id": "c", "on": {"method": "tools/call"}, "action": "http_status", "status": 500}])
-    assert unmet_reason(scenario, "stdio", REAL_SERVER) == (
+    assert unmet_reason(scenario, "stdio", NO_RELAY) == (
         "on the real server, needs fault injection (exit, stall)")
-    assert "exit, http_status, stall" in (unmet_reason(scenario, "http", REAL_SERVER) or "")
+    assert "exit, http_status, stall" in (unmet_reason(scenario, "http", NO_RELAY) or "")
 
 
 def test_control_actions_sessions_and_the_fakes_self_tests() -> None:
     steps = [{"op": "load"}, {"op": "server", "action": "rotate_token", "token": "t2"},
              {"op": "server", "action": "forget_sessions"}, {"op": "shutdown"}]
     scenario = _scenario(steps=steps, transports=["http"], http={"sessions": True})
-    reason = unmet_reason(scenario, "http", REAL_SERVER)
+    reason = unmet_reason(scenario, "http", NO_RELAY)
     assert reason == ("on the real server, needs the fake's control API (forget_sessions, "
                       "rotate_token); needs stateful HTTP sessions")
     fake = _scenario(subject="fake", steps=[{"op": "rpc", "message": {"jsonrpc": "2.0",
                                                                       "method": "ping",
                                                                       "id": 1}}])
-    assert unmet_reason(fake, "stdio", REAL_SERVER) == "on the real server, a self-test of the fake"
+    assert unmet_reason(fake, "stdio", NO_RELAY) == "on the real server, a self-test of the fake"
+
+
+def test_the_fault_relays_give_the_real_server_faults_sessions_and_the_control_api() -> None:
+    steps = [{"op": "load"}, {"op": "server", "action": "rotate_token", "token": "t2"},
+             {"op": "shutdown"}]
+    scenario = _scenario(steps=steps, transports=["http"], http={"sessions": True}, faults=[
+        {"id": "a", "on": {"method": "tools/call"}, "action": "stall"},
+        {"id": "b", "on": {"method": "tools/call"}, "action": "http_status", "status": 500}],
+        expect={"journal": [{"check": "count", "match": {"kind": "fault"}, "equals": 2}]})
+    assert unmet_reason(scenario, "http", REAL_SERVER) is None
+    assert unmet_reason(scenario, "http", NO_RELAY) is not None
+    inside = _scenario(expect={"journal": [
+        {"check": "count", "match": {"kind": "lease"}, "equals": 1}]})
+    assert unmet_reason(inside, "stdio", REAL_SERVER) == (  # the fake's palace, not the wire
+        "on the real server, checks journal records only the fake writes (lease)")
 
 
 def test_seeds_kills_and_lock_holders_are_needs_the_real_server_meets() -> None:
@@ -89,7 +112,7 @@ def test_journal_kinds_only_the_fake_writes_but_absent_checks_hold_anywhere() ->
         {"check": "sequence", "items": [{"kind": "recv"}, {"kind": "session"}]},
         {"check": "absent", "match": {"kind": "lease"}}]})
     assert checked_kinds(scenario, "stdio") == {"fault", "recv", "session"}
-    assert unmet_reason(scenario, "stdio", REAL_SERVER) == (
+    assert unmet_reason(scenario, "stdio", NO_RELAY) == (
         "on the real server, checks journal records only the fake writes (fault, session)")
 
 
@@ -146,11 +169,11 @@ def test_the_runner_declares_such_a_run_not_applicable_before_building_a_world(
     # a server that does not exist: nothing may be started for a run it cannot serve
     setup = RealServerSetup(server=RealServer(python=tmp_path / "none", version="3.11.0"),
                             embedding_url="http://127.0.0.1:9/v1", template_home=tmp_path)
-    scenario = next(s for s in catalogue if s.id == "stdio.respawn.after-crash")
+    scenario = next(s for s in catalogue if s.id == "life.shutdown.stdio-polite-close")
     result = run_scenario(scenario, "stdio", RunOptions(host_argv=("false",), server=setup))
     assert result.status == NOT_APPLICABLE
-    assert result.reason == ("Not applicable: on the real server, needs fault injection "
-                             f"({', '.join(sorted({f.action for f in scenario.faults.faults}))})")
+    assert result.reason == ("Not applicable: on the real server, needs the server to exit on "
+                             "stdin EOF inside the bridge's stop grace")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -6,6 +6,7 @@ import json
 
 from palace_conformance.record.draft import Cleaner, build_draft, tool_calls
 from palace_conformance.relay.stdio import FROM_PALACE, TO_PALACE, Message
+from palace_conformance.scenarios.matching import matches
 
 SECRET = "tok-0123456789abcdef"
 
@@ -62,7 +63,28 @@ def test_volatile_values_are_left_out_of_the_result_matcher() -> None:
                         "tool.recorded.case", cleaner=CLEANER)
     assert draft["steps"][3]["expect"] == {"ok": True, "result": {
         "is_error": False,
-        "json": {"success": True, "wing": "w", "nested": {"count": 2}, "tags": ["a"]}}}
+        "json": {"success": True, "wing": "w", "nested": {"count": 2}, "tags": ["a"],
+                 "items": [{"created_at": {"$exists": True}}]}}}
+
+
+def test_a_recorded_search_asserts_how_many_hits_their_ids_and_shapes() -> None:
+    found = {"query": "q", "results": [
+        {"id": "drawer_w_r_1", "wing": "w", "similarity": 0.91, "filed_at": "2026-08-01T09:30:00",
+         "source_file": "/tmp/run-1/notes.md"},
+        {"id": "drawer_w_r_2", "wing": "w", "similarity": 0.52, "filed_at": "2026-08-01T09:31:00",
+         "source_file": None}]}
+    draft = build_draft([call(1, "mempalace_search", {"query": "q"}), text_result(1, found)],
+                        "tool.recorded.search", cleaner=CLEANER)
+    hits = draft["steps"][3]["expect"]["result"]["json"]["results"]
+    assert len(hits) == 2  # how much was found
+    assert [h["wing"] for h in hits] == ["w", "w"]  # where, stable
+    assert hits[0]["id"] == {"$exists": True}  # a minted drawer id is volatile: only there
+    assert hits[0]["filed_at"] == {"$exists": True}
+    assert hits[0]["source_file"] == {"$exists": True}  # a machine path: only there
+    assert set(hits[1]) == {"id", "wing", "similarity", "filed_at", "source_file"}  # its shape
+    assert hits[1]["source_file"] is None
+    fewer = {"query": "q", "results": found["results"][:1]}
+    assert not matches(draft["steps"][3]["expect"]["result"]["json"], fewer)
 
 
 def test_errors_become_error_kinds_and_is_error_results_stay_results() -> None:

@@ -53,3 +53,41 @@ def test_the_factor_is_kept_in_the_results_and_merge_refuses_a_mix() -> None:
         merge_runs([("a.json", run), ("b.json", other)])
     same = RunResult(slack_factor=2.5, bridge="reference", shard="2/2")
     assert merge_runs([("a.json", run), ("b.json", same)]).slack_factor == 2.5
+
+
+def test_a_servers_stop_allowance_widens_only_the_upper_bound_of_a_stdio_stop() -> None:
+    from pathlib import Path
+
+    from palace_conformance.real.world import RealServerSetup
+    from palace_conformance.runner.execution.world import FakePalace
+    from palace_conformance.runner.results import StepRecord
+    from palace_conformance.runner.verdict.judge import Observation, judge
+    from palace_conformance.scenarios.model import Scenario
+
+    timing = Timing(at_least=1000, slack_ms=4000)
+    assert timing.admits(8500, 1.0, 3500) and not timing.admits(8501, 1.0, 3500)
+    assert not timing.admits(999, 1.0, 3500)
+    assert timing.describe(1.0, 3500) == ("1000..8500 ms (1000 + 4000 slack + 3500 the "
+                                          "server's stop)")
+    assert FakePalace().stop_allowance_ms == 0
+    assert RealServerSetup.__dataclass_fields__["stop_allowance_ms"].default > 0
+    scenario = Scenario.from_json({
+        "schema_version": 1, "id": "life.stop.timed", "title": "t", "covers": [],
+        "transports": ["stdio", "http"],
+        "steps": [{"op": "load"}, {"op": "call_tool", "name": "mempalace_status", "args": {},
+                                   "expect": {"elapsed_ms": {"at_least": 0, "slack_ms": 1000}}},
+                  {"op": "shutdown", "expect": {"elapsed_ms": {"at_least": 0,
+                                                               "slack_ms": 1000}}}]},
+        Path("x.json"))
+
+    def failed(transport: str, allowance: int) -> list[str]:
+        steps = [StepRecord(index=n, key=str(n), op=s.op, ran=True, ok=True, elapsed_ms=2500.0)
+                 for n, s in enumerate(scenario.steps_for(transport))]
+        observation = Observation(scenario=scenario, transport=transport, steps=steps,
+                                  journal=[], stop_allowance_ms=allowance)
+        return [r.pointer for r in judge(observation) if r.status == "fail"]
+
+    assert any("/steps/2/" in w for w in failed("stdio", 0))
+    assert not any("/steps/2/" in w for w in failed("stdio", 3500))  # the server's stop
+    assert any("/steps/1/" in w for w in failed("stdio", 3500))  # a call is no stop
+    assert any("/steps/2/" in w for w in failed("http", 3500))  # the runner's HTTP server

@@ -129,7 +129,12 @@ def build_brain(options: FakeOptions, transport: str) -> Brain:
         raise FakeSetupError(f"cannot open journal {options.journal}: {exc.strerror or exc}; "
                              "pass a writable --journal path") from None
     try:
-        store = PalaceStore(options.state)
+        if options.state:
+            store = PalaceStore(options.state)
+        else:  # started by hand: as the real server would start in this HOME
+            from palace_conformance.fake.disk_state import state_on_disk
+
+            store = PalaceStore(initial=state_on_disk(palace))
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise FakeSetupError(f"cannot use palace state file {options.state}: {reason}; "

@@ -84,7 +84,19 @@ class JournalProxy:
         self._ready.set()
         with contextlib.suppress(Exception):
             self._loop.run_until_complete(self.relay.serve())
+        self._finish_tasks()
         self._loop.close()
+
+    def _finish_tasks(self) -> None:
+        """Cancel and await what is still pending (a connection's hang-up watch, an exchange
+        that outlived the relay's close grace): a loop closed over a pending task makes the
+        interpreter print "Task was destroyed but it is pending!" at exit."""
+        pending = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            with contextlib.suppress(Exception):
+                self._loop.run_until_complete(asyncio.wait(pending, timeout=START_S))
 
     def start(self) -> str:
         self._thread.start()

@@ -3,10 +3,10 @@
 (same directory layout, journal and clean-up), built by :meth:`RealServerSetup.world`, the palace
 a run is handed.
 
-* stdio: ``mempalace-mcp`` on the bridge's PATH is a journaling relay
-  (``real/journal_relay.py``) to the real ``mempalace-mcp``;
-* HTTP: the real streamable-HTTP server on an ephemeral loopback port, behind a journaling
-  reverse proxy (``real/journal_proxy.py``) whose URL the bridge is given;
+* stdio: ``mempalace-mcp`` on the bridge's PATH is the fault relay (``relay/fault_stdio.py``)
+  to the real ``mempalace-mcp``, with the scenario's fault plan;
+* HTTP: the fault relay process (``relay/fault_http.py``) that starts the real streamable-HTTP
+  server on an ephemeral loopback port and stands in front of it; the bridge is given its URL;
 * the palace: a copy of a template HOME whose palace is initialised (the fake's default state),
   or a fresh one for ``palace.state: fresh``; seeds are filed through real tool calls;
 * every real server gets the isolated environment and the suite's embedding stub.
@@ -23,17 +23,16 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.shims import write_script
-from palace_conformance.loopback import free_port, wait_healthy
+from palace_conformance.loopback import free_port
 from palace_conformance.real import embedding, install, seeding
-from palace_conformance.real.journal_proxy import JournalProxy
-from palace_conformance.real.journal_relay import CONFIG_NAME
 from palace_conformance.real.traits import REAL_SERVER
+from palace_conformance.relay.fault_stdio import CONFIG_NAME
 from palace_conformance.runner.execution.world import (
     SetupError,
     StartParts,
@@ -60,6 +59,11 @@ class RealServerSetup:
     #: over 15 s with two cold starts at once on a loaded machine); a step's ``timeout_ms``,
     #: the scenario's bound, is never widened
     start_allowance_ms: int = 30000
+    #: added to the upper bound of a stdio ``shutdown``/``reload`` step: the real server exits
+    #: 1-2 s after stdin EOF (3.5-5.5 s at load average 37-41, 2026-12-06), past the bridge's
+    #: 2 s grace, so its stop takes the grace plus the SIGTERM that follows (1.5 s at load 28);
+    #: the fake exits at once. Its own slack, so the scenario's bound stays the scenario's
+    stop_allowance_ms: int = 3500
 
     def world(self, scenario: Scenario, transport: str, *,
               work_root: str | os.PathLike[str] | None = None,
@@ -101,9 +105,9 @@ class RealWorld(World):
                          warm_start=warm_start)
         self.setup = setup
         self.palace = seeding.palace_of(self.home)
-        self.proxy: JournalProxy | None = None
 
     def _lay_out(self, early: StartParts) -> None:
+        self.plan.write_text(json.dumps(early.faults.for_transport(self.transport).to_json()))
         self._confine(early)
         self._palace(early)
 
@@ -131,15 +135,15 @@ class RealWorld(World):
         self.bin.mkdir(parents=True, exist_ok=True)
         config = self.bin / CONFIG_NAME
         config.write_text(json.dumps({
-            "journal": str(self.journal), "palace": str(self.palace),
+            "journal": str(self.journal), "palace": str(self.palace), "plan": str(self.plan),
             "command": self.setup.server.stdio_command(),
             "env": {k: v for k, v in self.setup.server_env(self.home, self.palace).items()
                     if k.startswith(("MEMPALACE_", "HF_", "TRANSFORMERS_", "ANONYMIZED_"))},
         }), encoding="utf-8")
         write_script(self.bin / "mempalace-mcp", sys.executable,
-                     "palace-conformance: a journaling relay to the real mempalace-mcp",
+                     "palace-conformance: a fault relay to the real mempalace-mcp",
                      f"import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
-                     "from palace_conformance.real.journal_relay import main\n\n"
+                     "from palace_conformance.relay.fault_stdio import main\n\n"
                      f"main({str(config)!r})\n")
 
     def _bridge_env(self) -> dict[str, str]:
@@ -159,31 +163,34 @@ class RealWorld(World):
                 self.env.pop("MEMPALACE_PALACE_PATH", None)
 
     def _start_http_server(self) -> None:
+        """The HTTP fault relay, which starts the real server as its child; its URL."""
         port = free_port()
         token = self.original.http.token
         env = self.setup.server_env(self.home, self.palace,
                                     {TOKEN_VARIABLE: token} if token is not None else None)
-        argv = self.setup.server.http_command(port, self.palace)
+        ready = self.root / "relay-ready.json"
+        config = self.root / "fault-relay-http.json"
+        config.write_text(json.dumps({
+            "journal": str(self.journal), "palace": str(self.palace), "plan": str(self.plan),
+            "command": self.setup.server.http_command(port, self.palace), "port": port,
+            "env": env, "token": token, "sessions": self.original.http.sessions,
+            "ready": str(ready)}), encoding="utf-8")
+        config.chmod(0o600)  # it holds the token
+        argv = [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(KIT_ROOT)!r}]; "
+                "from palace_conformance.relay.fault_http import main; "
+                f"main({str(config)!r})"]
+        relay_env = {**env, "PALACE_FAKE_WATCH_PID": str(os.getpid())}
         with open(self.fake_stderr, "wb") as err:
-            self.fake = subprocess.Popen(argv, env=env, cwd=self.root, stdin=subprocess.DEVNULL,
-                                         stdout=err, stderr=err, start_new_session=True)
-        journal = Journal(self.journal, "http")
-        journal.record("process_start", pid=self.fake.pid, argv=argv)
-        base = f"http://127.0.0.1:{port}"
-        server = self.fake
-        if not wait_healthy(port, HTTP_READY_S, lambda: server.poll() is None):
-            if server.poll() is not None:
-                raise SetupError(f"the real HTTP server exited {server.returncode}: "
+            self.fake = subprocess.Popen(argv, env=relay_env, cwd=self.root,
+                                         stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                         start_new_session=True)
+        deadline = time.monotonic() + HTTP_READY_S
+        while not ready.exists():
+            if self.fake.poll() is not None:
+                raise SetupError(f"the real HTTP server's relay exited {self.fake.returncode}: "
                                  f"{self._fake_tail()}")
-            raise SetupError(f"the real HTTP server was not ready after "
-                             f"{HTTP_READY_S:.0f} s: {self._fake_tail()}")
-        self.proxy = JournalProxy(f"{base}/mcp", journal)
-        try:
-            self.fake_url = self.proxy.start()
-        except OSError as exc:
-            raise SetupError(str(exc)) from None
-
-    def close(self) -> None:
-        if self.proxy is not None:
-            self.proxy.stop()
-        super().close()
+            if time.monotonic() > deadline:
+                raise SetupError(f"the real HTTP server was not ready after "
+                                 f"{HTTP_READY_S:.0f} s: {self._fake_tail()}")
+            time.sleep(0.02)
+        self.fake_url = str(json.loads(ready.read_text(encoding="utf-8"))["url"])

@@ -72,14 +72,28 @@ class Cleaner:
         if isinstance(value, dict):
             kept = {k: self.stable(v, str(k)) for k, v in value.items()}
             return {k: v for k, v in kept.items() if v is not _DROP}
-        if isinstance(value, list):  # an array matcher needs every element: all or nothing
+        if isinstance(value, list):  # an array matcher needs every element, so its length
             kept_items = [self.stable(v) for v in value]
-            return value if kept_items == value else _DROP
+            return value if kept_items == value else self.shape(value, key)
         if self.masker.value(value, key) != value or self.redactor.value(value) != value:
             return _DROP
         if isinstance(value, str) and any(raw in value for raw, _ in self.paths):
             return _DROP
         return value
+
+
+    def shape(self, value: Any, key: str = "") -> Any:
+        """A matcher for what a later run can check of a list that is not stable as a whole
+        (a search's hits, a listing's drawers): as many elements, each with the same keys,
+        stable values kept and volatile ones only required to be there. A recorded search then
+        still asserts how much was found, its ids where they are stable, and each hit's shape,
+        where leaving the list out would assert nothing about what was found."""
+        if isinstance(value, dict):
+            return {k: self.shape(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.shape(v, key) for v in value]
+        kept = self.stable(value, key)
+        return {"$exists": True} if kept is _DROP else kept  # there, whatever it holds
 
 
 def draft_relevant(item: Message) -> bool:

@@ -74,24 +74,26 @@ class Timing:
     def at_most(self) -> int | None:
         return self.upper(1.0)
 
-    def upper(self, slack_factor: float = 1.0) -> int | None:
-        """The upper bound with the slack multiplied by ``slack_factor`` (None: unbounded)."""
+    def upper(self, slack_factor: float = 1.0, allowance_ms: int = 0) -> int | None:
+        """The upper bound with the slack multiplied by ``slack_factor``, plus the server's own
+        ``allowance_ms`` (a real server's stop; None: unbounded)."""
         if self.slack_ms is None:
             return None
-        return self.at_least + round(self.slack_ms * slack_factor)
+        return self.at_least + round(self.slack_ms * slack_factor) + allowance_ms
 
-    def admits(self, ms: float, slack_factor: float = 1.0) -> bool:
-        upper = self.upper(slack_factor)
+    def admits(self, ms: float, slack_factor: float = 1.0, allowance_ms: int = 0) -> bool:
+        upper = self.upper(slack_factor, allowance_ms)
         return ms >= self.at_least and (upper is None or ms <= upper)
 
-    def describe(self, slack_factor: float = 1.0) -> str:
-        upper = self.upper(slack_factor)
+    def describe(self, slack_factor: float = 1.0, allowance_ms: int = 0) -> str:
+        upper = self.upper(slack_factor, allowance_ms)
         if upper is None:
             return f">= {self.at_least} ms"
+        server = f" + {allowance_ms} the server's stop" if allowance_ms else ""
         if slack_factor == 1.0:
-            return f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack)"
+            return f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack{server})"
         return (f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack "
-                f"x {slack_factor:g})")
+                f"x {slack_factor:g}{server})")
 
 
 @dataclass(frozen=True)

@@ -454,7 +454,8 @@ class _Execution:
                                   facts=facts, secret_texts=secret_texts,
                                   catalogue=self.translation.catalogue,
                                   errors_channel=self.translation.errors_channel,
-                                  slack_factor=self.options.slack_factor)
+                                  slack_factor=self.options.slack_factor,
+                                  stop_allowance_ms=self.options.server.stop_allowance_ms)
         tampered = world.tampered()
         if tampered:  # whatever the run showed, it ran with the runner's own files changed
             return self._not_testable(tampered)

@@ -587,6 +587,9 @@ class PalaceServer(Protocol):
     @property
     def start_allowance_ms(self) -> int: ...
 
+    @property
+    def stop_allowance_ms(self) -> int: ...
+
     def world(self, scenario: Scenario, transport: str, *,
               work_root: str | os.PathLike[str] | None = None,
               warm_start: bool = True) -> World: ...
@@ -599,6 +602,7 @@ class FakePalace:
 
     traits: ServerTraits = FAKE_SERVER
     start_allowance_ms: int = 0
+    stop_allowance_ms: int = 0
 
     def world(self, scenario: Scenario, transport: str, *,
               work_root: str | os.PathLike[str] | None = None,

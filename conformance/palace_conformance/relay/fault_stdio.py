@@ -1,0 +1,302 @@
+"""The stdio fault relay: the ``mempalace-mcp`` a bridge starts in a real-server world, standing
+between it and the real ``mempalace-mcp`` with the fake's fault plan in hand.
+
+Every line the bridge writes goes to :class:`~.fault_brain.RelayBrain` (journaled, faults
+decided) and is played by the fake's own ``play()``: a message no fault touches goes to the real
+server and its answer comes back byte for byte; a matching one gets its fault (a stall, a crash,
+garbage, half a line, a rewritten or duplicated answer, a server request, ...) around, or instead
+of, the real answer. ``$startup`` faults are the relay's: it fails, floods stderr, starts slowly,
+ignores SIGTERM or starts a grandchild as the fake would, before the real server is started.
+
+Like the fake, the relay is strictly one request at a time (so is the real server): a stalled
+request holds every later one. Lines the server writes unasked go straight to the bridge. The
+server is the relay's child, in a process group of its own (a signal to the bridge's child's group
+reaches the relay alone), and dies with it (``PR_SET_PDEATHSIG``); a signal the relay takes is
+passed on to it (unless the plan says to ignore SIGTERM), and the relay ends with its exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from palace_conformance.fake.brain import Exchange
+from palace_conformance.fake.faults import load_plan
+from palace_conformance.fake.journal import Journal
+from palace_conformance.fake.playback import flood_stderr, play, write_stderr
+from palace_conformance.fake.startup import startup_faults
+from palace_conformance.fake.stdio import StdioPort, log, run_to_end
+from palace_conformance.relay.fault_brain import RelayBrain
+from palace_conformance.relay.stdio import lines, write_all
+
+#: the relay's configuration, written by the world beside the launcher
+CONFIG_NAME = ".fault-relay.json"
+EXIT_WAIT_S = 10.0  # how long the server may take to exit after EOF or a signal
+POLL_S = 0.2  # how often a wait for the server looks whether the bridge is still there
+
+
+def die_with_parent() -> None:
+    """In the server, before exec: SIGKILL when the relay dies (Linux; elsewhere a no-op)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def server_environment(config: Mapping[str, Any], inherited: Mapping[str, str]) -> dict[str, str]:
+    """The bridge's environment for its child, made a real-server world: no ``PYTHON*``
+    (the kit's path must not reach the server's interpreter), the world's palace unless the
+    bridge named one, and the configured extras (embedding stub, hub forwarding off)."""
+    env = {k: v for k, v in inherited.items() if not k.startswith("PYTHON")}
+    env.setdefault("MEMPALACE_PALACE_PATH", str(config["palace"]))
+    env.update({str(k): str(v) for k, v in dict(config.get("env") or {}).items()})
+    return env
+
+
+def _id_key(value: Any) -> str:
+    """A reply id as a key that tells ``1`` from ``"1"`` and holds any JSON value."""
+    return type(value).__name__ + ":" + json.dumps(value, sort_keys=True, default=str)
+
+
+def expected_reply(exchange: Exchange) -> str | None:
+    """The id key of the reply the real server owes this message, or None when it owes none:
+    a request (a method and a non-null id) is answered with its id, a line that is not a JSON
+    object with a null id; a notification, or a null id, gets no answer worth waiting for."""
+    if exchange.kind == "invalid":
+        return _id_key(None)
+    message = exchange.message or {}
+    if exchange.kind == "request" and message.get("id") is not None:
+        return _id_key(message.get("id"))
+    return None
+
+
+class RelayPort(StdioPort):
+    """The fake's stdio port with a lock (the server's unasked lines are written by another
+    thread) and the real server's own bytes written for a reply no fault rewrote."""
+
+    def __init__(self, relay: FaultRelay) -> None:
+        super().__init__(relay.brain)
+        self.relay = relay
+        self.lock = threading.Lock()
+
+    async def emit(self, message: dict[str, Any]) -> None:
+        original = self.relay.original_line(message)
+        if original is not None:
+            await self.emit_raw(original)
+        else:
+            await super().emit(message)
+
+    async def emit_raw(self, data: bytes) -> None:
+        with self.lock:
+            await super().emit_raw(data)
+
+    async def exit(self, code: int) -> None:
+        self.relay.kill_server()
+        await super().exit(code)
+
+
+class FaultRelay:
+    """One relayed server; :meth:`run` returns the exit code the relay ends with."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = config
+        journal = Journal(config["journal"], "stdio")
+        plan = load_plan(config["plan"])
+        self.brain = RelayBrain(transport="stdio", plan=plan, journal=journal,
+                                palace=str(config["palace"]), forward=self.forward)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.replies: queue.Queue[tuple[dict[str, Any], bytes]] = queue.Queue()
+        self.waiting: str | None = None  # the id key of the reply being waited for
+        self.waiting_lock = threading.Lock()
+        self.last: tuple[dict[str, Any], bytes] | None = None  # the reply forward() returned
+        self.port = RelayPort(self)
+        self.ignore_sigterm = False
+        self.reason: str | None = None  # why the server was asked to end: EOF, a signal
+        self._ending = threading.Lock()
+
+    # -- the real server -------------------------------------------------------------------
+
+    def start_server(self) -> bool:
+        env = server_environment(self.config, os.environ)
+        command = [str(part) for part in self.config["command"]]
+        try:
+            # its own process group: a signal the bridge sends the child's group reaches the
+            # relay alone, which passes it on (or ignores it) as the plan says
+            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         env=env, bufsize=0, preexec_fn=die_with_parent,
+                                         start_new_session=True)
+        except OSError as exc:
+            log(f"palace-conformance: cannot start the real server {command[0]!r}: {exc}")
+            return False
+        threading.Thread(target=self._down, daemon=True, name="relay-down").start()
+        return True
+
+    def kill_server(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+
+    def _down(self) -> None:
+        """The server's lines: the awaited reply to the waiter, anything else to the bridge."""
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in lines(self.proc.stdout.fileno()):
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):
+                message = None
+            if isinstance(message, dict) and "method" not in message:
+                with self.waiting_lock:
+                    if self.waiting is not None and _id_key(message.get("id")) == self.waiting:
+                        self.waiting = None
+                        self.replies.put((message, line))
+                        continue
+            self._unasked(line, message)
+        self.end(self._server_code(), self.reason or "server exited")
+
+    def _unasked(self, line: bytes, message: Any) -> None:
+        """A line the server wrote that no waiter claims: journaled and passed on as it is."""
+        if isinstance(message, dict):
+            self.brain.journal.record("send", message=message, method=message.get("method"),
+                                      id=message.get("id"))
+        else:
+            self.brain.journal.record("send", raw=line[:4096].decode(errors="replace"),
+                                      note="not JSON", size=len(line))
+        with self.port.lock:
+            if not write_all(1, line):
+                self.end(0, "stdout closed")
+
+    def _server_code(self) -> int:
+        assert self.proc is not None
+        try:
+            self.proc.wait(EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(EXIT_WAIT_S)
+        code = self.proc.returncode
+        return code if code >= 0 else 128 - code
+
+    def end(self, code: int, reason: str) -> None:
+        """The relay's end (once, from whichever thread sees it first)."""
+        if not self._ending.acquire(blocking=False):
+            return
+        self.brain.journal.record("process_exit", code=code, reason=reason)
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+        os._exit(code)
+
+    # -- forwarding ------------------------------------------------------------------------
+
+    def forward(self, text: str, exchange: Exchange) -> dict[str, Any] | None:
+        """Send the bridge's line to the server; wait for the reply it owes, if any."""
+        assert self.proc is not None and self.proc.stdin is not None
+        key = expected_reply(exchange)
+        with self.waiting_lock:
+            self.waiting = key
+        if not write_all(self.proc.stdin.fileno(), text.encode("utf-8", "surrogateescape")
+                         + b"\n"):
+            return None  # the server is gone; its end is the relay's (see _down)
+        if key is None:
+            return None
+        parent = os.getppid()
+        while True:
+            try:
+                reply, line = self.replies.get(timeout=POLL_S)
+            except queue.Empty:
+                if os.getppid() != parent:
+                    self.kill_server()
+                    self.end(0, "parent gone")
+                continue
+            self.last = (reply, line)
+            return reply
+
+    def original_line(self, message: dict[str, Any]) -> bytes | None:
+        """The server's own bytes for ``message`` when it is the reply as it came."""
+        if self.last is not None and self.last[0] is message:
+            line = self.last[1]
+            self.last = None
+            return line if line.endswith(b"\n") else line + b"\n"
+        return None
+
+    # -- the process -----------------------------------------------------------------------
+
+    def _on_signal(self, number: int, _frame: object) -> None:
+        name = signal.Signals(number).name
+        if self.ignore_sigterm and number == signal.SIGTERM:
+            self.brain.journal.record("signal", signal=name, action="ignored")
+            return
+        self.brain.journal.record("signal", signal=name, action="exit")
+        self.reason = name
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(number)
+        else:
+            self.end(0, name)
+
+    def _startup(self) -> int | None:
+        """Obey ``$startup`` faults as the stdio fake does; an exit code when start-up fails."""
+        start = startup_faults(self.brain.start_process(list(sys.argv)))
+        if start.fail_code is not None:
+            time.sleep(start.fail_after_ms / 1000.0)
+            if start.fail_stderr:
+                log(start.fail_stderr)
+            return start.record_failure(self.brain)
+        self.ignore_sigterm = start.ignore_sigterm
+        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(number, self._on_signal)
+        if start.grandchild_ms is not None:
+            from palace_conformance.fake.grandchild import spawn_grandchild
+
+            spawn_grandchild(self.brain.journal, start.grandchild_ms,
+                             start.grandchild_leaves_group, start.grandchild_holds_pipes,
+                             start.grandchild_last_words)
+        for size, invalid_utf8 in start.flood_bytes:
+            flood_stderr(size, invalid_utf8)
+        for pieces, pause_ms in start.stderr_pieces:
+            write_stderr(pieces, pause_ms)
+        if start.delay_ms:
+            time.sleep(start.delay_ms / 1000.0)
+        return None
+
+    def run(self) -> int:
+        code = self._startup()
+        if code is not None:
+            return code
+        if not self.start_server():
+            self.brain.journal.record("process_exit", code=127, reason="real server did not start")
+            return 127
+        stdin = sys.stdin.buffer
+        while True:
+            line = stdin.readline()
+            if not line:
+                break
+            text = line.decode("utf-8", errors="replace").strip()
+            if not text:
+                continue
+            exchange = self.brain.receive(text)
+            run_to_end(play(self.brain, exchange, self.port))
+        assert self.proc is not None and self.proc.stdin is not None
+        self.reason = self.reason or "stdin EOF"
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        self.end(self._server_code(), self.reason)
+        return 0  # not reached: end() exits
+
+
+def main(config_path: str) -> None:
+    """The launcher's entry: read the configuration, relay, exit with the server's code."""
+    config = json.loads(Path(config_path).read_text(encoding="utf-8"))
+    code = FaultRelay(config).run()
+    sys.stdout.flush()
+    os._exit(code)
