@@ -1,0 +1,109 @@
+"""The whole observation of a run: every request the palace received, head and body.
+
+``diff`` between two bridges compares the ``tools/call`` requests only (two bridges' HTTP
+libraries differ in headers no agent sees); a run judged against its golden trace
+(:mod:`.golden`) is compared on everything the bridge showed the palace: each request's method,
+path, headers and body, in the window of the step that made it. Headers are normalised (names
+lower-cased, an ``Accept`` list as a set of media types, a ``Content-Type`` without spaces);
+the few that are the HTTP library's or the machine's, never the bridge's decision, are left out
+by name (:data:`LIBRARY_HEADERS`, fixtures/README.md lists them with the reasons).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from palace_conformance.runner.compare.volatile import Masker
+
+#: headers left out of the observation, and why (every other header is compared)
+LIBRARY_HEADERS: Mapping[str, str] = {
+    "host": "names the fake's port, the kernel's choice",
+    "content-length": "follows from the body, which is compared as JSON (a serialiser's spacing "
+                      "is no behaviour)",
+    "connection": "the HTTP library's connection reuse",
+    "keep-alive": "the HTTP library's connection reuse",
+    "accept-encoding": "the HTTP library's compression offer",
+    "accept-language": "the HTTP library's default (fetch sends '*')",
+    "sec-fetch-mode": "the HTTP library's default (fetch sends 'cors')",
+    "user-agent": "the runtime's or library's name and version",
+    "transfer-encoding": "how the HTTP library framed the body",
+}
+
+
+def normalised_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
+    """Lower-cased names, sorted; ``Accept`` as its sorted media types; ``Content-Type``
+    lower-cased without spaces; the library's own headers left out."""
+    out: dict[str, Any] = {}
+    for name in sorted(headers, key=str.lower):
+        key = name.lower()
+        if key in LIBRARY_HEADERS:
+            continue
+        value = headers[name]
+        if key == "accept" and isinstance(value, str):
+            out[key] = sorted({part.strip().lower() for part in value.split(",") if part.strip()})
+        elif key == "content-type" and isinstance(value, str):
+            out[key] = "".join(value.lower().split())
+        else:
+            out[key] = value
+    return out
+
+
+def requests(records: Iterable[Mapping[str, Any]], masker: Masker) -> list[dict[str, Any]]:
+    """Every request the palace received in a window: over HTTP its method, path, headers and
+    body (the JSON-RPC message, when there was one: a GET or DELETE has none), over stdio its
+    message; each masked, sorted (requests a bridge makes at once arrive in either order)."""
+    out: list[dict[str, Any]] = []
+    open_requests: dict[Any, dict[str, Any]] = {}
+    for record in records:
+        kind = record.get("kind")
+        if kind == "http_request" and record.get("method") is not None:
+            headers = record.get("headers")
+            request = {"method": record.get("method"), "path": record.get("path"),
+                       "headers": masker.value(normalised_headers(
+                           headers if isinstance(headers, Mapping) else {}))}
+            out.append(request)
+            open_requests[record.get("conn")] = request
+        elif kind == "recv":
+            body = masker.value(record.get("message", record.get("raw")))
+            if "http" in record and record.get("conn") in open_requests:
+                open_requests.pop(record.get("conn"))["body"] = body
+            else:
+                out.append({"body": body})
+    return sorted(out, key=lambda request: json.dumps(request, sort_keys=True, default=str))
+
+
+def unpaced(request: Mapping[str, Any]) -> str | None:
+    """``"pings"``, ``"notifications"`` or ``"responses"`` for a request no step paces: a
+    keep-alive ping goes out on a timer (how many fall in a step is the clock's); a
+    notification, or the bridge's answer to a request of the palace's, is sent without waiting
+    (a cancel after a timeout reaches the palace while the next step runs, on a loaded
+    machine); None for any other."""
+    body = request.get("body")
+    method = body.get("method") if isinstance(body, dict) else None
+    if method == "ping":
+        return "pings"
+    if isinstance(method, str) and method.startswith("notifications/"):
+        return "notifications"
+    if isinstance(body, dict) and method is None and ("result" in body or "error" in body):
+        return "responses"
+    return None
+
+
+def whole_run(requests_by_window: Iterable[list[dict[str, Any]]]) -> dict[str, Any]:
+    """The unpaced requests of the whole run: every notification and response (multisets,
+    sorted) and each distinct ping (how many is the timer's)."""
+    counted: dict[str, list[dict[str, Any]]] = {"notifications": [], "responses": []}
+    pings: dict[str, dict[str, Any]] = {}
+    for window in requests_by_window:
+        for request in window:
+            kind = unpaced(request)
+            if kind in counted:
+                counted[kind].append(request)
+            elif kind == "pings":
+                pings[json.dumps(request, sort_keys=True, default=str)] = request
+    out: dict[str, Any] = {kind: sorted(found, key=lambda request: json.dumps(
+        request, sort_keys=True, default=str)) for kind, found in counted.items()}
+    out["pings"] = [pings[key] for key in sorted(pings)]
+    return out
