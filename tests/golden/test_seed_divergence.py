@@ -21,7 +21,7 @@ from palace_conformance.runner.compare import golden
 from palace_conformance.runner.execution.execute import RunOptions, run_scenario
 from palace_conformance.runner.results import ScenarioResult
 
-from ..runner.support import shipped
+from tests.runner.support import shipped
 
 BRIDGE = Path(palace_bridge.__file__).resolve().parent
 KIT = Path(palace_conformance.__file__).resolve().parents[1]

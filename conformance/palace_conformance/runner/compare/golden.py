@@ -236,8 +236,21 @@ class GoldenDivergence:
         title = BY_NAME[self.category].title if self.category in BY_NAME else self.category
         more = (f" (also diverging: {', '.join(self.others)})" if self.others else "")
         return (f"the trace departs from the golden trace: first divergence in {title}, "
-                f"{self.step}, at {self.field}: expected {shown(self.expected)} | got "
-                f"{shown(self.got)}{more}")
+                f"{self.step}, at {self.field}: {both(self.expected, self.got)}{more}")
+
+
+def both(expected: Any, got: Any, limit: int = 160) -> str:
+    """``expected X | got Y``; two long texts are shown where they part (a description cut
+    at 512 characters shares its first 512 with the whole one)."""
+    if isinstance(expected, str) and isinstance(got, str) and max(len(expected),
+                                                                 len(got)) > limit // 2:
+        at = next((i for i, (a, b) in enumerate(zip(expected, got, strict=False)) if a != b),
+                  min(len(expected), len(got)))
+        start = max(0, at - 20)
+        return (f"the texts part at character {at} ({len(expected)} characters expected, "
+                f"{len(got)} got): expected ...{shown(expected[start:at + 60])} | got "
+                f"...{shown(got[start:at + 60])}")
+    return f"expected {shown(expected)} | got {shown(got)}"
 
 
 def shown(value: Any, limit: int = 160) -> str:
@@ -260,6 +273,32 @@ def _step_words(key: str, result: ScenarioResult) -> str:
     return f"step {key}"
 
 
+def _in_step_order(expected: Any, got: Any, result: ScenarioResult
+                   ) -> tuple[str, Any, Any] | None:
+    """:func:`first_difference` of one category, its steps walked in the run's order (start-up,
+    the steps by index, the whole run), not in the file's sorted key order."""
+    if not (isinstance(expected, dict) and isinstance(got, dict)
+            and isinstance(expected.get("steps"), dict) and isinstance(got.get("steps"), dict)):
+        return first_difference(expected, got)
+    index = {step.key: step.index for step in result.steps}
+
+    def rank(key: str) -> tuple[int, int, str]:
+        if key == STARTUP_KEY:
+            return (0, 0, key)
+        if key == RUN_KEY:
+            return (2, 0, key)
+        return (1, index.get(key, len(index)), key)
+
+    a, b = expected["steps"], got["steps"]
+    for key in sorted({*a, *b}, key=rank):
+        difference = first_difference(a.get(key), b.get(key),
+                                      where=f"/steps/{json_pointer.escape(key)}")
+        if difference is not None:
+            return difference
+    return first_difference({k: v for k, v in expected.items() if k != "steps"},
+                            {k: v for k, v in got.items() if k != "steps"})
+
+
 def first_divergence(expected: Mapping[str, Any], got: Mapping[str, Any],
                      result: ScenarioResult) -> GoldenDivergence | None:
     """The first divergence of the first category (in the report's order) that has one."""
@@ -267,7 +306,7 @@ def first_divergence(expected: Mapping[str, Any], got: Mapping[str, Any],
     names = [c.name for c in CATEGORIES]
     names += sorted(k for k in {*expected, *got} if k not in names)
     for name in names:
-        difference = first_difference(expected.get(name), got.get(name))
+        difference = _in_step_order(expected.get(name), got.get(name), result)
         if difference is not None:
             found.append((name, *difference))
     if not found:
