@@ -321,7 +321,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("--update-golden", action="store_true",
                      help="write the golden traces (fixtures/golden/) of the scenarios run from "
                      "this run of the reference bridge, at the seed level, against the fake; "
-                     "review the change with 'git diff fixtures/golden' (docs/golden.md)")
+                     "review the change with 'git diff fixtures/golden' (fixtures/README.md)")
     run.add_argument("--max-scenario-seconds", type=int, default=None, metavar="N",
                      help="set aside as 'not run: too slow' (never a pass; the run fails) a "
                           "scenario that the bridge's own pace (a profile's fixed or absent "

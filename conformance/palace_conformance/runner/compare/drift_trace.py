@@ -91,7 +91,7 @@ class Masks:
     #: the catalogue tools both sides can offer when a side's profile maps a curated set (its
     #: ``tools.map``): registrations of any other tool are left out; None: every tool compared
     offered: frozenset[str] | None = None
-    #: observe everything (the golden traces, docs/golden.md): every request's head and body,
+    #: observe everything (the golden traces, fixtures/README.md): every request's head and body,
     #: every process's argv and environment, every registration and effect whole
     full: bool = False
 

@@ -11,7 +11,8 @@ mirrors ``fixtures/<tier>/<area>/<id>.json``, one trace per transport. Whole reg
 (descriptions, schemas) repeat across most scenarios, so a trace holds each as a reference
 (``{"name": ..., "$registration": "<digest>"}``) into ``fixtures/golden/registrations.json``.
 ``palace-conformance run --update-golden`` rewrites them from a passing reference run; the change
-is reviewed in ``git diff``, and an unreviewed one fails the seed-level run (docs/golden.md).
+is reviewed in ``git diff``, and an unreviewed one fails the seed-level run (fixtures/README.md,
+"Golden traces").
 """
 
 from __future__ import annotations
