@@ -13,15 +13,14 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+from tests.runner.support import shipped
+
 import palace_bridge
 import palace_conformance
-import pytest
-
 from palace_conformance.runner.compare import golden
 from palace_conformance.runner.execution.execute import RunOptions, run_scenario
 from palace_conformance.runner.results import ScenarioResult
-
-from tests.runner.support import shipped
 
 BRIDGE = Path(palace_bridge.__file__).resolve().parent
 KIT = Path(palace_conformance.__file__).resolve().parents[1]

@@ -77,6 +77,7 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
 
 def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner import last_failed
+    from palace_conformance.runner.compare import golden
     from palace_conformance.runner.execution import warm_client
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import SuiteOptions
@@ -120,16 +121,18 @@ def _run_checked(args: argparse.Namespace) -> int:
             server.close()
             raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
                                 f"reports ({exc.strerror}); choose another directory") from None
+    level = args.level or default_level(args.bridge, profile)
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
                        artifacts=report_dir / RUNS if report_dir else None,
                        warm_start=not args.cold_start,
-                       level=args.level or default_level(args.bridge, profile),
+                       level=level,
                        profile=profile, slack_factor=factor,
                        server=real if real is not None else FAKE_PALACE),
         jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
         only=only, max_scenario_seconds=args.max_scenario_seconds,
-        golden=not args.update_golden)
+        judges=() if args.update_golden else golden.judges(
+            level=level, profile=profile, server="real" if real is not None else "fake"))
     with server:
         run = _run_suite(scenarios, options, progress=None if args.quiet else make_progress(human))
     run.bridge = args.bridge
@@ -138,8 +141,6 @@ def _run_checked(args: argparse.Namespace) -> int:
     run.slack_factor = factor
     render_summary(run, human, quiet=args.quiet)
     if args.update_golden:
-        from palace_conformance.runner.compare import golden
-
         print(golden.update(run.results).line(), file=human, flush=True)
     for hint in capability_hints(run, scenarios):
         print(hint, file=human, flush=True)

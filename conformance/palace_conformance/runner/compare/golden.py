@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -327,6 +327,14 @@ def applies(result: ScenarioResult) -> bool:
     return (result.subject == "bridge" and result.level == SEED
             and result.transport in ("stdio", "http") and bool(result.path)
             and result.status in (PASSED, "failed") and result.outcome is not None)
+
+
+def judges(*, level: str, profile: object | None, server: str
+           ) -> tuple[Callable[[list[ScenarioResult]], None], ...]:
+    """The judges a run passes its suite (``SuiteOptions.judges``): the golden traces' at the
+    seed level, against the fake, without a profile (a profile says the bridge differs from the
+    seed); none otherwise."""
+    return (judge,) if level == SEED and profile is None and server == "fake" else ()
 
 
 def judge(results: Sequence[ScenarioResult]) -> None:

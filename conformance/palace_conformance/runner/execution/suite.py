@@ -17,16 +17,10 @@ from typing import Protocol
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.errors import HostError
-from palace_conformance.runner.compare import golden
 from palace_conformance.runner.execution import pace
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
-from palace_conformance.runner.execution.world import (
-    FAKE_PALACE,
-    claim,
-    clean_stale,
-    scrubbed_environ,
-)
+from palace_conformance.runner.execution.world import claim, clean_stale, scrubbed_environ
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.profiling.detect import detect, needs_detection
 from palace_conformance.runner.results import (
@@ -34,7 +28,6 @@ from palace_conformance.runner.results import (
     FROM_OBSERVATION,
     FROM_PROFILE,
     PARITY,
-    SEED,
     HostInfo,
     RunResult,
     ScenarioResult,
@@ -76,9 +69,9 @@ class SuiteOptions:
     #: ``run --max-scenario-seconds``: a scenario the bridge's own pace would lengthen by more
     #: is set aside as *not run: too slow* (never a pass); None: every scenario runs
     max_scenario_seconds: float | None = None
-    #: judge every seed-level bridge result against its golden trace (runner/compare/golden.py);
-    #: off while ``run --update-golden`` writes them, and against another palace than the fake
-    golden: bool = True
+    #: more judges, applied to the results before parity and the baseline: ``run`` passes the
+    #: golden traces' (runner/compare/golden.py), which a stage below it cannot import
+    judges: tuple[Callable[[list[ScenarioResult]], None], ...] = ()
 
 
 def probe_host(argv: Sequence[str], grace_ms: int = 3000,
@@ -181,9 +174,8 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         if progress is not None:
             progress.close()
     results = [r for r in finished if r is not None]
-    if (options.golden and profile is None and options.run.server is FAKE_PALACE
-            and options.run.level == SEED):
-        golden.judge(results)
+    for more in options.judges:
+        more(results)
     slow = {(sid, t) for sid, t, _ in too_slow}
     not_run = [(s.id, t) for (s, t), r in zip(jobs, finished, strict=True)
                if r is None and (s.id, t) not in slow]
