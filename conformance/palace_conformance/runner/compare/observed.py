@@ -32,6 +32,23 @@ LIBRARY_HEADERS: Mapping[str, str] = {
 }
 
 
+#: what stands for the bridge's own name and version in ``initialize``'s ``clientInfo``
+CLIENT_MASK = "<client>"
+
+
+def without_identity(body: Any) -> Any:
+    """An ``initialize`` body with ``clientInfo``'s name and version masked: like the
+    User-Agent, they name the bridge (each copy of the seed its own), not a behaviour."""
+    if not isinstance(body, dict) or body.get("method") != "initialize":
+        return body
+    params = body.get("params")
+    info = params.get("clientInfo") if isinstance(params, dict) else None
+    if not isinstance(params, dict) or not isinstance(info, dict):
+        return body
+    masked = {k: CLIENT_MASK if k in ("name", "version") else v for k, v in info.items()}
+    return {**body, "params": {**params, "clientInfo": masked}}
+
+
 def normalised_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
     """Lower-cased names, sorted; ``Accept`` as its sorted media types; ``Content-Type``
     lower-cased without spaces; the library's own headers left out."""
@@ -66,7 +83,7 @@ def requests(records: Iterable[Mapping[str, Any]], masker: Masker) -> list[dict[
             out.append(request)
             open_requests[record.get("conn")] = request
         elif kind == "recv":
-            body = masker.value(record.get("message", record.get("raw")))
+            body = without_identity(masker.value(record.get("message", record.get("raw"))))
             if "http" in record and record.get("conn") in open_requests:
                 open_requests.pop(record.get("conn"))["body"] = body
             else:
