@@ -27,7 +27,7 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 ])
 def test_update_golden_refuses_any_other_run_in_one_line(
         capsys: pytest.CaptureFixture[str], args: tuple[str, ...], fix: str) -> None:
-    code, out, err = cli(capsys, "--update-golden", "--select", "life.*", *args)
+    code, _out, err = cli(capsys, "--update-golden", "--select", "life.*", *args)
     assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"run it with {fix}" in err
