@@ -73,6 +73,7 @@ def requests(records: Iterable[Mapping[str, Any]], masker: Masker) -> list[dict[
     message; each masked, sorted (requests a bridge makes at once arrive in either order)."""
     out: list[dict[str, Any]] = []
     open_requests: dict[Any, dict[str, Any]] = {}
+    statuses = {r.get("conn"): r.get("status") for r in records if r.get("kind") == "http_response"}
     for record in records:
         kind = record.get("kind")
         if kind == "http_request" and record.get("method") is not None:
@@ -80,6 +81,7 @@ def requests(records: Iterable[Mapping[str, Any]], masker: Masker) -> list[dict[
             request = {"method": record.get("method"), "path": record.get("path"),
                        "headers": masker.value(normalised_headers(
                            headers if isinstance(headers, Mapping) else {}))}
+            request["conn"] = record.get("conn")
             out.append(request)
             open_requests[record.get("conn")] = request
         elif kind == "recv":
@@ -88,12 +90,20 @@ def requests(records: Iterable[Mapping[str, Any]], masker: Masker) -> list[dict[
                 open_requests.pop(record.get("conn"))["body"] = body
             else:
                 out.append({"body": body})
-    return sorted(out, key=lambda request: json.dumps(request, sort_keys=True, default=str))
+    # a POST refused with 404 before its body was read met a session the palace forgot: which
+    # request met it first (a step's or the keep-alive timer's) is the timing's; left out
+    kept = [r for r in out if not (r.get("method") == "POST" and "body" not in r
+                                   and statuses.get(r.get("conn")) == 404)]
+    for request in kept:
+        request.pop("conn", None)
+    return sorted(kept, key=lambda request: json.dumps(request, sort_keys=True, default=str))
 
 
 def unpaced(request: Mapping[str, Any]) -> str | None:
-    """``"pings"``, ``"notifications"`` or ``"responses"`` for a request no step paces: a
-    keep-alive ping goes out on a timer (how many fall in a step is the clock's); a
+    """``"pings"``, ``"refused"``, ``"notifications"`` or ``"responses"`` for a request no
+    step paces: a keep-alive ping goes out on a timer (how many fall in a step is the clock's;
+    so does a POST the palace refused before reading its body, the ping of a forgotten
+    session); a
     notification, or the bridge's answer to a request of the palace's, is sent without waiting
     (a cancel after a timeout reaches the palace while the next step runs, on a loaded
     machine); None for any other."""
@@ -101,6 +111,8 @@ def unpaced(request: Mapping[str, Any]) -> str | None:
     method = body.get("method") if isinstance(body, dict) else None
     if method == "ping":
         return "pings"
+    if request.get("method") == "POST" and "body" not in request:
+        return "refused"  # refused before its body was read (a forgotten session's ping)
     if isinstance(method, str) and method.startswith("notifications/"):
         return "notifications"
     if isinstance(body, dict) and method is None and ("result" in body or "error" in body):
@@ -110,17 +122,20 @@ def unpaced(request: Mapping[str, Any]) -> str | None:
 
 def whole_run(requests_by_window: Iterable[list[dict[str, Any]]]) -> dict[str, Any]:
     """The unpaced requests of the whole run: every notification and response (multisets,
-    sorted) and each distinct ping (how many is the timer's)."""
+    sorted), each distinct ping and, when there were any, each distinct refused POST (how many
+    is the timer's)."""
     counted: dict[str, list[dict[str, Any]]] = {"notifications": [], "responses": []}
-    pings: dict[str, dict[str, Any]] = {}
+    distinct: dict[str, dict[str, dict[str, Any]]] = {"pings": {}}
     for window in requests_by_window:
         for request in window:
             kind = unpaced(request)
             if kind in counted:
                 counted[kind].append(request)
-            elif kind == "pings":
-                pings[json.dumps(request, sort_keys=True, default=str)] = request
+            elif kind in ("pings", "refused"):
+                distinct.setdefault(kind, {})[json.dumps(request, sort_keys=True,
+                                                         default=str)] = request
     out: dict[str, Any] = {kind: sorted(found, key=lambda request: json.dumps(
         request, sort_keys=True, default=str)) for kind, found in counted.items()}
-    out["pings"] = [pings[key] for key in sorted(pings)]
+    for kind, found in distinct.items():
+        out[kind] = [found[key] for key in sorted(found)]
     return out

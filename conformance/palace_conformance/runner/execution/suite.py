@@ -69,8 +69,9 @@ class SuiteOptions:
     #: ``run --max-scenario-seconds``: a scenario the bridge's own pace would lengthen by more
     #: is set aside as *not run: too slow* (never a pass); None: every scenario runs
     max_scenario_seconds: float | None = None
-    #: more judges, applied to the results before parity and the baseline: ``run`` passes the
-    #: golden traces' (runner/compare/golden.py), which a stage below it cannot import
+    #: more judges, applied to each result as it finishes (before parity and the baseline):
+    #: ``run`` passes the golden traces' (runner/compare/golden.py), which a stage below it
+    #: cannot import
     judges: tuple[Callable[[list[ScenarioResult]], None], ...] = ()
 
 
@@ -142,6 +143,8 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         if progress is not None:
             progress.begin(scenario, transport)
         result = runner(scenario, transport, run_options, capabilities)
+        for more in options.judges:  # here, in the worker: it overlaps the other runs' waits
+            more([result])
         if options.exitfirst and _stops(result, options.baseline):
             stop.set()
         if progress is not None:
@@ -174,8 +177,6 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         if progress is not None:
             progress.close()
     results = [r for r in finished if r is not None]
-    for more in options.judges:
-        more(results)
     slow = {(sid, t) for sid, t, _ in too_slow}
     not_run = [(s.id, t) for (s, t), r in zip(jobs, finished, strict=True)
                if r is None and (s.id, t) not in slow]
