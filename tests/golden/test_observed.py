@@ -40,7 +40,7 @@ def test_every_request_kind_is_observed_with_its_session_and_masked() -> None:
          "headers": {"last-event-id": "7", "accept": "text/event-stream"}},
         {"kind": "recv", "message": {"jsonrpc": "2.0", "id": 9, "method": "ping"}},
     ]
-    seen = requests(records, Masker())
+    seen = requests({"step": records}, Masker())["step"]
     assert {"method": "DELETE", "path": "/mcp",
             "headers": {"mcp-session-id": "<session>"}} in seen
     assert {"method": "GET", "path": "/mcp", "headers": {
@@ -77,3 +77,18 @@ def test_the_first_divergence_walks_steps_in_run_order() -> None:
                                                          'step #1 call_tool "zeta"', "/result")
     assert "expected 1 | got 2" in found.message()
     assert golden.first_divergence(expected, expected, result) is None
+
+
+def test_a_head_and_its_body_in_two_windows_are_one_request_of_the_heads() -> None:
+    head = {"kind": "http_request", "method": "POST", "path": "/mcp", "conn": 4,
+            "headers": {"content-type": "application/json"}}
+    body = {"kind": "recv", "conn": 4, "http": {},
+            "message": {"jsonrpc": "2.0", "method": "notifications/cancelled"}}
+    refused = {"kind": "http_request", "method": "POST", "path": "/mcp", "conn": 5,
+               "headers": {}}
+    seen = requests({"a": [head, refused], "b": [body, {"kind": "http_response", "conn": 5,
+                                                        "status": 404}]}, Masker())
+    assert seen == {"a": [{"method": "POST", "path": "/mcp",
+                           "headers": {"content-type": "application/json"},
+                           "body": {"jsonrpc": "2.0", "method": "notifications/cancelled"}}],
+                    "b": []}

@@ -266,10 +266,11 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
         journal_kept = [{} if masks.hides_record(r) else r for r in result.journal]
         windows = _journal_windows(steps, group_of, journal_kept)
         seen: list[list[dict[str, Any]]] = []
+        by_window = requests(windows, masker) if masks.full else {}
         for key, records in windows.items():
             pools[key][WIRE]["calls"] = _calls(records, masker)
             if masks.full:
-                seen.append(requests(records, masker))
+                seen.append(by_window.get(key, []))
                 pools[key][WIRE]["requests"] = [r for r in seen[-1] if unpaced(r) is None]
         children = _children(journal_kept)
         if masks.full:

@@ -67,36 +67,46 @@ def normalised_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def requests(records: Iterable[Mapping[str, Any]], masker: Masker) -> list[dict[str, Any]]:
-    """Every request the palace received in a window: over HTTP its method, path, headers and
-    body (the JSON-RPC message, when there was one: a GET or DELETE has none), over stdio its
-    message; each masked, sorted (requests a bridge makes at once arrive in either order)."""
-    out: list[dict[str, Any]] = []
+def requests(windows: Mapping[str, Iterable[Mapping[str, Any]]],
+             masker: Masker) -> dict[str, list[dict[str, Any]]]:
+    """Every request the palace received, by window (a step's journal records): over HTTP its
+    method, path, headers and body (the JSON-RPC message, when there was one: a GET or DELETE
+    has none), over stdio its message; each masked, sorted (requests a bridge makes at once
+    arrive in either order). A head and its body are journalled apart and may fall in two
+    windows: the request is the head's window's."""
+    out: dict[str, list[dict[str, Any]]] = {key: [] for key in windows}
     open_requests: dict[Any, dict[str, Any]] = {}
-    statuses = {r.get("conn"): r.get("status") for r in records if r.get("kind") == "http_response"}
-    for record in records:
-        kind = record.get("kind")
-        if kind == "http_request" and record.get("method") is not None:
-            headers = record.get("headers")
-            request = {"method": record.get("method"), "path": record.get("path"),
-                       "headers": masker.value(normalised_headers(
-                           headers if isinstance(headers, Mapping) else {}))}
-            request["conn"] = record.get("conn")
-            out.append(request)
-            open_requests[record.get("conn")] = request
-        elif kind == "recv":
-            body = without_identity(masker.value(record.get("message", record.get("raw"))))
-            if "http" in record and record.get("conn") in open_requests:
-                open_requests.pop(record.get("conn"))["body"] = body
-            else:
-                out.append({"body": body})
+    statuses: dict[Any, Any] = {}
+    for key, records in windows.items():
+        for record in records:
+            kind = record.get("kind")
+            if kind == "http_response":
+                statuses[record.get("conn")] = record.get("status")
+            elif kind == "http_request" and record.get("method") is not None:
+                headers = record.get("headers")
+                request = {"method": record.get("method"), "path": record.get("path"),
+                           "headers": masker.value(normalised_headers(
+                               headers if isinstance(headers, Mapping) else {})),
+                           "conn": record.get("conn")}
+                out[key].append(request)
+                open_requests[record.get("conn")] = request
+            elif kind == "recv":
+                body = without_identity(masker.value(record.get("message",
+                                                                record.get("raw"))))
+                if "http" in record and record.get("conn") in open_requests:
+                    open_requests.pop(record.get("conn"))["body"] = body
+                else:
+                    out[key].append({"body": body})
     # a POST refused with 404 before its body was read met a session the palace forgot: which
     # request met it first (a step's or the keep-alive timer's) is the timing's; left out
-    kept = [r for r in out if not (r.get("method") == "POST" and "body" not in r
-                                   and statuses.get(r.get("conn")) == 404)]
-    for request in kept:
-        request.pop("conn", None)
-    return sorted(kept, key=lambda request: json.dumps(request, sort_keys=True, default=str))
+    for key, found in out.items():
+        kept = [r for r in found if not (r.get("method") == "POST" and "body" not in r
+                                         and statuses.get(r.get("conn")) == 404)]
+        for request in kept:
+            request.pop("conn", None)
+        out[key] = sorted(kept, key=lambda request: json.dumps(request, sort_keys=True,
+                                                               default=str))
+    return out
 
 
 def unpaced(request: Mapping[str, Any]) -> str | None:
