@@ -49,11 +49,11 @@ from mutation.module_map import (
     ROOT,
     MapError,
     ModuleMap,
+    bridge_modules,
     load_catalogue_facts,
     problems,
     selections,
     shipped_scenario_ids,
-    bridge_modules,
 )
 from mutation.report import (
     KILLED,
@@ -103,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="write the report of --out")
     report.add_argument("--out", type=Path, default=DEFAULT_OUT)
     sub.add_parser("triage", help="check mutation/triage_author.json against the checkout")
+    apply = sub.add_parser("apply", help="write a copy of the bridge holding one mutant, to put "
+                                         "first on PYTHONPATH when checking a kill by hand")
+    apply.add_argument("key", help="the mutant's key (MODULE:LINE:COLUMN:OPERATOR) or anchor")
+    apply.add_argument("--to", type=Path, required=True, metavar="DIR",
+                       help="DIR/palace_bridge/ is (re)written")
     return parser
 
 
@@ -269,9 +274,10 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
         keys = list(mutants)
         if args.only:
             keys = [k for k in keys if k in set(args.only)]
-        elif args.sample_each is not None:
-            keys = sample(keys, args.sample_each, args.seed)
-        todo = [k for k in sorted(keys, key=lambda k: (mutants[k].start, k)) if k not in results]
+        else:  # in the seeded order, so a run cut short is still a uniform sample
+            keys = sample(keys, len(keys) if args.sample_each is None else args.sample_each,
+                          args.seed)
+        todo = [k for k in keys if k not in results]
         print(f"{module}: {len(mutants)} mutant(s), {len(keys)} chosen, {len(todo)} to run",
               flush=True)
         if not todo:
@@ -360,6 +366,30 @@ def _check_triage(known: list[str]) -> int:
     return 0
 
 
+def _apply(wanted: str, to: Path) -> int:
+    """Write ``to/palace_bridge`` with the mutant named by ``wanted`` (its key or anchor)."""
+    module = wanted.split("::")[0].split(":")[0]
+    try:
+        source = (BRIDGE_DIR / module).read_text(encoding="utf-8")
+    except OSError:
+        print(f"python -m mutation.author apply: no module {module!r} in the bridge",
+              file=sys.stderr)
+        return 2
+    for mutant in generate(module, source):
+        anchor = str(anchor_of(module, source, mutant.operator, mutant.start, mutant.end))
+        if wanted in (mutant.key, anchor):
+            target = to / "palace_bridge"
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(BRIDGE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
+            (target / module).write_text(mutant.apply(source), encoding="utf-8")
+            print(_diff(mutant, source))
+            return 0
+    print(f"python -m mutation.author apply: no mutant {wanted!r} (copy the key or anchor from "
+          "the report)", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -374,6 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list(module_map, args.module)
         if args.command == "triage":
             return _check_triage(known)
+        if args.command == "apply":
+            return _apply(args.key, args.to)
         if args.command == "report":
             _summary(report(args.out.resolve(), module_map, known), args.out.resolve())
             return 0

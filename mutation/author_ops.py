@@ -41,6 +41,7 @@ The list is deterministic: the same source gives the same mutants in the same or
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -128,10 +129,9 @@ def _spared(tree: ast.Module) -> set[int]:
             roots.append(node.returns)
         elif isinstance(node, ast.AnnAssign):
             roots.append(node.annotation)
-        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
-            roots.append(node)
-        elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+        elif (isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test)) or (
+                isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)):
             roots.append(node)
         elif isinstance(node, ast.JoinedStr):
             roots += [v for v in node.values if isinstance(v, ast.Constant)]
@@ -259,10 +259,10 @@ class _Generator:
     def call(self, node: ast.Call) -> None:
         args = [a for a in node.args if not isinstance(a, ast.Starred)]
         if len(args) == len(node.args):
-            for a, b in zip(args, args[1:], strict=False):
+            for a, b in itertools.pairwise(args):
                 self.swap("SwapArgs", a, b)
         named = [k for k in node.keywords if k.arg is not None]
-        for a, b in zip(named, named[1:], strict=False):
+        for a, b in itertools.pairwise(named):
             self.swap("SwapArgs", a.value, b.value)
         every: list[tuple[ast.AST, ast.AST]] = [(a, a) for a in node.args]
         every += [(k, k.value) for k in node.keywords]
