@@ -262,8 +262,8 @@ class _Generator:
             for a, b in itertools.pairwise(args):
                 self.swap("SwapArgs", a, b)
         named = [k for k in node.keywords if k.arg is not None]
-        for a, b in itertools.pairwise(named):
-            self.swap("SwapArgs", a.value, b.value)
+        for first, second in itertools.pairwise(named):
+            self.swap("SwapArgs", first.value, second.value)
         every: list[tuple[ast.AST, ast.AST]] = [(a, a) for a in node.args]
         every += [(k, k.value) for k in node.keywords]
         for index, keyword in enumerate(node.keywords):
@@ -289,7 +289,7 @@ class _Generator:
         value = node.value
         if isinstance(value, bool):
             self.replace("ChangeDefault", node, repr(not value))
-        elif _number(value):
+        elif isinstance(value, int | float) and _number(value):
             changed = 1 if value == 0 else value * 2
             self.replace("ChangeDefault", node, repr(changed))
         elif _string(value) and value:
