@@ -98,3 +98,18 @@ def test_every_bridge_mutant_parses_changes_and_has_a_resolving_anchor(module: s
         assert resolve(Anchor.parse(str(anchor)), source) == mutant.start
         anchors.add(str(anchor))
     assert len(anchors) == len(mutants)  # one name per mutant
+
+
+def test_the_checked_in_triage_resolves_in_the_checkout() -> None:
+    """Every entry of mutation/triage_author.json names a current mutant's place, a known
+    scenario or behaviour, and a reason (what a run checks before it starts)."""
+    from mutation.author import TRIAGE_PATH
+    from mutation.module_map import BRIDGE_DIR, load_catalogue_facts, shipped_scenario_ids
+    from mutation.report import REPO_ROOT, load_triage
+
+    known, _ = load_catalogue_facts()
+    verdicts = load_triage(TRIAGE_PATH, known=known, scenarios=shipped_scenario_ids(),
+                           tests_root=REPO_ROOT, bridge_dir=BRIDGE_DIR)
+    assert verdicts
+    operators = {Anchor.parse(anchor).operator.split("#")[0] for anchor in verdicts}
+    assert operators <= set(OPERATORS)
