@@ -27,7 +27,9 @@ from typing import Any
 from palace_conformance.fake.palace_checks import (
     argument_problem,
     chroma_missing,
+    date_bound,
     digest,
+    in_window,
     refusal,
     stripped,
     temporal,
@@ -460,7 +462,7 @@ def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_b
 @tool("mempalace_add_drawer", writes=True)
 def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     refused = refusal(("wing", args["wing"], "name"), ("room", args["room"], "name"),
-                       ("content", args["content"], "text"))
+                       ("content", args["content"], "content"))
     if refused is not None:
         return refused
     args = stripped(args, "wing", "room")
@@ -526,17 +528,35 @@ _WORD = re.compile(r"\w+")
 
 @tool("mempalace_search", writes=True)
 def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (refused := _search_refusal(args)) is not None:
+        return refused
+    args = {**args, "wing": _optional_filter(args.get("wing"), "wing"),
+            "room": _optional_filter(args.get("room"), "room")}
     query = args["query"]
-    query.strip()  # like 3.11: a non-string query raises AttributeError (-32000)
+    # like 3.11's query sanitiser: a falsy query is searched as "", another non-string raises
+    # AttributeError (-32000)
+    query = query or ""
+    query.strip()
+    window = []
+    for field in ("since", "before"):  # 3.11's window, checked as list_drawers checks it
+        bound, problem = date_bound(args.get(field), field)
+        if problem is not None:
+            return {"error": problem}
+        window.append(bound)
+    since, before = window
+    if since is not None and before is not None and since >= before:
+        return {"error": f"since ({args['since']!r}) must be earlier than before "
+                         f"({args['before']!r})"}
     if not state.initialised:
         half_make(state)
         return _fresh_search(args["__palace__"])
     terms = {w.lower() for w in _WORD.findall(query)}
-    limit = int(args.get("limit", 5))
+    limit = max(1, min(int(args.get("limit", 5)), 100))  # 3.11 clamps to 1..100
     scored = []
     candidates = [d for d in state.drawers
                   if args.get("wing") in (None, d["wing"])
-                  and args.get("room") in (None, d["room"])]
+                  and args.get("room") in (None, d["room"])
+                  and in_window(d["created_at"], since, before)]
     for order, drawer in enumerate(candidates):
         words = {w.lower() for w in _WORD.findall(drawer["content"])}
         overlap = len(terms & words)
@@ -562,6 +582,44 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                         "source_file": args.get("source_file"), "since": args.get("since"),
                         "before": args.get("before")},
             "total_before_filter": len(candidates), "results": results}
+
+
+def _optional_filter(value: Any, field: str) -> str | None:
+    """3.11's optional wing/room filter: None or blank is no filter (a non-string raises
+    AttributeError on ``strip``, -32000), else the name checked and stripped."""
+    if value is None or not value.strip():
+        return None
+    if (problem := argument_problem(field, value, "name")) is not None:
+        raise ValueError(problem)
+    return str(value.strip())
+
+
+def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
+    """3.11's search checks, in its order, before it searches: the wing and room filters,
+    source_file, candidate_strategy, include_media with query_task, cli_compatible's
+    combinations."""
+    try:
+        _optional_filter(args.get("wing"), "wing")
+        _optional_filter(args.get("room"), "room")
+    except ValueError as problem:
+        return {"error": str(problem)}
+    source = args.get("source_file")
+    if source is not None:
+        if not isinstance(source, str):
+            return {"error": "source_file must be a string"}
+        if "\x00" in source.strip():
+            return {"error": "source_file contains null bytes"}
+    strategy = args.get("candidate_strategy") or "vector"
+    if not isinstance(strategy, str) or strategy not in {"vector", "union"}:
+        return {"error": "candidate_strategy must be one of ('vector', 'union')"}
+    media, task = args.get("include_media", False), args.get("query_task", "search")
+    if not isinstance(media, bool) or not isinstance(task, str) or task not in {"search",
+                                                                               "code"}:
+        return {"error": "include_media must be boolean and query_task must be 'search' or "
+                         "'code'"}
+    if args.get("cli_compatible") and (media or task != "search"):
+        return {"error": "cli_compatible cannot be combined with media/code task search"}
+    return None
 
 
 MINE_FILE_CAP = 2000  # a mis-aimed mine (say, of '/') must not walk the whole disk
@@ -628,13 +686,47 @@ def mine_report(counts: dict[str, Any], palace: str) -> str:
 
 @tool("mempalace_mine", writes=True)
 def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (refused := _mine_refusal(args)) is not None:
+        return refused
     counts = mine_source(state, args)
     if not counts["success"]:
         return counts
     # 3.11's shape: the CLI's text report as output (its chunking and room detection are not
     # modelled: one drawer per file, in a room named after the mode)
-    return {"success": True, "mode": counts["mode"], "dry_run": counts["dry_run"],
+    # 3.11 echoes dry_run as it was given (a truthy string runs dry too)
+    return {"success": True, "mode": counts["mode"], "dry_run": args.get("dry_run", False),
             "output": mine_report(counts, args["__palace__"])}
+
+
+MINE_MODES = ("projects", "convos", "extract")
+
+
+def _mine_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
+    """3.11's mine checks, in its order, before it mines: the mode, include_ignored,
+    include_subagents, then the source (a directory; one file only in convos mode)."""
+    mode = args.get("mode", "projects")
+    if mode not in MINE_MODES:
+        return {"success": False,
+                "error": f"invalid mode '{mode}'; expected one of: {', '.join(MINE_MODES)}"}
+    ignored = args.get("include_ignored")
+    if ignored is not None and (not isinstance(ignored, list) or any(
+            not isinstance(path, str) or not path.strip() for path in ignored)):
+        return {"success": False, "error": "include_ignored must be an array of non-empty "
+                                           "project-relative path strings",
+                "error_class": "ValueError"}
+    if ignored and mode != "projects":
+        return {"success": False, "error": "include_ignored is supported only in projects mode",
+                "error_class": "ValueError"}
+    if not isinstance(args.get("include_subagents", False), bool):
+        return {"success": False, "error": "include_subagents must be a boolean",
+                "error_class": "ValueError"}
+    source = args["source"]
+    if not source:
+        return {"success": False, "error": f"source not found: {source!r}"}
+    where = Path(os.path.expanduser(source))  # a non-string: TypeError (-32000), as in 3.11
+    if not (where.is_dir() or (mode == "convos" and where.is_file())):
+        return {"success": False, "error": f"source not found: {source!r}"}
+    return None
 
 
 # --- diary ---------------------------------------------------------------------------------
@@ -644,11 +736,14 @@ def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                  wing: str | None) -> dict[str, Any]:
     wing = wing or None  # 3.11: a blank wing is the agent's own
     # 3.11 names the entry 'content' in its complaint, whichever argument carried it
-    refused = refusal(("agent_name", agent, "name"), ("content", entry, "text"),
-                       ("topic", topic, "name"),
-                       *((("wing", wing, "name"),) if wing is not None else ()))
+    refused = refusal(("agent_name", agent, "name"), ("content", entry, "content"),
+                       ("topic", topic, "name"))
     if refused is not None:
         return refused
+    if wing is not None and (problem := argument_problem("name", wing, "name")) is not None:
+        # 3.11 checks the wing outside its refusals, under sanitize_name's default field name:
+        # the ValueError escapes the tool (-32000)
+        raise ValueError(problem)
     agent, topic = agent.strip(), topic.strip()
     wing = wing.strip() if wing is not None else None
     drawer = _diary_drawer(agent, entry, topic, wing)
@@ -668,7 +763,8 @@ def _diary_write(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     agent = args["agent_name"]
     problem = argument_problem("agent_name", agent, "name") or (
-        argument_problem("wing", args["wing"], "name") if args.get("wing") else None)
+        # 3.11 checks the wing under sanitize_name's default field name
+        argument_problem("name", args["wing"], "name") if args.get("wing") else None)
     if problem is not None:
         return {"error": problem}
     if (missing := fresh(state, args)) is not None:
@@ -970,51 +1066,56 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_event_ack", writes=True)
 def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    refused = refusal(("event_id", args["event_id"], "text"),
-                       ("from_agent", args["from_agent"], "text"))
-    if refused is not None:
-        return refused
-    # like 3.11: the event's existence is checked before the status
-    target = next((e for e in state.events if e["id"] == args["event_id"]), None)
+    # like 3.11: the event id is checked as a routing field, then the event looked up, then
+    # the ack is appended through the same checks as any event (from_agent, status, body ...)
+    event_id, problem = _routing(args["event_id"], "event_id")
+    if event_id is None and problem is None:
+        problem = "event_id must be a non-empty string"
+    if problem is not None:
+        return {"success": False, "error": problem}
+    target = next((e for e in state.events if e["id"] == event_id), None)
     if target is None:
-        return {"success": False, "error": f"event '{args['event_id']}' not found"}
-    status = args.get("status")  # 3.11: an ack carries no status unless one is given
-    if status is not None and status not in EVENT_STATUSES:
-        return {"success": False,
-                "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
-    event = append_event(state, {
-        "type": "event.ack", "stream": target["stream"], "room": target["room"],
-        "topic": args.get("topic") if args.get("topic") is not None else target["topic"],
-        "from_agent": args["from_agent"], "to_agent": target["from_agent"],
-        "correlation_id": target["correlation_id"] or target["id"],
-        "status": status, "body": args.get("body"), "metadata": {"ack_of": target["id"]},
-    })
+        return {"success": False, "error": f"event {event_id!r} not found"}
+    ack = {"type": "event.ack", "stream": target["stream"], "room": target["room"],
+           "topic": args.get("topic") if args.get("topic") is not None else target["topic"],
+           "from_agent": args["from_agent"], "to_agent": target["from_agent"],
+           "correlation_id": target["correlation_id"] or target["id"],
+           "status": args.get("status"), "body": args.get("body"),
+           "metadata": {"ack_of": target["id"]}}
+    if (problem := event_problem(state, ack)) is not None:
+        return {"success": False, "error": problem}
+    event = append_event(state, ack)
     return {"success": True, "event": event}
 
 
 @tool("mempalace_artifact_put", writes=True)
 def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    kind = args["kind"]
-    if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
-        return {"success": False,
-                "error": f"kind={kind!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
-    # 3.11's order: kind, created_by (a required routing field), content, metadata
-    created_by, problem = _routing(args["created_by"], "created_by")
-    if created_by is None and problem is None:
-        problem = "created_by must be a non-empty string"
-    content = args["content"]
-    if problem is None and (not isinstance(content, str) or not content):
-        problem = "content must be a non-empty string"
-    if problem is None and "\x00" in content:
-        problem = "content contains null bytes"
-    if problem is None and args.get("metadata") is not None and not isinstance(
-            args["metadata"], dict):
-        problem = "metadata must be an object"
+    kind, content = args["kind"], args["content"]
+    created_by, problem = artifact_problem(kind, args["created_by"], content,
+                                           args.get("metadata"))
     if problem is not None:
         return {"success": False, "error": problem}
     artifact = store_artifact(state, kind, content, created_by, args.get("metadata"))
     return {"success": True, "artifact": artifact}
+
+
+def artifact_problem(kind: Any, created_by: Any, content: Any,
+                     metadata: Any) -> tuple[Any, str | None]:
+    """3.11's artifact checks in its order (kind, created_by as a required routing field,
+    content, metadata): the stripped writer and the first problem, or None."""
+    if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
+        return None, f"kind={kind!r} is not one of: {', '.join(ARTIFACT_KINDS)}"
+    created_by, problem = _routing(created_by, "created_by")
+    if created_by is None and problem is None:
+        problem = "created_by must be a non-empty string"
+    if problem is None and (not isinstance(content, str) or not content):
+        problem = "content must be a non-empty string"
+    if problem is None and "\x00" in content:
+        problem = "content contains null bytes"
+    if problem is None and metadata is not None and not isinstance(metadata, dict):
+        problem = "metadata must be an object"
+    return created_by, problem
 
 
 def store_artifact(state: PalaceState, kind: str, content: str, created_by: Any,

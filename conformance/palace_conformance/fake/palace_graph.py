@@ -14,6 +14,7 @@ from typing import Any
 
 from palace_conformance.fake.palace import (
     PalaceState,
+    entity_key,
     fresh,
     optional_name,
     tool,
@@ -94,10 +95,17 @@ def _kg_timeline(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     today = _today()
     rows = [{"subject": t["subject"], "predicate": t["predicate"], "object": t["object"],
              "valid_from": t.get("valid_from"), "valid_to": t.get("valid_to"),
-             "current": _is_current(t, today)}
-            for t in state.triples if entity in (None, t["subject"], t["object"])]
-    rows.sort(key=lambda row: (row["valid_from"] is None, row["valid_from"] or ""))
-    limit, offset = max(0, int(args.get("limit", 100))), max(0, int(args.get("offset", 0)))
+             "current": _is_current(t, today),
+             "id": t["id"]}
+            for t in state.triples if entity is None
+            or entity_key(entity) in (entity_key(t["subject"]), entity_key(t["object"]))]
+    # 3.11: by valid_from (none last), then by triple id; entities matched by their key
+    rows.sort(key=lambda row: (row["valid_from"] is None, row["valid_from"] or "", row["id"]))
+    for row in rows:
+        del row["id"]
+    # 3.11 clamps the page size to 1..100
+    limit = max(1, min(int(args.get("limit", 100)), 100))
+    offset = max(0, int(args.get("offset", 0)))
     page = rows[offset:offset + limit]
     return {"entity": entity or "all", "timeline": page, "count": len(page), "total": len(rows),
             "offset": offset, "limit": limit}

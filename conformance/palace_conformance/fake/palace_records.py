@@ -11,16 +11,17 @@ rules or would remove drawers) answers with :func:`palace.unmodelled`, a result 
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.palace import (
     PalaceState,
     append_event,
+    artifact_problem,
     backend_open_failed,
     drawer_metadata,
     drawer_view,
+    event_problem,
     fresh,
     half_make,
     make_directory,
@@ -29,7 +30,12 @@ from palace_conformance.fake.palace import (
     tool,
     unmodelled,
 )
-from palace_conformance.fake.palace_checks import argument_problem, chroma_missing, digest, refusal
+from palace_conformance.fake.palace_checks import (
+    chroma_missing,
+    date_bound,
+    digest,
+    in_window,
+)
 
 _WORD = re.compile(r"\w+")
 _HEX_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
@@ -40,6 +46,13 @@ PATCH_NO_NEWLINE = ("patch content does not end with a trailing newline; git app
 
 def _find(state: PalaceState, drawer_id: Any) -> dict[str, Any] | None:
     return next((d for d in state.drawers if d["id"] == drawer_id), None)
+
+
+def _lookup_problem(drawer_id: Any) -> str | None:
+    """3.11 looks a batch's ids up in a dict: a list or object among them is unhashable."""
+    if isinstance(drawer_id, (list, dict)):
+        return f"unhashable type: '{type(drawer_id).__name__}'"
+    return None
 
 
 def _id_list(value: Any) -> dict[str, Any] | None:
@@ -92,11 +105,14 @@ def _delete_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return missing
     results = []
     for drawer_id in args["drawer_ids"]:
-        if _find(state, drawer_id) is None:
+        if (problem := _lookup_problem(drawer_id)) is not None:
+            results.append({"drawer_id": drawer_id, "error": problem})
+        elif _find(state, drawer_id) is None:
             results.append({"drawer_id": drawer_id, "error": f"Drawer not found: {drawer_id}"})
-        else:  # approximated: the per-item shape of a deleted drawer was not captured
+        else:  # 3.11's per-item shape: the singular delete's answer without success
             state.drawers = [d for d in state.drawers if d["id"] != drawer_id]
-            results.append({"drawer_id": drawer_id, "success": True})
+            results.append({"drawer_id": drawer_id, "deleted_ids": [drawer_id],
+                            "chunks_deleted": 1, "closets_deleted": 0})
     failed = sum(1 for r in results if "error" in r)
     return {"results": results, "count": len(results), "deleted": len(results) - failed,
             "errors": failed}
@@ -110,6 +126,9 @@ def _get_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return missing
     results: list[dict[str, Any]] = []
     for drawer_id in args["drawer_ids"]:
+        if (problem := _lookup_problem(drawer_id)) is not None:
+            results.append({"drawer_id": drawer_id, "error": problem})
+            continue
         drawer = _find(state, drawer_id)
         if drawer is None:
             results.append({"drawer_id": drawer_id, "error": f"Drawer not found: {drawer_id}"})
@@ -117,34 +136,6 @@ def _get_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             results.append(drawer_view(drawer))
     return {"results": results, "count": len(results),
             "errors": sum(1 for r in results if "error" in r)}
-
-
-def date_bound(value: Any, field: str) -> tuple[datetime | None, str | None]:
-    """3.11's ``since``/``before`` bound: absent or blank is none, a non-string or what
-    ``datetime.fromisoformat`` refuses (a trailing ``Z`` dropped) is the problem text; an
-    offset is dropped for a wall-clock comparison."""
-    if value is None:
-        return None, None
-    if not isinstance(value, str):
-        return None, f"{field} must be an ISO date string"
-    value = value.strip()
-    if not value:
-        return None, None
-    try:
-        parsed = datetime.fromisoformat(value[:-1] if value.endswith(("Z", "z")) else value)
-    except ValueError:
-        return None, (f"{field} must be an ISO date string (e.g. '2026-04-01' or "
-                      f"'2026-04-01T09:30:00'), got {value!r}")
-    return parsed.replace(tzinfo=None), None
-
-
-def _in_window(filed_at: str, since: datetime | None, before: datetime | None) -> bool:
-    """A drawer filed in ``[since, before)`` (3.11: inclusive since, exclusive before)."""
-    if since is None and before is None:
-        return True
-    filed, _ = date_bound(filed_at, "filed_at")
-    return filed is not None and (since is None or filed >= since) and (
-        before is None or filed < before)
 
 
 @tool("mempalace_list_drawers")
@@ -168,7 +159,7 @@ def _list_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     room = (args.get("room") or "").strip()
     drawers = [d for d in state.drawers
                if wing in ("", d["wing"]) and room in ("", d["room"])
-               and _in_window(d["created_at"], since, before)]
+               and in_window(d["created_at"], since, before)]
     # 3.11 clamps the page size to 1..100 (limit 0 or -1 lists one drawer)
     limit = max(1, min(int(args.get("limit", 20)), 100))
     offset = max(0, int(args.get("offset", 0)))
@@ -186,6 +177,9 @@ def _update_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return {"success": True, "drawer_id": args["drawer_id"], "noop": True}
     if (missing := fresh(state, args)) is not None:
         return missing
+    if not isinstance(args["drawer_id"], str):  # chroma's complaint, as 3.11 passes it on
+        return {"success": False,
+                "error": f"Expected ID to be a str, got {args['drawer_id']!r} in get."}
     if not any(d["id"] == args["drawer_id"] for d in state.drawers):
         return {"success": False, "error": f"Drawer not found: {args['drawer_id']}"}
     return unmodelled("mempalace_update_drawer with changes")
@@ -223,6 +217,8 @@ def _sync(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if project is not None and not isinstance(project, str):
         return {"success": False, "error": "sync failed: expected str, bytes or os.PathLike "
                                            f"object, not {type(project).__name__}"}
+    if (problem := _where_problem(wing)) is not None:
+        return {"success": False, "error": problem}
     drawers = [d for d in state.drawers if not wing or d["wing"] == wing]
     if not project and any(_source_path(d) is not None for d in drawers):
         # without project_dir 3.11 guesses the project roots from the drawers' sources
@@ -233,6 +229,21 @@ def _sync(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if apply and (report["missing"] or report["gitignored"]):
         return unmodelled("mempalace_sync apply over drawers to remove")
     return {"success": True, **report, "dry_run": not apply}
+
+
+WHERE_OPERATORS = "$gt, $gte, $lt, $lte, $ne, $eq, $in, $nin, $contains, $not_contains"
+
+
+def _where_problem(wing: Any) -> str | None:
+    """chromadb's complaint about a non-empty list or object as sync's wing (3.11 puts the
+    wing into a where clause as it is)."""
+    if isinstance(wing, list) and wing:
+        return ("Expected where value to be a str, int, float, or operator expression, "
+                f"got {wing!r} in get.")
+    if isinstance(wing, dict) and wing:
+        return (f"Expected where operator to be one of {WHERE_OPERATORS}, "
+                f"got {next(iter(wing))} in get.")
+    return None
 
 
 def _source_path(drawer: dict[str, Any]) -> Path | None:
@@ -374,24 +385,22 @@ def _task_create(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_patch_submit", writes=True)
 def _patch_submit(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    if (problem := argument_problem("created_by", args["from_agent"], "text")) is not None:
+    # 3.11 stores the artifact (its checks first), then appends the event through the same
+    # checks as any event: a refused event leaves the artifact filed
+    content, metadata = args["content"], args.get("metadata")
+    created_by, problem = artifact_problem("patch", args["from_agent"], content, metadata)
+    if problem is not None:
         return {"success": False, "error": problem}
-    refused = refusal(("stream", args["stream"], "text"),
-                       ("room", args.get("room", "patches"), "text"))
-    if refused is not None:
-        return refused
-    content = args["content"]
-    if not isinstance(content, str) or not content.strip():
-        return {"success": False, "error": "content must be a non-empty string"}
     extra = {} if content.endswith("\n") else {"warnings": [PATCH_NO_NEWLINE]}
-    artifact = store_artifact(state, "patch", content, args["from_agent"], args.get("metadata"),
-                              extra)
-    event = append_event(state, {
-        "type": "patch.ready", "stream": args["stream"], "room": args.get("room", "patches"),
-        "topic": args.get("topic"), "from_agent": args["from_agent"],
-        "to_agent": args.get("to_agent"), "correlation_id": args.get("correlation_id"),
-        "branch": args.get("branch"), "base_commit": args.get("base_commit"),
-        "status": "ready", "artifact_ids": [artifact["id"]], "body": args.get("body"),
-        "metadata": args.get("metadata")})
+    artifact = store_artifact(state, "patch", content, created_by, metadata, extra)
+    ready = {"type": "patch.ready", "stream": args["stream"], "room": args.get("room", "patches"),
+             "topic": args.get("topic"), "from_agent": args["from_agent"],
+             "to_agent": args.get("to_agent"), "correlation_id": args.get("correlation_id"),
+             "branch": args.get("branch"), "base_commit": args.get("base_commit"),
+             "status": "ready", "artifact_ids": [artifact["id"]], "body": args.get("body"),
+             "metadata": metadata}
+    if (problem := event_problem(state, ready)) is not None:
+        return {"success": False, "error": problem}
+    event = append_event(state, ready)
     return {"success": True, "artifact": artifact, "event": event}
 
