@@ -153,25 +153,104 @@ def _diary_drawer(agent: str, entry: str, topic: str, wing: str | None,
 
 
 def drawer_metadata(drawer: dict[str, Any]) -> dict[str, Any]:
-    """The metadata 3.11 shows of a drawer (get_drawer, list_drawers): a diary entry's, or a
-    filed drawer's, keys sorted as 3.11 stores them."""
+    """The metadata 3.11 shows of one stored row (get_drawer, list_drawers): a diary entry's,
+    or a filed drawer's, keys sorted as 3.11 stores them; a chunk names its logical drawer
+    (``parent_drawer_id``; a diary chunk also ``parent_entry_id``) and its index; a source
+    file is shown by its name only."""
+    index = drawer.get("chunk_index", 0)
+    parent = drawer.get("parent")
     if drawer["room"] == "diary" and "agent" in drawer:
-        return {"agent": drawer["agent"], "chunk_index": 0, "date": drawer["created_at"][:10],
+        meta = {"agent": drawer["agent"], "chunk_index": index, "date": drawer["created_at"][:10],
                 "filed_at": drawer["created_at"], "hall": "hall_diary",
-                "last_modified": drawer["created_at"], "room": "diary",
-                "topic": drawer.get("topic", "general"), "type": "diary_entry",
-                "wing": drawer["wing"]}
+                "last_modified": drawer["created_at"]}
+        if parent is not None:
+            meta.update({"parent_drawer_id": parent, "parent_entry_id": parent})
+        return {**meta, "room": "diary", "topic": drawer.get("topic", "general"),
+                "type": "diary_entry", "wing": drawer["wing"]}
     source = drawer.get("source_file", "?")
-    return {"added_by": drawer.get("added_by"), "chunk_index": 0,
+    meta = {"added_by": drawer.get("added_by"), "chunk_index": index,
             "filed_at": drawer["created_at"], "id_recipe": "v3",
-            "last_modified": drawer["created_at"], "room": drawer["room"],
-            "source_file": "" if source == "?" else source, "wing": drawer["wing"]}
+            "last_modified": drawer.get("modified_at", drawer["created_at"])}
+    if parent is not None:
+        meta["parent_drawer_id"] = parent
+    return {**meta, "room": drawer["room"],
+            "source_file": "" if source == "?" else Path(source).name, "wing": drawer["wing"]}
 
 
-def drawer_view(drawer: dict[str, Any]) -> dict[str, Any]:
-    """One drawer as 3.11's get_drawer and get_drawers answer it."""
-    return {"drawer_id": drawer["id"], "content": drawer["content"], "wing": drawer["wing"],
-            "room": drawer["room"], "metadata": drawer_metadata(drawer)}
+def logical_rows(state: PalaceState, drawer_id: Any) -> list[dict[str, Any]]:
+    """The stored rows a drawer id names, as 3.11 resolves it: the row of that id, else the
+    chunks whose logical drawer it is (by index), else none."""
+    direct = [d for d in state.drawers if d["id"] == drawer_id]
+    if direct or not isinstance(drawer_id, str) or not drawer_id:
+        return direct
+    return sorted((d for d in state.drawers if d.get("parent") == drawer_id),
+                  key=lambda d: (d.get("chunk_index", 0), d["id"]))
+
+
+def drawer_view(drawer_id: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One drawer as 3.11's get_drawer and get_drawers answer it: a row asked for by its own
+    id as it is (a chunk too); a logical drawer as its chunks joined, with their count and
+    ids (in the answer and in its metadata)."""
+    first = rows[0]
+    view = {"drawer_id": drawer_id, "content": "".join(d["content"] for d in rows),
+            "wing": first["wing"], "room": first["room"], "metadata": drawer_metadata(first)}
+    if first["id"] != drawer_id:
+        ids = [d["id"] for d in rows]
+        view.update({"chunks": len(ids), "chunk_ids": ids})
+        view["metadata"].update({"chunks": len(ids), "chunk_ids": ids})
+    return view
+
+
+def listed_drawers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """3.11's list_drawers entries of some rows: each single row, then each chunked drawer
+    collapsed under its logical id (a 200-character preview of its joined text), by id."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    entries = []
+    for row in rows:
+        if row.get("parent") is not None:
+            groups.setdefault(row["parent"], []).append(row)
+    for row in rows:
+        if row.get("parent") is None and row["id"] not in groups:
+            entries.append({"drawer_id": row["id"], "wing": row["wing"], "room": row["room"],
+                            "content_preview": _preview(row["content"]),
+                            "metadata": drawer_metadata(row)})
+    for parent, parts in groups.items():
+        parts.sort(key=lambda d: (d.get("chunk_index", 0), d["id"]))
+        ids = [d["id"] for d in parts]
+        meta = {**drawer_metadata(parts[0]), "chunks": len(ids), "chunk_ids": ids}
+        entries.append({"drawer_id": parent, "wing": parts[0]["wing"],
+                        "room": parts[0]["room"],
+                        "content_preview": _preview("".join(d["content"] for d in parts)),
+                        "metadata": meta, "chunks": len(ids), "chunk_ids": ids})
+    entries.sort(key=lambda entry: entry["drawer_id"])
+    return entries
+
+
+def _preview(content: str) -> str:
+    return content[:200] + "..." if len(content) > 200 else content
+
+
+#: 3.11's default chunk size: longer content is filed as chunks of this many characters
+CHUNK_SIZE = 800
+
+
+def chunk_rows(drawer_id: str, content: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows 3.11 stores for ``content`` under ``drawer_id``: one row, or past
+    ``CHUNK_SIZE`` one per chunk (``<id>_chunk_<index:06d>``) naming its logical drawer."""
+    if len(content) <= CHUNK_SIZE:
+        return [{"id": drawer_id, **fields, "content": content}]
+    return [{"id": f"{drawer_id}_chunk_{start // CHUNK_SIZE:06d}", **fields,
+             "content": content[start:start + CHUNK_SIZE], "parent": drawer_id,
+             "chunk_index": start // CHUNK_SIZE}
+            for start in range(0, len(content), CHUNK_SIZE)]
+
+
+def filed(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What 3.11 adds to a write's answer of its rows: the chunk count, and the chunk ids
+    when there is more than one row."""
+    if len(rows) == 1 and rows[0].get("parent") is None:
+        return {"chunks": 1}
+    return {"chunks": len(rows), "chunk_ids": [row["id"] for row in rows]}
 
 
 def default_diary_wing(agent: str) -> str:
@@ -447,16 +526,26 @@ def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 # --- drawers -------------------------------------------------------------------------------
 
 
+def drawer_id_for(wing: str, room: str, content: str) -> str:
+    """3.11's add_drawer id: ``drawer_<wing>_<room>_`` and 24 hex digits of the SHA-256 of
+    the three parts, each written as ``<length>:<text>`` (its published id recipe v3)."""
+    key = "".join(f"{len(part)}:{part}" for part in (wing, room, content))
+    return f"drawer_{wing}_{room}_{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+
+
 def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_by: str,
                  source_file: str = "?") -> dict[str, Any]:
-    drawer_id = f"drawer_{wing}_{room}_{digest(wing, room, content, size=24)}"
-    if any(d["id"] == drawer_id for d in state.drawers):
+    drawer_id = drawer_id_for(wing, room, content)
+    rows = chunk_rows(drawer_id, content, {
+        "wing": wing, "room": room, "added_by": added_by, "source_file": source_file,
+        "created_at": _now().isoformat()})
+    known = {d["id"] for d in state.drawers}
+    if drawer_id in known or rows[-1]["id"] in known:  # 3.11 probes the id and last chunk
         return {"success": True, "reason": "already_exists", "drawer_id": drawer_id}
     vector_written(state)
-    state.drawers.append({"id": drawer_id, "wing": wing, "room": room, "content": content,
-                          "added_by": added_by, "source_file": source_file,
-                          "created_at": _now().isoformat()})
-    return {"success": True, "drawer_id": drawer_id, "wing": wing, "room": room, "chunks": 1}
+    state.drawers.extend(rows)
+    return {"success": True, "drawer_id": drawer_id, "wing": wing, "room": room,
+            **filed(rows)}
 
 
 @tool("mempalace_add_drawer", writes=True)
@@ -517,9 +606,9 @@ def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return missing
     if not isinstance(args["drawer_id"], str):  # chroma's complaint, as 3.11 passes it on
         return {"error": f"Expected ID to be a str, got {args['drawer_id']!r} in get."}
-    for drawer in state.drawers:
-        if drawer["id"] == args["drawer_id"]:
-            return drawer_view(drawer)
+    rows = logical_rows(state, args["drawer_id"])
+    if rows:
+        return drawer_view(args["drawer_id"], rows)
     return {"error": f"Drawer not found: {args['drawer_id']}"}  # 3.11: no success key
 
 
@@ -553,10 +642,11 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     terms = {w.lower() for w in _WORD.findall(query)}
     limit = max(1, min(int(args.get("limit", 5)), 100))  # 3.11 clamps to 1..100
     scored = []
-    candidates = [d for d in state.drawers
-                  if args.get("wing") in (None, d["wing"])
-                  and args.get("room") in (None, d["room"])
-                  and in_window(d["created_at"], since, before)]
+    rows = [d for d in state.drawers
+            if args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])
+            and in_window(d["created_at"], since, before)]
+    # 3.11 counts the rows it filtered, and answers a chunked drawer once, its chunks rejoined
+    candidates = _rejoined(rows)
     for order, drawer in enumerate(candidates):
         words = {w.lower() for w in _WORD.findall(drawer["content"])}
         overlap = len(terms & words)
@@ -581,7 +671,7 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             "filters": {"wing": args.get("wing"), "room": args.get("room"),
                         "source_file": args.get("source_file"), "since": args.get("since"),
                         "before": args.get("before")},
-            "total_before_filter": len(candidates), "results": results}
+            "total_before_filter": len(rows), "results": results}
 
 
 def _optional_filter(value: Any, field: str) -> str | None:
@@ -620,6 +710,23 @@ def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
     if args.get("cli_compatible") and (media or task != "search"):
         return {"error": "cli_compatible cannot be combined with media/code task search"}
     return None
+
+
+def _rejoined(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with each chunked drawer's chunks made one drawer under its logical id (its text
+    joined in chunk order), in the order its first chunk came."""
+    out: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        parent = row.get("parent")
+        if parent is None:
+            out.append(row)
+        elif parent in groups:
+            groups[parent]["content"] += row["content"]
+        else:
+            groups[parent] = {**row, "id": parent}
+            out.append(groups[parent])
+    return out
 
 
 MINE_FILE_CAP = 2000  # a mis-aimed mine (say, of '/') must not walk the whole disk
@@ -747,10 +854,12 @@ def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
     agent, topic = agent.strip(), topic.strip()
     wing = wing.strip() if wing is not None else None
     drawer = _diary_drawer(agent, entry, topic, wing)
+    fields = {k: v for k, v in drawer.items() if k not in ("id", "content")}
+    rows = chunk_rows(drawer["id"], entry, fields)
     vector_written(state)
-    state.drawers.append(drawer)
+    state.drawers.extend(rows)
     return {"success": True, "entry_id": drawer["id"], "agent": drawer["agent"], "topic": topic,
-            "timestamp": drawer["created_at"], "chunks": 1}
+            "timestamp": drawer["created_at"], **filed(rows)}
 
 
 @tool("mempalace_diary_write", writes=True)

@@ -11,19 +11,23 @@ rules or would remove drawers) answers with :func:`palace.unmodelled`, a result 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.palace import (
+    CHUNK_SIZE,
     PalaceState,
     append_event,
     artifact_problem,
     backend_open_failed,
-    drawer_metadata,
+    chunk_rows,
     drawer_view,
     event_problem,
     fresh,
     half_make,
+    listed_drawers,
+    logical_rows,
     make_directory,
     optional_name,
     store_artifact,
@@ -31,6 +35,7 @@ from palace_conformance.fake.palace import (
     unmodelled,
 )
 from palace_conformance.fake.palace_checks import (
+    argument_problem,
     chroma_missing,
     date_bound,
     digest,
@@ -90,11 +95,22 @@ def _delete_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     drawer_id = args["drawer_id"]
     if not isinstance(drawer_id, str):
         return {"success": False, "error": f"Expected ID to be a str, got {drawer_id!r} in get."}
-    if _find(state, drawer_id) is None:
+    deleted = _delete_logical(state, drawer_id)
+    if deleted is None:
         return {"success": False, "error": f"Drawer not found: {drawer_id}"}
-    state.drawers = [d for d in state.drawers if d["id"] != drawer_id]
-    return {"success": True, "drawer_id": drawer_id, "deleted_ids": [drawer_id],
-            "chunks_deleted": 1, "closets_deleted": 0}
+    return {"success": True, **deleted}
+
+
+def _delete_logical(state: PalaceState, drawer_id: Any) -> dict[str, Any] | None:
+    """Delete the rows a drawer id names (a logical id: all its chunks); 3.11's account of
+    it, or None when it names nothing."""
+    rows = logical_rows(state, drawer_id)
+    if not rows:
+        return None
+    gone = {row["id"] for row in rows}
+    state.drawers = [d for d in state.drawers if d["id"] not in gone]
+    return {"drawer_id": drawer_id, "deleted_ids": [row["id"] for row in rows],
+            "chunks_deleted": len(rows), "closets_deleted": 0}
 
 
 @tool("mempalace_delete_drawers", writes=True)
@@ -107,12 +123,10 @@ def _delete_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for drawer_id in args["drawer_ids"]:
         if (problem := _lookup_problem(drawer_id)) is not None:
             results.append({"drawer_id": drawer_id, "error": problem})
-        elif _find(state, drawer_id) is None:
+        elif (deleted := _delete_logical(state, drawer_id)) is None:
             results.append({"drawer_id": drawer_id, "error": f"Drawer not found: {drawer_id}"})
         else:  # 3.11's per-item shape: the singular delete's answer without success
-            state.drawers = [d for d in state.drawers if d["id"] != drawer_id]
-            results.append({"drawer_id": drawer_id, "deleted_ids": [drawer_id],
-                            "chunks_deleted": 1, "closets_deleted": 0})
+            results.append(deleted)
     failed = sum(1 for r in results if "error" in r)
     return {"results": results, "count": len(results), "deleted": len(results) - failed,
             "errors": failed}
@@ -129,11 +143,11 @@ def _get_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         if (problem := _lookup_problem(drawer_id)) is not None:
             results.append({"drawer_id": drawer_id, "error": problem})
             continue
-        drawer = _find(state, drawer_id)
-        if drawer is None:
+        rows = logical_rows(state, drawer_id)
+        if not rows:
             results.append({"drawer_id": drawer_id, "error": f"Drawer not found: {drawer_id}"})
         else:
-            results.append(drawer_view(drawer))
+            results.append(drawer_view(drawer_id, rows))
     return {"results": results, "count": len(results),
             "errors": sum(1 for r in results if "error" in r)}
 
@@ -157,15 +171,14 @@ def _list_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return missing
     wing = (args.get("wing") or "").strip()
     room = (args.get("room") or "").strip()
-    drawers = [d for d in state.drawers
-               if wing in ("", d["wing"]) and room in ("", d["room"])
-               and in_window(d["created_at"], since, before)]
+    # 3.11: rows collapsed into logical drawers, by drawer id, then the window
+    drawers = [d for d in listed_drawers([d for d in state.drawers
+                                          if wing in ("", d["wing"]) and room in ("", d["room"])])
+               if in_window(d["metadata"]["filed_at"], since, before)]
     # 3.11 clamps the page size to 1..100 (limit 0 or -1 lists one drawer)
     limit = max(1, min(int(args.get("limit", 20)), 100))
     offset = max(0, int(args.get("offset", 0)))
-    page = [{"drawer_id": d["id"], "wing": d["wing"], "room": d["room"],
-             "content_preview": d["content"][:200], "metadata": drawer_metadata(d)}
-            for d in drawers[offset:offset + limit]]
+    page = drawers[offset:offset + limit]
     return {"drawers": page, "total": len(drawers), "count": len(page), "offset": offset,
             "limit": limit}
 
@@ -180,9 +193,48 @@ def _update_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(args["drawer_id"], str):  # chroma's complaint, as 3.11 passes it on
         return {"success": False,
                 "error": f"Expected ID to be a str, got {args['drawer_id']!r} in get."}
-    if not any(d["id"] == args["drawer_id"] for d in state.drawers):
-        return {"success": False, "error": f"Drawer not found: {args['drawer_id']}"}
-    return unmodelled("mempalace_update_drawer with changes")
+    drawer_id = args["drawer_id"]
+    rows = logical_rows(state, drawer_id)
+    if not rows:
+        return {"success": False, "error": f"Drawer not found: {drawer_id}"}
+    return _update_rows(state, drawer_id, rows, args)
+
+
+def _update_rows(state: PalaceState, drawer_id: str, rows: list[dict[str, Any]],
+                 args: dict[str, Any]) -> dict[str, Any]:
+    """3.11's update of a found drawer: content, then wing, then room checked; the drawer
+    re-chunked when it was chunked or its new content is past the chunk size, else its one
+    row changed in place (its id kept either way)."""
+    content = "".join(row["content"] for row in rows)
+    if args.get("content") is not None:
+        if (problem := argument_problem("content", args["content"], "content")) is not None:
+            return {"success": False, "error": problem}
+        content = args["content"]
+    first = dict(rows[0])
+    for field in ("wing", "room"):
+        if args.get(field) is not None:
+            if (problem := argument_problem(field, args[field], "name")) is not None:
+                return {"success": False, "error": problem}
+            first[field] = args[field].strip()
+    first["modified_at"] = datetime.now().isoformat()
+    fields = {k: v for k, v in first.items()
+              if k not in ("id", "content", "parent", "chunk_index")}
+    chunked = rows[0]["id"] != drawer_id or len(content) > CHUNK_SIZE
+    if chunked:
+        new = [{**row, "parent": drawer_id} for row in chunk_rows(drawer_id, content, fields)]
+        if len(new) == 1 and new[0]["id"] == drawer_id:  # 3.11 keeps a chunk id for one
+            new = [{**new[0], "id": f"{drawer_id}_chunk_000000", "chunk_index": 0}]
+    else:
+        new = [{"id": drawer_id, **fields, "content": content}]
+    gone = {row["id"] for row in rows}
+    at = next(i for i, d in enumerate(state.drawers) if d["id"] in gone)
+    kept = [d for d in state.drawers if d["id"] not in gone]
+    state.drawers = kept[:at] + new + kept[at:]
+    answer = {"success": True, "drawer_id": drawer_id, "wing": first["wing"],
+              "room": first["room"]}
+    if chunked:
+        answer.update({"chunks": len(new), "chunk_ids": [row["id"] for row in new]})
+    return {**answer, "closets_deleted": 0}
 
 
 @tool("mempalace_delete_by_source", writes=True)
@@ -192,11 +244,24 @@ def _delete_by_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any
         return {"success": False, "error": "source_file must be a non-empty string"}
     if (missing := fresh(state, args)) is not None:
         return missing
-    if any(d.get("source_file") == source for d in state.drawers):
-        return unmodelled("mempalace_delete_by_source over matching drawers")
-    return {"success": True, "dry_run": bool(args.get("dry_run", True)), "source_file": source,
-            "match_count": 0, "closet_match_count": 0, "sample": [],
-            "hint": "No drawers match this source_file."}
+    matches = [d for d in state.drawers if d.get("source_file") == source]
+    sample: list[dict[str, Any]] = []
+    for drawer in matches:  # 3.11: the distinct (wing, room) pairs, at most 5
+        place = {"wing": drawer["wing"], "room": drawer["room"]}
+        if place not in sample and len(sample) < 5:
+            sample.append(place)
+    count = len(matches)
+    if args.get("dry_run", True):
+        return {"success": True, "dry_run": True, "source_file": source, "match_count": count,
+                "closet_match_count": 0, "sample": sample,
+                "hint": (f"No drawers were deleted. Re-run with dry_run=false to remove these "
+                         f"{count} drawer(s) and 0 index entr(y/ies)." if count
+                         else "No drawers match this source_file.")}
+    if not count:
+        return {"success": True, "dry_run": False, "source_file": source, "deleted": 0}
+    state.drawers = [d for d in state.drawers if d.get("source_file") != source]
+    return {"success": True, "dry_run": False, "source_file": source, "deleted": count,
+            "closets_deleted": 0}
 
 
 SYNC_APPLY_NEEDS_SCOPE = ("sync apply requires explicit wing= or project_dirs= so it cannot "

@@ -43,6 +43,9 @@ OPEN_FILE = Path(__file__).with_name("generated_open.json")
 BATCH = 40
 SHRINK_ROUNDS = 10
 SHRINK_CLASSES = 12
+#: a sequence's shrinking runs a session per candidate: fewer classes, fewer rounds
+SHRINK_SEQUENCE_CLASSES = 6
+SHRINK_SEQUENCE_ROUNDS = 6
 #: a class names at most this many differing paths
 CLASS_PATHS = 3
 
@@ -269,7 +272,7 @@ def shrink_sequences(found: dict[str, tuple[Sequence, str]], real_python: str | 
     becomes the new sequence. Stops when no class gets shorter."""
     current = {name: seq for name, (seq, _) in found.items()}
     labels = {name: label for name, (_, label) in found.items()}
-    for round_no in range(SHRINK_ROUNDS):
+    for round_no in range(SHRINK_SEQUENCE_ROUNDS):
         candidates: list[tuple[str, Sequence]] = []
         owners: dict[str, tuple[str, Sequence]] = {}
         for index, (name, seq) in enumerate(sorted(current.items())):
@@ -364,8 +367,9 @@ def run_generated(real_python: str | None, count: int, seed: int, *,
                   if points[0] in by_point}
         if firsts:
             result.shrunk = shrink(firsts, real_python, root, log, jobs, rules)
-        seq_firsts = {name: steps_of[points[0]] for name, points in ranked[:shrink_classes]
-                      if points[0] in steps_of}
+        seq_firsts = dict([(name, steps_of[points[0]]) for name, points in ranked
+                           if points[0] in steps_of][:min(shrink_classes,
+                                                          SHRINK_SEQUENCE_CLASSES)])
         if seq_firsts:
             result.shrunk_sequences = shrink_sequences(seq_firsts, real_python, root, log,
                                                        jobs, rules)
