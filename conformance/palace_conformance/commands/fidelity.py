@@ -41,7 +41,8 @@ def _generated(args: argparse.Namespace) -> int:
 
     try:
         result = run_generated(args.real_python, args.generated, args.seed, json_out=args.json,
-                               keep=args.keep, jobs=args.jobs, sequences=args.sequences)
+                               keep=args.keep, jobs=args.jobs, sequences=args.sequences,
+                               shrink_classes=args.shrink)
     except (RealServerMissing, RulesError) as exc:
         print(f"palace-conformance fidelity: {exc}", file=sys.stderr)
         return 2
@@ -82,6 +83,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         "--generated: also M stateful sequences (write, read back, update, "
                         "delete, mine, list, events, KG, tunnels, checkpoint, sync, reconnect) "
                         "from fresh, half-made and initialised palaces (default 0)")
+    parser.add_argument("--shrink", metavar="K", type=_count, default=12, help="with "
+                        "--generated: shrink the first counterexample of at most K classes "
+                        "(default 12; sequences at most 6); 0 reports them as found")
     parser.add_argument("--seed", metavar="S", type=int, default=0, help="the generator's "
                         "seed for --generated (default 0): the same seed draws the same calls")
     parser.set_defaults(handler=_fidelity)

@@ -709,6 +709,16 @@ def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
                          "'code'"}
     if args.get("cli_compatible") and (media or task != "search"):
         return {"error": "cli_compatible cannot be combined with media/code task search"}
+    if args.get("cli_compatible"):  # 3.11's CLI-compatible search takes none of these
+        if source is not None and source.strip():
+            return {"error": "cli-compatible search does not support source_file"}
+        unsupported = [name for name, given in (
+            ("candidate_strategy", strategy != "vector"),
+            ("min_similarity", args.get("min_similarity") is not None),
+            ("max_distance", args.get("max_distance") is not None),
+            ("context", args.get("context") is not None)) if given]
+        if unsupported:
+            return {"error": "cli-compatible search does not support " + ", ".join(unsupported)}
     return None
 
 
@@ -930,9 +940,10 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                     "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
     triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
                  f"{triple_id_part(obj)}_{digest(subject, predicate, obj)}")
-    state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
-                          "object": obj, "valid_from": args.get("valid_from"),
-                          "valid_to": args.get("valid_to"),
+    # 3.11 stores the predicate lower-cased, spaces as "_" (its answer's fact keeps the text)
+    state.triples.append({"id": triple_id, "subject": subject,
+                          "predicate": triple_id_part(predicate), "object": obj,
+                          "valid_from": args.get("valid_from"), "valid_to": args.get("valid_to"),
                           "source_drawer_id": args.get("source_drawer_id"),
                           "source_closet": args.get("source_closet")})
     return {"success": True, "triple_id": triple_id,

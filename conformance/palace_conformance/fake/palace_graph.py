@@ -79,9 +79,10 @@ def _kg_supersede(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     digest = hashlib.sha256("\x1f".join((subject, predicate, new, at)).encode()).hexdigest()[:12]
     triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
                  f"{triple_id_part(new)}_{digest}")
-    state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
-                          "object": new, "valid_from": at, "valid_to": None,
-                          "source_drawer_id": None, "source_closet": None})
+    state.triples.append({"id": triple_id, "subject": subject,
+                          "predicate": triple_id_part(predicate), "object": new,
+                          "valid_from": at, "valid_to": None, "source_drawer_id": None,
+                          "source_closet": None})
     return {"success": True, "triple_id": triple_id, "fact": _fact(subject, predicate, new),
             "superseded": args["old_object"]}
 
@@ -173,10 +174,28 @@ def _find_tunnels(state: PalaceState, args: dict[str, Any]) -> Any:
     if (missing := fresh(state, args)) is not None:
         return missing
     wanted = {w.strip() for w in (args.get("wing_a"), args.get("wing_b")) if w and w.strip()}
-    # approximated: a room filed in more than one wing (passive tunnel), shape not captured
-    return [{"room": room, "wings": sorted(wings), "count": sum(wings.values())}
-            for room, wings in sorted(_wings_of_rooms(state).items())
-            if len(wings) > 1 and wanted <= set(wings)]
+    # 3.11: a room filed in more than one wing, with the halls and latest date its rows carry
+    # (a diary entry's hall_diary and date), most rows first, at most 50
+    halls, dates = _halls_and_dates(state)
+    found: list[dict[str, Any]] = [
+        {"room": room, "wings": sorted(wings), "halls": sorted(halls.get(room, ())),
+         "count": sum(wings.values()), "recent": max(dates.get(room, [""]))}
+        for room, wings in sorted(_wings_of_rooms(state).items())
+        if len(wings) > 1 and wanted <= set(wings)]
+    found.sort(key=lambda tunnel: -tunnel["count"])
+    return found[:50]
+
+
+def _halls_and_dates(state: PalaceState) -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+    """Per room, the halls and dates its rows' metadata carry (3.11 files both on diary
+    entries only)."""
+    halls: dict[str, set[str]] = {}
+    dates: dict[str, list[str]] = {}
+    for drawer in state.drawers:
+        if drawer["room"] == "diary" and "agent" in drawer:
+            halls.setdefault(drawer["room"], set()).add("hall_diary")
+            dates.setdefault(drawer["room"], []).append(drawer["created_at"][:10])
+    return halls, dates
 
 
 @tool("mempalace_graph_stats")
@@ -253,7 +272,7 @@ def _list_hallways(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if (problem := optional_name("wing", args.get("wing"))) is not None:
         return {"error": problem}
     # the fake never forms hallways (3.11 derives them from usage), so the list stays empty
-    limit = min(max(0, int(args.get("limit", 100))), 500)
+    limit = min(max(1, int(args.get("limit", 100))), 500)  # 3.11 clamps to 1..500
     return {"hallways": [], "total": 0, "count": 0, "offset": max(0, int(args.get("offset", 0))),
             "limit": limit}
 
