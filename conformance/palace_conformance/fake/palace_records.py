@@ -83,9 +83,13 @@ def _check_duplicate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]
         similarity = (1.0 if drawer["content"] == content
                       else round(len(words & theirs) / max(len(words | theirs), 1), 3))
         if similarity >= threshold:
+            text = drawer["content"]
             matches.append({"id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
-                            "similarity": similarity, "content": drawer["content"]})
-    return {"is_duplicate": bool(matches), "matches": matches}
+                            "similarity": similarity,
+                            "content": text[:200] + "..." if len(text) > 200 else text})
+    # 3.11 asks for the 5 nearest rows and keeps those past the threshold, nearest first
+    matches.sort(key=lambda match: -match["similarity"])
+    return {"is_duplicate": bool(matches), "matches": matches[:5]}
 
 
 @tool("mempalace_delete_drawer", writes=True)
