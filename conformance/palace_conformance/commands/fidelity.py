@@ -42,7 +42,7 @@ def _generated(args: argparse.Namespace) -> int:
     try:
         result = run_generated(args.real_python, args.generated, args.seed, json_out=args.json,
                                keep=args.keep, jobs=args.jobs, sequences=args.sequences,
-                               shrink_classes=args.shrink)
+                               shrink_classes=args.shrink, http=args.http)
     except (RealServerMissing, RulesError) as exc:
         print(f"palace-conformance fidelity: {exc}", file=sys.stderr)
         return 2
@@ -83,6 +83,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         "--generated: also M stateful sequences (write, read back, update, "
                         "delete, mine, list, events, KG, tunnels, checkpoint, sync, reconnect) "
                         "from fresh, half-made and initialised palaces (default 0)")
+    parser.add_argument("--http", metavar="K", type=_count, default=0, help="with "
+                        "--generated: also K HTTP requests (methods, paths, headers, bodies, "
+                        "tokens) to the real HTTP server and the fake's, 20 to a session")
     parser.add_argument("--shrink", metavar="K", type=_count, default=12, help="with "
                         "--generated: shrink the first counterexample of at most K classes "
                         "(default 12; sequences at most 6); 0 reports them as found")

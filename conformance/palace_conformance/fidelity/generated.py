@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from palace_conformance.fidelity.compare import Comparison, compare_records
+from palace_conformance.fidelity.http_requests import TOKEN, draw_http
 from palace_conformance.fidelity.normalise import Rule, load_rules
 from palace_conformance.fidelity.run import record_both
 from palace_conformance.fidelity.script import SCRIPT_FILE, Script, Session, Step
@@ -64,6 +65,8 @@ class GeneratedResult:
     #: a sequence's point -> (its sequence, the step's label); shrunk: class -> minimal one
     steps: dict[str, tuple[Sequence, str]] = field(default_factory=dict)
     shrunk_sequences: dict[str, Sequence] = field(default_factory=dict)
+    #: an HTTP request's point -> the request (differing ones)
+    http: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def open_class(self, name: str) -> OpenClass | None:
         """The known open class that covers this class, or None (a new class)."""
@@ -88,6 +91,10 @@ class GeneratedResult:
             yield f"CLASS {name} ({len(points)} point(s), e.g. {points[0]}; {status})"
             for path, real, fake in verdicts[points[0]].diff[:4]:
                 yield f"    {path}: real {_short(real)} | fake {_short(fake)}"
+            if points[0] in self.http:
+                yield (f"    reproduce: a fresh palace's HTTP server, then "
+                       f"{json.dumps(self.http[points[0]], ensure_ascii=False)[:300]}")
+                continue
             if points[0] in self.steps:
                 seq = self.steps[points[0]][0]
                 seq = self.shrunk_sequences.get(name, seq)
@@ -116,6 +123,8 @@ class GeneratedResult:
     def reproduce(self, name: str) -> Any:
         """A class's minimal reproduction: a call, or a sequence (its start and steps)."""
         first = self.classes[name][0]
+        if first in self.http:
+            return self.http[first]
         if first in self.steps:
             return self.shrunk_sequences.get(name, self.steps[first][0]).to_json()
         return list(self.shrunk.get(name, self.calls[first]))
@@ -216,6 +225,27 @@ def sequence_sessions(sequences: list[tuple[str, Sequence]]) -> tuple[
     return sessions, steps_of
 
 
+#: an HTTP session's requests: (session prefix, whether its server wants a token, requests)
+HttpBatch = tuple[str, bool, list[dict[str, Any]]]
+HTTP_BATCH = 20
+
+
+def http_sessions(batches: list[HttpBatch]) -> tuple[list[Session], set[str]]:
+    """One HTTP session per batch (its own world and server, a token when the batch says so),
+    each request a point ``PREFIX.NNN.http``; and the point ids."""
+    sessions, points = [], set()
+    for prefix, token, requests in batches:
+        steps = []
+        for index, spec in enumerate(requests):
+            point = f"{prefix}.{index:03d}.http"
+            steps.append(Step(id=point, section="http", action="http", spec=spec,
+                              timeout_s=30.0))
+            points.add(point)
+        sessions.append(Session(id=prefix, transport="http", palace="fresh", steps=tuple(steps),
+                                token=TOKEN if token else None))
+    return sessions, points
+
+
 def class_of(tool: str, diff: list[tuple[str, Any, Any]]) -> str:
     """A difference's class: the tool and its first differing paths, list indices dropped."""
     paths = sorted({re.sub(r"\[\d+\]", "[]", path) for path, _, _ in diff})
@@ -256,12 +286,15 @@ def _smaller(value: Any) -> Iterator[Any]:
 
 def _record(calls: list[tuple[str, Call]], prefix: str, real_python: str | None, root: Path,
             log: TextIO, jobs: int, rules: list[Rule],
-            sequences: list[tuple[str, Sequence]] | None = None) -> Comparison:
+            sequences: list[tuple[str, Sequence]] | None = None,
+            http: list[HttpBatch] | None = None) -> Comparison:
     script = sessions_for(calls, prefix)
     extra, steps_of = sequence_sessions(sequences or [])
-    script = Script(script.sessions + tuple(extra))
+    served, requested = http_sessions(http or [])
+    script = Script(script.sessions + tuple(extra) + tuple(served))
     real, fake = record_both(script, real_python, root / prefix, log, jobs)
-    return compare_records(real, fake, rules, {point for point, _ in calls} | set(steps_of))
+    return compare_records(real, fake, rules,
+                           {point for point, _ in calls} | set(steps_of) | requested)
 
 
 def shrink_sequences(found: dict[str, tuple[Sequence, str]], real_python: str | None,
@@ -333,7 +366,7 @@ def shrink(found: dict[str, Call], real_python: str | None, root: Path, log: Tex
 
 def run_generated(real_python: str | None, count: int, seed: int, *,
                   json_out: str | None = None, keep: str | None = None, jobs: int = 2,
-                  shrink_classes: int = SHRINK_CLASSES, sequences: int = 0,
+                  shrink_classes: int = SHRINK_CLASSES, sequences: int = 0, http: int = 0,
                   out: TextIO = sys.stdout, log: TextIO = sys.stderr) -> GeneratedResult:
     """The regression cases and sequences, then ``count`` generated calls and ``sequences``
     stateful sequences from ``seed``, against both targets; every difference classed and
@@ -347,20 +380,29 @@ def run_generated(real_python: str | None, count: int, seed: int, *,
         (f"seq.case.{case['id']}", Sequence.from_json(case)) for case in load_sequences()]
     seqs += [(f"seq.{seed}.{index:05d}", seq)
              for index, seq in enumerate(draw_sequences(sequences, seed))]
-    print(f"fidelity --generated: {len(calls)} call(s) and {len(seqs)} sequence(s) "
-          f"(seed {seed}), {(len(calls) + BATCH - 1) // BATCH + len(seqs)} session(s) per "
+    batches: list[HttpBatch] = [(f"http.{seed}.{index:03d}", token, requests) for index,
+                                (token, requests) in enumerate(draw_http(http, seed, HTTP_BATCH))]
+    print(f"fidelity --generated: {len(calls)} call(s), {len(seqs)} sequence(s) and {http} "
+          f"HTTP request(s) (seed {seed}), "
+          f"{(len(calls) + BATCH - 1) // BATCH + len(seqs) + len(batches)} session(s) per "
           "target", file=log, flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="palace-fidelity-gen-") as scratch:
         root = Path(keep).absolute() if keep else Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
-        comparison = _record(calls, "gen", real_python, root, log, jobs, rules, seqs)
+        comparison = _record(calls, "gen", real_python, root, log, jobs, rules, seqs, batches)
         by_point = dict(calls)
+        requests = {f"{prefix}.{index:03d}.http": spec for prefix, _, specs in batches
+                    for index, spec in enumerate(specs)}
         _, steps_of = sequence_sessions(seqs)
         result = GeneratedResult(comparison, by_point, known_open=load_open(), steps=steps_of)
         for verdict in comparison.differences:
-            tool = (by_point[verdict.id][0] if verdict.id in by_point
-                    else "mempalace_" + verdict.id.split(".")[-2])
+            if verdict.id in requests:
+                result.http[verdict.id] = requests[verdict.id]
+                tool = "http"
+            else:
+                tool = (by_point[verdict.id][0] if verdict.id in by_point
+                        else "mempalace_" + verdict.id.split(".")[-2])
             result.classes.setdefault(class_of(tool, verdict.diff), []).append(verdict.id)
         ranked = sorted(result.classes.items(), key=lambda item: -len(item[1]))
         firsts = {name: by_point[points[0]] for name, points in ranked[:shrink_classes]
@@ -378,7 +420,8 @@ def run_generated(real_python: str | None, count: int, seed: int, *,
     print(f"(generated run, {time.monotonic() - started:.1f} s wall time)", file=log)
     if json_out:
         Path(json_out).write_text(json.dumps({**result.to_json(), "seed": seed,
-                                              "count": count, "sequences": sequences},
+                                              "count": count, "sequences": sequences,
+                                              "http": http},
                                              indent=1, ensure_ascii=False),
                                   encoding="utf-8")
     return result
