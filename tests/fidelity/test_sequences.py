@@ -8,7 +8,8 @@ from pathlib import Path
 
 from palace_conformance.fidelity.compare import compare_records
 from palace_conformance.fidelity.execute import MISSING_REF, answer_at, run_script
-from palace_conformance.fidelity.generated import sequence_sessions
+from palace_conformance.fidelity.generated import http_sessions, sequence_sessions
+from palace_conformance.fidelity.http_requests import draw_http
 from palace_conformance.fidelity.normalise import load_rules, normalise, parse_rules
 from palace_conformance.fidelity.script import Script
 from palace_conformance.fidelity.sequences import (
@@ -82,3 +83,17 @@ def test_two_fake_runs_of_sequences_differ_only_where_the_rules_say(tmp_path: Pa
     result = compare_records(first, second, load_rules(), set(steps_of))
     assert [v.id for v in result.differences] == [], list(result.lines())
     assert len(result.verdicts) == len(steps_of)
+
+
+def test_http_requests_are_drawn_the_same_for_a_seed_over_methods_paths_and_auth() -> None:
+    drawn = draw_http(45, 7, 20)
+    assert drawn == draw_http(45, 7, 20) and [len(reqs) for _, reqs in drawn] == [20, 20, 5]
+    requests = [spec for _, reqs in drawn for spec in reqs]
+    assert {spec["method"] for spec in requests} >= {"POST", "GET"}
+    assert {spec["path"] for spec in requests} >= {"/mcp", "/healthz"}
+    assert any(spec.get("auth") == "none" for spec in requests)
+    assert all(not spec["path"].startswith(("/statusz", "/logstream", "/sync"))
+               for spec in requests)
+    sessions, points = http_sessions([("http.t.000", True, requests[:3])])
+    assert sessions[0].transport == "http" and sessions[0].token is not None
+    assert points == {"http.t.000.000.http", "http.t.000.001.http", "http.t.000.002.http"}

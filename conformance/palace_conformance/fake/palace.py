@@ -645,7 +645,7 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     rows = [d for d in state.drawers
             if args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])
             and in_window(d["created_at"], since, before)]
-    # 3.11 counts the rows it filtered, and answers a chunked drawer once, its chunks rejoined
+    # 3.11 counts the rows it filtered and answers each chunk under its logical drawer's id
     candidates = _rejoined(rows)
     for order, drawer in enumerate(candidates):
         words = {w.lower() for w in _WORD.findall(drawer["content"])}
@@ -723,20 +723,10 @@ def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _rejoined(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows with each chunked drawer's chunks made one drawer under its logical id (its text
-    joined in chunk order), in the order its first chunk came."""
-    out: list[dict[str, Any]] = []
-    groups: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        parent = row.get("parent")
-        if parent is None:
-            out.append(row)
-        elif parent in groups:
-            groups[parent]["content"] += row["content"]
-        else:
-            groups[parent] = {**row, "id": parent}
-            out.append(groups[parent])
-    return out
+    """Rows as 3.11's search answers them: each chunk a result of its own text, under its
+    logical drawer's id."""
+    return [{**row, "id": row["parent"]} if row.get("parent") is not None else row
+            for row in rows]
 
 
 MINE_FILE_CAP = 2000  # a mis-aimed mine (say, of '/') must not walk the whole disk

@@ -208,12 +208,19 @@ def _graph_stats(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         for wing in wings:
             per_wing[wing] = per_wing.get(wing, 0) + 1
     shared = sum(1 for wings in rooms.values() if len(wings) > 1)
-    passive = sum(len(wings) * (len(wings) - 1) // 2 for wings in rooms.values())
+    # 3.11: an edge per pair of a room's wings and per hall its rows carry (no hall, no edge);
+    # the top tunnels are the rooms in the most wings, at most 10
+    halls, _ = _halls_and_dates(state)
+    edges = sum(len(wings) * (len(wings) - 1) // 2 * len(halls.get(room, ()))
+                for room, wings in rooms.items())
+    ranked = sorted(rooms.items(), key=lambda item: -len(item[1]))[:10]
+    top = [{"room": room, "wings": sorted(wings), "count": sum(wings.values())}
+           for room, wings in ranked if len(wings) >= 2]
     return {"total_rooms": len(rooms), "total_room_instances": sum(per_wing.values()),
             "tunnel_rooms": shared, "passive_tunnel_rooms": shared,
-            "explicit_tunnels": len(state.tunnels), "total_edges": passive,
-            "total_connections": passive + len(state.tunnels), "rooms_per_wing": per_wing,
-            "top_tunnels": []}
+            "explicit_tunnels": len(state.tunnels), "total_edges": edges,
+            "total_connections": edges + len(state.tunnels), "rooms_per_wing": per_wing,
+            "top_tunnels": top}
 
 
 _ENDS = ("source_wing", "source_room", "target_wing", "target_room")
