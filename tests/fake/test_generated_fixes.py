@@ -156,3 +156,14 @@ def test_drawer_ids_follow_311s_recipe_and_updates_keep_them() -> None:
     assert call(store, "mempalace_update_drawer", {"drawer_id": filed["drawer_id"],
                                                    "content": "a\x00b"}) == {
         "success": False, "error": "content contains null bytes"}
+
+
+def test_checkpoint_checks_each_item_for_a_duplicate_before_filing_it() -> None:
+    store = initialised()
+    item = {"wing": "alpha", "room": "notes", "content": "Filed twice in one checkpoint."}
+    answer = call(store, "mempalace_checkpoint", {"items": [item, item]})
+    assert len(answer["added"]) == 1 and answer["errors"] == []
+    assert [d["room"] for d in answer["duplicates"]] == ["notes"]
+    assert answer["duplicates"][0]["matches"][0]["similarity"] == 1.0
+    assert call(store, "mempalace_checkpoint", {"items": [], "dedup_threshold": "x"}) == {
+        "error": "dedup_threshold must be a number"}

@@ -316,6 +316,14 @@ def tool(name: str, writes: bool = False) -> Callable[[Handler], Handler]:
     return register
 
 
+def run_handler(state: PalaceState, name: str, args: dict[str, Any]) -> Any:
+    """Another tool's handler on the same state, inside a running tool (checkpoint's
+    duplicate check): 3.11 reuses its single-item handlers the same way."""
+    if name not in _HANDLERS:
+        _load_the_rest()
+    return _HANDLERS[name][0](state, args)
+
+
 def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
              palace_path: str) -> dict[str, Any]:
     """Run one tool against the palace and return its (business) result object."""
@@ -561,6 +569,10 @@ def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_checkpoint", writes=True)
 def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    try:
+        threshold = float(args.get("dedup_threshold", 0.9))
+    except (TypeError, ValueError):
+        return {"error": "dedup_threshold must be a number"}
     items = args["items"]
     if not isinstance(items, list):  # 3.11: a plain result, no success key, nothing filed
         return {"error": "items must be a list of {wing, room, content} objects"}
@@ -579,13 +591,17 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             result["errors"].append({"item": item,
                                      "error": "wing, room, content must be non-empty strings"})
             continue
+        # 3.11 checks each item for a near duplicate first (its check_duplicate) and files
+        # only the others; an exact re-file that slips through is added as already_exists
+        duplicate = run_handler(state, "mempalace_check_duplicate",
+                                {**args, "content": item["content"], "threshold": threshold})
+        if duplicate.get("is_duplicate"):
+            result["duplicates"].append({"room": item["room"],
+                                         "matches": duplicate.get("matches", [])})
+            continue
         filed = _add_drawer(state, {"wing": item["wing"], "room": item["room"],
                                     "content": item["content"], "added_by": writer})
-        if not filed.get("success"):
-            result["errors"].append(filed)
-            continue
-        duplicate = filed.get("reason") == "already_exists"
-        result["duplicates" if duplicate else "added"].append(filed)
+        result["added" if filed.get("success") else "errors"].append(filed)
     if diary is not None:
         entry = (diary.get("entry") or diary.get("content")) if isinstance(diary, dict) else None
         if not isinstance(diary, dict):
