@@ -167,3 +167,13 @@ def test_checkpoint_checks_each_item_for_a_duplicate_before_filing_it() -> None:
     assert answer["duplicates"][0]["matches"][0]["similarity"] == 1.0
     assert call(store, "mempalace_checkpoint", {"items": [], "dedup_threshold": "x"}) == {
         "error": "dedup_threshold must be a number"}
+
+
+def test_a_batch_resolves_its_ids_first_and_a_number_as_source_file_raises() -> None:
+    store = initialised()
+    drawer = call(store, "mempalace_list_drawers")["drawers"][0]["drawer_id"]
+    deleted = call(store, "mempalace_delete_drawers", {"drawer_ids": [drawer, drawer]})
+    assert (deleted["deleted"], deleted["errors"]) == (2, 0)
+    with pytest.raises(TypeError, match="expected string or bytes-like object, got 'int'"):
+        call(store, "mempalace_add_drawer", {"wing": "w", "room": "r", "content": "c",
+                                             "source_file": 12345})

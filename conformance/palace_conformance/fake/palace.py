@@ -562,6 +562,12 @@ def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                        ("content", args["content"], "content"))
     if refused is not None:
         return refused
+    # 3.11 strips lone surrogates from a given source_file and from added_by with re.sub:
+    # anything but a string raises TypeError there (-32000)
+    for field in ("source_file", "added_by"):
+        value = args.get(field, "mcp" if field == "added_by" else None)
+        if (value or field == "added_by") and not isinstance(value, str):
+            raise TypeError(f"expected string or bytes-like object, got '{type(value).__name__}'")
     args = stripped(args, "wing", "room")
     return _file_drawer(state, args["wing"], args["room"], args["content"],
                         args.get("added_by", "mcp"), args.get("source_file", "?"))
@@ -780,8 +786,8 @@ def mine_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            result = _file_drawer(state, wing, args.get("mode", "projects"), text[:4000], agent,
-                                  str(path))
+            # 3.11's room detection is not modelled: a file no rule places lands in "general"
+            result = _file_drawer(state, wing, "general", text[:4000].strip(), agent, str(path))
             filed += result.get("reason") != "already_exists"
     return {"success": True, "source": str(source), "wing": wing,
             "mode": args.get("mode", "projects"), "files_processed": len(files),

@@ -94,7 +94,13 @@ def _kg_timeline(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return {"error": problem}
     entity = entity.strip() if entity is not None else None
     today = _today()
-    rows = [{"subject": t["subject"], "predicate": t["predicate"], "object": t["object"],
+    # 3.11 answers an entity by the name it was first filed under (its key matches the rest)
+    named: dict[str, str] = {}
+    for t in state.triples:
+        for name in (t["subject"], t["object"]):
+            named.setdefault(entity_key(name), name)
+    rows = [{"subject": named[entity_key(t["subject"])], "predicate": t["predicate"],
+             "object": named[entity_key(t["object"])],
              "valid_from": t.get("valid_from"), "valid_to": t.get("valid_to"),
              "current": _is_current(t, today),
              "id": t["id"]}

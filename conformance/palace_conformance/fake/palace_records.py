@@ -123,14 +123,21 @@ def _delete_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return refused
     if (missing := fresh(state, args)) is not None:
         return missing
+    # 3.11 resolves every id first, then deletes each: an id given twice is deleted twice
+    resolved = {drawer_id: logical_rows(state, drawer_id) for drawer_id in args["drawer_ids"]
+                if _lookup_problem(drawer_id) is None and isinstance(drawer_id, str)}
     results = []
     for drawer_id in args["drawer_ids"]:
+        rows = resolved.get(drawer_id) if isinstance(drawer_id, str) else None
         if (problem := _lookup_problem(drawer_id)) is not None:
             results.append({"drawer_id": drawer_id, "error": problem})
-        elif (deleted := _delete_logical(state, drawer_id)) is None:
+        elif not rows:
             results.append({"drawer_id": drawer_id, "error": f"Drawer not found: {drawer_id}"})
         else:  # 3.11's per-item shape: the singular delete's answer without success
-            results.append(deleted)
+            gone = {row["id"] for row in rows}
+            state.drawers = [d for d in state.drawers if d["id"] not in gone]
+            results.append({"drawer_id": drawer_id, "deleted_ids": [row["id"] for row in rows],
+                            "chunks_deleted": len(rows), "closets_deleted": 0})
     failed = sum(1 for r in results if "error" in r)
     return {"results": results, "count": len(results), "deleted": len(results) - failed,
             "errors": failed}
