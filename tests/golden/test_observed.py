@@ -92,3 +92,14 @@ def test_a_head_and_its_body_in_two_windows_are_one_request_of_the_heads() -> No
                            "headers": {"content-type": "application/json"},
                            "body": {"jsonrpc": "2.0", "method": "notifications/cancelled"}}],
                     "b": []}
+
+
+def test_accept_on_a_delete_is_the_librarys_but_every_other_delete_header_is_observed() -> None:
+    records = [{"kind": "http_request", "method": "DELETE", "path": "/mcp", "conn": 1,
+                "headers": {"accept": "*/*", "mcp-session-id": "s", "mcp-protocol-version": "v"}},
+               {"kind": "http_request", "method": "GET", "path": "/mcp", "conn": 2,
+                "headers": {"accept": "*/*"}}]
+    seen = {r["method"]: r for r in requests({"step": records}, Masker())["step"]}
+    assert seen["DELETE"]["headers"] == {"mcp-session-id": "<session>",
+                                         "mcp-protocol-version": "v"}
+    assert seen["GET"]["headers"]["accept"] == ["*/*"]  # a GET's Accept is governed: observed

@@ -31,6 +31,10 @@ LIBRARY_HEADERS: Mapping[str, str] = {
     "transfer-encoding": "how the HTTP library framed the body",
 }
 
+#: why ``Accept`` on a DELETE is not observed: MCP's Streamable HTTP transport governs ``Accept``
+#: on the POSTs and GETs whose answers a client reads; a session's DELETE has no body to read,
+#: so the header is the HTTP library's default there (pi-mcp sends ``*/*``), never a behaviour
+UNGOVERNED_ON_DELETE = "accept"
 
 #: what stands for the bridge's own name and version in ``initialize``'s ``clientInfo``
 CLIENT_MASK = "<client>"
@@ -84,10 +88,11 @@ def requests(windows: Mapping[str, Iterable[Mapping[str, Any]]],
                 statuses[record.get("conn")] = record.get("status")
             elif kind == "http_request" and record.get("method") is not None:
                 headers = record.get("headers")
+                seen = normalised_headers(headers if isinstance(headers, Mapping) else {})
+                if record.get("method") == "DELETE":
+                    seen.pop("accept", None)  # see UNGOVERNED_ON_DELETE
                 request = {"method": record.get("method"), "path": record.get("path"),
-                           "headers": masker.value(normalised_headers(
-                               headers if isinstance(headers, Mapping) else {})),
-                           "conn": record.get("conn")}
+                           "headers": masker.value(seen), "conn": record.get("conn")}
                 out[key].append(request)
                 open_requests[record.get("conn")] = request
             elif kind == "recv":
