@@ -19,7 +19,7 @@ PROPS = settings(deadline=None, max_examples=60,
 # names and texts 3.11 accepts: not blank (a blank one is refused, see test_result_shapes.py)
 words = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1,
                 max_size=20).filter(lambda text: text.strip() != "")
-# knowledge-graph subjects and objects 3.11 accepts: no NUL
+# knowledge-graph subjects and objects, drawer and diary content 3.11 accepts: no NUL
 values = words.filter(lambda text: "\x00" not in text)
 # wing, room and predicate names 3.11's name rule accepts (letters or digits at both ends)
 names = st.from_regex(r"[^\W_](?:[\w .'-]{0,10}[^\W_])?", fullmatch=True)
@@ -30,7 +30,7 @@ def run(store: PalaceStore, tool: str, **args: Any) -> dict[str, Any]:
 
 
 @settings(PROPS)
-@given(st.lists(st.tuples(st.sampled_from(["ann", "bob"]), words), min_size=1, max_size=12),
+@given(st.lists(st.tuples(st.sampled_from(["ann", "bob"]), values), min_size=1, max_size=12),
        st.integers(-3, 120))
 def test_diary_read_counts_and_clamps(entries: list[tuple[str, str]], last_n: int) -> None:
     store = PalaceStore()
@@ -48,7 +48,7 @@ def test_diary_read_counts_and_clamps(entries: list[tuple[str, str]], last_n: in
 
 
 @settings(PROPS)
-@given(names, names, words)
+@given(names, names, values)
 def test_add_drawer_is_idempotent_and_searchable(wing: str, room: str, content: str) -> None:
     store = PalaceStore()
     first = run(store, "mempalace_add_drawer", wing=wing, room=room, content=content)

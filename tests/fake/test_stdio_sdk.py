@@ -24,9 +24,12 @@ pytestmark = pytest.mark.sdk
 def test_sdk_client_lists_calls_fails_and_pings(tmp_path: Path) -> None:
     home, journal = tmp_path / "home", tmp_path / "journal.jsonl"
     home.mkdir()
+    state = tmp_path / "state.json"  # an initialised palace: a bare fake in a new HOME has none
+    state.write_text(json.dumps({"initialised": True}), encoding="utf-8")
     params = StdioServerParameters(
         command=str(FAKE_MCP), args=["--palace", str(tmp_path / "palace")],
-        env={"HOME": str(home), "PALACE_FAKE_JOURNAL": str(journal)})
+        env={"HOME": str(home), "PALACE_FAKE_JOURNAL": str(journal),
+             "PALACE_FAKE_STATE": str(state)})
     seen: dict[str, object] = {}
 
     async def session() -> None:

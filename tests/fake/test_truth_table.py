@@ -120,14 +120,14 @@ def test_policies_are_read_off_the_probes() -> None:
 
 
 @pytest.mark.parametrize(("initialised", "tool", "arguments"), [
-    (True, "mempalace_update_drawer", {"drawer_id": "drawer_w_r_1", "content": "new"}),
     (True, "mempalace_sync", {}),  # project roots guessed from the drawers' sources
 ])
 def test_what_stays_unmodelled_answers_visibly(initialised: bool, tool: str,
                                                arguments: dict[str, Any]) -> None:
     """README, "Fidelity": paths whose real answer was never recorded say so (sync and
     task_create on a fresh palace and past their checks are modelled since 2026-12-02:
-    test_task_and_sync.py)."""
+    test_task_and_sync.py; update_drawer with changes since 2026-12-06:
+    test_generated_fixes.py)."""
     drawer = {"id": "drawer_w_r_1", "wing": "w", "room": "r", "content": "old",
               "source_file": "/src/notes.md"}
     store = PalaceStore(None, {"initialised": initialised, "drawers": [drawer]})

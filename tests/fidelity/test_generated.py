@@ -84,7 +84,7 @@ def test_known_open_classes_cover_their_tool_only() -> None:
     known = {entry.id: entry for entry in load_open()}
     assert known, "generated_open.json lists the open classes"
     assert all(entry.why and entry.tool.startswith("mempalace_") for entry in known.values())
-    order = known["list-drawers-order"]
-    assert order.covers("list_drawers: .replies[].result.content[].json.drawers[].drawer_id")
-    assert not order.covers("list_wings: .replies[].result.content[].json.drawers[].drawer_id")
-    assert not order.covers("list_drawers: .replies[].result.content[].json.error")
+    duplicate = known["check-duplicate-under-another-embedder"]
+    assert duplicate.covers("check_duplicate: .replies[].result.content[].json.matches.length")
+    assert not duplicate.covers("search: .replies[].result.content[].json.matches.length")
+    assert not duplicate.covers("check_duplicate: .replies[].result.content[].json.error")

@@ -81,6 +81,7 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
 
 def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner import last_failed
+    from palace_conformance.runner.compare import golden
     from palace_conformance.runner.execution import warm_client
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import SuiteOptions
@@ -99,6 +100,8 @@ def _run_checked(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard) if args.shard is not None else None
     profile = load_profile_arg(args.profile)
     args.bridge = bridge_of(args.bridge, profile)
+    if args.update_golden:
+        _golden_usage(args, profile)
     argv = () if args.list else host_argv(args.bridge)  # --list starts nothing
     json_stdout = args.json == STDOUT
     json_path = None if json_stdout else writable("--json", args.json)
@@ -122,15 +125,18 @@ def _run_checked(args: argparse.Namespace) -> int:
             server.close()
             raise RunUsageError(f"--report-dir {report_dir}: cannot clear the previous run's "
                                 f"reports ({exc.strerror}); choose another directory") from None
+    level = args.level or default_level(args.bridge, profile)
     options = SuiteOptions(
         run=RunOptions(host_argv=argv, op_timeout_ms=args.op_timeout_ms,
                        artifacts=report_dir / RUNS if report_dir else None,
                        warm_start=not args.cold_start,
-                       level=args.level or default_level(args.bridge, profile),
+                       level=level,
                        profile=profile, slack_factor=factor,
                        server=real if real is not None else FAKE_PALACE),
         jobs=args.jobs, transports=transports, baseline=baseline, exitfirst=args.exitfirst,
-        only=only, max_scenario_seconds=args.max_scenario_seconds)
+        only=only, max_scenario_seconds=args.max_scenario_seconds,
+        judges=() if args.update_golden else golden.judges(
+            level=level, profile=profile, server="real" if real is not None else "fake"))
     with server:
         run = _run_suite(scenarios, options, progress=None if args.quiet else make_progress(human))
     run.bridge = args.bridge
@@ -139,6 +145,8 @@ def _run_checked(args: argparse.Namespace) -> int:
     run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
     run.slack_factor = factor
     render_summary(run, human, quiet=args.quiet)
+    if args.update_golden:
+        print(golden.update(run.results).line(), file=human, flush=True)
     for hint in capability_hints(run, scenarios):
         print(hint, file=human, flush=True)
     try:
@@ -150,6 +158,17 @@ def _run_checked(args: argparse.Namespace) -> int:
     _write_reports(args, run, scenarios, report_dir, json_path=json_path, junit_path=junit_path,
                    markdown_path=markdown_path)
     return run.exit_code
+
+
+def _golden_usage(args: argparse.Namespace, profile: object) -> None:
+    """Golden traces are the reference's, at the seed level, against the fake: refuse any
+    other run before it starts, in one line."""
+    wrong = ("--bridge reference" if args.bridge != "reference" or profile is not None
+             else "--level seed" if args.level not in (None, "seed")
+             else "--server fake" if args.server != "fake" else None)
+    if wrong is not None:
+        raise RunUsageError(f"--update-golden writes the reference bridge's traces at the seed "
+                            f"level against the fake: run it with {wrong}")
 
 
 def _baseline(path: str | None) -> BaselineFile | None:
@@ -304,6 +323,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      help="also run the slow tier (fixtures/slow/): scenarios that wait out a "
                      "seed default of 30 s or more, e.g. the 60 s request timeout; minutes, not "
                      "seconds (docs/choices.md)")
+    run.add_argument("--update-golden", action="store_true",
+                     help="write the golden traces (fixtures/golden/) of the scenarios run from "
+                     "this run of the reference bridge, at the seed level, against the fake; "
+                     "review the change with 'git diff fixtures/golden' (fixtures/README.md)")
     run.add_argument("--max-scenario-seconds", type=int, default=None, metavar="N",
                      help="set aside as 'not run: too slow' (never a pass; the run fails) a "
                           "scenario that the bridge's own pace (a profile's fixed or absent "

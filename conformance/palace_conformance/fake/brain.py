@@ -198,7 +198,8 @@ class Brain:
                                     occurrence=occurrence, method=method, tool=tool)
         return fired
 
-    def start_process(self, argv: list[str]) -> list[Fault]:
+    def start_process(self, argv: list[str],
+                      env: dict[str, str] | None = None) -> list[Fault]:
         """Journal this process's start and return the ``$startup`` faults it must obey.
 
         ``created_t`` (when known) is when the process was created: a gap to this record is
@@ -206,7 +207,8 @@ class Brain:
         created = start_fields()  # outside the lock: a contender must not wait for /proc
         with self.journal.exclusive():
             served = {"catalogue": self.catalogue_name} if self.faults_for is not None else {}
-            self.journal.record("process_start", argv=argv, **created, **served)
+            given = {} if env is None else {"env": env}
+            self.journal.record("process_start", argv=argv, **given, **created, **served)
             self.index.refresh()
             return self._fired(lambda on: on.method == STARTUP, STARTUP, None)
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -38,6 +38,19 @@ def redact_headers(headers: list[tuple[str, str]] | dict[str, str]) -> dict[str,
         else:
             out[key] = value
     return out
+
+
+#: the environment a palace child journals at start (``process_start`` ``env``): the bridge's
+#: knobs it passed on and HOME; a value under a name with one of the words is redacted
+KIT_ENV_PREFIXES = ("MEMPALACE_",)
+_SECRET_ENV_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
+
+
+def kit_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``env`` the kit cares about, sorted, credentials redacted."""
+    return {key: REDACTED if any(w in key for w in _SECRET_ENV_WORDS) else value
+            for key, value in sorted(env.items())
+            if key.startswith(KIT_ENV_PREFIXES) or key == "HOME"}
 
 
 def _encode(entry: dict[str, Any]) -> bytes:

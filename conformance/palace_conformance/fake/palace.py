@@ -28,7 +28,9 @@ from palace_conformance.fake.palace_checks import (
     argument_problem,
     checked_fact,
     chroma_missing,
+    date_bound,
     digest,
+    in_window,
     refusal,
     stripped,
     temporal,
@@ -152,25 +154,104 @@ def _diary_drawer(agent: str, entry: str, topic: str, wing: str | None,
 
 
 def drawer_metadata(drawer: dict[str, Any]) -> dict[str, Any]:
-    """The metadata 3.11 shows of a drawer (get_drawer, list_drawers): a diary entry's, or a
-    filed drawer's, keys sorted as 3.11 stores them."""
+    """The metadata 3.11 shows of one stored row (get_drawer, list_drawers): a diary entry's,
+    or a filed drawer's, keys sorted as 3.11 stores them; a chunk names its logical drawer
+    (``parent_drawer_id``; a diary chunk also ``parent_entry_id``) and its index; a source
+    file is shown by its name only."""
+    index = drawer.get("chunk_index", 0)
+    parent = drawer.get("parent")
     if drawer["room"] == "diary" and "agent" in drawer:
-        return {"agent": drawer["agent"], "chunk_index": 0, "date": drawer["created_at"][:10],
+        meta = {"agent": drawer["agent"], "chunk_index": index, "date": drawer["created_at"][:10],
                 "filed_at": drawer["created_at"], "hall": "hall_diary",
-                "last_modified": drawer["created_at"], "room": "diary",
-                "topic": drawer.get("topic", "general"), "type": "diary_entry",
-                "wing": drawer["wing"]}
+                "last_modified": drawer["created_at"]}
+        if parent is not None:
+            meta.update({"parent_drawer_id": parent, "parent_entry_id": parent})
+        return {**meta, "room": "diary", "topic": drawer.get("topic", "general"),
+                "type": "diary_entry", "wing": drawer["wing"]}
     source = drawer.get("source_file", "?")
-    return {"added_by": drawer.get("added_by"), "chunk_index": 0,
+    meta = {"added_by": drawer.get("added_by"), "chunk_index": index,
             "filed_at": drawer["created_at"], "id_recipe": "v3",
-            "last_modified": drawer["created_at"], "room": drawer["room"],
-            "source_file": "" if source == "?" else source, "wing": drawer["wing"]}
+            "last_modified": drawer.get("modified_at", drawer["created_at"])}
+    if parent is not None:
+        meta["parent_drawer_id"] = parent
+    return {**meta, "room": drawer["room"],
+            "source_file": "" if source == "?" else Path(source).name, "wing": drawer["wing"]}
 
 
-def drawer_view(drawer: dict[str, Any]) -> dict[str, Any]:
-    """One drawer as 3.11's get_drawer and get_drawers answer it."""
-    return {"drawer_id": drawer["id"], "content": drawer["content"], "wing": drawer["wing"],
-            "room": drawer["room"], "metadata": drawer_metadata(drawer)}
+def logical_rows(state: PalaceState, drawer_id: Any) -> list[dict[str, Any]]:
+    """The stored rows a drawer id names, as 3.11 resolves it: the row of that id, else the
+    chunks whose logical drawer it is (by index), else none."""
+    direct = [d for d in state.drawers if d["id"] == drawer_id]
+    if direct or not isinstance(drawer_id, str) or not drawer_id:
+        return direct
+    return sorted((d for d in state.drawers if d.get("parent") == drawer_id),
+                  key=lambda d: (d.get("chunk_index", 0), d["id"]))
+
+
+def drawer_view(drawer_id: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One drawer as 3.11's get_drawer and get_drawers answer it: a row asked for by its own
+    id as it is (a chunk too); a logical drawer as its chunks joined, with their count and
+    ids (in the answer and in its metadata)."""
+    first = rows[0]
+    view = {"drawer_id": drawer_id, "content": "".join(d["content"] for d in rows),
+            "wing": first["wing"], "room": first["room"], "metadata": drawer_metadata(first)}
+    if first["id"] != drawer_id:
+        ids = [d["id"] for d in rows]
+        view.update({"chunks": len(ids), "chunk_ids": ids})
+        view["metadata"].update({"chunks": len(ids), "chunk_ids": ids})
+    return view
+
+
+def listed_drawers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """3.11's list_drawers entries of some rows: each single row, then each chunked drawer
+    collapsed under its logical id (a 200-character preview of its joined text), by id."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    entries = []
+    for row in rows:
+        if row.get("parent") is not None:
+            groups.setdefault(row["parent"], []).append(row)
+    for row in rows:
+        if row.get("parent") is None and row["id"] not in groups:
+            entries.append({"drawer_id": row["id"], "wing": row["wing"], "room": row["room"],
+                            "content_preview": _preview(row["content"]),
+                            "metadata": drawer_metadata(row)})
+    for parent, parts in groups.items():
+        parts.sort(key=lambda d: (d.get("chunk_index", 0), d["id"]))
+        ids = [d["id"] for d in parts]
+        meta = {**drawer_metadata(parts[0]), "chunks": len(ids), "chunk_ids": ids}
+        entries.append({"drawer_id": parent, "wing": parts[0]["wing"],
+                        "room": parts[0]["room"],
+                        "content_preview": _preview("".join(d["content"] for d in parts)),
+                        "metadata": meta, "chunks": len(ids), "chunk_ids": ids})
+    entries.sort(key=lambda entry: entry["drawer_id"])
+    return entries
+
+
+def _preview(content: str) -> str:
+    return content[:200] + "..." if len(content) > 200 else content
+
+
+#: 3.11's default chunk size: longer content is filed as chunks of this many characters
+CHUNK_SIZE = 800
+
+
+def chunk_rows(drawer_id: str, content: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows 3.11 stores for ``content`` under ``drawer_id``: one row, or past
+    ``CHUNK_SIZE`` one per chunk (``<id>_chunk_<index:06d>``) naming its logical drawer."""
+    if len(content) <= CHUNK_SIZE:
+        return [{"id": drawer_id, **fields, "content": content}]
+    return [{"id": f"{drawer_id}_chunk_{start // CHUNK_SIZE:06d}", **fields,
+             "content": content[start:start + CHUNK_SIZE], "parent": drawer_id,
+             "chunk_index": start // CHUNK_SIZE}
+            for start in range(0, len(content), CHUNK_SIZE)]
+
+
+def filed(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What 3.11 adds to a write's answer of its rows: the chunk count, and the chunk ids
+    when there is more than one row."""
+    if len(rows) == 1 and rows[0].get("parent") is None:
+        return {"chunks": 1}
+    return {"chunks": len(rows), "chunk_ids": [row["id"] for row in rows]}
 
 
 def default_diary_wing(agent: str) -> str:
@@ -234,6 +315,14 @@ def tool(name: str, writes: bool = False) -> Callable[[Handler], Handler]:
         return fn
 
     return register
+
+
+def run_handler(state: PalaceState, name: str, args: dict[str, Any]) -> Any:
+    """Another tool's handler on the same state, inside a running tool (checkpoint's
+    duplicate check): 3.11 reuses its single-item handlers the same way."""
+    if name not in _HANDLERS:
+        _load_the_rest()
+    return _HANDLERS[name][0](state, args)
 
 
 def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
@@ -446,24 +535,40 @@ def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 # --- drawers -------------------------------------------------------------------------------
 
 
+def drawer_id_for(wing: str, room: str, content: str) -> str:
+    """3.11's add_drawer id: ``drawer_<wing>_<room>_`` and 24 hex digits of the SHA-256 of
+    the three parts, each written as ``<length>:<text>`` (its published id recipe v3)."""
+    key = "".join(f"{len(part)}:{part}" for part in (wing, room, content))
+    return f"drawer_{wing}_{room}_{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+
+
 def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_by: str,
                  source_file: str = "?") -> dict[str, Any]:
-    drawer_id = f"drawer_{wing}_{room}_{digest(wing, room, content, size=24)}"
-    if any(d["id"] == drawer_id for d in state.drawers):
+    drawer_id = drawer_id_for(wing, room, content)
+    rows = chunk_rows(drawer_id, content, {
+        "wing": wing, "room": room, "added_by": added_by, "source_file": source_file,
+        "created_at": _now().isoformat()})
+    known = {d["id"] for d in state.drawers}
+    if drawer_id in known or rows[-1]["id"] in known:  # 3.11 probes the id and last chunk
         return {"success": True, "reason": "already_exists", "drawer_id": drawer_id}
     vector_written(state)
-    state.drawers.append({"id": drawer_id, "wing": wing, "room": room, "content": content,
-                          "added_by": added_by, "source_file": source_file,
-                          "created_at": _now().isoformat()})
-    return {"success": True, "drawer_id": drawer_id, "wing": wing, "room": room, "chunks": 1}
+    state.drawers.extend(rows)
+    return {"success": True, "drawer_id": drawer_id, "wing": wing, "room": room,
+            **filed(rows)}
 
 
 @tool("mempalace_add_drawer", writes=True)
 def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     refused = refusal(("wing", args["wing"], "name"), ("room", args["room"], "name"),
-                       ("content", args["content"], "text"))
+                       ("content", args["content"], "content"))
     if refused is not None:
         return refused
+    # 3.11 strips lone surrogates from a given source_file and from added_by with re.sub:
+    # anything but a string raises TypeError there (-32000)
+    for field in ("source_file", "added_by"):
+        value = args.get(field, "mcp" if field == "added_by" else None)
+        if (value or field == "added_by") and not isinstance(value, str):
+            raise TypeError(f"expected string or bytes-like object, got '{type(value).__name__}'")
     args = stripped(args, "wing", "room")
     return _file_drawer(state, args["wing"], args["room"], args["content"],
                         args.get("added_by", "mcp"), args.get("source_file", "?"))
@@ -471,6 +576,10 @@ def _add_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 @tool("mempalace_checkpoint", writes=True)
 def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    try:
+        threshold = float(args.get("dedup_threshold", 0.9))
+    except (TypeError, ValueError):
+        return {"error": "dedup_threshold must be a number"}
     items = args["items"]
     if not isinstance(items, list):  # 3.11: a plain result, no success key, nothing filed
         return {"error": "items must be a list of {wing, room, content} objects"}
@@ -489,13 +598,17 @@ def _checkpoint(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             result["errors"].append({"item": item,
                                      "error": "wing, room, content must be non-empty strings"})
             continue
+        # 3.11 checks each item for a near duplicate first (its check_duplicate) and files
+        # only the others; an exact re-file that slips through is added as already_exists
+        duplicate = run_handler(state, "mempalace_check_duplicate",
+                                {**args, "content": item["content"], "threshold": threshold})
+        if duplicate.get("is_duplicate"):
+            result["duplicates"].append({"room": item["room"],
+                                         "matches": duplicate.get("matches", [])})
+            continue
         filed = _add_drawer(state, {"wing": item["wing"], "room": item["room"],
                                     "content": item["content"], "added_by": writer})
-        if not filed.get("success"):
-            result["errors"].append(filed)
-            continue
-        duplicate = filed.get("reason") == "already_exists"
-        result["duplicates" if duplicate else "added"].append(filed)
+        result["added" if filed.get("success") else "errors"].append(filed)
     if diary is not None:
         entry = (diary.get("entry") or diary.get("content")) if isinstance(diary, dict) else None
         if not isinstance(diary, dict):
@@ -516,9 +629,9 @@ def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return missing
     if not isinstance(args["drawer_id"], str):  # chroma's complaint, as 3.11 passes it on
         return {"error": f"Expected ID to be a str, got {args['drawer_id']!r} in get."}
-    for drawer in state.drawers:
-        if drawer["id"] == args["drawer_id"]:
-            return drawer_view(drawer)
+    rows = logical_rows(state, args["drawer_id"])
+    if rows:
+        return drawer_view(args["drawer_id"], rows)
     return {"error": f"Drawer not found: {args['drawer_id']}"}  # 3.11: no success key
 
 
@@ -527,17 +640,36 @@ _WORD = re.compile(r"\w+")
 
 @tool("mempalace_search", writes=True)
 def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (refused := _search_refusal(args)) is not None:
+        return refused
+    args = {**args, "wing": _optional_filter(args.get("wing"), "wing"),
+            "room": _optional_filter(args.get("room"), "room")}
     query = args["query"]
-    query.strip()  # like 3.11: a non-string query raises AttributeError (-32000)
+    # like 3.11's query sanitiser: a falsy query is searched as "", another non-string raises
+    # AttributeError (-32000)
+    query = query or ""
+    query.strip()
+    window = []
+    for field in ("since", "before"):  # 3.11's window, checked as list_drawers checks it
+        bound, problem = date_bound(args.get(field), field)
+        if problem is not None:
+            return {"error": problem}
+        window.append(bound)
+    since, before = window
+    if since is not None and before is not None and since >= before:
+        return {"error": f"since ({args['since']!r}) must be earlier than before "
+                         f"({args['before']!r})"}
     if not state.initialised:
         half_make(state)
         return _fresh_search(args["__palace__"])
     terms = {w.lower() for w in _WORD.findall(query)}
-    limit = int(args.get("limit", 5))
+    limit = max(1, min(int(args.get("limit", 5)), 100))  # 3.11 clamps to 1..100
     scored = []
-    candidates = [d for d in state.drawers
-                  if args.get("wing") in (None, d["wing"])
-                  and args.get("room") in (None, d["room"])]
+    rows = [d for d in state.drawers
+            if args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])
+            and in_window(d["created_at"], since, before)]
+    # 3.11 counts the rows it filtered and answers each chunk under its logical drawer's id
+    candidates = _rejoined(rows)
     for order, drawer in enumerate(candidates):
         words = {w.lower() for w in _WORD.findall(drawer["content"])}
         overlap = len(terms & words)
@@ -562,7 +694,62 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             "filters": {"wing": args.get("wing"), "room": args.get("room"),
                         "source_file": args.get("source_file"), "since": args.get("since"),
                         "before": args.get("before")},
-            "total_before_filter": len(candidates), "results": results}
+            "total_before_filter": len(rows), "results": results}
+
+
+def _optional_filter(value: Any, field: str) -> str | None:
+    """3.11's optional wing/room filter: None or blank is no filter (a non-string raises
+    AttributeError on ``strip``, -32000), else the name checked and stripped."""
+    if value is None or not value.strip():
+        return None
+    if (problem := argument_problem(field, value, "name")) is not None:
+        raise ValueError(problem)
+    return str(value.strip())
+
+
+def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
+    """3.11's search checks, in its order, before it searches: the wing and room filters,
+    source_file, candidate_strategy, include_media with query_task, cli_compatible's
+    combinations."""
+    try:
+        _optional_filter(args.get("wing"), "wing")
+        _optional_filter(args.get("room"), "room")
+    except ValueError as problem:
+        return {"error": str(problem)}
+    source = args.get("source_file")
+    if source is not None:
+        if not isinstance(source, str):
+            return {"error": "source_file must be a string"}
+        if "\x00" in source.strip():
+            return {"error": "source_file contains null bytes"}
+    strategy = args.get("candidate_strategy") or "vector"
+    if not isinstance(strategy, str) or strategy not in {"vector", "union"}:
+        return {"error": "candidate_strategy must be one of ('vector', 'union')"}
+    media, task = args.get("include_media", False), args.get("query_task", "search")
+    if not isinstance(media, bool) or not isinstance(task, str) or task not in {"search",
+                                                                               "code"}:
+        return {"error": "include_media must be boolean and query_task must be 'search' or "
+                         "'code'"}
+    if args.get("cli_compatible") and (media or task != "search"):
+        return {"error": "cli_compatible cannot be combined with media/code task search"}
+    if args.get("cli_compatible"):  # 3.11's CLI-compatible search takes none of these
+        if source is not None and source.strip():
+            return {"error": "cli-compatible search does not support source_file"}
+        unsupported = [name for name, given in (
+            ("candidate_strategy", strategy != "vector"),
+            ("min_similarity", args.get("min_similarity") is not None),
+            ("max_distance", args.get("max_distance") is not None),
+            ("context", args.get("context") is not None)) if given]
+        if unsupported:
+            return {"error": "cli-compatible search does not support " + ", ".join(unsupported)}
+    return None
+
+
+def _rejoined(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as 3.11's search answers them: each chunk a result of its own text, under its
+    logical drawer's id."""
+    return [{**row, "id": row["parent"]} if row.get("parent") is not None else row
+            for row in rows]
 
 
 MINE_FILE_CAP = 2000  # a mis-aimed mine (say, of '/') must not walk the whole disk
@@ -600,8 +787,8 @@ def mine_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
-            result = _file_drawer(state, wing, args.get("mode", "projects"), text[:4000], agent,
-                                  str(path))
+            # 3.11's room detection is not modelled: a file no rule places lands in "general"
+            result = _file_drawer(state, wing, "general", text[:4000].strip(), agent, str(path))
             filed += result.get("reason") != "already_exists"
     return {"success": True, "source": str(source), "wing": wing,
             "mode": args.get("mode", "projects"), "files_processed": len(files),
@@ -629,13 +816,47 @@ def mine_report(counts: dict[str, Any], palace: str) -> str:
 
 @tool("mempalace_mine", writes=True)
 def _mine(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    if (refused := _mine_refusal(args)) is not None:
+        return refused
     counts = mine_source(state, args)
     if not counts["success"]:
         return counts
     # 3.11's shape: the CLI's text report as output (its chunking and room detection are not
     # modelled: one drawer per file, in a room named after the mode)
-    return {"success": True, "mode": counts["mode"], "dry_run": counts["dry_run"],
+    # 3.11 echoes dry_run as it was given (a truthy string runs dry too)
+    return {"success": True, "mode": counts["mode"], "dry_run": args.get("dry_run", False),
             "output": mine_report(counts, args["__palace__"])}
+
+
+MINE_MODES = ("projects", "convos", "extract")
+
+
+def _mine_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
+    """3.11's mine checks, in its order, before it mines: the mode, include_ignored,
+    include_subagents, then the source (a directory; one file only in convos mode)."""
+    mode = args.get("mode", "projects")
+    if mode not in MINE_MODES:
+        return {"success": False,
+                "error": f"invalid mode '{mode}'; expected one of: {', '.join(MINE_MODES)}"}
+    ignored = args.get("include_ignored")
+    if ignored is not None and (not isinstance(ignored, list) or any(
+            not isinstance(path, str) or not path.strip() for path in ignored)):
+        return {"success": False, "error": "include_ignored must be an array of non-empty "
+                                           "project-relative path strings",
+                "error_class": "ValueError"}
+    if ignored and mode != "projects":
+        return {"success": False, "error": "include_ignored is supported only in projects mode",
+                "error_class": "ValueError"}
+    if not isinstance(args.get("include_subagents", False), bool):
+        return {"success": False, "error": "include_subagents must be a boolean",
+                "error_class": "ValueError"}
+    source = args["source"]
+    if not source:
+        return {"success": False, "error": f"source not found: {source!r}"}
+    where = Path(os.path.expanduser(source))  # a non-string: TypeError (-32000), as in 3.11
+    if not (where.is_dir() or (mode == "convos" and where.is_file())):
+        return {"success": False, "error": f"source not found: {source!r}"}
+    return None
 
 
 # --- diary ---------------------------------------------------------------------------------
@@ -645,18 +866,23 @@ def _write_diary(state: PalaceState, agent: str, entry: str, topic: str,
                  wing: str | None) -> dict[str, Any]:
     wing = wing or None  # 3.11: a blank wing is the agent's own
     # 3.11 names the entry 'content' in its complaint, whichever argument carried it
-    refused = refusal(("agent_name", agent, "name"), ("content", entry, "text"),
-                       ("topic", topic, "name"),
-                       *((("wing", wing, "name"),) if wing is not None else ()))
+    refused = refusal(("agent_name", agent, "name"), ("content", entry, "content"),
+                       ("topic", topic, "name"))
     if refused is not None:
         return refused
+    if wing is not None and (problem := argument_problem("name", wing, "name")) is not None:
+        # 3.11 checks the wing outside its refusals, under sanitize_name's default field name:
+        # the ValueError escapes the tool (-32000)
+        raise ValueError(problem)
     agent, topic = agent.strip(), topic.strip()
     wing = wing.strip() if wing is not None else None
     drawer = _diary_drawer(agent, entry, topic, wing)
+    fields = {k: v for k, v in drawer.items() if k not in ("id", "content")}
+    rows = chunk_rows(drawer["id"], entry, fields)
     vector_written(state)
-    state.drawers.append(drawer)
+    state.drawers.extend(rows)
     return {"success": True, "entry_id": drawer["id"], "agent": drawer["agent"], "topic": topic,
-            "timestamp": drawer["created_at"], "chunks": 1}
+            "timestamp": drawer["created_at"], **filed(rows)}
 
 
 @tool("mempalace_diary_write", writes=True)
@@ -669,7 +895,8 @@ def _diary_write(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 def _diary_read(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     agent = args["agent_name"]
     problem = argument_problem("agent_name", agent, "name") or (
-        argument_problem("wing", args["wing"], "name") if args.get("wing") else None)
+        # 3.11 checks the wing under sanitize_name's default field name
+        argument_problem("name", args["wing"], "name") if args.get("wing") else None)
     if problem is not None:
         return {"error": problem}
     if (missing := fresh(state, args)) is not None:
@@ -721,9 +948,10 @@ def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                     "fact": f"{subject} \u2192 {predicate} \u2192 {obj}"}
     triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
                  f"{triple_id_part(obj)}_{digest(subject, predicate, obj)}")
-    state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
-                          "object": obj, "valid_from": args.get("valid_from"),
-                          "valid_to": args.get("valid_to"),
+    # 3.11 stores the predicate lower-cased, spaces as "_" (its answer's fact keeps the text)
+    state.triples.append({"id": triple_id, "subject": subject,
+                          "predicate": triple_id_part(predicate), "object": obj,
+                          "valid_from": args.get("valid_from"), "valid_to": args.get("valid_to"),
                           "source_drawer_id": args.get("source_drawer_id"),
                           "source_closet": args.get("source_closet")})
     return {"success": True, "triple_id": triple_id,
@@ -963,51 +1191,56 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_event_ack", writes=True)
 def _event_ack(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    refused = refusal(("event_id", args["event_id"], "text"),
-                       ("from_agent", args["from_agent"], "text"))
-    if refused is not None:
-        return refused
-    # like 3.11: the event's existence is checked before the status
-    target = next((e for e in state.events if e["id"] == args["event_id"]), None)
+    # like 3.11: the event id is checked as a routing field, then the event looked up, then
+    # the ack is appended through the same checks as any event (from_agent, status, body ...)
+    event_id, problem = _routing(args["event_id"], "event_id")
+    if event_id is None and problem is None:
+        problem = "event_id must be a non-empty string"
+    if problem is not None:
+        return {"success": False, "error": problem}
+    target = next((e for e in state.events if e["id"] == event_id), None)
     if target is None:
-        return {"success": False, "error": f"event '{args['event_id']}' not found"}
-    status = args.get("status")  # 3.11: an ack carries no status unless one is given
-    if status is not None and status not in EVENT_STATUSES:
-        return {"success": False,
-                "error": f"status={status!r} is not one of: {', '.join(EVENT_STATUSES)}"}
-    event = append_event(state, {
-        "type": "event.ack", "stream": target["stream"], "room": target["room"],
-        "topic": args.get("topic") if args.get("topic") is not None else target["topic"],
-        "from_agent": args["from_agent"], "to_agent": target["from_agent"],
-        "correlation_id": target["correlation_id"] or target["id"],
-        "status": status, "body": args.get("body"), "metadata": {"ack_of": target["id"]},
-    })
+        return {"success": False, "error": f"event {event_id!r} not found"}
+    ack = {"type": "event.ack", "stream": target["stream"], "room": target["room"],
+           "topic": args.get("topic") if args.get("topic") is not None else target["topic"],
+           "from_agent": args["from_agent"], "to_agent": target["from_agent"],
+           "correlation_id": target["correlation_id"] or target["id"],
+           "status": args.get("status"), "body": args.get("body"),
+           "metadata": {"ack_of": target["id"]}}
+    if (problem := event_problem(state, ack)) is not None:
+        return {"success": False, "error": problem}
+    event = append_event(state, ack)
     return {"success": True, "event": event}
 
 
 @tool("mempalace_artifact_put", writes=True)
 def _artifact_put(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    kind = args["kind"]
-    if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
-        return {"success": False,
-                "error": f"kind={kind!r} is not one of: {', '.join(ARTIFACT_KINDS)}"}
-    # 3.11's order: kind, created_by (a required routing field), content, metadata
-    created_by, problem = _routing(args["created_by"], "created_by")
-    if created_by is None and problem is None:
-        problem = "created_by must be a non-empty string"
-    content = args["content"]
-    if problem is None and (not isinstance(content, str) or not content):
-        problem = "content must be a non-empty string"
-    if problem is None and "\x00" in content:
-        problem = "content contains null bytes"
-    if problem is None and args.get("metadata") is not None and not isinstance(
-            args["metadata"], dict):
-        problem = "metadata must be an object"
+    kind, content = args["kind"], args["content"]
+    created_by, problem = artifact_problem(kind, args["created_by"], content,
+                                           args.get("metadata"))
     if problem is not None:
         return {"success": False, "error": problem}
     artifact = store_artifact(state, kind, content, created_by, args.get("metadata"))
     return {"success": True, "artifact": artifact}
+
+
+def artifact_problem(kind: Any, created_by: Any, content: Any,
+                     metadata: Any) -> tuple[Any, str | None]:
+    """3.11's artifact checks in its order (kind, created_by as a required routing field,
+    content, metadata): the stripped writer and the first problem, or None."""
+    if not isinstance(kind, str) or kind not in ARTIFACT_KINDS:
+        return None, f"kind={kind!r} is not one of: {', '.join(ARTIFACT_KINDS)}"
+    created_by, problem = _routing(created_by, "created_by")
+    if created_by is None and problem is None:
+        problem = "created_by must be a non-empty string"
+    if problem is None and (not isinstance(content, str) or not content):
+        problem = "content must be a non-empty string"
+    if problem is None and "\x00" in content:
+        problem = "content contains null bytes"
+    if problem is None and metadata is not None and not isinstance(metadata, dict):
+        problem = "metadata must be an object"
+    return created_by, problem
 
 
 def store_artifact(state: PalaceState, kind: str, content: str, created_by: Any,

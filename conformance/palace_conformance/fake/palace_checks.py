@@ -10,18 +10,24 @@ from datetime import datetime
 from typing import Any
 
 NAME_MAX = 128
+CONTENT_MAX = 100_000
 _SAFE_NAME = re.compile(r"^(?:[^\W_]|[^\W_][\w .'-]{0,126}[^\W_])$")
 
 
 def argument_problem(field: str, value: Any, rule: str) -> str | None:
     """What 3.11 says of one argument, checked on its stripped value, or None when it passes.
 
-    ``rule`` is ``text`` (content: any non-blank string), ``value`` (a knowledge-graph subject or
+    ``rule`` is ``text`` (any non-blank string), ``content`` (a drawer's or diary entry's text:
+    also at most 100,000 characters and no NUL, unstripped), ``value`` (a knowledge-graph subject or
     object: also at most 128 characters, no NUL) or ``name`` (wing, room, topic, agent_name, a
     predicate: also no path characters, and letters or digits at both ends with only word
     characters, space, ``.``, ``'`` and ``-`` between)."""
     if not isinstance(value, str) or not value.strip():
         return f"{field} must be a non-empty string"
+    if rule == "content":
+        if len(value) > CONTENT_MAX:
+            return f"{field} exceeds maximum length of {CONTENT_MAX} characters"
+        return f"{field} contains null bytes" if "\x00" in value else None
     value = value.strip()
     if rule == "text":
         return None
@@ -108,3 +114,31 @@ def chroma_missing(palace: str) -> dict[str, Any]:
 
 def digest(*parts: str, size: int = 12) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:size]
+
+
+def date_bound(value: Any, field: str) -> tuple[datetime | None, str | None]:
+    """3.11's ``since``/``before`` bound: absent or blank is none, a non-string or what
+    ``datetime.fromisoformat`` refuses (a trailing ``Z`` dropped) is the problem text; an
+    offset is dropped for a wall-clock comparison."""
+    if value is None:
+        return None, None
+    if not isinstance(value, str):
+        return None, f"{field} must be an ISO date string"
+    value = value.strip()
+    if not value:
+        return None, None
+    try:
+        parsed = datetime.fromisoformat(value[:-1] if value.endswith(("Z", "z")) else value)
+    except ValueError:
+        return None, (f"{field} must be an ISO date string (e.g. '2026-04-01' or "
+                      f"'2026-04-01T09:30:00'), got {value!r}")
+    return parsed.replace(tzinfo=None), None
+
+
+def in_window(filed_at: str, since: datetime | None, before: datetime | None) -> bool:
+    """A drawer filed in ``[since, before)`` (3.11: inclusive since, exclusive before)."""
+    if since is None and before is None:
+        return True
+    filed, _ = date_bound(filed_at, "filed_at")
+    return filed is not None and (since is None or filed >= since) and (
+        before is None or filed < before)

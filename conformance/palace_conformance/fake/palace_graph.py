@@ -14,6 +14,7 @@ from typing import Any
 
 from palace_conformance.fake.palace import (
     PalaceState,
+    entity_key,
     fresh,
     optional_name,
     tool,
@@ -70,9 +71,10 @@ def _kg_supersede(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     digest = hashlib.sha256("\x1f".join((subject, predicate, new, at)).encode()).hexdigest()[:12]
     triple_id = (f"t_{triple_id_part(subject)}_{triple_id_part(predicate)}_"
                  f"{triple_id_part(new)}_{digest}")
-    state.triples.append({"id": triple_id, "subject": subject, "predicate": predicate,
-                          "object": new, "valid_from": at, "valid_to": None,
-                          "source_drawer_id": None, "source_closet": None})
+    state.triples.append({"id": triple_id, "subject": subject,
+                          "predicate": triple_id_part(predicate), "object": new,
+                          "valid_from": at, "valid_to": None, "source_drawer_id": None,
+                          "source_closet": None})
     return {"success": True, "triple_id": triple_id, "fact": _fact(subject, predicate, new),
             "superseded": args["old_object"]}
 
@@ -84,12 +86,25 @@ def _kg_timeline(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return {"error": problem}
     entity = entity.strip() if entity is not None else None
     today = _today()
-    rows = [{"subject": t["subject"], "predicate": t["predicate"], "object": t["object"],
+    # 3.11 answers an entity by the name it was first filed under (its key matches the rest)
+    named: dict[str, str] = {}
+    for t in state.triples:
+        for name in (t["subject"], t["object"]):
+            named.setdefault(entity_key(name), name)
+    rows = [{"subject": named[entity_key(t["subject"])], "predicate": t["predicate"],
+             "object": named[entity_key(t["object"])],
              "valid_from": t.get("valid_from"), "valid_to": t.get("valid_to"),
-             "current": _is_current(t, today)}
-            for t in state.triples if entity in (None, t["subject"], t["object"])]
-    rows.sort(key=lambda row: (row["valid_from"] is None, row["valid_from"] or ""))
-    limit, offset = max(0, int(args.get("limit", 100))), max(0, int(args.get("offset", 0)))
+             "current": _is_current(t, today),
+             "id": t["id"]}
+            for t in state.triples if entity is None
+            or entity_key(entity) in (entity_key(t["subject"]), entity_key(t["object"]))]
+    # 3.11: by valid_from (none last), then by triple id; entities matched by their key
+    rows.sort(key=lambda row: (row["valid_from"] is None, row["valid_from"] or "", row["id"]))
+    for row in rows:
+        del row["id"]
+    # 3.11 clamps the page size to 1..100
+    limit = max(1, min(int(args.get("limit", 100)), 100))
+    offset = max(0, int(args.get("offset", 0)))
     page = rows[offset:offset + limit]
     return {"entity": entity or "all", "timeline": page, "count": len(page), "total": len(rows),
             "offset": offset, "limit": limit}
@@ -157,10 +172,28 @@ def _find_tunnels(state: PalaceState, args: dict[str, Any]) -> Any:
     if (missing := fresh(state, args)) is not None:
         return missing
     wanted = {w.strip() for w in (args.get("wing_a"), args.get("wing_b")) if w and w.strip()}
-    # approximated: a room filed in more than one wing (passive tunnel), shape not captured
-    return [{"room": room, "wings": sorted(wings), "count": sum(wings.values())}
-            for room, wings in sorted(_wings_of_rooms(state).items())
-            if len(wings) > 1 and wanted <= set(wings)]
+    # 3.11: a room filed in more than one wing, with the halls and latest date its rows carry
+    # (a diary entry's hall_diary and date), most rows first, at most 50
+    halls, dates = _halls_and_dates(state)
+    found: list[dict[str, Any]] = [
+        {"room": room, "wings": sorted(wings), "halls": sorted(halls.get(room, ())),
+         "count": sum(wings.values()), "recent": max(dates.get(room, [""]))}
+        for room, wings in sorted(_wings_of_rooms(state).items())
+        if len(wings) > 1 and wanted <= set(wings)]
+    found.sort(key=lambda tunnel: -tunnel["count"])
+    return found[:50]
+
+
+def _halls_and_dates(state: PalaceState) -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+    """Per room, the halls and dates its rows' metadata carry (3.11 files both on diary
+    entries only)."""
+    halls: dict[str, set[str]] = {}
+    dates: dict[str, list[str]] = {}
+    for drawer in state.drawers:
+        if drawer["room"] == "diary" and "agent" in drawer:
+            halls.setdefault(drawer["room"], set()).add("hall_diary")
+            dates.setdefault(drawer["room"], []).append(drawer["created_at"][:10])
+    return halls, dates
 
 
 @tool("mempalace_graph_stats")
@@ -173,12 +206,19 @@ def _graph_stats(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         for wing in wings:
             per_wing[wing] = per_wing.get(wing, 0) + 1
     shared = sum(1 for wings in rooms.values() if len(wings) > 1)
-    passive = sum(len(wings) * (len(wings) - 1) // 2 for wings in rooms.values())
+    # 3.11: an edge per pair of a room's wings and per hall its rows carry (no hall, no edge);
+    # the top tunnels are the rooms in the most wings, at most 10
+    halls, _ = _halls_and_dates(state)
+    edges = sum(len(wings) * (len(wings) - 1) // 2 * len(halls.get(room, ()))
+                for room, wings in rooms.items())
+    ranked = sorted(rooms.items(), key=lambda item: -len(item[1]))[:10]
+    top = [{"room": room, "wings": sorted(wings), "count": sum(wings.values())}
+           for room, wings in ranked if len(wings) >= 2]
     return {"total_rooms": len(rooms), "total_room_instances": sum(per_wing.values()),
             "tunnel_rooms": shared, "passive_tunnel_rooms": shared,
-            "explicit_tunnels": len(state.tunnels), "total_edges": passive,
-            "total_connections": passive + len(state.tunnels), "rooms_per_wing": per_wing,
-            "top_tunnels": []}
+            "explicit_tunnels": len(state.tunnels), "total_edges": edges,
+            "total_connections": edges + len(state.tunnels), "rooms_per_wing": per_wing,
+            "top_tunnels": top}
 
 
 _ENDS = ("source_wing", "source_room", "target_wing", "target_room")
@@ -237,7 +277,7 @@ def _list_hallways(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if (problem := optional_name("wing", args.get("wing"))) is not None:
         return {"error": problem}
     # the fake never forms hallways (3.11 derives them from usage), so the list stays empty
-    limit = min(max(0, int(args.get("limit", 100))), 500)
+    limit = min(max(1, int(args.get("limit", 100))), 500)  # 3.11 clamps to 1..500
     return {"hallways": [], "total": 0, "count": 0, "offset": max(0, int(args.get("offset", 0))),
             "limit": limit}
 

@@ -16,20 +16,31 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.palace import (
+    CHUNK_SIZE,
     PalaceState,
     append_event,
+    artifact_problem,
     backend_open_failed,
-    drawer_metadata,
+    chunk_rows,
     drawer_view,
+    event_problem,
     fresh,
     half_make,
+    listed_drawers,
+    logical_rows,
     make_directory,
     optional_name,
     store_artifact,
     tool,
     unmodelled,
 )
-from palace_conformance.fake.palace_checks import argument_problem, chroma_missing, digest, refusal
+from palace_conformance.fake.palace_checks import (
+    argument_problem,
+    chroma_missing,
+    date_bound,
+    digest,
+    in_window,
+)
 
 _WORD = re.compile(r"\w+")
 _HEX_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
@@ -40,6 +51,13 @@ PATCH_NO_NEWLINE = ("patch content does not end with a trailing newline; git app
 
 def _find(state: PalaceState, drawer_id: Any) -> dict[str, Any] | None:
     return next((d for d in state.drawers if d["id"] == drawer_id), None)
+
+
+def _lookup_problem(drawer_id: Any) -> str | None:
+    """3.11 looks a batch's ids up in a dict: a list or object among them is unhashable."""
+    if isinstance(drawer_id, (list, dict)):
+        return f"unhashable type: '{type(drawer_id).__name__}'"
+    return None
 
 
 def _id_list(value: Any) -> dict[str, Any] | None:
@@ -65,9 +83,13 @@ def _check_duplicate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]
         similarity = (1.0 if drawer["content"] == content
                       else round(len(words & theirs) / max(len(words | theirs), 1), 3))
         if similarity >= threshold:
+            text = drawer["content"]
             matches.append({"id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
-                            "similarity": similarity, "content": drawer["content"]})
-    return {"is_duplicate": bool(matches), "matches": matches}
+                            "similarity": similarity,
+                            "content": text[:200] + "..." if len(text) > 200 else text})
+    # 3.11 asks for the 5 nearest rows and keeps those past the threshold, nearest first
+    matches.sort(key=lambda match: -match["similarity"])
+    return {"is_duplicate": bool(matches), "matches": matches[:5]}
 
 
 @tool("mempalace_delete_drawer", writes=True)
@@ -77,11 +99,22 @@ def _delete_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     drawer_id = args["drawer_id"]
     if not isinstance(drawer_id, str):
         return {"success": False, "error": f"Expected ID to be a str, got {drawer_id!r} in get."}
-    if _find(state, drawer_id) is None:
+    deleted = _delete_logical(state, drawer_id)
+    if deleted is None:
         return {"success": False, "error": f"Drawer not found: {drawer_id}"}
-    state.drawers = [d for d in state.drawers if d["id"] != drawer_id]
-    return {"success": True, "drawer_id": drawer_id, "deleted_ids": [drawer_id],
-            "chunks_deleted": 1, "closets_deleted": 0}
+    return {"success": True, **deleted}
+
+
+def _delete_logical(state: PalaceState, drawer_id: Any) -> dict[str, Any] | None:
+    """Delete the rows a drawer id names (a logical id: all its chunks); 3.11's account of
+    it, or None when it names nothing."""
+    rows = logical_rows(state, drawer_id)
+    if not rows:
+        return None
+    gone = {row["id"] for row in rows}
+    state.drawers = [d for d in state.drawers if d["id"] not in gone]
+    return {"drawer_id": drawer_id, "deleted_ids": [row["id"] for row in rows],
+            "chunks_deleted": len(rows), "closets_deleted": 0}
 
 
 @tool("mempalace_delete_drawers", writes=True)
@@ -90,13 +123,21 @@ def _delete_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return refused
     if (missing := fresh(state, args)) is not None:
         return missing
+    # 3.11 resolves every id first, then deletes each: an id given twice is deleted twice
+    resolved = {drawer_id: logical_rows(state, drawer_id) for drawer_id in args["drawer_ids"]
+                if _lookup_problem(drawer_id) is None and isinstance(drawer_id, str)}
     results = []
     for drawer_id in args["drawer_ids"]:
-        if _find(state, drawer_id) is None:
+        rows = resolved.get(drawer_id) if isinstance(drawer_id, str) else None
+        if (problem := _lookup_problem(drawer_id)) is not None:
+            results.append({"drawer_id": drawer_id, "error": problem})
+        elif not rows:
             results.append({"drawer_id": drawer_id, "error": f"Drawer not found: {drawer_id}"})
-        else:  # approximated: the per-item shape of a deleted drawer was not captured
-            state.drawers = [d for d in state.drawers if d["id"] != drawer_id]
-            results.append({"drawer_id": drawer_id, "success": True})
+        else:  # 3.11's per-item shape: the singular delete's answer without success
+            gone = {row["id"] for row in rows}
+            state.drawers = [d for d in state.drawers if d["id"] not in gone]
+            results.append({"drawer_id": drawer_id, "deleted_ids": [row["id"] for row in rows],
+                            "chunks_deleted": len(rows), "closets_deleted": 0})
     failed = sum(1 for r in results if "error" in r)
     return {"results": results, "count": len(results), "deleted": len(results) - failed,
             "errors": failed}
@@ -110,41 +151,16 @@ def _get_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return missing
     results: list[dict[str, Any]] = []
     for drawer_id in args["drawer_ids"]:
-        drawer = _find(state, drawer_id)
-        if drawer is None:
+        if (problem := _lookup_problem(drawer_id)) is not None:
+            results.append({"drawer_id": drawer_id, "error": problem})
+            continue
+        rows = logical_rows(state, drawer_id)
+        if not rows:
             results.append({"drawer_id": drawer_id, "error": f"Drawer not found: {drawer_id}"})
         else:
-            results.append(drawer_view(drawer))
+            results.append(drawer_view(drawer_id, rows))
     return {"results": results, "count": len(results),
             "errors": sum(1 for r in results if "error" in r)}
-
-
-def date_bound(value: Any, field: str) -> tuple[datetime | None, str | None]:
-    """3.11's ``since``/``before`` bound: absent or blank is none, a non-string or what
-    ``datetime.fromisoformat`` refuses (a trailing ``Z`` dropped) is the problem text; an
-    offset is dropped for a wall-clock comparison."""
-    if value is None:
-        return None, None
-    if not isinstance(value, str):
-        return None, f"{field} must be an ISO date string"
-    value = value.strip()
-    if not value:
-        return None, None
-    try:
-        parsed = datetime.fromisoformat(value[:-1] if value.endswith(("Z", "z")) else value)
-    except ValueError:
-        return None, (f"{field} must be an ISO date string (e.g. '2026-04-01' or "
-                      f"'2026-04-01T09:30:00'), got {value!r}")
-    return parsed.replace(tzinfo=None), None
-
-
-def _in_window(filed_at: str, since: datetime | None, before: datetime | None) -> bool:
-    """A drawer filed in ``[since, before)`` (3.11: inclusive since, exclusive before)."""
-    if since is None and before is None:
-        return True
-    filed, _ = date_bound(filed_at, "filed_at")
-    return filed is not None and (since is None or filed >= since) and (
-        before is None or filed < before)
 
 
 @tool("mempalace_list_drawers")
@@ -166,15 +182,14 @@ def _list_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return missing
     wing = (args.get("wing") or "").strip()
     room = (args.get("room") or "").strip()
-    drawers = [d for d in state.drawers
-               if wing in ("", d["wing"]) and room in ("", d["room"])
-               and _in_window(d["created_at"], since, before)]
+    # 3.11: rows collapsed into logical drawers, by drawer id, then the window
+    drawers = [d for d in listed_drawers([d for d in state.drawers
+                                          if wing in ("", d["wing"]) and room in ("", d["room"])])
+               if in_window(d["metadata"]["filed_at"], since, before)]
     # 3.11 clamps the page size to 1..100 (limit 0 or -1 lists one drawer)
     limit = max(1, min(int(args.get("limit", 20)), 100))
     offset = max(0, int(args.get("offset", 0)))
-    page = [{"drawer_id": d["id"], "wing": d["wing"], "room": d["room"],
-             "content_preview": d["content"][:200], "metadata": drawer_metadata(d)}
-            for d in drawers[offset:offset + limit]]
+    page = drawers[offset:offset + limit]
     return {"drawers": page, "total": len(drawers), "count": len(page), "offset": offset,
             "limit": limit}
 
@@ -186,9 +201,51 @@ def _update_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return {"success": True, "drawer_id": args["drawer_id"], "noop": True}
     if (missing := fresh(state, args)) is not None:
         return missing
-    if not any(d["id"] == args["drawer_id"] for d in state.drawers):
-        return {"success": False, "error": f"Drawer not found: {args['drawer_id']}"}
-    return unmodelled("mempalace_update_drawer with changes")
+    if not isinstance(args["drawer_id"], str):  # chroma's complaint, as 3.11 passes it on
+        return {"success": False,
+                "error": f"Expected ID to be a str, got {args['drawer_id']!r} in get."}
+    drawer_id = args["drawer_id"]
+    rows = logical_rows(state, drawer_id)
+    if not rows:
+        return {"success": False, "error": f"Drawer not found: {drawer_id}"}
+    return _update_rows(state, drawer_id, rows, args)
+
+
+def _update_rows(state: PalaceState, drawer_id: str, rows: list[dict[str, Any]],
+                 args: dict[str, Any]) -> dict[str, Any]:
+    """3.11's update of a found drawer: content, then wing, then room checked; the drawer
+    re-chunked when it was chunked or its new content is past the chunk size, else its one
+    row changed in place (its id kept either way)."""
+    content = "".join(row["content"] for row in rows)
+    if args.get("content") is not None:
+        if (problem := argument_problem("content", args["content"], "content")) is not None:
+            return {"success": False, "error": problem}
+        content = args["content"]
+    first = dict(rows[0])
+    for field in ("wing", "room"):
+        if args.get(field) is not None:
+            if (problem := argument_problem(field, args[field], "name")) is not None:
+                return {"success": False, "error": problem}
+            first[field] = args[field].strip()
+    first["modified_at"] = datetime.now().isoformat()
+    fields = {k: v for k, v in first.items()
+              if k not in ("id", "content", "parent", "chunk_index")}
+    chunked = rows[0]["id"] != drawer_id or len(content) > CHUNK_SIZE
+    if chunked:
+        new = [{**row, "parent": drawer_id} for row in chunk_rows(drawer_id, content, fields)]
+        if len(new) == 1 and new[0]["id"] == drawer_id:  # 3.11 keeps a chunk id for one
+            new = [{**new[0], "id": f"{drawer_id}_chunk_000000", "chunk_index": 0}]
+    else:
+        new = [{"id": drawer_id, **fields, "content": content}]
+    gone = {row["id"] for row in rows}
+    at = next(i for i, d in enumerate(state.drawers) if d["id"] in gone)
+    kept = [d for d in state.drawers if d["id"] not in gone]
+    state.drawers = kept[:at] + new + kept[at:]
+    answer = {"success": True, "drawer_id": drawer_id, "wing": first["wing"],
+              "room": first["room"]}
+    if chunked:
+        answer.update({"chunks": len(new), "chunk_ids": [row["id"] for row in new]})
+    return {**answer, "closets_deleted": 0}
 
 
 @tool("mempalace_delete_by_source", writes=True)
@@ -198,11 +255,24 @@ def _delete_by_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any
         return {"success": False, "error": "source_file must be a non-empty string"}
     if (missing := fresh(state, args)) is not None:
         return missing
-    if any(d.get("source_file") == source for d in state.drawers):
-        return unmodelled("mempalace_delete_by_source over matching drawers")
-    return {"success": True, "dry_run": bool(args.get("dry_run", True)), "source_file": source,
-            "match_count": 0, "closet_match_count": 0, "sample": [],
-            "hint": "No drawers match this source_file."}
+    matches = [d for d in state.drawers if d.get("source_file") == source]
+    sample: list[dict[str, Any]] = []
+    for drawer in matches:  # 3.11: the distinct (wing, room) pairs, at most 5
+        place = {"wing": drawer["wing"], "room": drawer["room"]}
+        if place not in sample and len(sample) < 5:
+            sample.append(place)
+    count = len(matches)
+    if args.get("dry_run", True):
+        return {"success": True, "dry_run": True, "source_file": source, "match_count": count,
+                "closet_match_count": 0, "sample": sample,
+                "hint": (f"No drawers were deleted. Re-run with dry_run=false to remove these "
+                         f"{count} drawer(s) and 0 index entr(y/ies)." if count
+                         else "No drawers match this source_file.")}
+    if not count:
+        return {"success": True, "dry_run": False, "source_file": source, "deleted": 0}
+    state.drawers = [d for d in state.drawers if d.get("source_file") != source]
+    return {"success": True, "dry_run": False, "source_file": source, "deleted": count,
+            "closets_deleted": 0}
 
 
 SYNC_APPLY_NEEDS_SCOPE = ("sync apply requires explicit wing= or project_dirs= so it cannot "
@@ -223,6 +293,8 @@ def _sync(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if project is not None and not isinstance(project, str):
         return {"success": False, "error": "sync failed: expected str, bytes or os.PathLike "
                                            f"object, not {type(project).__name__}"}
+    if (problem := _where_problem(wing)) is not None:
+        return {"success": False, "error": problem}
     drawers = [d for d in state.drawers if not wing or d["wing"] == wing]
     if not project and any(_source_path(d) is not None for d in drawers):
         # without project_dir 3.11 guesses the project roots from the drawers' sources
@@ -233,6 +305,21 @@ def _sync(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if apply and (report["missing"] or report["gitignored"]):
         return unmodelled("mempalace_sync apply over drawers to remove")
     return {"success": True, **report, "dry_run": not apply}
+
+
+WHERE_OPERATORS = "$gt, $gte, $lt, $lte, $ne, $eq, $in, $nin, $contains, $not_contains"
+
+
+def _where_problem(wing: Any) -> str | None:
+    """chromadb's complaint about a non-empty list or object as sync's wing (3.11 puts the
+    wing into a where clause as it is)."""
+    if isinstance(wing, list) and wing:
+        return ("Expected where value to be a str, int, float, or operator expression, "
+                f"got {wing!r} in get.")
+    if isinstance(wing, dict) and wing:
+        return (f"Expected where operator to be one of {WHERE_OPERATORS}, "
+                f"got {next(iter(wing))} in get.")
+    return None
 
 
 def _source_path(drawer: dict[str, Any]) -> Path | None:
@@ -374,24 +461,22 @@ def _task_create(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 @tool("mempalace_patch_submit", writes=True)
 def _patch_submit(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    if (problem := argument_problem("created_by", args["from_agent"], "text")) is not None:
+    # 3.11 stores the artifact (its checks first), then appends the event through the same
+    # checks as any event: a refused event leaves the artifact filed
+    content, metadata = args["content"], args.get("metadata")
+    created_by, problem = artifact_problem("patch", args["from_agent"], content, metadata)
+    if problem is not None:
         return {"success": False, "error": problem}
-    refused = refusal(("stream", args["stream"], "text"),
-                       ("room", args.get("room", "patches"), "text"))
-    if refused is not None:
-        return refused
-    content = args["content"]
-    if not isinstance(content, str) or not content.strip():
-        return {"success": False, "error": "content must be a non-empty string"}
     extra = {} if content.endswith("\n") else {"warnings": [PATCH_NO_NEWLINE]}
-    artifact = store_artifact(state, "patch", content, args["from_agent"], args.get("metadata"),
-                              extra)
-    event = append_event(state, {
-        "type": "patch.ready", "stream": args["stream"], "room": args.get("room", "patches"),
-        "topic": args.get("topic"), "from_agent": args["from_agent"],
-        "to_agent": args.get("to_agent"), "correlation_id": args.get("correlation_id"),
-        "branch": args.get("branch"), "base_commit": args.get("base_commit"),
-        "status": "ready", "artifact_ids": [artifact["id"]], "body": args.get("body"),
-        "metadata": args.get("metadata")})
+    artifact = store_artifact(state, "patch", content, created_by, metadata, extra)
+    ready = {"type": "patch.ready", "stream": args["stream"], "room": args.get("room", "patches"),
+             "topic": args.get("topic"), "from_agent": args["from_agent"],
+             "to_agent": args.get("to_agent"), "correlation_id": args.get("correlation_id"),
+             "branch": args.get("branch"), "base_commit": args.get("base_commit"),
+             "status": "ready", "artifact_ids": [artifact["id"]], "body": args.get("body"),
+             "metadata": metadata}
+    if (problem := event_problem(state, ready)) is not None:
+        return {"success": False, "error": problem}
+    event = append_event(state, ready)
     return {"success": True, "artifact": artifact, "event": event}
 

@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import Fault
+from palace_conformance.fake.journal import kit_env
 from palace_conformance.fake.playback import encode, flood_stderr, play, write_stderr
 from palace_conformance.fake.startup import startup_faults
 
@@ -152,7 +153,7 @@ def serve_lines(brain: Brain, stdin: BinaryIO) -> int:
 
 def serve_stdio(brain: Brain, argv: list[str], stdin: BinaryIO | None = None) -> int:
     """Serve stdin/stdout until EOF, a signal or a fault ends it; returns the exit code."""
-    faults = brain.start_process(argv)
+    faults = brain.start_process(argv, env=kit_env(os.environ))
     log("MemPalace MCP Server starting...")
     code = _startup(brain, faults)
     if code is not None:

@@ -255,6 +255,27 @@ def _matching(lines: list[str], pattern: str) -> list[str]:
     return [line for line in lines if re.search(pattern, line)]
 
 
+#: a reference to an earlier answer of the same session: ``${ref:LABEL:PATH}``
+REF = re.compile(r"\$\{ref:([\w-]+):([\w.-]*)\}")
+#: what a reference stands for when its step or path is not there (on both sides alike)
+MISSING_REF = "ref-missing"
+
+
+def answer_at(answers: dict[str, Observation], label: str, path: str) -> Any:
+    """The value at ``path`` (dotted keys and list indices) in the JSON of the first reply to
+    the step whose id ends in ``.LABEL``: so a generated sequence reads back, updates or
+    deletes the drawer *this* target filed, each side with its own ids."""
+    seen = next((answer for step_id, answer in answers.items()
+                 if step_id.endswith("." + label)), None)
+    try:
+        value: Any = seen["replies"][0]["result"]["content"][0]["json"]  # type: ignore[index]
+        for part in filter(None, path.split(".")):
+            value = value[int(part)] if isinstance(value, list) else value[part]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return MISSING_REF
+    return value
+
+
 class SessionRun:
     """One session of the script against one target, in its own world."""
 
@@ -270,9 +291,14 @@ class SessionRun:
         self.http: HttpServer | None = None
         self.port = 0
         self.broken: str | None = None
+        self.answers: dict[str, Observation] = {}  # step id -> what this target answered
 
     def _fill(self, value: Any) -> Any:
-        """``${SOURCE}``, ``${PALACE}``, ``${HOME}`` and ``${PORT}`` in what a step sends."""
+        """``${SOURCE}``, ``${PALACE}``, ``${HOME}`` and ``${PORT}`` in what a step sends; a
+        string that is wholly ``${ref:LABEL:PATH}`` becomes what this target answered earlier
+        in the session (see :func:`answer_at`)."""
+        if isinstance(value, str) and (ref := REF.fullmatch(value)) is not None:
+            return answer_at(self.answers, ref.group(1), ref.group(2))
         if isinstance(value, str):
             for name, path in (("SOURCE", self.world.source), ("PALACE", self.world.palace),
                                ("HOME", self.world.home)):
@@ -312,6 +338,8 @@ class SessionRun:
             payload = [(item if action == "raw" else json.dumps(item)).encode("utf-8") + b"\n"
                        for item in lines]
             seen = self._server(step.proc).exchange(payload, step.timeout_s)
+            if step.id:
+                self.answers[step.id] = seen
             if seen.get("timed_out") or seen.get("stdout_closed"):
                 self.broken = f"the stdio server {step.proc} stopped answering at {step.id}"
             return seen

@@ -27,9 +27,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from palace_conformance.fidelity.compare import Comparison, compare_records
+from palace_conformance.fidelity.http_requests import TOKEN, draw_http
 from palace_conformance.fidelity.normalise import Rule, load_rules
 from palace_conformance.fidelity.run import record_both
 from palace_conformance.fidelity.script import SCRIPT_FILE, Script, Session, Step
+from palace_conformance.fidelity.sequences import (
+    Sequence,
+    draw_sequences,
+    load_sequences,
+    shorter,
+)
 from palace_conformance.fidelity.strategies import draw_calls
 
 CASES_FILE = Path(__file__).with_name("generated_cases.json")
@@ -37,6 +44,9 @@ OPEN_FILE = Path(__file__).with_name("generated_open.json")
 BATCH = 40
 SHRINK_ROUNDS = 10
 SHRINK_CLASSES = 12
+#: a sequence's shrinking runs a session per candidate: fewer classes, fewer rounds
+SHRINK_SEQUENCE_CLASSES = 6
+SHRINK_SEQUENCE_ROUNDS = 6
 #: a class names at most this many differing paths
 CLASS_PATHS = 3
 
@@ -52,6 +62,11 @@ class GeneratedResult:
     classes: dict[str, list[str]] = field(default_factory=dict)  # class -> point ids
     shrunk: dict[str, Call] = field(default_factory=dict)  # class -> minimal call
     known_open: list[OpenClass] = field(default_factory=list)
+    #: a sequence's point -> (its sequence, the step's label); shrunk: class -> minimal one
+    steps: dict[str, tuple[Sequence, str]] = field(default_factory=dict)
+    shrunk_sequences: dict[str, Sequence] = field(default_factory=dict)
+    #: an HTTP request's point -> the request (differing ones)
+    http: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def open_class(self, name: str) -> OpenClass | None:
         """The known open class that covers this class, or None (a new class)."""
@@ -76,10 +91,27 @@ class GeneratedResult:
             yield f"CLASS {name} ({len(points)} point(s), e.g. {points[0]}; {status})"
             for path, real, fake in verdicts[points[0]].diff[:4]:
                 yield f"    {path}: real {_short(real)} | fake {_short(fake)}"
+            if points[0] in self.http:
+                yield (f"    reproduce: a fresh palace's HTTP server, then "
+                       f"{json.dumps(self.http[points[0]], ensure_ascii=False)[:300]}")
+                continue
+            if points[0] in self.steps:
+                seq = self.steps[points[0]][0]
+                seq = self.shrunk_sequences.get(name, seq)
+                yield (f"    reproduce: {seq.start} palace, then {len(seq.steps)} call(s), the "
+                       f"last one differing: " + "; ".join(
+                           f"{step.tool.removeprefix('mempalace_')} "
+                           f"{json.dumps(step.arguments, ensure_ascii=False)[:120]}"
+                           for step in seq.steps))
+                continue
             tool, arguments = self.shrunk.get(name, self.calls[points[0]])
             yield (f"    reproduce: initialised palace, then tools/call {tool} "
                    f"{json.dumps(arguments, ensure_ascii=False)[:300]}")
         totals = self.comparison.to_json()["totals"]
+        sequences = {id(seq) for seq, _ in self.steps.values()}
+        if sequences:
+            yield (f"{len(sequences)} stateful sequence(s), {len(self.steps)} of the points "
+                   "their steps")
         yield (f"{totals['points']} points compared, {totals['explained']} explained by rules, "
                f"{totals['differences']} differences in {len(self.classes)} class(es), "
                f"{len(self.new_classes())} of them new")
@@ -88,15 +120,25 @@ class GeneratedResult:
             yield "explained by rule: " + ", ".join(f"{rule} {n}" for rule, n
                                                     in sorted(counts.items()))
 
+    def reproduce(self, name: str) -> Any:
+        """A class's minimal reproduction: a call, or a sequence (its start and steps)."""
+        first = self.classes[name][0]
+        if first in self.http:
+            return self.http[first]
+        if first in self.steps:
+            return self.shrunk_sequences.get(name, self.steps[first][0]).to_json()
+        return list(self.shrunk.get(name, self.calls[first]))
+
     def to_json(self) -> dict[str, Any]:
         return {**self.comparison.to_json(), "rules_fired": dict(self.rule_counts()),
                 "classes": {name: {"points": points,
                                    "open": (known.id if (known := self.open_class(name))
                                             else None),
-                                   "reproduce": list(self.shrunk.get(name,
-                                                                     self.calls[points[0]]))}
+                                   "reproduce": self.reproduce(name)}
                             for name, points in self.classes.items()},
-                "calls": {point: list(call) for point, call in self.calls.items()}}
+                "calls": {point: list(call) for point, call in self.calls.items()},
+                "sequence_steps": {point: [label, seq.to_json()]
+                                   for point, (seq, label) in self.steps.items()}}
 
 
 def _short(value: Any) -> str:
@@ -158,6 +200,52 @@ def sessions_for(calls: list[tuple[str, Call]], prefix: str, batch: int = BATCH)
     return Script(tuple(sessions))
 
 
+def sequence_sessions(sequences: list[tuple[str, Sequence]]) -> tuple[
+        list[Session], dict[str, tuple[Sequence, str]]]:
+    """One session per sequence (its own world), named by its prefix: the start state's
+    steps (the script's ``initialise`` writes; a first search for a half-made palace), then
+    the sequence's calls, each a point ``PREFIX.TOOL.LABEL``; and point -> (sequence, label)."""
+    sessions, steps_of = [], {}
+    for prefix, seq in sequences:
+        steps = _initialise_steps(prefix) if seq.start == "initialised" else []
+        if seq.start == "half-made":  # 3.11's search makes the palace's directory
+            steps.append(Step(id=f"{prefix}.setup.half-make", section="setup", action="send",
+                              spec={"jsonrpc": "2.0", "id": 999, "method": "tools/call",
+                                    "params": {"name": "mempalace_search",
+                                               "arguments": {"query": "x"}}}))
+        for offset, step in enumerate(seq.steps):
+            point = f"{prefix}.{step.tool.removeprefix('mempalace_')}.{step.label}"
+            spec = {"jsonrpc": "2.0", "id": 3000 + offset, "method": "tools/call",
+                    "params": {"name": step.tool, "arguments": step.arguments}}
+            steps.append(Step(id=point, section="sequence", action="send", spec=spec,
+                              timeout_s=60.0))
+            steps_of[point] = (seq, step.label)
+        sessions.append(Session(id=prefix, transport="stdio", palace=seq.start,
+                                steps=tuple(steps)))
+    return sessions, steps_of
+
+
+#: an HTTP session's requests: (session prefix, whether its server wants a token, requests)
+HttpBatch = tuple[str, bool, list[dict[str, Any]]]
+HTTP_BATCH = 20
+
+
+def http_sessions(batches: list[HttpBatch]) -> tuple[list[Session], set[str]]:
+    """One HTTP session per batch (its own world and server, a token when the batch says so),
+    each request a point ``PREFIX.NNN.http``; and the point ids."""
+    sessions, points = [], set()
+    for prefix, token, requests in batches:
+        steps = []
+        for index, spec in enumerate(requests):
+            point = f"{prefix}.{index:03d}.http"
+            steps.append(Step(id=point, section="http", action="http", spec=spec,
+                              timeout_s=30.0))
+            points.add(point)
+        sessions.append(Session(id=prefix, transport="http", palace="fresh", steps=tuple(steps),
+                                token=TOKEN if token else None))
+    return sessions, points
+
+
 def class_of(tool: str, diff: list[tuple[str, Any, Any]]) -> str:
     """A difference's class: the tool and its first differing paths, list indices dropped."""
     paths = sorted({re.sub(r"\[\d+\]", "[]", path) for path, _, _ in diff})
@@ -197,10 +285,52 @@ def _smaller(value: Any) -> Iterator[Any]:
 
 
 def _record(calls: list[tuple[str, Call]], prefix: str, real_python: str | None, root: Path,
-            log: TextIO, jobs: int, rules: list[Rule]) -> Comparison:
+            log: TextIO, jobs: int, rules: list[Rule],
+            sequences: list[tuple[str, Sequence]] | None = None,
+            http: list[HttpBatch] | None = None) -> Comparison:
     script = sessions_for(calls, prefix)
+    extra, steps_of = sequence_sessions(sequences or [])
+    served, requested = http_sessions(http or [])
+    script = Script(script.sessions + tuple(extra) + tuple(served))
     real, fake = record_both(script, real_python, root / prefix, log, jobs)
-    return compare_records(real, fake, rules, {point for point, _ in calls})
+    return compare_records(real, fake, rules,
+                           {point for point, _ in calls} | set(steps_of) | requested)
+
+
+def shrink_sequences(found: dict[str, tuple[Sequence, str]], real_python: str | None,
+                     root: Path, log: TextIO, jobs: int,
+                     rules: list[Rule]) -> dict[str, Sequence]:
+    """Each class's sequence made minimal: per round, every one-step-shorter sequence of
+    every class (:func:`shorter`) runs; the first whose kept step still shows its class
+    becomes the new sequence. Stops when no class gets shorter."""
+    current = {name: seq for name, (seq, _) in found.items()}
+    labels = {name: label for name, (_, label) in found.items()}
+    for round_no in range(SHRINK_SEQUENCE_ROUNDS):
+        candidates: list[tuple[str, Sequence]] = []
+        owners: dict[str, tuple[str, Sequence]] = {}
+        for index, (name, seq) in enumerate(sorted(current.items())):
+            for offset, smaller in enumerate(shorter(seq, labels[name])):
+                prefix = f"shrinkseq{round_no}-{index:02d}-{offset:02d}"
+                candidates.append((prefix, smaller))
+                tool = next(s.tool for s in smaller.steps if s.label == labels[name])
+                point = f"{prefix}.{tool.removeprefix('mempalace_')}.{labels[name]}"
+                owners[point] = (name, smaller)
+        if not candidates:
+            break
+        comparison = _record([], f"shrinkseq{round_no}", real_python, root, log, jobs, rules,
+                             candidates)
+        improved: set[str] = set()
+        for verdict in sorted(comparison.differences, key=lambda v: v.id):
+            if verdict.id not in owners:
+                continue
+            name, smaller = owners[verdict.id]
+            tool = "mempalace_" + verdict.id.split(".")[-2]
+            if name not in improved and class_of(tool, verdict.diff) == name:
+                current[name] = smaller
+                improved.add(name)
+        if not improved:
+            break
+    return current
 
 
 def shrink(found: dict[str, Call], real_python: str | None, root: Path, log: TextIO,
@@ -236,38 +366,63 @@ def shrink(found: dict[str, Call], real_python: str | None, root: Path, log: Tex
 
 def run_generated(real_python: str | None, count: int, seed: int, *,
                   json_out: str | None = None, keep: str | None = None, jobs: int = 2,
-                  shrink_classes: int = SHRINK_CLASSES, out: TextIO = sys.stdout,
-                  log: TextIO = sys.stderr) -> GeneratedResult:
-    """The regression cases, then ``count`` generated calls from ``seed``, against both
-    targets; every difference classed and each class's counterexample shrunk."""
+                  shrink_classes: int = SHRINK_CLASSES, sequences: int = 0, http: int = 0,
+                  out: TextIO = sys.stdout, log: TextIO = sys.stderr) -> GeneratedResult:
+    """The regression cases and sequences, then ``count`` generated calls and ``sequences``
+    stateful sequences from ``seed``, against both targets; every difference classed and
+    each class's counterexample shrunk."""
     rules = load_rules()
     calls: list[tuple[str, Call]] = [
         (f"gen.case.{case['id']}", (case["tool"], case["arguments"])) for case in load_cases()]
     calls += [(f"gen.{seed}.{index:05d}.{tool.removeprefix('mempalace_')}", (tool, arguments))
               for index, (tool, arguments) in enumerate(draw_calls(count, seed))]
-    print(f"fidelity --generated: {len(calls)} call(s) (seed {seed}), "
-          f"{(len(calls) + BATCH - 1) // BATCH} session(s) per target", file=log, flush=True)
+    seqs: list[tuple[str, Sequence]] = [
+        (f"seq.case.{case['id']}", Sequence.from_json(case)) for case in load_sequences()]
+    seqs += [(f"seq.{seed}.{index:05d}", seq)
+             for index, seq in enumerate(draw_sequences(sequences, seed))]
+    batches: list[HttpBatch] = [(f"http.{seed}.{index:03d}", token, requests) for index,
+                                (token, requests) in enumerate(draw_http(http, seed, HTTP_BATCH))]
+    print(f"fidelity --generated: {len(calls)} call(s), {len(seqs)} sequence(s) and {http} "
+          f"HTTP request(s) (seed {seed}), "
+          f"{(len(calls) + BATCH - 1) // BATCH + len(seqs) + len(batches)} session(s) per "
+          "target", file=log, flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="palace-fidelity-gen-") as scratch:
         root = Path(keep).absolute() if keep else Path(scratch)
         root.mkdir(parents=True, exist_ok=True)
-        comparison = _record(calls, "gen", real_python, root, log, jobs, rules)
+        comparison = _record(calls, "gen", real_python, root, log, jobs, rules, seqs, batches)
         by_point = dict(calls)
-        result = GeneratedResult(comparison, by_point, known_open=load_open())
+        requests = {f"{prefix}.{index:03d}.http": spec for prefix, _, specs in batches
+                    for index, spec in enumerate(specs)}
+        _, steps_of = sequence_sessions(seqs)
+        result = GeneratedResult(comparison, by_point, known_open=load_open(), steps=steps_of)
         for verdict in comparison.differences:
-            tool = by_point[verdict.id][0]
+            if verdict.id in requests:
+                result.http[verdict.id] = requests[verdict.id]
+                tool = "http"
+            else:
+                tool = (by_point[verdict.id][0] if verdict.id in by_point
+                        else "mempalace_" + verdict.id.split(".")[-2])
             result.classes.setdefault(class_of(tool, verdict.diff), []).append(verdict.id)
-        firsts = {name: by_point[points[0]] for name, points
-                  in sorted(result.classes.items(), key=lambda item: -len(item[1]))
-                  [:shrink_classes]}
+        ranked = sorted(result.classes.items(), key=lambda item: -len(item[1]))
+        firsts = {name: by_point[points[0]] for name, points in ranked[:shrink_classes]
+                  if points[0] in by_point}
         if firsts:
             result.shrunk = shrink(firsts, real_python, root, log, jobs, rules)
+        seq_firsts = dict([(name, steps_of[points[0]]) for name, points in ranked
+                           if points[0] in steps_of][:min(shrink_classes,
+                                                          SHRINK_SEQUENCE_CLASSES)])
+        if seq_firsts:
+            result.shrunk_sequences = shrink_sequences(seq_firsts, real_python, root, log,
+                                                       jobs, rules)
     for line in result.lines():
         print(line, file=out)
     print(f"(generated run, {time.monotonic() - started:.1f} s wall time)", file=log)
     if json_out:
         Path(json_out).write_text(json.dumps({**result.to_json(), "seed": seed,
-                                              "count": count}, indent=1, ensure_ascii=False),
+                                              "count": count, "sequences": sequences,
+                                              "http": http},
+                                             indent=1, ensure_ascii=False),
                                   encoding="utf-8")
     return result
 

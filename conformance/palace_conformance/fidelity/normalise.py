@@ -1,12 +1,14 @@
 """Declared normalisation rules (rules.json): what may differ between two honest runs and why.
 
-Three kinds, applied in this order to every string and value of an observation:
+Four kinds, applied in this order to every string and value of an observation:
 
 - ``world``: the session's own paths (HOME, palace, mine source, the launchers' directory)
   become ``<HOME>``, ``<PALACE>``, ``<SOURCE>``, ``<BIN>``;
 - ``pattern``: a regular expression replaced in every string, object keys included (ids, PIDs,
   ports, timestamps);
-- ``keys``: the value under any of the named object keys is replaced (scores, clocks).
+- ``keys``: the value under any of the named object keys is replaced (scores, clocks);
+- ``unordered``: a list under one of the named keys whose every item is an object carrying
+  one of ``item_keys`` is sorted (a ranking's order, not its members).
 
 A rule masks a value, never a whole answer: a tool that answers differently still differs.
 """
@@ -23,7 +25,7 @@ from typing import Any
 from palace_conformance.errors import UntrustedInputError
 
 RULES_FILE = Path(__file__).with_name("rules.json")
-KINDS = ("world", "pattern", "keys")
+KINDS = ("world", "pattern", "keys", "unordered")
 
 
 class RulesError(UntrustedInputError):
@@ -41,6 +43,7 @@ class Rule:
     pattern: re.Pattern[str] | None = None
     replacement: str = ""
     keys: frozenset[str] = frozenset()
+    item_keys: frozenset[str] = frozenset()
 
 
 def parse_rules(data: Mapping[str, Any]) -> list[Rule]:
@@ -59,11 +62,14 @@ def parse_rules(data: Mapping[str, Any]) -> list[Rule]:
                 pattern = re.compile(raw["pattern"])
             except (KeyError, re.error) as exc:
                 raise RulesError(f"rule {rule_id}: bad or missing 'pattern' ({exc})") from None
-        if kind == "keys" and not raw.get("keys"):
-            raise RulesError(f"rule {rule_id}: a keys rule names its 'keys'")
+        if kind in ("keys", "unordered") and not raw.get("keys"):
+            raise RulesError(f"rule {rule_id}: a {kind} rule names its 'keys'")
+        if kind == "unordered" and not raw.get("item_keys"):
+            raise RulesError(f"rule {rule_id}: an unordered rule names its 'item_keys'")
         rules.append(Rule(id=rule_id, kind=kind, masks=raw["masks"], why=raw["why"],
                           pattern=pattern, replacement=raw.get("replacement", "<MASKED>"),
-                          keys=frozenset(raw.get("keys", []))))
+                          keys=frozenset(raw.get("keys", [])),
+                          item_keys=frozenset(raw.get("item_keys", []))))
     ids = [rule.id for rule in rules]
     if len(set(ids)) != len(ids):
         raise RulesError("rule ids must be unique")
@@ -117,8 +123,21 @@ class Normaliser:
                         self.fired.add(rule.id)
                     out[shown] = rule.replacement
                 else:
-                    out[shown] = self.value(item)
+                    out[shown] = self._ranked(key, self.value(item))
             return out
+        return value
+
+
+    def _ranked(self, key: Any, value: Any) -> Any:
+        """A ranked list under an ``unordered`` rule's key, sorted; anything else as it is."""
+        for rule in self.rules:
+            if (rule.kind == "unordered" and key in rule.keys and isinstance(value, list)
+                    and value and all(isinstance(item, dict) and rule.item_keys & item.keys()
+                                      for item in value)):
+                ordered = sorted(value, key=lambda item: json.dumps(item, sort_keys=True))
+                if ordered != value:
+                    self.fired.add(rule.id)
+                return ordered
         return value
 
 

@@ -39,6 +39,7 @@ from palace_conformance.runner.compare.drift_trace import (
     STARTUP_KEY,
     Masks,
     drift_trace,
+    squash,
     ui_effects,
 )
 from palace_conformance.runner.compare.sources import Source
@@ -159,18 +160,6 @@ def _whole_fact(pointer: str, left: Any, right: Any, a: Any, b: Any) -> tuple[st
                 value = None
         facts.append(value)
     return "/".join(parts[:cut]), facts[0], facts[1]
-
-
-def squash(value: Any) -> Any:
-    """``{}``, ``null`` and an absent key as one value: dict entries that are (or become)
-    empty or null are dropped, at every depth. A bridge's ``details: {}`` against another's
-    ``null`` says nothing an agent can tell apart."""
-    if isinstance(value, dict):
-        kept = {k: squash(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v is not None and v != {}}
-    if isinstance(value, list):
-        return [squash(v) for v in value]
-    return value
 
 
 @dataclass

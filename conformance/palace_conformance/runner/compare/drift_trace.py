@@ -40,6 +40,7 @@ from palace_conformance.runner.compare.categories import (
     effect_category,
     result_category,
 )
+from palace_conformance.runner.compare.observed import requests, unpaced, whole_run
 from palace_conformance.runner.compare.volatile import (
     ERROR_KIND_RULES,
     REAL_SERVER_TEXT_RULES,
@@ -70,6 +71,12 @@ _EFFECT_FIELDS: Mapping[str, tuple[str, ...]] = {
 PROCESS_FIELDS: Mapping[str, tuple[str, ...]] = {
     "process_start": ("transport",), "process_exit": ("transport", "code", "reason"),
     "signal": ("transport", "signal", "action"), "helper_run": ("name", "argv")}
+#: ... and those a full observation (:attr:`Masks.full`, the golden traces) adds: a process's
+#: whole argv and the environment keys the kit cares about, a helper's working directory
+FULL_PROCESS_FIELDS: Mapping[str, tuple[str, ...]] = {
+    **PROCESS_FIELDS, "process_start": ("transport", "argv", "env"),
+    "helper_run": ("name", "argv", "cwd", "env"),
+    "cli_run": ("command", "argv", "exit_code")}
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,9 @@ class Masks:
     #: the catalogue tools both sides can offer when a side's profile maps a curated set (its
     #: ``tools.map``): registrations of any other tool are left out; None: every tool compared
     offered: frozenset[str] | None = None
+    #: observe everything (the golden traces, fixtures/README.md): every request's head and body,
+    #: every process's argv and environment, every registration and effect whole
+    full: bool = False
 
     @classmethod
     def between(cls, left: Iterable[str], right: Iterable[str], *,
@@ -210,6 +220,8 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
     pools: dict[str, dict[str, dict[str, Any]]] = {}
     tools: list[str] = []
     commands: list[str] = []
+    #: with ``masks.full``: each start-up registration whole, by name (its last registration)
+    whole: dict[str, dict[str, Any]] = {}
     own: dict[str, dict[str, dict[str, Any]]] = {}
     active: list[ErrorKindRule] = []
     for step in steps:
@@ -242,27 +254,50 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
             if group_of[step.key] == STARTUP_KEY and effect.get("kind") in _REGISTRATION_KINDS:
                 names = tools if effect.get("kind") == "tool_registered" else commands
                 names.append(str(effect.get("name")))
+                if masks.full:
+                    whole[f"{effect.get('kind')}:{effect.get('name')}"] = _effect(
+                        effect, masker, full=True)
                 continue
-            pool[category]["effects"].append(_effect(effect, masker))
+            pool[category]["effects"].append(_effect(effect, masker, full=masks.full))
         active += [rule for rule in ERROR_KIND_RULES
                    if rule not in active and rule.triggered_by(step.op, step.request)]
     if journal:
         # a hidden record becomes {}: every step's window (record indexes) stays as it was
         journal_kept = [{} if masks.hides_record(r) else r for r in result.journal]
         windows = _journal_windows(steps, group_of, journal_kept)
+        seen: list[list[dict[str, Any]]] = []
+        by_window = requests(windows, masker) if masks.full else {}
         for key, records in windows.items():
             pools[key][WIRE]["calls"] = _calls(records, masker)
+            if masks.full:
+                seen.append(by_window.get(key, []))
+                pools[key][WIRE]["requests"] = [r for r in seen[-1] if unpaced(r) is None]
         children = _children(journal_kept)
-        views_run = {"journal": [fact for key, records in windows.items()
-                                 for fact in _process_records(records, masker, key, children)]}
+        if masks.full:
+            # which step's window a late exit or signal falls in is the machine's load: the
+            # facts of a full observation are the whole run's, in a stable order
+            facts = [fact for records in windows.values()
+                     for fact in _process_records(records, masker, "", children,
+                                                  FULL_PROCESS_FIELDS)]
+            views_run = {"journal": sorted(facts, key=lambda fact: json.dumps(
+                fact, sort_keys=True, default=str))}
+            wire_run = whole_run(seen)
+        else:
+            views_run = {"journal": [fact for key, records in windows.items()
+                                     for fact in _process_records(records, masker, key,
+                                                                  children)]}
     else:
         views_run = None
     if masks.offered is not None:
         tools = [name for name in tools if name in masks.offered]
     # sets (name -> true): a missing or extra name is named; the order is the order check's
-    registrations = {"tools": dict.fromkeys(sorted(tools), True)}
+    registrations: dict[str, Any] = {"tools": {
+        name: whole.get(f"tool_registered:{name}", True) for name in sorted(tools)}}
     if not masks.commands:
-        registrations["commands"] = dict.fromkeys(sorted(commands), True)
+        registrations["commands"] = {name: whole.get(f"command_registered:{name}", True)
+                                     for name in sorted(commands)}
+    if masks.full:  # the order the agent sees them in is owed too
+        registrations["order"] = {"tools": tools, "commands": commands}
     views: dict[str, dict[str, Any]] = {c.name: {} for c in CATEGORIES}
     last_startup = max((k for k, g in group_of.items() if g == STARTUP_KEY),
                        key=list(group_of).index, default=None)
@@ -277,6 +312,8 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
             views[REGISTRATIONS][STARTUP_KEY].update(registrations)
     if views_run is not None:
         views[PROCESSES][RUN_KEY] = views_run
+        if masks.full:
+            views[WIRE][RUN_KEY] = wire_run
     if masks.ui:
         views[UI] = {}
     return {name: {"steps": view} for name, view in views.items()}
@@ -308,9 +345,11 @@ def _errors(step: StepRecord, masker: Masker,
     return out
 
 
-def _effect(effect: Mapping[str, Any], masker: Masker) -> dict[str, Any]:
+def _effect(effect: Mapping[str, Any], masker: Masker, *, full: bool = False) -> dict[str, Any]:
+    """The compared fields of an effect (``full``: all of them)."""
     kind = str(effect.get("kind"))
-    fields = _EFFECT_FIELDS.get(kind) or tuple(k for k in effect if k != "kind")
+    fields = (None if full else _EFFECT_FIELDS.get(kind)) or tuple(k for k in effect
+                                                                   if k != "kind")
     return {"kind": kind, **{name: masker.value(effect[name], name) for name in fields
                              if name in effect}}
 
@@ -356,13 +395,15 @@ def _children(journal: Sequence[Mapping[str, Any]]) -> dict[Any, int]:
 
 
 def _process_records(records: Iterable[Mapping[str, Any]], masker: Masker, step: str = "",
-                     children: Mapping[Any, int] | None = None) -> list[dict[str, Any]]:
+                     children: Mapping[Any, int] | None = None,
+                     compared: Mapping[str, tuple[str, ...]] = PROCESS_FIELDS
+                     ) -> list[dict[str, Any]]:
     """Process facts of one step's window, each saying which step and which child (by start
     order), sorted within the step: two children exiting together may journal in either
     order."""
     facts = []
     for record in records:
-        fields = PROCESS_FIELDS.get(str(record.get("kind")))
+        fields = compared.get(str(record.get("kind")))
         if fields is None:
             continue
         fact = {"kind": record["kind"], **{name: masker.value(record[name], name)
@@ -382,3 +423,15 @@ def without_durations(result: dict[str, Any]) -> dict[str, Any]:
         return result
     return {**result, "calls": [{k: v for k, v in call.items() if k != "ms"}
                                 if isinstance(call, dict) else call for call in calls]}
+
+
+def squash(value: Any) -> Any:
+    """``{}``, ``null`` and an absent key as one value: dict entries that are (or become)
+    empty or null are dropped, at every depth. A bridge's ``details: {}`` against another's
+    ``null`` says nothing an agent can tell apart."""
+    if isinstance(value, dict):
+        kept = {k: squash(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v != {}}
+    if isinstance(value, list):
+        return [squash(v) for v in value]
+    return value

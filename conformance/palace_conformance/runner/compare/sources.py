@@ -207,6 +207,7 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
                selection: Selection, progress_stream: TextIO | None = None,
                profile: Profile | None = None, level: str = "seed") -> RunResult:
     """Run the planned scenarios against one bridge (the same machinery as ``run``)."""
+    from palace_conformance.runner.compare import golden
     from palace_conformance.runner.execution.execute import RunOptions
     from palace_conformance.runner.execution.suite import HostProbeError, SuiteOptions, run_suite
     from palace_conformance.runner.execution.world import FAKE_PALACE
@@ -217,7 +218,10 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
                                           level=level, profile=profile,
                                           server=selection.real if selection.real is not None
                                           else FAKE_PALACE),
-                           jobs=selection.jobs, transports=selection.transports)
+                           jobs=selection.jobs, transports=selection.transports,
+                           judges=golden.judges(level=level, profile=profile,
+                                                server="fake" if selection.real is None
+                                                else "real"))
     stream = progress_stream or sys.stderr
     print(f"running {bridge_label(spec)} ...", file=stream, flush=True)
     previous = signal.signal(signal.SIGTERM, interrupt)  # like run: a CI timeout cleans up

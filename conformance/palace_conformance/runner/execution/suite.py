@@ -71,6 +71,10 @@ class SuiteOptions:
     #: ``run --max-scenario-seconds``: a scenario the bridge's own pace would lengthen by more
     #: is set aside as *not run: too slow* (never a pass); None: every scenario runs
     max_scenario_seconds: float | None = None
+    #: more judges, applied to each result as it finishes (before parity and the baseline):
+    #: ``run`` passes the golden traces' (runner/compare/golden.py), which a stage below it
+    #: cannot import
+    judges: tuple[Callable[[list[ScenarioResult]], None], ...] = ()
 
 
 def probe_host(argv: Sequence[str], grace_ms: int = 3000,
@@ -142,6 +146,8 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         if progress is not None:
             progress.begin(scenario, transport)
         result = runner(scenario, transport, run_options, capabilities)
+        for more in options.judges:  # here, in the worker: it overlaps the other runs' waits
+            more([result])
         if options.exitfirst and _stops(result, options.baseline):
             stop.set()
         if progress is not None:

@@ -1,0 +1,420 @@
+"""``python -m mutation.author``: the second generator, mutants that err like a bridge author.
+
+    python -m mutation.author list [--module M]...        mutants per module and operator
+    python -m mutation.author run [--module M]... [--sample-each N] [--seed S] [--out DIR]
+    python -m mutation.author report [--out DIR]
+    python -m mutation.author triage                      mutation/triage_author.json checked
+
+The operators are :mod:`mutation.author_ops` (no library: cosmic-ray cannot load an operator of
+ours without an installed plugin). Everything else is the first tool's: the scratch copy first on
+``PYTHONPATH``, the module's selection (``modules.json``), its line map measured with coverage.py
+(``measure``), each mutant judged by the scenario runs that execute its lines with parity kept
+(``line_map``), a mutant no run reaches survived without a run, the same triage discipline keyed
+by the same kind of anchor (``anchors``; the operator names tell the two files' entries apart)
+and the same report per module and per behaviour area (``report``). docs/mutation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+from mutation import line_map
+from mutation.anchors import AnchorError, anchor_of
+from mutation.author_ops import OPERATORS, Mutant, generate
+from mutation.line_map import (
+    NO_REACH,
+    LineMap,
+    commands,
+    mutant_lines,
+    one_command,
+    statement_spans,
+    with_parity,
+)
+from mutation.measure import MeasureError, measure
+from mutation.module_map import (
+    BRIDGE_DIR,
+    ROOT,
+    MapError,
+    ModuleMap,
+    bridge_modules,
+    load_catalogue_facts,
+    problems,
+    selections,
+    shipped_scenario_ids,
+)
+from mutation.report import (
+    KILLED,
+    NOT_SAMPLED,
+    PENDING,
+    REPO_ROOT,
+    SURVIVED,
+    TIMEOUT,
+    VERDICT_OPEN,
+    MutantRecord,
+    Report,
+    TriageError,
+    load_triage,
+)
+
+DEFAULT_OUT = ROOT / ".mutation-author"
+TRIAGE_PATH = Path(__file__).with_name("triage_author.json")
+BASELINE_LIMIT_S = 900.0
+RESULTS = "results.json"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m mutation.author", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    listing = sub.add_parser("list", help="count the mutants per module and operator")
+    listing.add_argument("--module", action="append", default=[], metavar="M")
+    run = sub.add_parser("run", help="judge the mutants by the scenarios covering their lines")
+    run.add_argument("--module", action="append", default=[], metavar="M",
+                     help="a module of palace_bridge/; repeatable; default: every mapped one")
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                     help="work directory (default .mutation-author/); a second run resumes")
+    run.add_argument("--fresh", action="store_true", help="delete --out first")
+    run.add_argument("--jobs", type=int, default=2, help="the runner's --jobs (default 2)")
+    run.add_argument("--sample-each", type=int, metavar="N",
+                     help="run N mutants of each module, the first N of its mutants shuffled "
+                          "with --seed (a larger N in the same --out runs only the difference)")
+    run.add_argument("--seed", type=int, default=27, help="the sample's seed (default 27)")
+    run.add_argument("--only", action="append", default=[], metavar="KEY",
+                     help="run only this mutant (MODULE:LINE:COLUMN:OPERATOR); repeatable")
+    run.add_argument("--timeout-factor", type=float, default=3.0)
+    run.add_argument("--min-timeout", type=float, default=60.0)
+    report = sub.add_parser("report", help="write the report of --out")
+    report.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    sub.add_parser("triage", help="check mutation/triage_author.json against the checkout")
+    apply = sub.add_parser("apply", help="write a copy of the bridge holding one mutant, to put "
+                                         "first on PYTHONPATH when checking a kill by hand")
+    apply.add_argument("key", help="the mutant's key (MODULE:LINE:COLUMN:OPERATOR) or anchor")
+    apply.add_argument("--to", type=Path, required=True, metavar="DIR",
+                       help="DIR/palace_bridge/ is (re)written")
+    return parser
+
+
+def sample(keys: Sequence[str], size: int, seed: int) -> list[str]:
+    """The first ``size`` of ``keys`` shuffled with ``seed``: a larger size keeps the smaller
+    one's choice, so a sample grows without running a mutant twice."""
+    ordered = sorted(keys)
+    random.Random(seed).shuffle(ordered)
+    return ordered[:size]
+
+
+def _load_results(out: Path) -> dict[str, dict[str, Any]]:
+    try:
+        return dict(json.loads((out / RESULTS).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_results(out: Path, results: dict[str, dict[str, Any]]) -> None:
+    path = out / RESULTS
+    path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _diff(mutant: Mutant, source: str) -> str:
+    import difflib
+
+    path = f"reference/palace_bridge/{mutant.module}"
+    body = difflib.unified_diff(source.split("\n"), mutant.apply(source).split("\n"),
+                                fromfile=f"a/{path}", tofile=f"b/{path}", lineterm="", n=1)
+    return "\n".join(body)
+
+
+def records(out: Path, modules: Sequence[str]) -> list[MutantRecord]:
+    """Every mutant of ``modules`` with its status in ``out`` (pending or not sampled when it
+    has none), its anchor and its diff in the checkout's source."""
+    results = _load_results(out)
+    found = []
+    for module in modules:
+        source = (BRIDGE_DIR / module).read_text(encoding="utf-8")
+        for mutant in generate(module, source):
+            result = results.get(mutant.key, {})
+            status = str(result.get("status", PENDING if result else NOT_SAMPLED))
+            try:
+                anchor = str(anchor_of(module, source, mutant.operator, mutant.start,
+                                       mutant.end))
+            except AnchorError:
+                anchor = ""
+            output = str(result.get("output", ""))
+            found.append(MutantRecord(module, mutant.start[0], mutant.start[1], mutant.operator,
+                                      status, _diff(mutant, source) if status == SURVIVED else "",
+                                      output if output.startswith(NO_REACH) else "", anchor))
+    return found
+
+
+def _areas(module_map: ModuleMap, known: Sequence[str]) -> dict[str, list[str]]:
+    return {m: sorted({b.split("-")[0] for b in module_map.behaviours(m, known)})
+            for m in module_map.modules}
+
+
+def _triage(known: Sequence[str]) -> dict[str, Any]:
+    return load_triage(TRIAGE_PATH, known=known, scenarios=shipped_scenario_ids(),
+                       tests_root=REPO_ROOT, bridge_dir=BRIDGE_DIR)
+
+
+def report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
+    results = _load_results(out)
+    ran = sorted({key.split(":")[0] for key in results})
+    facts = _load_runs(out)
+    return Report(records(out, ran), _areas(module_map, known), _triage(known),
+                  [facts[m] | {"module": m} for m in sorted(facts)])
+
+
+def _load_runs(out: Path) -> dict[str, dict[str, Any]]:
+    try:
+        return dict(json.loads((out / "runs.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def _environment(out: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    inherited = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = os.pathsep.join([str(out / "src"), *([inherited] if inherited else [])])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _copy_bridge(out: Path) -> None:
+    target = out / "src" / "palace_bridge"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(BRIDGE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def _runner() -> str:
+    found = shutil.which("palace-conformance", path=str(Path(sys.executable).parent)) or \
+        shutil.which("palace-conformance")
+    if found is None:
+        raise MapError("palace-conformance is not installed here (pip install -e '.[test]')")
+    return found
+
+
+def _command(argv: Sequence[str] | str, env: dict[str, str], limit_s: float) -> tuple[int, float]:
+    """Run a command in its own process group; (exit code, seconds), -9 when it overran
+    ``limit_s`` (the whole group is ended)."""
+    started = time.monotonic()
+    process = subprocess.Popen(argv, env=env, shell=isinstance(argv, str),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        code = process.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        code = -9
+    return code, time.monotonic() - started
+
+
+def _line_map(module: str, out: Path, chosen: list[str], scenarios: list[Any], runner: str,
+              env: dict[str, str], jobs: int) -> LineMap:
+    every = line_map.scenario_runs(scenarios, chosen)
+    files = [Path(s.path) for s in scenarios if s.id in set(chosen)]
+    stamp = line_map.fingerprint(BRIDGE_DIR, files, chosen)
+    stem = module.removesuffix(".py").replace("/", ".")
+    saved = out / "coverage" / f"{stem}.json"
+    found = line_map.load(saved, stamp)
+    if found is not None:
+        return found
+    argv = [runner, "run", "--bridge", "reference", "--transport", "both", "--jobs", str(jobs)]
+    for scenario in chosen:
+        argv += ["--select", scenario]
+    code, took = _command(argv, env, BASELINE_LIMIT_S)
+    if code != 0:
+        raise MeasureError(f"{module}: the unmutated selection fails (exit {code})")
+    source = out / "src" / "palace_bridge" / module
+    found = measure(every, source, out, stem, runner, env, jobs, BASELINE_LIMIT_S, stamp)
+    found = replace(found, module_s=took)
+    found.save(saved)
+    return found
+
+
+def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
+         scenarios: list[Any]) -> int:
+    unknown = [m for m in args.module if m not in module_map.modules]
+    if unknown:
+        print(f"python -m mutation.author run: unknown module {unknown[0]!r} (see "
+              "'python -m mutation selections')", file=sys.stderr)
+        return 2
+    out: Path = args.out.resolve()
+    if args.fresh and out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _copy_bridge(out)
+    env = _environment(out)
+    runner = _runner()
+    chosen = selections(module_map)
+    modules = args.module or sorted(module_map.modules)
+    results = _load_results(out)
+    runs = _load_runs(out)
+    failed = []
+    for module in modules:
+        source = (BRIDGE_DIR / module).read_text(encoding="utf-8")
+        mutants = {m.key: m for m in generate(module, source)}
+        keys = list(mutants)
+        if args.only:
+            keys = [k for k in keys if k in set(args.only)]
+        else:  # in the seeded order, so a run cut short is still a uniform sample
+            keys = sample(keys, len(keys) if args.sample_each is None else args.sample_each,
+                          args.seed)
+        todo = [k for k in keys if k not in results]
+        print(f"{module}: {len(mutants)} mutant(s), {len(keys)} chosen, {len(todo)} to run",
+              flush=True)
+        if not todo:
+            continue
+        started = time.monotonic()
+        try:
+            found = _line_map(module, out, chosen[module], scenarios, runner, env, args.jobs)
+        except MeasureError as exc:
+            print(f"{module}: not run: {exc}", file=sys.stderr)
+            failed.append(module)
+            continue
+        every = sorted(found.lines)
+        spans = statement_spans(source)
+        target = out / "src" / "palace_bridge" / module
+        for key in todo:
+            mutant = mutants[key]
+            lines = mutant_lines(spans, mutant.start, mutant.end)
+            reaching = with_parity(found.reaching(lines), every)
+            if not reaching:
+                results[key] = {"status": SURVIVED, "output": f"{NO_REACH} {mutant.start[0]}",
+                                "runs": 0, "seconds": 0.0}
+            else:
+                command = one_command(commands(reaching, every, args.jobs, runner))
+                limit = found.timeout(reaching, args.timeout_factor, args.min_timeout)
+                target.write_text(mutant.apply(source), encoding="utf-8")
+                try:
+                    code, took = _command(command, env, limit)
+                finally:
+                    target.write_text(source, encoding="utf-8")
+                status = TIMEOUT if code == -9 else (SURVIVED if code == 0 else KILLED)
+                results[key] = {"status": status, "output": f"exit {code}",
+                                "runs": len(reaching), "seconds": round(took, 1)}
+            _save_results(out, results)
+            print(f"  {key}: {results[key]['status']} ({results[key]['runs']} run(s), "
+                  f"{results[key]['seconds']} s)", flush=True)
+        previous = runs.get(module, {})
+        runs[module] = {"selection": "lines", "scenarios": len(chosen[module]),
+                        "baseline_s": round(found.module_s, 1),
+                        "measure_s": round(found.wall_s, 1),
+                        "timeout_s": round(found.timeout(every, args.timeout_factor,
+                                                         args.min_timeout)),
+                        "wall_s": round(float(previous.get("wall_s", 0.0))
+                                        + time.monotonic() - started, 1)}
+        (out / "runs.json").write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
+    _copy_bridge(out)
+    done = report(out, module_map, known)
+    _summary(done, out)
+    return 1 if failed or done.untriaged else 0
+
+
+def _summary(done: Report, out: Path) -> None:
+    json_path, md_path = done.write(out)
+    for module, tally in done.by_module().items():
+        print(f"  {module}: {tally.to_json()}")
+    print(f"total: {done.total().to_json()}")
+    print(f"report: {md_path} and {json_path}")
+    for record in done.untriaged:
+        why = f" ({record.note})" if record.note else ""
+        print(f"UNTRIAGED survivor {record.name} (line {record.line}){why} (add it to "
+              "mutation/triage_author.json)")
+
+
+def _list(module_map: ModuleMap, modules: Sequence[str]) -> int:
+    total: Counter[str] = Counter()
+    print("| module | mutants | " + " | ".join(OPERATORS) + " |")
+    print("|---" * (len(OPERATORS) + 2) + "|")
+    for module in modules or sorted(module_map.modules):
+        source = (BRIDGE_DIR / module).read_text(encoding="utf-8")
+        counts = Counter(m.operator.split("#")[0] for m in generate(module, source))
+        total.update(counts)
+        print(f"| {module} | {sum(counts.values())} | "
+              + " | ".join(str(counts[o]) for o in OPERATORS) + " |")
+    print(f"| **all** | {sum(total.values())} | "
+          + " | ".join(str(total[o]) for o in OPERATORS) + " |")
+    return 0
+
+
+def _check_triage(known: list[str]) -> int:
+    verdicts = _triage(known)
+    counts: Counter[str] = Counter(v.verdict for v in verdicts.values())
+    print(f"{len(verdicts)} triaged survivor(s): "
+          + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    for anchor, verdict in sorted(verdicts.items()):
+        if verdict.verdict == VERDICT_OPEN:
+            print(f"not yet killed ({verdict.behaviour}): {anchor}")
+    return 0
+
+
+def _apply(wanted: str, to: Path) -> int:
+    """Write ``to/palace_bridge`` with the mutant named by ``wanted`` (its key or anchor)."""
+    module = wanted.split("::")[0].split(":")[0]
+    try:
+        source = (BRIDGE_DIR / module).read_text(encoding="utf-8")
+    except OSError:
+        print(f"python -m mutation.author apply: no module {module!r} in the bridge",
+              file=sys.stderr)
+        return 2
+    for mutant in generate(module, source):
+        anchor = str(anchor_of(module, source, mutant.operator, mutant.start, mutant.end))
+        if wanted in (mutant.key, anchor):
+            target = to / "palace_bridge"
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(BRIDGE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
+            (target / module).write_text(mutant.apply(source), encoding="utf-8")
+            print(_diff(mutant, source))
+            return 0
+    print(f"python -m mutation.author apply: no mutant {wanted!r} (copy the key or anchor from "
+          "the report)", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        module_map = ModuleMap.load()
+        known, scenarios = load_catalogue_facts()
+        wrong = problems(module_map, bridge_modules(), known)
+        if wrong:
+            print(f"python -m mutation.author: the module map is out of date: {wrong[0]}",
+                  file=sys.stderr)
+            return 2
+        if args.command == "list":
+            return _list(module_map, args.module)
+        if args.command == "triage":
+            return _check_triage(known)
+        if args.command == "apply":
+            return _apply(args.key, args.to)
+        if args.command == "report":
+            _summary(report(args.out.resolve(), module_map, known), args.out.resolve())
+            return 0
+        _triage(known)  # a triage file the report would refuse stops the run first
+        return _run(args, module_map, known, scenarios)
+    except (MapError, TriageError) as exc:
+        print(f"python -m mutation.author: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

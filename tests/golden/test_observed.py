@@ -1,0 +1,105 @@
+"""The full observation's pieces: header normalisation, unpaced requests, references, the
+first divergence in words."""
+
+from __future__ import annotations
+
+from palace_conformance.runner.compare import golden
+from palace_conformance.runner.compare.observed import (
+    LIBRARY_HEADERS,
+    normalised_headers,
+    requests,
+    unpaced,
+    whole_run,
+)
+from palace_conformance.runner.compare.volatile import Masker
+from palace_conformance.runner.results import ScenarioResult, StepRecord
+
+
+def test_headers_are_normalised_and_the_librarys_own_left_out() -> None:
+    got = normalised_headers({"Host": "127.0.0.1:4242", "User-Agent": "node", "Accept":
+                              "text/event-stream,  application/json", "Content-Type":
+                              "Application/JSON; charset=utf-8", "MCP-Protocol-Version":
+                              "2025-11-25", "Mcp-Session-Id": "abc", "X-Own": "kept"})
+    assert got == {"accept": ["application/json", "text/event-stream"],
+                   "content-type": "application/json;charset=utf-8",
+                   "mcp-protocol-version": "2025-11-25", "mcp-session-id": "abc",
+                   "x-own": "kept"}
+    assert {"host", "user-agent", "content-length"} <= set(LIBRARY_HEADERS)
+
+
+def test_every_request_kind_is_observed_with_its_session_and_masked() -> None:
+    session = "9f2c0d5e1b7a4c3d8e6f0a1b2c3d4e5f"
+    records = [
+        {"kind": "http_request", "method": "POST", "path": "/mcp", "conn": 1,
+         "headers": {"mcp-session-id": session, "content-type": "application/json"}},
+        {"kind": "recv", "conn": 1, "http": {}, "message": {"jsonrpc": "2.0",
+                                                            "method": "notifications/initialized"}},
+        {"kind": "http_request", "method": "DELETE", "path": "/mcp", "conn": 2,
+         "headers": {"mcp-session-id": session}},
+        {"kind": "http_request", "method": "GET", "path": "/mcp", "conn": 3,
+         "headers": {"last-event-id": "7", "accept": "text/event-stream"}},
+        {"kind": "recv", "message": {"jsonrpc": "2.0", "id": 9, "method": "ping"}},
+    ]
+    seen = requests({"step": records}, Masker())["step"]
+    assert {"method": "DELETE", "path": "/mcp",
+            "headers": {"mcp-session-id": "<session>"}} in seen
+    assert {"method": "GET", "path": "/mcp", "headers": {
+        "accept": ["text/event-stream"], "last-event-id": "7"}} in seen
+    posted = next(r for r in seen if r.get("method") == "POST")
+    assert posted["body"] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert posted["headers"]["mcp-session-id"] == "<session>"
+    assert {"body": {"jsonrpc": "2.0", "id": "<id>", "method": "ping"}} in seen
+    assert [unpaced(r) for r in seen].count(None) == 2  # the DELETE and the GET
+    run = whole_run([seen, seen])
+    assert len(run["notifications"]) == 2 and len(run["pings"]) == 1  # pings: distinct only
+
+
+def test_registrations_are_kept_by_reference_and_expand_back() -> None:
+    whole = {"name": "t", "description": "d" * 600, "parameters": {"type": "object"}}
+    trace = {"registrations": {"steps": {"(start-up)": {"tools": {"t": whole}}}},
+             "wire": {"steps": {}}}
+    registry: dict[str, object] = {}
+    compacted = golden.compact(trace, registry)
+    ref = compacted["registrations"]["steps"]["(start-up)"]["tools"]["t"]
+    assert ref == {"name": "t", golden.REF_KEY: golden._digest(whole)}
+    assert golden.expand(compacted, registry) == trace
+
+
+def test_the_first_divergence_walks_steps_in_run_order() -> None:
+    result = ScenarioResult("s", "stdio", "passed", steps=[
+        StepRecord(0, "0", "load"), StepRecord(1, "zeta", "call_tool"),
+        StepRecord(2, "alpha", "call_tool")])
+    expected = {"tool_results": {"steps": {"alpha": {"result": 1}, "zeta": {"result": 1}}}}
+    got = {"tool_results": {"steps": {"alpha": {"result": 2}, "zeta": {"result": 2}}}}
+    found = golden.first_divergence(expected, got, result)
+    assert found is not None
+    assert (found.category, found.step, found.field) == ("tool_results",
+                                                         'step #1 call_tool "zeta"', "/result")
+    assert "expected 1 | got 2" in found.message()
+    assert golden.first_divergence(expected, expected, result) is None
+
+
+def test_a_head_and_its_body_in_two_windows_are_one_request_of_the_heads() -> None:
+    head = {"kind": "http_request", "method": "POST", "path": "/mcp", "conn": 4,
+            "headers": {"content-type": "application/json"}}
+    body = {"kind": "recv", "conn": 4, "http": {},
+            "message": {"jsonrpc": "2.0", "method": "notifications/cancelled"}}
+    refused = {"kind": "http_request", "method": "POST", "path": "/mcp", "conn": 5,
+               "headers": {}}
+    seen = requests({"a": [head, refused], "b": [body, {"kind": "http_response", "conn": 5,
+                                                        "status": 404}]}, Masker())
+    assert seen == {"a": [{"method": "POST", "path": "/mcp",
+                           "headers": {"content-type": "application/json"},
+                           "body": {"jsonrpc": "2.0", "method": "notifications/cancelled"}}],
+                    "b": []}
+
+
+def test_accept_on_a_delete_is_the_librarys_but_every_other_delete_header_is_observed() -> None:
+    records = [{"kind": "http_request", "method": "DELETE", "path": "/mcp", "conn": 1,
+                "headers": {"accept": "*/*", "mcp-session-id": "s", "mcp-protocol-version": "v"}},
+               {"kind": "http_request", "method": "GET", "path": "/mcp", "conn": 2,
+                "headers": {"accept": "*/*"}}]
+    seen = {r["method"]: r for r in requests({"step": records}, Masker())["step"]}
+    assert seen["DELETE"]["headers"] == {"mcp-session-id": "<session>",
+                                         "mcp-protocol-version": "v"}
+    assert seen["GET"]["headers"]["accept"] == ["*/*"]  # a GET's Accept is governed: observed
