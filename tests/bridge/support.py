@@ -99,6 +99,9 @@ class Scenario:
         env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
         env["HOME"] = str(self.home)
         env["PALACE_FAKE_JOURNAL"] = str(self.journal_path)
+        # an initialised palace, as the kit's worlds hand theirs (a bare fake in a new HOME
+        # starts as the real server would there: with none)
+        env["PALACE_FAKE_STATE"] = str(self.root / "palace-state.json")
         if self.faults:
             env["PALACE_FAKE_FAULT"] = ";".join(self.faults)
         if self.plan is not None:

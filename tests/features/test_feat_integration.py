@@ -47,6 +47,7 @@ class Scene:
                 if not k.startswith(("PALACE_FAKE_", "PALACE_FEED_", "MEMPALACE_"))}
         base.update(PATH=f"{self.root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
                     HOME=str(self.home), PALACE_FAKE_JOURNAL=str(self.journal),
+                    PALACE_FAKE_STATE=str(self.root / "palace-state.json"),  # initialised
                     PALACE_FEED_OUTDIR=str(self.root / "staged"))
         base.update(knobs)
         return base
@@ -180,7 +181,7 @@ def test_shutdown_feeds_one_prepare_one_mine(scene: Scene) -> None:
     [mine] = scene.calls("mempalace_mine")
     source = mine["arguments"]["source"]
     assert mine["arguments"] == {"source": source, "wing": "wing_int"}
-    assert Path(source).is_file() and Path(source).parent == scene.root / "staged"
+    assert Path(source).is_dir() and Path(source).parent == scene.root / "staged"
     assert [e["argv"][0] for e in host.of_kind("exec")] == ["mempalace-pi-session"]
     assert scene.records("cli_run") == []  # the mempalace CLI (shimmed on PATH) never ran
     assert stderr_lines(host) == []

@@ -3,7 +3,8 @@
 The real exporter stages this machine's pi transcripts and prints ``MINE_SOURCE=<path>``; a bridge
 then mines that path through its own palace client. This stand-in does what a scenario asks:
 
-* ``source`` (default): write a small transcript file and print ``MINE_SOURCE=<path>``;
+* ``source`` (default): stage a small transcript in a directory of its own and print
+  ``MINE_SOURCE=<dir>`` (mempalace 3.11 mines a directory; one file only with ``mode: convos``);
 * ``none``: print nothing (nothing worth feeding);
 * ``hang``: never finish (the bridge's prepare timeout must kill it);
 * ``fail``: exit non-zero with one stderr line.
@@ -150,13 +151,15 @@ def _stage(env: dict[str, str], reason: str, wing: str, invocation: int) -> Path
     home = env.get("HOME") or str(Path.home())
     outdir = Path(env.get(ENV_OUTDIR) or Path(home) / ".mempalace-pi-session" / "staged")
     outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir / f"pi-session-{reason}-{os.getpid()}-{invocation}.jsonl"
+    staged = outdir / f"pi-session-{reason}-{os.getpid()}-{invocation}"
+    staged.mkdir(parents=True, exist_ok=True)
+    path = staged / "session.jsonl"
     lines = [
         {"role": "user", "content": f"stand-in transcript #{invocation} ({reason}) for {wing}"},
         {"role": "assistant", "content": "Acknowledged; this exchange exists to be mined."},
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    return path
+    return staged
 
 
 def main(argv: list[str] | None = None, argv0: str | None = None) -> int:
