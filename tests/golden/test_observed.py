@@ -10,6 +10,7 @@ from palace_conformance.runner.compare.observed import (
     requests,
     unpaced,
     whole_run,
+    with_late_calls,
 )
 from palace_conformance.runner.compare.volatile import Masker
 from palace_conformance.runner.results import ScenarioResult, StepRecord
@@ -103,3 +104,31 @@ def test_accept_on_a_delete_is_the_librarys_but_every_other_delete_header_is_obs
     assert seen["DELETE"]["headers"] == {"mcp-session-id": "<session>",
                                          "mcp-protocol-version": "v"}
     assert seen["GET"]["headers"]["accept"] == ["*/*"]  # a GET's Accept is governed: observed
+
+
+def test_a_timed_out_calls_request_is_its_steps_even_when_read_after_the_next_began() -> None:
+    call = {"kind": "recv", "method": "tools/call", "tool": "mempalace_status",
+            "message": {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                        "params": {"name": "mempalace_status", "arguments": {}}}}
+    on_time = {"call": [call], "shutdown": []}
+    read_late = {"call": [], "shutdown": [call]}
+    moved = with_late_calls(read_late, {"call": "mempalace_status"})
+    assert moved == {"call": [call], "shutdown": []}
+    assert requests(moved, Masker()) == requests(on_time, Masker())
+    assert with_late_calls(on_time, {"call": "mempalace_status"}) == on_time
+    # only a call that timed out, and only its own tool: anything else keeps its window
+    assert with_late_calls(read_late, {}) == read_late
+    assert with_late_calls(read_late, {"call": "mempalace_search"}) == read_late
+
+
+def test_a_late_http_call_moves_with_its_head_and_only_the_first_one() -> None:
+    def posted(conn: int) -> list[dict[str, object]]:
+        return [{"kind": "http_request", "method": "POST", "path": "/mcp", "conn": conn,
+                 "headers": {}},
+                {"kind": "recv", "conn": conn, "http": {}, "method": "tools/call",
+                 "tool": "t", "message": {"jsonrpc": "2.0", "id": conn,
+                                          "method": "tools/call"}}]
+
+    first, second = posted(1), posted(2)
+    moved = with_late_calls({"call": [], "next": first + second}, {"call": "t"})
+    assert moved == {"call": first, "next": second}  # a second call is still the next's

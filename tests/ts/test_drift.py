@@ -30,8 +30,7 @@ from palace_conformance.runner.compare.matrix import read_html_cells
 from .support import EXTENSIONS
 
 LAUNCH = "from palace_conformance.cli import main; main()"
-MIRROR = f"pi-extension:{EXTENSIONS / 'mirror.ts'}?capabilities=stdio,http,wakeup"
-MIRROR_LABEL = "pi-extension:mirror.ts"
+PROFILE_LABEL = "mirror"  # the mirror run through its profile is named by it
 DEPARTURE = "wake.fresh-session.inject-once"
 #: a fresh palace's "Chroma database missing" reads are failures to the mirror as to the reference
 #: (nothing injected at the first prompt); only the planted departure (no disarming) shows, later
@@ -80,10 +79,22 @@ def browse(binary: str, tmp: Path, url: str, *extra: str) -> subprocess.Complete
     return done
 
 
+def mirror_profile(tmp: Path) -> str:
+    """The mirror as a profile: it claims three of the seed's features, so it is no whole copy
+    of the seed and is not judged against the golden traces (fixtures/README.md)."""
+    path = tmp / "mirror.json"
+    path.write_text(json.dumps({"schema_version": 1, "name": "mirror",
+                                "entry": f"pi-extension:{EXTENSIONS / 'mirror.ts'}",
+                                "claims": {"capabilities": ["stdio", "http", "wakeup"],
+                                           "seed_copy": True}}))
+    return str(path)
+
+
 def test_diff_names_exactly_the_mirrors_planted_departure(tmp_path: Path) -> None:
     out = tmp_path / "drift.json"
-    done = cli("diff", "--level", "seed",  # the mirror is a copy of the seed: judge it as one
-               "--bridge", "reference", "--bridge", MIRROR, *selecting(*MIRROR_SELECTION),
+    done = cli("diff", "--level", "seed",  # the mirror claims to copy the seed: judged as one
+               "--bridge", "reference", "--profile", mirror_profile(tmp_path),
+               *selecting(*MIRROR_SELECTION),
                "--json", str(out), cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]
     report = json.loads(out.read_text())
@@ -117,15 +128,15 @@ def test_diff_names_exactly_the_mirrors_planted_departure(tmp_path: Path) -> Non
         assert [c["category"] for c in drift["categories"]] == ["injected", "wire"]
         wire = drift["categories"][1]
         assert wire["step"]["label"] == "second-prompt" and wire["left"] is None
-    assert f'DRIFT {DEPARTURE}[stdio]  reference: passed  {MIRROR_LABEL}: failed' in done.stdout
+    assert f'DRIFT {DEPARTURE}[stdio]  reference: passed  {PROFILE_LABEL}: failed' in done.stdout
     assert 'step #4 event before_agent_start "second-prompt", at /result/messages/0' in (
         done.stdout)
 
 
 def test_matrix_page_reads_right_in_headless_chromium(tmp_path: Path, chromium: str) -> None:
     page = tmp_path / "matrix.html"
-    done = cli("matrix", "--level", "seed", "--bridge", "reference", "--bridge", MIRROR,
-               "--transport", "stdio",
+    done = cli("matrix", "--level", "seed", "--bridge", "reference",
+               "--profile", mirror_profile(tmp_path), "--transport", "stdio",
                *selecting(DEPARTURE, "diary.command.no-topic-default-agent",
                           "tool.register.schemas-passed-through"),
                "--html", str(page), "--markdown", str(tmp_path / "matrix.md"), cwd=tmp_path)
@@ -139,11 +150,11 @@ def test_matrix_page_reads_right_in_headless_chromium(tmp_path: Path, chromium: 
              if c["tag"] == "td" and c.get("data-transport") == "stdio"}
     assert cells == {
         (DEPARTURE, "reference"): "passed",
-        (DEPARTURE, MIRROR_LABEL): "failed",
+        (DEPARTURE, PROFILE_LABEL): "failed",
         ("diary.command.no-topic-default-agent", "reference"): "passed",
-        ("diary.command.no-topic-default-agent", MIRROR_LABEL): "not_applicable",
+        ("diary.command.no-topic-default-agent", PROFILE_LABEL): "not_applicable",
         ("tool.register.schemas-passed-through", "reference"): "passed",
-        ("tool.register.schemas-passed-through", MIRROR_LABEL): "passed",
+        ("tool.register.schemas-passed-through", PROFILE_LABEL): "passed",
     }
     [drill] = [c for c in read_html_cells(dom) if c["tag"] == "details"]
     assert drill["id"] == f"drill-{failing_cell}" and drill["data-cell"] == f"cell-{failing_cell}"

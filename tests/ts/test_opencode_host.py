@@ -29,6 +29,9 @@ COPY = HERE.parents[1] / "reference" / "opencode" / "mempalace.ts"
 # not applicable
 DEPARTURES: set[tuple[str, str]] = set()
 NOT_APPLICABLE: set[tuple[str, str]] = set()
+#: what the copy does of the seed (what a run without a profile detects by observation)
+OPENCODE_CLAIMS = ["stdio", "http", "wakeup", "provenance", "mailbox", "session_preamble",
+                   "keepalive"]
 
 
 def test_loads_the_plugin_and_records_its_tool_as_opencode_shows_it(tmp_path: Path) -> None:
@@ -113,8 +116,16 @@ def test_the_copy_serves_the_palace_over_stdio(tmp_path: Path) -> None:
 def test_the_catalogue_passes_the_copy_on_its_transport_scenarios(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "run"
+    # a profile, not a bare seed run: the copy has no diary command (OpenCode has no command
+    # hook) and no feeding, so it is not a whole copy of the seed and the golden traces (whose
+    # registrations hold the diary command) are not its; the profile says what it claims and
+    # the scenarios judge it at the seed level (fixtures/README.md, "Golden traces")
+    profile = tmp_path / "opencode-copy.json"
+    profile.write_text(json.dumps({
+        "schema_version": 1, "name": "opencode-copy", "entry": f"opencode-plugin:{COPY}",
+        "claims": {"capabilities": OPENCODE_CLAIMS, "seed_copy": True}}))
     with pytest.raises(SystemExit):
-        main(["run", "--bridge", f"opencode-plugin:{COPY}", "--level", "seed",
+        main(["run", "--profile", str(profile), "--level", "seed",
               "--select", "stdio.*", "--select", "http.*", "--jobs", "4",
               "--report-dir", str(out)])
     capsys.readouterr()

@@ -89,7 +89,8 @@ export async function listAllTools(client: Client): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
-    const answer = await client.request({ method: "tools/list", params: cursor === undefined ? {} : { cursor } }, page,
+    // the first page asks with no params at all, as the seed copy does ({} is another message)
+    const answer = await client.request(cursor === undefined ? { method: "tools/list" } : { method: "tools/list", params: { cursor } }, page,
       { timeout: UNBOUNDED_MS });
     for (const entry of answer.tools) {
       const spec = entry as Partial<Tool> | null;
@@ -113,7 +114,15 @@ export class DeadlinePassed extends McpError {
   constructor(timeoutMs: number) {
     super(ErrorCode.RequestTimeout, `the bridge's deadline of ${timeoutMs} ms passed`);
   }
+
+  /** The SDK's cancel notice gives `String(reason)` as its reason: the seed copy's words. */
+  override toString(): string {
+    return CANCEL_REASON;
+  }
 }
+
+/** The reason of the `notifications/cancelled` a timed-out request gets (the seed copy's). */
+export const CANCEL_REASON = "Request timed out";
 
 /**
  * `tools/call` with the answer read as the seed reads it (TOOL-03): `isError` only when it is

@@ -44,6 +44,7 @@ import { Mutex } from "./lock.ts";
 import type { Log } from "./log.ts";
 import { SessionGenerations } from "./session.ts";
 import { type ToolResult, type ToolSpec, toolResultFromWire } from "./tools.ts";
+import { WireFetch } from "./wire-fetch.ts";
 
 /** Node's fetch (undici) publishes here once a request's body has been written to the socket. */
 const BODY_SENT_CHANNEL = "undici:request:bodySent";
@@ -62,6 +63,7 @@ function statusFree(reason: string): string {
 interface Session {
   client: McpClient;
   generation: number;
+  wire: WireFetch;
 }
 
 /** What is wrong with the configured URL, without echoing it (it may hold credentials). */
@@ -146,6 +148,8 @@ export class RemoteEngine implements Engine {
   private readonly timeouts: TimeoutPolicy;
   private readonly generations = new SessionGenerations();
   private session?: Session;
+  /** The wire of the last opening that failed holding a session id: DELETEd at shutdown. */
+  private abandoned?: WireFetch;
   private readonly renewLock = new Mutex();
   private readonly startLock = new Mutex();
   private started?: boolean;
@@ -220,7 +224,10 @@ export class RemoteEngine implements Engine {
     if (this.keepalive) clearTimeout(this.keepalive);
     const session = this.session;
     this.session = undefined;
-    // pi-mcp's close sends the best-effort DELETE of a held session (LIFE-06)
+    // a cancel already sent is let through first; then pi-mcp's close sends the best-effort
+    // DELETE of a held session (LIFE-06)
+    if (session) await session.wire.settle();
+    if (!session && this.abandoned) await this.abandoned.release();
     if (session) await session.client.close().catch((error: unknown) => this.log.debug(`close: ${describe(error)}`));
   }
 
@@ -252,11 +259,19 @@ export class RemoteEngine implements Engine {
     const deadline = this.timeouts.forHandshake(this.clock);
     const headers: Record<string, string> = {};
     if (this.config.remoteToken) headers.Authorization = `Bearer ${this.config.remoteToken}`;
-    const transport = new StreamableHttpTransport({ url: this.url, headers, openGetStream: false });
+    const wire = new WireFetch();
+    const transport = new StreamableHttpTransport({ url: this.url, headers, openGetStream: false, fetch: wire.fetch });
     const client = new McpClient({ ...CLIENT_INFO, requestTimeoutMs: this.config.initTimeoutMs });
     client.onError((error) => this.log.debug(`pi-mcp: ${describe(error)}`));
     // a failed open leaves the client abandoned, not closed: close() would DELETE a session
-    await client.connect(transport);
+    // (pi-mcp's connect closes the transport when it fails: wire.fetch holds that DELETE back)
+    try {
+      await client.connect(transport);
+    } catch (error) {
+      if (wire.held) this.abandoned = wire;
+      throw error;
+    }
+    wire.opened = true;
     if (listToolsToo) {
       // our own paging (handshake.ts), not client.listTools: pi-mcp rejects a whole page for one
       // nameless entry, where the seed copy skips the entry and keeps the rest
@@ -271,7 +286,7 @@ export class RemoteEngine implements Engine {
         throw error;
       }
     }
-    this.session = { client, generation: this.generations.onInitialized() };
+    this.session = { client, generation: this.generations.onInitialized(), wire };
   }
 
   /** Replace a lost session, once, however many calls noticed the loss. */

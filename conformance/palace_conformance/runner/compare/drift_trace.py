@@ -40,7 +40,12 @@ from palace_conformance.runner.compare.categories import (
     effect_category,
     result_category,
 )
-from palace_conformance.runner.compare.observed import requests, unpaced, whole_run
+from palace_conformance.runner.compare.observed import (
+    requests,
+    unpaced,
+    whole_run,
+    with_late_calls,
+)
 from palace_conformance.runner.compare.volatile import (
     ERROR_KIND_RULES,
     REAL_SERVER_TEXT_RULES,
@@ -265,6 +270,11 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
         # a hidden record becomes {}: every step's window (record indexes) stays as it was
         journal_kept = [{} if masks.hides_record(r) else r for r in result.journal]
         windows = _journal_windows(steps, group_of, journal_kept)
+        if masks.full:  # a timed-out call's request is its step's, read late or not
+            windows = with_late_calls(windows, {
+                group_of[step.key]: str(step.request.get("name")) for step in steps
+                if step.ran and step.op == "call_tool" and isinstance(step.error, dict)
+                and step.error.get("kind") == "timeout"})
         seen: list[list[dict[str, Any]]] = []
         by_window = requests(windows, masker) if masks.full else {}
         for key, records in windows.items():

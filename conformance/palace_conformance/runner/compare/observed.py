@@ -12,7 +12,7 @@ by name (:data:`LIBRARY_HEADERS`, fixtures/README.md lists them with the reasons
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from palace_conformance.runner.compare.volatile import Masker
@@ -69,6 +69,41 @@ def normalised_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def with_late_calls(windows: Mapping[str, Sequence[Mapping[str, Any]]],
+                    timed_out: Mapping[str, str]) -> dict[str, list[Mapping[str, Any]]]:
+    """The windows with each timed-out call's request in its own step's window.
+
+    ``timed_out`` maps a window to the tool of a ``call_tool`` step in it that ended as a
+    timeout. The bridge wrote that request when the step began, but the step returned at the
+    deadline, not when the palace read it: with a deadline of a few milliseconds on a loaded
+    machine, the palace reads it after the next step started. When the window holds no
+    ``tools/call`` of that tool, the first one in a later window (with its HTTP head) is moved
+    back; a call the bridge never made is still missing, one made twice is still extra."""
+    out = {key: list(records) for key, records in windows.items()}
+    keys = list(out)
+    for position, key in enumerate(keys):
+        tool = timed_out.get(key)
+        if tool is None or any(_is_call_of(record, tool) for record in out[key]):
+            continue
+        for later in keys[position + 1:]:
+            found = next((r for r in out[later] if _is_call_of(r, tool)), None)
+            if found is None:
+                continue
+            moved = [found]
+            if "http" in found:
+                moved = [r for r in out[later] if r is found or (
+                    r.get("kind") == "http_request" and r.get("conn") == found.get("conn"))]
+            out[later] = [r for r in out[later] if not any(r is m for m in moved)]
+            out[key].extend(moved)
+            break
+    return out
+
+
+def _is_call_of(record: Mapping[str, Any], tool: str) -> bool:
+    return (record.get("kind") == "recv" and record.get("method") == "tools/call"
+            and record.get("tool") == tool)
 
 
 def requests(windows: Mapping[str, Iterable[Mapping[str, Any]]],
