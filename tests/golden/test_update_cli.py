@@ -46,3 +46,22 @@ def test_the_golden_check_counts_at_seed_only(
     if judged:
         assert checks[0]["status"] == "pass" and checks[0]["level"] == "seed"
         assert "matches the golden trace" in checks[0]["message"]
+
+
+def test_a_bridge_lacking_a_seed_capability_is_not_held_to_the_golden_traces() -> None:
+    """The traces are a whole seed copy's: a bridge without the diary command registers less
+    in every scenario, so only its checks judge it; a whole copy still gets the check."""
+    from palace_conformance.contract import CAPABILITIES
+    from palace_conformance.runner.results import ScenarioResult
+
+    def judged(capabilities: tuple[str, ...]) -> int:
+        result = ScenarioResult(scenario="tool.args.unvalidated-passthrough", transport="stdio",
+                                status="passed", level="seed",
+                                path=str(Path("fixtures/scenarios/tool/x.json").resolve()),
+                                outcome={})
+        golden.judge([result], capabilities)
+        return sum(c.pointer == golden.POINTER for c in result.checks)
+
+    lacking = tuple(c for c in CAPABILITIES if c != "diary_command")
+    assert judged(lacking) == 0
+    assert judged(tuple(CAPABILITIES)) == 1

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance import json_pointer
+from palace_conformance.contract import CAPABILITIES
 from palace_conformance.runner.compare.categories import BY_NAME, CATEGORIES, REGISTRATIONS
 from palace_conformance.runner.compare.drift_trace import (
     RUN_KEY,
@@ -330,15 +331,21 @@ def applies(result: ScenarioResult) -> bool:
 
 
 def judges(*, level: str, profile: object | None, server: str
-           ) -> tuple[Callable[[list[ScenarioResult]], None], ...]:
+           ) -> tuple[Callable[[list[ScenarioResult], Sequence[str]], None], ...]:
     """The judges a run passes its suite (``SuiteOptions.judges``): the golden traces' at the
     seed level, against the fake, without a profile (a profile says the bridge differs from the
     seed); none otherwise."""
     return (judge,) if level == SEED and profile is None and server == "fake" else ()
 
 
-def judge(results: Sequence[ScenarioResult]) -> None:
-    """Add the golden check to every result it applies to (a status it fails is updated)."""
+def judge(results: Sequence[ScenarioResult], capabilities: Sequence[str] = CAPABILITIES) -> None:
+    """Add the golden check to every result it applies to (a status it fails is updated).
+
+    The traces are a whole seed copy's: a bridge that lacks a seed capability (declared or
+    detected) registers and does less than the reference in every scenario, so its results are
+    judged by their checks alone, as at core (fixtures/README.md, "Golden traces")."""
+    if not set(CAPABILITIES) <= set(capabilities):
+        return
     stores: dict[Path, GoldenStore] = {}
     for result in results:
         if not applies(result):

@@ -74,7 +74,7 @@ class SuiteOptions:
     #: more judges, applied to each result as it finishes (before parity and the baseline):
     #: ``run`` passes the golden traces' (runner/compare/golden.py), which a stage below it
     #: cannot import
-    judges: tuple[Callable[[list[ScenarioResult]], None], ...] = ()
+    judges: tuple[Callable[[list[ScenarioResult], Sequence[str]], None], ...] = ()
 
 
 def probe_host(argv: Sequence[str], grace_ms: int = 3000,
@@ -147,7 +147,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
             progress.begin(scenario, transport)
         result = runner(scenario, transport, run_options, capabilities)
         for more in options.judges:  # here, in the worker: it overlaps the other runs' waits
-            more([result])
+            more([result], capabilities)
         if options.exitfirst and _stops(result, options.baseline):
             stop.set()
         if progress is not None:
