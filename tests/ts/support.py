@@ -90,12 +90,16 @@ def palace(root: Path, transport: str, *, sessions: bool = False, token: str | N
     journal = root / "journal.jsonl"
     found = Palace(root, transport, journal, shims)
     found.home.mkdir(parents=True, exist_ok=True)
+    # an initialised palace, as the kit's worlds hand theirs (a bare fake in a new HOME starts
+    # as the real server would there: with none)
+    state = root / "palace-state.json"
+    found.extra_env["PALACE_FAKE_STATE"] = str(state)
     if faults and transport == "stdio":
         found.extra_env["PALACE_FAKE_FAULT"] = ";".join(faults)
     if transport == "http":
         ready = root / "ready.json"
         argv = [sys.executable, "-c", LAUNCH, "fake", "http", "--port", "0", "--ready-file",
-                str(ready), "--journal", str(journal)]
+                str(ready), "--journal", str(journal), "--state", str(state)]
         if sessions:
             argv.append("--sessions")
         if token:
