@@ -112,10 +112,15 @@ def test_a_timed_out_calls_request_is_its_steps_even_when_read_after_the_next_be
                         "params": {"name": "mempalace_status", "arguments": {}}}}
     on_time = {"call": [call], "shutdown": []}
     read_late = {"call": [], "shutdown": [call]}
+    never_read = {"call": [], "shutdown": []}
     moved = with_late_calls(read_late, {"call": "mempalace_status"})
-    assert moved == {"call": [call], "shutdown": []}
-    assert requests(moved, Masker()) == requests(on_time, Masker())
-    assert with_late_calls(on_time, {"call": "mempalace_status"}) == on_time
+    # over stdio one timed-out call is left out wherever, or whether, the child read it
+    assert moved == never_read == with_late_calls(on_time, {"call": "mempalace_status"})
+    assert with_late_calls(never_read, {"call": "mempalace_status"}) == never_read
+    assert requests(moved, Masker()) == requests(
+        with_late_calls(never_read, {"call": "mempalace_status"}), Masker())
+    twice = {"call": [call, dict(call)], "shutdown": []}
+    assert with_late_calls(twice, {"call": "mempalace_status"}) == on_time  # still extra
     # only a call that timed out, and only its own tool: anything else keeps its window
     assert with_late_calls(read_late, {}) == read_late
     assert with_late_calls(read_late, {"call": "mempalace_search"}) == read_late
@@ -132,3 +137,12 @@ def test_a_late_http_call_moves_with_its_head_and_only_the_first_one() -> None:
     first, second = posted(1), posted(2)
     moved = with_late_calls({"call": [], "next": first + second}, {"call": "t"})
     assert moved == {"call": first, "next": second}  # a second call is still the next's
+
+
+def test_a_stdio_cancel_is_the_timings_but_an_http_cancel_is_observed() -> None:
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+              "params": {"requestId": 4, "reason": "timeout"}}
+    stdio = [{"body": cancel}]
+    http = [{"method": "POST", "path": "/mcp", "headers": {}, "body": cancel}]
+    assert whole_run([stdio])["notifications"] == []
+    assert whole_run([http])["notifications"] == http
