@@ -42,7 +42,6 @@ from palace_conformance.runner.selection import (
     load_profile_arg,
     parse_shard,
     select,
-    select_covers,
     select_shard,
 )
 
@@ -222,7 +221,7 @@ def _chosen(args: argparse.Namespace, baseline: BaselineFile | None,
         raise RunUsageError(f"{len(catalogue.problems)} problem(s) in the scenario files "
                             "(palace-conformance fixtures validate)")
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
-    scenarios = select_covers(select(catalogue.scenarios, args.select), args.covers)
+    scenarios = select(catalogue.scenarios, args.select, args.covers)
     if baseline is not None:  # entries naming these scenarios are not "unknown ids"
         baseline.add_known({s.id: s.transports for s in catalogue.scenarios})
     if not any(t in s.transports for s in scenarios for t in transports):

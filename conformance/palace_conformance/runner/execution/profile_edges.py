@@ -118,8 +118,9 @@ def _budget(profile: Profile, scenario: Scenario, name: str, default: int) -> in
 
 
 def _per_call(profile: Profile, scenario: Scenario, transport: str) -> dict[str, Any] | None:
-    """The data of a scenario that counts a session-wide respawn budget, for a bridge whose budget is per
-    call (``claims.respawn_budget: "call"``): judged on the per-call rule instead (None: not such a scenario).
+    """The data of a scenario that counts a session-wide respawn budget, for a bridge whose
+    budget is per call (``claims.respawn_budget: "call"``): judged on the per-call rule instead
+    (None: not such a scenario).
 
     Nothing latches, so a call the seed fails at once as ``unavailable`` (the budget spent) may
     spend a budget of its own: it must fail, and start at most ``b`` children. Every call, the
