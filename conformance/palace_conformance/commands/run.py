@@ -291,6 +291,26 @@ def _write_reports(args: argparse.Namespace, run: RunResult, scenarios: list[Sce
                             f"{'passed' if run.ok else 'failed'})") from None
 
 
+def _add_outputs(run: argparse.ArgumentParser) -> None:
+    """``run``'s options for what it prints and writes."""
+    run.add_argument("--list", action="store_true",
+                     help="print what would run (scenario, transports, level, covers) and exit "
+                     "0 without starting a host")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="no line per result and no table: only the failures and the totals")
+    run.add_argument("--json", metavar="FILE",
+                     help="write the full result model as JSON ('-': to stdout, and the human "
+                     "output to stderr)")
+    run.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    run.add_argument("--markdown", metavar="FILE",
+                     help="write a Markdown summary (for a pull request comment)")
+    run.add_argument("--report-dir", metavar="DIR",
+                     help="keep every run's journal, host stderr and result, plus "
+                     "results.json, junit.xml, summary.md and a repro bundle per failure "
+                     "(bundles/<scenario>--<transport>/), under DIR; the --last-failed "
+                     "record is kept there too")
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = sub.add_parser(
         "run", help="run scenarios against a bridge host",
@@ -355,21 +375,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("-x", "--exitfirst", action="store_true",
                      help="start no new run after the first failed or not-testable result "
                      "(runs in flight finish; the rest are reported as not run)")
-    run.add_argument("--list", action="store_true",
-                     help="print what would run (scenario, transports, level, covers) and exit "
-                     "0 without starting a host")
-    run.add_argument("-q", "--quiet", action="store_true",
-                     help="no line per result and no table: only the failures and the totals")
-    run.add_argument("--json", metavar="FILE",
-                     help="write the full result model as JSON ('-': to stdout, and the human "
-                     "output to stderr)")
-    run.add_argument("--junit", metavar="FILE", help="write JUnit XML")
-    run.add_argument("--markdown", metavar="FILE",
-                     help="write a Markdown summary (for a pull request comment)")
-    run.add_argument("--report-dir", metavar="DIR",
-                     help="keep every run's journal, host stderr and result, plus "
-                     "results.json, junit.xml, summary.md and a repro bundle per failure "
-                     "(bundles/<scenario>--<transport>/), under DIR; the --last-failed "
-                     "record is kept there too")
+    _add_outputs(run)
     add_server_options(run)
     run.set_defaults(handler=one_line(PROG)(_run_checked))
