@@ -31,9 +31,7 @@ from mutation.module_map import (
     ROOT,
     MapError,
     ModuleMap,
-    bridge_modules,
-    load_catalogue_facts,
-    problems,
+    checked_facts,
     selections,
     shipped_scenario_ids,
 )
@@ -367,13 +365,7 @@ def _triage(known: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        module_map = ModuleMap.load()
-        known, scenarios = load_catalogue_facts()
-        wrong = problems(module_map, bridge_modules(), known)
-        if wrong:
-            print(f"python -m mutation: the module map is out of date: {wrong[0]}",
-                  file=sys.stderr)
-            return 2
+        module_map, known, scenarios = checked_facts()
         if args.command == "selections":
             return _selections(module_map, known)
         if args.command == "triage":

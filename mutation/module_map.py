@@ -93,6 +93,17 @@ def load_catalogue_facts() -> tuple[list[str], list[Any]]:
     return known, list(catalogue.scenarios)
 
 
+def checked_facts() -> tuple[ModuleMap, list[str], list[Any]]:
+    """(the module map, behaviour IDs, shipped scenarios) once the map is known to be current:
+    what every ``python -m mutation...`` command starts from; :class:`MapError` when it is not."""
+    module_map = ModuleMap.load()
+    known, scenarios = load_catalogue_facts()
+    wrong = problems(module_map, bridge_modules(), known)
+    if wrong:
+        raise MapError(f"the module map is out of date: {wrong[0]}")
+    return module_map, known, scenarios
+
+
 def shipped_scenario_ids() -> list[str]:
     """Every shipped scenario id, the slow tier's included: what a triage entry may name."""
     from palace_conformance.scenarios.loader import load_catalogue, shipped_roots

@@ -55,11 +55,12 @@ def test_seed_only_parts_and_parity_are_seed_in_a_core_scenario(tmp_path: Path) 
             {"check": "count", "match": {"kind": "stderr"}, "equals": 0},
             {"check": "absent", "match": {"kind": "notify"}}],
             "seed_only": ["/effects/1"]}}]})
-    assert check_level(scenario, "/steps/0/expect/effects/0") == CORE
-    assert check_level(scenario, "/steps/0/expect/effects/1") == SEED
-    assert check_level(scenario, "/steps/0/expect/ok") == CORE
-    assert check_level(scenario, "/steps/0") == CORE
-    assert check_level(scenario, "/parity") == SEED
+    assert scenario_level(scenario) == CORE
+    assert check_level(CORE, scenario.raw, "/steps/0/expect/effects/0") == CORE
+    assert check_level(CORE, scenario.raw, "/steps/0/expect/effects/1") == SEED
+    assert check_level(CORE, scenario.raw, "/steps/0/expect/ok") == CORE
+    assert check_level(CORE, scenario.raw, "/steps/0") == CORE
+    assert check_level(CORE, scenario.raw, "/parity") == SEED
 
 
 def test_a_seed_only_pointer_that_names_nothing_is_refused(tmp_path: Path) -> None:

@@ -130,21 +130,26 @@ def run_record(args: argparse.Namespace) -> int:
     return code
 
 
+def _http_problem(port: int, timeout_ms: int, out: Path, server: list[str]) -> str | None:
+    """What is wrong with ``record --upstream``'s options, in one line, or None."""
+    if server:
+        return (f"--upstream records HTTP; {server[0]!r} is a stdio server command: give "
+                "either --upstream URL or -- COMMAND, not both")
+    if not 0 <= port <= 65535:
+        return f"--port must be 0-65535 (0 picks a free one), not {port}"
+    if timeout_ms <= 0:
+        return f"--upstream-timeout-ms must be more than 0, not {timeout_ms}"
+    if not out.parent.is_dir():
+        return f"--out {out}: no such directory {str(out.parent)!r}; create it first"
+    return None
+
+
 def _run_http(args: argparse.Namespace, prog: str, out: Path, scenario_id: str,
               server: list[str]) -> int:
     """``record --upstream URL``: the HTTP relay until SIGINT/SIGTERM/SIGHUP, then exit 0."""
     port = 0 if args.port is None else args.port
     timeout_ms = 120000 if args.upstream_timeout_ms is None else args.upstream_timeout_ms
-    problem = None
-    if server:
-        problem = (f"--upstream records HTTP; {server[0]!r} is a stdio server command: give "
-                   "either --upstream URL or -- COMMAND, not both")
-    elif not 0 <= port <= 65535:
-        problem = f"--port must be 0-65535 (0 picks a free one), not {port}"
-    elif timeout_ms <= 0:
-        problem = f"--upstream-timeout-ms must be more than 0, not {timeout_ms}"
-    elif not out.parent.is_dir():
-        problem = f"--out {out}: no such directory {str(out.parent)!r}; create it first"
+    problem = _http_problem(port, timeout_ms, out, server)
     if problem is not None:
         print(f"{prog}: {problem}", file=sys.stderr)
         return 2

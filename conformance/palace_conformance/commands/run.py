@@ -42,7 +42,6 @@ from palace_conformance.runner.selection import (
     load_profile_arg,
     parse_shard,
     select,
-    select_covers,
     select_shard,
 )
 
@@ -222,7 +221,7 @@ def _chosen(args: argparse.Namespace, baseline: BaselineFile | None,
         raise RunUsageError(f"{len(catalogue.problems)} problem(s) in the scenario files "
                             "(palace-conformance fixtures validate)")
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
-    scenarios = select_covers(select(catalogue.scenarios, args.select), args.covers)
+    scenarios = select(catalogue.scenarios, args.select, args.covers)
     if baseline is not None:  # entries naming these scenarios are not "unknown ids"
         baseline.add_known({s.id: s.transports for s in catalogue.scenarios})
     if not any(t in s.transports for s in scenarios for t in transports):
@@ -292,6 +291,26 @@ def _write_reports(args: argparse.Namespace, run: RunResult, scenarios: list[Sce
                             f"{'passed' if run.ok else 'failed'})") from None
 
 
+def _add_outputs(run: argparse.ArgumentParser) -> None:
+    """``run``'s options for what it prints and writes."""
+    run.add_argument("--list", action="store_true",
+                     help="print what would run (scenario, transports, level, covers) and exit "
+                     "0 without starting a host")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="no line per result and no table: only the failures and the totals")
+    run.add_argument("--json", metavar="FILE",
+                     help="write the full result model as JSON ('-': to stdout, and the human "
+                     "output to stderr)")
+    run.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    run.add_argument("--markdown", metavar="FILE",
+                     help="write a Markdown summary (for a pull request comment)")
+    run.add_argument("--report-dir", metavar="DIR",
+                     help="keep every run's journal, host stderr and result, plus "
+                     "results.json, junit.xml, summary.md and a repro bundle per failure "
+                     "(bundles/<scenario>--<transport>/), under DIR; the --last-failed "
+                     "record is kept there too")
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = sub.add_parser(
         "run", help="run scenarios against a bridge host",
@@ -356,21 +375,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     run.add_argument("-x", "--exitfirst", action="store_true",
                      help="start no new run after the first failed or not-testable result "
                      "(runs in flight finish; the rest are reported as not run)")
-    run.add_argument("--list", action="store_true",
-                     help="print what would run (scenario, transports, level, covers) and exit "
-                     "0 without starting a host")
-    run.add_argument("-q", "--quiet", action="store_true",
-                     help="no line per result and no table: only the failures and the totals")
-    run.add_argument("--json", metavar="FILE",
-                     help="write the full result model as JSON ('-': to stdout, and the human "
-                     "output to stderr)")
-    run.add_argument("--junit", metavar="FILE", help="write JUnit XML")
-    run.add_argument("--markdown", metavar="FILE",
-                     help="write a Markdown summary (for a pull request comment)")
-    run.add_argument("--report-dir", metavar="DIR",
-                     help="keep every run's journal, host stderr and result, plus "
-                     "results.json, junit.xml, summary.md and a repro bundle per failure "
-                     "(bundles/<scenario>--<transport>/), under DIR; the --last-failed "
-                     "record is kept there too")
+    _add_outputs(run)
     add_server_options(run)
     run.set_defaults(handler=one_line(PROG)(_run_checked))

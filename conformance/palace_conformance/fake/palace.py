@@ -28,7 +28,7 @@ from palace_conformance.fake.palace_checks import (
     argument_problem,
     checked_fact,
     chroma_missing,
-    date_bound,
+    date_window,
     digest,
     in_window,
     refusal,
@@ -649,16 +649,10 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     # AttributeError (-32000)
     query = query or ""
     query.strip()
-    window = []
-    for field in ("since", "before"):  # 3.11's window, checked as list_drawers checks it
-        bound, problem = date_bound(args.get(field), field)
-        if problem is not None:
-            return {"error": problem}
-        window.append(bound)
+    window = date_window(args)  # 3.11's window, checked as list_drawers checks it
+    if isinstance(window, str):
+        return {"error": window}
     since, before = window
-    if since is not None and before is not None and since >= before:
-        return {"error": f"since ({args['since']!r}) must be earlier than before "
-                         f"({args['before']!r})"}
     if not state.initialised:
         half_make(state)
         return _fresh_search(args["__palace__"])

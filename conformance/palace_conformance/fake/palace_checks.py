@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -133,6 +134,21 @@ def date_bound(value: Any, field: str) -> tuple[datetime | None, str | None]:
         return None, (f"{field} must be an ISO date string (e.g. '2026-04-01' or "
                       f"'2026-04-01T09:30:00'), got {value!r}")
     return parsed.replace(tzinfo=None), None
+
+
+def date_window(args: Mapping[str, Any]) -> tuple[datetime | None, datetime | None] | str:
+    """3.11's ``since``/``before`` window of a listing or a search (:func:`date_bound` each):
+    the two bounds, or the problem text (a bad bound, or ``since`` not before ``before``)."""
+    bounds = []
+    for field in ("since", "before"):
+        bound, problem = date_bound(args.get(field), field)
+        if problem is not None:
+            return problem
+        bounds.append(bound)
+    since, before = bounds
+    if since is not None and before is not None and since >= before:
+        return f"since ({args['since']!r}) must be earlier than before ({args['before']!r})"
+    return since, before
 
 
 def in_window(filed_at: str, since: datetime | None, before: datetime | None) -> bool:

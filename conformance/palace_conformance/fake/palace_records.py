@@ -37,7 +37,7 @@ from palace_conformance.fake.palace import (
 from palace_conformance.fake.palace_checks import (
     argument_problem,
     chroma_missing,
-    date_bound,
+    date_window,
     digest,
     in_window,
 )
@@ -168,16 +168,10 @@ def _list_drawers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     for field in ("wing", "room"):
         if (problem := optional_name(field, args.get(field))) is not None:
             return {"error": problem}
-    window = []
-    for field in ("since", "before"):
-        bound, problem = date_bound(args.get(field), field)
-        if problem is not None:
-            return {"error": problem}
-        window.append(bound)
+    window = date_window(args)
+    if isinstance(window, str):
+        return {"error": window}
     since, before = window
-    if since is not None and before is not None and since >= before:
-        return {"error": f"since ({args['since']!r}) must be earlier than before "
-                         f"({args['before']!r})"}
     if (missing := fresh(state, args)) is not None:
         return missing
     wing = (args.get("wing") or "").strip()

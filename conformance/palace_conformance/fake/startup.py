@@ -8,11 +8,13 @@ own way of waiting.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import Fault
+from palace_conformance.fake.playback import flood_stderr, write_stderr
 
 GRANDCHILD_LIFETIME_MS = 60000  # bounded, so a bridge that orphans it leaks it only so long
 
@@ -38,6 +40,22 @@ class StartupFaults:
         code = self.fail_code if self.fail_code is not None else 1
         brain.journal.record("process_exit", code=code, reason="fault startup_fail")
         return code
+
+
+    def start_serving(self, brain: Brain) -> None:
+        """What comes after the signal handlers, before the first message is read, on either
+        transport: the grandchild, the stderr floods and pieces, then the start-up delay."""
+        if self.grandchild_ms is not None:
+            from palace_conformance.fake.grandchild import spawn_grandchild
+
+            spawn_grandchild(brain.journal, self.grandchild_ms, self.grandchild_leaves_group,
+                             self.grandchild_holds_pipes, self.grandchild_last_words)
+        for size, invalid_utf8 in self.flood_bytes:
+            flood_stderr(size, invalid_utf8)
+        for pieces, pause_ms in self.stderr_pieces:
+            write_stderr(pieces, pause_ms)
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000.0)
 
 
 def startup_faults(faults: Sequence[Fault]) -> StartupFaults:

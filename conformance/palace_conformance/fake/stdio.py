@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import Fault
 from palace_conformance.fake.journal import kit_env
-from palace_conformance.fake.playback import encode, flood_stderr, play, write_stderr
+from palace_conformance.fake.playback import encode, play
 from palace_conformance.fake.startup import startup_faults
 
 STDIN_EOF = "stdin EOF -- client disconnected, shutting down"
@@ -118,17 +118,7 @@ def _startup(brain: Brain, faults: list[Fault]) -> int | None:
             log(start.fail_stderr)
         return start.record_failure(brain)
     _install_signals(brain, start.ignore_sigterm)
-    if start.grandchild_ms is not None:
-        from palace_conformance.fake.grandchild import spawn_grandchild
-
-        spawn_grandchild(brain.journal, start.grandchild_ms, start.grandchild_leaves_group,
-                         start.grandchild_holds_pipes, start.grandchild_last_words)
-    for size, invalid_utf8 in start.flood_bytes:
-        flood_stderr(size, invalid_utf8)
-    for pieces, pause_ms in start.stderr_pieces:
-        write_stderr(pieces, pause_ms)
-    if start.delay_ms:
-        time.sleep(start.delay_ms / 1000.0)
+    start.start_serving(brain)
     return None
 
 

@@ -132,6 +132,27 @@ def _step(draw: st.DrawFn, model: _Model, label: str) -> tuple[str, Arguments]:
         "sync", "diary_write", "diary_read", "checkpoint", "kg_add", "kg_query",
         "kg_invalidate", "kg_timeline", "kg_stats", "tunnel", "tunnels", "find_tunnels",
         "follow", "traverse", "graph", "event", "events", "ack", "mesh", "reconnect")))
+    if kind in _NO_ARGUMENTS:
+        return _NO_ARGUMENTS[kind], {}
+    if kind in _DRAWER_KINDS:
+        return _drawer_step(draw, model, label, kind)
+    return _graph_step(draw, model, label, kind)
+
+
+#: the calls drawn with no arguments, by kind
+_NO_ARGUMENTS = {"wings": "mempalace_list_wings", "taxonomy": "mempalace_get_taxonomy",
+                 "status": "mempalace_status", "kg_timeline": "mempalace_kg_timeline",
+                 "kg_stats": "mempalace_kg_stats", "tunnels": "mempalace_list_tunnels",
+                 "find_tunnels": "mempalace_find_tunnels", "graph": "mempalace_graph_stats",
+                 "mesh": "mempalace_mesh_peers", "reconnect": "mempalace_reconnect"}
+#: the kinds :func:`_drawer_step` draws (drawers, their listings, search, mining)
+_DRAWER_KINDS = ("add", "get", "get_many", "update", "delete", "delete_many", "list", "rooms",
+                 "search", "duplicate", "mine", "by_source", "sync")
+
+
+def _drawer_step(draw: st.DrawFn, model: _Model, label: str,
+                 kind: str) -> tuple[str, Arguments]:
+    """A call on drawers: added, read, changed, listed, searched or mined."""
     if kind == "add":
         return _add_drawer(draw, model, label)
     if kind == "get":
@@ -156,15 +177,9 @@ def _step(draw: st.DrawFn, model: _Model, label: str) -> tuple[str, Arguments]:
     if kind == "list":
         wing = draw(st.sampled_from((None, *WINGS)))
         return "mempalace_list_drawers", ({"wing": wing} if wing else {})
-    if kind == "wings":
-        return "mempalace_list_wings", {}
     if kind == "rooms":
         wing = draw(st.sampled_from((None, *WINGS)))
         return "mempalace_list_rooms", ({"wing": wing} if wing else {})
-    if kind == "taxonomy":
-        return "mempalace_get_taxonomy", {}
-    if kind == "status":
-        return "mempalace_status", {}
     if kind == "search":
         arguments: Arguments = {"query": draw(st.sampled_from(WORDS)), "limit": 3}
         if draw(st.booleans()):
@@ -185,6 +200,12 @@ def _step(draw: st.DrawFn, model: _Model, label: str) -> tuple[str, Arguments]:
                                               "dry_run": draw(st.booleans())}
     if kind == "sync":
         return "mempalace_sync", {"project_dir": "${SOURCE}"}
+    raise AssertionError(kind)
+
+
+def _graph_step(draw: st.DrawFn, model: _Model, label: str,
+                kind: str) -> tuple[str, Arguments]:
+    """A call on the diary, the knowledge graph, tunnels or events."""
     if kind == "diary_write":
         model.drawers.append(label)
         entry = draw(st.sampled_from(CONTENTS))
@@ -209,10 +230,6 @@ def _step(draw: st.DrawFn, model: _Model, label: str) -> tuple[str, Arguments]:
         return f"mempalace_{kind}", fact
     if kind == "kg_query":
         return "mempalace_kg_query", {"entity": draw(st.sampled_from(SUBJECTS))}
-    if kind == "kg_timeline":
-        return "mempalace_kg_timeline", {}
-    if kind == "kg_stats":
-        return "mempalace_kg_stats", {}
     if kind == "tunnel":
         (source_wing, source_room), (target_wing, target_room) = (_place(draw, model),
                                                                   _place(draw, model))
@@ -221,17 +238,11 @@ def _step(draw: st.DrawFn, model: _Model, label: str) -> tuple[str, Arguments]:
                                            "source_room": source_room,
                                            "target_wing": target_wing,
                                            "target_room": target_room, "label": "seq"}
-    if kind == "tunnels":
-        return "mempalace_list_tunnels", {}
-    if kind == "find_tunnels":
-        return "mempalace_find_tunnels", {}
     if kind == "follow":
         wing, room = _place(draw, model)
         return "mempalace_follow_tunnels", {"wing": wing, "room": room}
     if kind == "traverse":
         return "mempalace_traverse", {"start_room": _place(draw, model)[1], "max_hops": 2}
-    if kind == "graph":
-        return "mempalace_graph_stats", {}
     if kind == "event":
         model.events.append(label)
         return "mempalace_event_append", {"type": "note", "stream": "seq", "room": "general",
@@ -243,9 +254,7 @@ def _step(draw: st.DrawFn, model: _Model, label: str) -> tuple[str, Arguments]:
         event = (ref(draw(st.sampled_from(model.events)), "event.id") if model.events
                  else "evt_20260101T000000_000000000000")
         return "mempalace_event_ack", {"event_id": event, "from_agent": "other"}
-    if kind == "mesh":
-        return "mempalace_mesh_peers", {}
-    return "mempalace_reconnect", {}
+    raise AssertionError(kind)
 
 
 @st.composite

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.journal import Journal, start_fields
+from palace_conformance.relay.fault_stdio import die_with_parent, server_environment
 from palace_conformance.relay.stdio import lines, write_all
 
 #: the relay's configuration, written by the world beside the launcher
@@ -64,24 +65,6 @@ def send_fields(line: bytes) -> dict[str, Any]:
     if not isinstance(message, dict):
         return {"message": message, "method": None, "id": None}
     return {"message": message, "method": message.get("method"), "id": message.get("id")}
-
-
-def _die_with_parent() -> None:
-    """In the server, before exec: SIGKILL when the relay dies (Linux; elsewhere a no-op)."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def server_environment(config: Mapping[str, Any], inherited: Mapping[str, str]) -> dict[str, str]:
-    """The bridge's environment for its child, made a real-server world: no ``PYTHON*``
-    (the kit's path must not reach the server's interpreter), the world's palace unless the
-    bridge named one, and the configured extras (embedding stub, hub forwarding off)."""
-    env = {k: v for k, v in inherited.items() if not k.startswith("PYTHON")}
-    env.setdefault("MEMPALACE_PALACE_PATH", str(config["palace"]))
-    env.update({str(k): str(v) for k, v in dict(config.get("env") or {}).items()})
-    return env
 
 
 class JournalingRelay:
@@ -136,7 +119,7 @@ class JournalingRelay:
         command = [str(part) for part in self.config["command"]]
         try:
             proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    env=env, bufsize=0, preexec_fn=_die_with_parent)
+                                    env=env, bufsize=0, preexec_fn=die_with_parent)
         except OSError as exc:
             print(f"palace-conformance: cannot start the real server {command[0]!r}: {exc}",
                   file=sys.stderr)

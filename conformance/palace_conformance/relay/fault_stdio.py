@@ -33,7 +33,7 @@ from typing import Any
 from palace_conformance.fake.brain import Exchange
 from palace_conformance.fake.faults import load_plan
 from palace_conformance.fake.journal import Journal
-from palace_conformance.fake.playback import flood_stderr, play, write_stderr
+from palace_conformance.fake.playback import play
 from palace_conformance.fake.startup import startup_faults
 from palace_conformance.fake.stdio import StdioPort, log, run_to_end
 from palace_conformance.relay.fault_brain import RelayBrain
@@ -255,18 +255,7 @@ class FaultRelay:
         self.ignore_sigterm = start.ignore_sigterm
         for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(number, self._on_signal)
-        if start.grandchild_ms is not None:
-            from palace_conformance.fake.grandchild import spawn_grandchild
-
-            spawn_grandchild(self.brain.journal, start.grandchild_ms,
-                             start.grandchild_leaves_group, start.grandchild_holds_pipes,
-                             start.grandchild_last_words)
-        for size, invalid_utf8 in start.flood_bytes:
-            flood_stderr(size, invalid_utf8)
-        for pieces, pause_ms in start.stderr_pieces:
-            write_stderr(pieces, pause_ms)
-        if start.delay_ms:
-            time.sleep(start.delay_ms / 1000.0)
+        start.start_serving(self.brain)
         return None
 
     def run(self) -> int:

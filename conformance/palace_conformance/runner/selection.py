@@ -10,6 +10,7 @@ import hashlib
 import os
 import shlex
 import shutil
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from palace_conformance.errors import RunUsageError
@@ -63,13 +64,24 @@ def _node_host(bridge: str) -> tuple[str, ...] | None:
         raise RunUsageError(f"--bridge {bridge}: {exc}") from None
 
 
-def select(scenarios: list[Scenario], patterns: list[str]) -> list[Scenario]:
-    if not patterns:
-        return scenarios
-    chosen = [s for s in scenarios if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]
-    if not chosen:
-        raise RunUsageError(f"no scenario id matches --select {' '.join(patterns)} "
-                            "(see palace-conformance fixtures list)")
+def select(scenarios: list[Scenario], patterns: list[str],
+           covers: Sequence[str] = ()) -> list[Scenario]:
+    """The scenarios whose id matches any of ``patterns`` (all when none), then of those the
+    ones covering any of ``covers`` (behaviour IDs, or areas for all their IDs; all when none):
+    ``--select`` and ``--covers``, each a one-line usage error when it leaves nothing."""
+    chosen = scenarios
+    if patterns:
+        chosen = [s for s in chosen if any(fnmatch.fnmatchcase(s.id, p) for p in patterns)]
+        if not chosen:
+            raise RunUsageError(f"no scenario id matches --select {' '.join(patterns)} "
+                                "(see palace-conformance fixtures list)")
+    if covers:
+        wanted = _covers_wanted(covers)
+        chosen = [s for s in chosen
+                  if any(b == w or b.split("-", 1)[0] == w for b in s.covers for w in wanted)]
+        if not chosen:
+            raise RunUsageError(f"no selected scenario covers {' '.join(wanted)} (see "
+                                "palace-conformance fixtures coverage)")
     return chosen
 
 
@@ -85,22 +97,14 @@ def covers_selector(value: str, ids: list[str], areas: list[str]) -> str:
                         "fixtures/behaviours.json)")
 
 
-def select_covers(scenarios: list[Scenario], values: list[str]) -> list[Scenario]:
-    """Scenarios covering any of ``values`` (behaviour IDs, or areas for all their IDs)."""
-    if not values:
-        return scenarios
+def _covers_wanted(values: Sequence[str]) -> list[str]:
+    """``--covers`` values checked against the behaviours (:func:`covers_selector`)."""
     from palace_conformance.scenarios.behaviours import load_behaviours
 
     behaviours = load_behaviours()
     ids = [b.id for b in behaviours]
     areas = sorted({b.area for b in behaviours})
-    wanted = [covers_selector(v, ids, areas) for v in values]
-    chosen = [s for s in scenarios
-              if any(b == w or b.split("-", 1)[0] == w for b in s.covers for w in wanted)]
-    if not chosen:
-        raise RunUsageError(f"no selected scenario covers {' '.join(wanted)} (see "
-                            "palace-conformance fixtures coverage)")
-    return chosen
+    return [covers_selector(v, ids, areas) for v in values]
 
 
 def parse_shard(value: str) -> tuple[int, int]:

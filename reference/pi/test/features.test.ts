@@ -78,9 +78,10 @@ describe("mailbox owed-ness (MAIL-02..04)", () => {
   });
 });
 
+const settings = { enabled: true, bin: "prep", wing: "wing_w", debounceMs: 1000, prepareTimeoutMs: 500,
+  mineTimeoutMs: 300, remote: false };
+
 describe("feeding (FEED-*)", () => {
-  const settings = { enabled: true, bin: "prep", wing: "wing_w", debounceMs: 1000, prepareTimeoutMs: 500,
-    mineTimeoutMs: 300, remote: false };
 
   it("reads the last MINE_SOURCE line, paths with '=' kept", () => {
     assert.equal(mineSource("log\nMINE_SOURCE=/a\nMINE_SOURCE=/b=c\n"), "/b=c");
@@ -125,6 +126,9 @@ describe("feeding (FEED-*)", () => {
     assert.equal(caller.calls.length, 1);
   });
 
+});
+
+describe("feeding's failures (FEED-*)", () => {
   it("a refused mine is reported and leaves the window open (FEED-10)", async () => {
     const caller = new ScriptedCaller();
     caller.answer = async () => { throw new PalaceToolError(-32001, "palace is held by PID 1"); };

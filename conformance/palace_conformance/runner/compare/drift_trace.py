@@ -239,17 +239,7 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
                 tools += [str(t) for t in value.pop("tools", None) or ()]
                 commands += [str(c) for c in value.pop("commands", None) or ()]
             value = value or None
-        if step.op == "call_tools" and isinstance(value, dict):
-            value = without_durations(value)
-        if step.op == "list_tools" and isinstance(value, list):
-            value = sorted((t for t in value if not isinstance(t, dict) or masks.offered is None
-                            or t.get("name") in masks.offered),
-                           key=lambda t: json.dumps(t, sort_keys=True, default=str))
-        if isinstance(value, dict) and isinstance(value.get("messages"), list):
-            value["messages"] = [
-                m for m in value["messages"]
-                if not (isinstance(m, dict) and m.get("custom_type") in masks.custom_types)]
-        fragments[result_category(step.op)]["result"] = value
+        fragments[result_category(step.op)]["result"] = _result_view(step.op, value, masks)
         own[step.key] = fragments
         pool = pools.setdefault(group_of[step.key], {c.name: {"effects": []} for c in CATEGORIES})
         for effect in step.effects:
@@ -266,38 +256,8 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
             pool[category]["effects"].append(_effect(effect, masker, full=masks.full))
         active += [rule for rule in ERROR_KIND_RULES
                    if rule not in active and rule.triggered_by(step.op, step.request)]
-    if journal:
-        # a hidden record becomes {}: every step's window (record indexes) stays as it was
-        journal_kept = [{} if masks.hides_record(r) else r for r in result.journal]
-        windows = _journal_windows(steps, group_of, journal_kept)
-        if masks.full:  # a timed-out call's request is its step's, read late or not
-            windows = with_late_calls(windows, {
-                group_of[step.key]: str(step.request.get("name")) for step in steps
-                if step.ran and step.op == "call_tool" and isinstance(step.error, dict)
-                and step.error.get("kind") == "timeout"})
-        seen: list[list[dict[str, Any]]] = []
-        by_window = requests(windows, masker) if masks.full else {}
-        for key, records in windows.items():
-            pools[key][WIRE]["calls"] = _calls(records, masker)
-            if masks.full:
-                seen.append(by_window.get(key, []))
-                pools[key][WIRE]["requests"] = [r for r in seen[-1] if unpaced(r) is None]
-        children = _children(journal_kept)
-        if masks.full:
-            # which step's window a late exit or signal falls in is the machine's load: the
-            # facts of a full observation are the whole run's, in a stable order
-            facts = [fact for records in windows.values()
-                     for fact in _process_records(records, masker, "", children,
-                                                  FULL_PROCESS_FIELDS)]
-            views_run = {"journal": sorted(facts, key=lambda fact: json.dumps(
-                fact, sort_keys=True, default=str))}
-            wire_run = whole_run(seen)
-        else:
-            views_run = {"journal": [fact for key, records in windows.items()
-                                     for fact in _process_records(records, masker, key,
-                                                                  children)]}
-    else:
-        views_run = None
+    views_run, wire_run = _journal_views(result, steps, group_of, pools, masker, masks) \
+        if journal else (None, None)
     if masks.offered is not None:
         tools = [name for name in tools if name in masks.offered]
     # sets (name -> true): a missing or extra name is named; the order is the order check's
@@ -327,6 +287,61 @@ def drift_trace(result: ScenarioResult, masks: Masks = Masks(), *, started_at: s
     if masks.ui:
         views[UI] = {}
     return {name: {"steps": view} for name, view in views.items()}
+
+
+def _journal_views(result: ScenarioResult, steps: Sequence[StepRecord],
+                   group_of: Mapping[str, str], pools: dict[str, dict[str, dict[str, Any]]],
+                   masker: Masker, masks: Masks) -> tuple[dict[str, Any], Any]:
+    """The journal's facts: each window's wire calls put in ``pools`` (and with ``masks.full``
+    its requests), and the run's own views: its process facts, and with ``masks.full`` its
+    wire seen whole (None without)."""
+    wire_run: Any = None
+    # a hidden record becomes {}: every step's window (record indexes) stays as it was
+    journal_kept = [{} if masks.hides_record(r) else r for r in result.journal]
+    windows = _journal_windows(steps, group_of, journal_kept)
+    if masks.full:  # a timed-out call's request is its step's, read late or not
+        windows = with_late_calls(windows, {
+            group_of[step.key]: str(step.request.get("name")) for step in steps
+            if step.ran and step.op == "call_tool" and isinstance(step.error, dict)
+            and step.error.get("kind") == "timeout"})
+    seen: list[list[dict[str, Any]]] = []
+    by_window = requests(windows, masker) if masks.full else {}
+    for key, records in windows.items():
+        pools[key][WIRE]["calls"] = _calls(records, masker)
+        if masks.full:
+            seen.append(by_window.get(key, []))
+            pools[key][WIRE]["requests"] = [r for r in seen[-1] if unpaced(r) is None]
+    children = _children(journal_kept)
+    if masks.full:
+        # which step's window a late exit or signal falls in is the machine's load: the
+        # facts of a full observation are the whole run's, in a stable order
+        facts = [fact for records in windows.values()
+                 for fact in _process_records(records, masker, "", children,
+                                              FULL_PROCESS_FIELDS)]
+        views_run = {"journal": sorted(facts, key=lambda fact: json.dumps(
+            fact, sort_keys=True, default=str))}
+        wire_run = whole_run(seen)
+    else:
+        views_run = {"journal": [fact for key, records in windows.items()
+                                 for fact in _process_records(records, masker, key,
+                                                              children)]}
+    return views_run, wire_run
+
+
+def _result_view(op: str, value: Any, masks: Masks) -> Any:
+    """A step's masked result as compared: a batch's durations dropped, a listing sorted (the
+    tools a profile does not offer left out), the UI messages ``masks`` hides left out."""
+    if op == "call_tools" and isinstance(value, dict):
+        value = without_durations(value)
+    if op == "list_tools" and isinstance(value, list):
+        value = sorted((t for t in value if not isinstance(t, dict) or masks.offered is None
+                        or t.get("name") in masks.offered),
+                       key=lambda t: json.dumps(t, sort_keys=True, default=str))
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        value["messages"] = [
+            m for m in value["messages"]
+            if not (isinstance(m, dict) and m.get("custom_type") in masks.custom_types)]
+    return value
 
 
 def _errors(step: StepRecord, masker: Masker,

@@ -152,14 +152,15 @@ class Paced:
                 + "; ".join(c.describe() for c in self.changes))
 
 
-def pace(profile: Profile, scenario: Scenario) -> Paced:
+def pace(profile: Profile, scenario: Scenario, edited: dict[str, Any] | None = None) -> Paced:
     """``scenario`` for a bridge with ``profile``: unchanged unless one of its pace values names
     a knob the profile says is ``fixed``, ``absent`` or ``same_as`` another, or one that such a
-    ``same_as`` knob follows."""
+    ``same_as`` knob follows. ``edited``: the scenario's data as profile_edges.py already changed
+    it (its env untouched), paced in place and built with the pace edits: one build a run."""
     changes = tuple(_changes(profile, scenario))
     if not changes:
-        return Paced(scenario)
-    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
+        return Paced(scenario if edited is None else Scenario.from_json(edited, scenario.path))
+    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw)) if edited is None else edited
     dropped = {c.name for c in changes}
     raw["env"] = {k: v for k, v in raw.get("env", {}).items() if k not in dropped}
     for change in changes:

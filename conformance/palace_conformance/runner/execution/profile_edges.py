@@ -57,28 +57,39 @@ def inapplicable(profile: Profile, scenario: Scenario, transport: str) -> str | 
 
 
 def adapt(profile: Profile, scenario: Scenario, transport: str) -> tuple[Scenario, str | None]:
-    """The scenario as this bridge can be given it, or the reason it cannot be.
+    """The scenario as this bridge can be given it, or the reason it cannot be (:func:`edited`,
+    built)."""
+    raw, why = edited(profile, scenario, transport)
+    if why is not None:
+        return scenario, why
+    if raw is not None:
+        scenario = Scenario.from_json(raw, scenario.path)
+    return scenario, unoffered(profile, scenario, transport)
+
+
+def edited(profile: Profile, scenario: Scenario,
+           transport: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The scenario's data as this bridge can be given it (None: as written), or the reason it
+    cannot be; left unbuilt so that pace.py edits the same data and the run builds it once.
 
     A curated bridge offers some catalogue tools: a call of another one that is only *a* palace
     call (its name appears nowhere else: no fault, journal check or result expectation names
     it) becomes a call of an argument-free read tool the bridge offers; only a scenario that
-    needs the unmapped tool itself is not applicable. A bridge with static tools never lists:
-    its registration stands for "none" while the palace is down, and journal checks on
-    ``tools/list`` are dropped."""
-    scenario = _per_call(profile, scenario, transport)
-    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
-    changed = profile.read_retry and _faults_after_retries(raw)
-    if not profile.tool_routes:
-        return (Scenario.from_json(raw, scenario.path) if changed else scenario), None
-    changed = _substitute_incidental_calls(raw, _offered(profile)) or changed
-    if profile.static_tools:
-        why = _static_tools(raw, sorted(_offered(profile)))
-        if why is not None:
-            return scenario, why
-        changed = True
-    if changed:
-        scenario = Scenario.from_json(raw, scenario.path)
-    return scenario, _unoffered(profile, scenario, transport)
+    needs the unmapped tool itself is not applicable (:func:`unoffered`, on the built scenario).
+    A bridge with static tools never lists: its registration stands for "none" while the palace
+    is down, and journal checks on ``tools/list`` are dropped."""
+    per_call = _per_call(profile, scenario, transport)
+    raw: dict[str, Any] = per_call if per_call is not None else copy.deepcopy(dict(scenario.raw))
+    changed = per_call is not None
+    changed = bool(profile.read_retry and _faults_after_retries(raw)) or changed
+    if profile.tool_routes:
+        changed = _substitute_incidental_calls(raw, _offered(profile)) or changed
+        if profile.static_tools:
+            why = _static_tools(raw, sorted(_offered(profile)))
+            if why is not None:
+                return None, why
+            changed = True
+    return (raw if changed else None), None
 
 
 #: the behaviours of a respawn budget spent across calls (the cap, and 0 as a latch)
@@ -106,9 +117,10 @@ def _budget(profile: Profile, scenario: Scenario, name: str, default: int) -> in
     return int(given) if isinstance(given, str) and given.isdigit() else default
 
 
-def _per_call(profile: Profile, scenario: Scenario, transport: str) -> Scenario:
-    """A scenario that counts a session-wide respawn budget, for a bridge whose budget is per
-    call (``claims.respawn_budget: "call"``): judged on the per-call rule instead.
+def _per_call(profile: Profile, scenario: Scenario, transport: str) -> dict[str, Any] | None:
+    """The data of a scenario that counts a session-wide respawn budget, for a bridge whose
+    budget is per call (``claims.respawn_budget: "call"``): judged on the per-call rule instead
+    (None: not such a scenario).
 
     Nothing latches, so a call the seed fails at once as ``unavailable`` (the budget spent) may
     spend a budget of its own: it must fail, and start at most ``b`` children. Every call, the
@@ -116,11 +128,11 @@ def _per_call(profile: Profile, scenario: Scenario, transport: str) -> Scenario:
     the scenario's counts that follow the budget (``budget_counts``) are floors, not exact; and
     the waits a call's own respawns add (``b`` doubling backoffs and starts) widen its windows."""
     if profile.respawn_budget != "call" or not set(scenario.covers) & set(_SESSION_BUDGET):
-        return scenario
+        return None
     steps = scenario.steps_for(transport)
     if not any(step.expect is not None and step.expect.error is not None
                and step.expect.error.kind == "unavailable" for step in steps):
-        return scenario
+        return None
     budget = _budget(profile, scenario, MAX_RESPAWNS, SEED_MAX_RESPAWNS)
     backoff = _budget(profile, scenario, BACKOFF, SEED_BACKOFF_MS)
     waits = sum(backoff * 2 ** k + _START_MS for k in range(budget))
@@ -147,7 +159,7 @@ def _per_call(profile: Profile, scenario: Scenario, transport: str) -> Scenario:
         expect.setdefault("journal", []).append(dict(at_most))
     for pointer in (raw.get("budget_counts") or {}).get(MAX_RESPAWNS, ()):
         _floor(raw, pointer)
-    return Scenario.from_json(raw, scenario.path)
+    return raw
 
 
 def _floor(raw: dict[str, Any], pointer: str) -> None:
@@ -163,7 +175,11 @@ def _floor(raw: dict[str, Any], pointer: str) -> None:
         node[last] = {"at_least": node[last]}
 
 
-def _unoffered(profile: Profile, scenario: Scenario, transport: str) -> str | None:
+def unoffered(profile: Profile, scenario: Scenario, transport: str) -> str | None:
+    """Why a curated bridge cannot be given this (edited, built) scenario: it needs a tool the
+    bridge does not offer; None for a bridge that maps no tool set."""
+    if not profile.tool_routes:
+        return None
     offered = _offered(profile)
     catalogue = _catalogue_names()
     for step in scenario.steps_for(transport):

@@ -117,6 +117,42 @@ def _order(result: ScenarioResult) -> tuple[str, int]:
     return result.scenario, rank
 
 
+def _judged_capabilities(host: HostInfo, options: SuiteOptions) -> RunOptions:
+    """The capabilities the run judges, set on ``host``: the profile's claim, else what the
+    bridge showed when the host's list is a placeholder (the run options then carry them, as a
+    profile would), else the host's own."""
+    run_options = options.run
+    profile = run_options.profile
+    claimed = translation_for(profile).claimed_capabilities
+    if claimed is not None:
+        host.capabilities = claimed  # what the profile claims is what is judged
+        host.capabilities_source = FROM_PROFILE
+    elif needs_detection(host, profile):  # a placeholder list: judge what the bridge showed
+        found = detect(host, run_options, options.transports)
+        host.capabilities, host.capabilities_note = found.capabilities, found.note
+        host.capabilities_source = FROM_OBSERVATION
+        # what it showed, as a profile says, unless a profile was given
+        run_options = replace(run_options, detected_capabilities=found.capabilities,
+                              profile=found.judged_profile(profile))
+    return run_options
+
+
+def _add_parities(scenarios: Sequence[Scenario], results: list[ScenarioResult],
+                  not_run: list[tuple[str, str]], started: set[tuple[str, str]],
+                  level: str) -> None:
+    """Each parity result (both transports' results compared) added to ``results``; a parity
+    one of whose transports was planned but not started added to ``not_run``."""
+    by_key = {(r.scenario, r.transport): r for r in results}
+    for scenario in scenarios:
+        pair = [by_key.get((scenario.id, t)) for t in TRANSPORTS]
+        if not parity.applies(scenario):
+            continue
+        if pair[0] is not None and pair[1] is not None:
+            results.append(parity.compare(scenario, pair[0], pair[1], level))
+        elif all((scenario.id, t) in started for t in TRANSPORTS):
+            not_run.append((scenario.id, PARITY))  # one of its transports was not started
+
+
 def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
               progress: Progress | None = None,
               host: HostInfo | None = None,
@@ -154,19 +190,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
             progress.done(result)
         return result
 
-    run_options = options.run
-    profile = run_options.profile
-    claimed = translation_for(profile).claimed_capabilities
-    if claimed is not None:
-        host.capabilities = claimed  # what the profile claims is what is judged
-        host.capabilities_source = FROM_PROFILE
-    elif needs_detection(host, profile):  # a placeholder list: judge what the bridge showed
-        found = detect(host, run_options, options.transports)
-        host.capabilities, host.capabilities_note = found.capabilities, found.note
-        host.capabilities_source = FROM_OBSERVATION
-        # what it showed, as a profile says, unless a profile was given
-        run_options = replace(run_options, detected_capabilities=found.capabilities,
-                              profile=found.judged_profile(profile))
+    run_options = _judged_capabilities(host, options)
     capabilities = host.capabilities
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
@@ -192,16 +216,8 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
                         {str(t["name"]) for t in tool_catalogue()["tools"]},
                         options.run.profile is not None, host.capabilities_note)
     unreached = {r.transport for r in results if r.scenario == UNREACHED_ID}
-    by_key = {(r.scenario, r.transport): r for r in results}
-    for scenario in scenarios:
-        pair = [by_key.get((scenario.id, t)) for t in TRANSPORTS]
-        if not parity.applies(scenario) or unreached:
-            continue
-        if pair[0] is not None and pair[1] is not None:
-            results.append(parity.compare(scenario, pair[0], pair[1], options.run.level))
-        elif all((scenario.id, t) in planned and (scenario.id, t) not in slow
-                 for t in TRANSPORTS):
-            not_run.append((scenario.id, PARITY))  # one of its transports was not started
+    if not unreached:
+        _add_parities(scenarios, results, not_run, planned - slow, options.run.level)
     results.sort(key=_order)
     not_run.sort(key=lambda key: (key[0], TRANSPORT_ORDER.index(key[1])))
     run = RunResult(host=host, results=results, started_at=stamp,

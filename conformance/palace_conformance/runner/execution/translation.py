@@ -37,8 +37,8 @@ class Translation:
 
     def adapt(self, scenario: Scenario,
               transport: str) -> tuple[Scenario, pace.Paced, str | None]:
-        """The scenario as this bridge can be given it, that scenario as it runs at the
-        bridge's pace (:meth:`paced`), and why it cannot be given it (or None)."""
+        """The scenario as this bridge can be given it, at the bridge's pace (:meth:`paced`: the
+        same object, built once), and why it cannot be given it (or None)."""
         return scenario, pace.Paced(scenario), None
 
     def paced(self, scenario: Scenario) -> pace.Paced:
@@ -94,10 +94,12 @@ class ProfileTranslation(Translation):
 
     def adapt(self, scenario: Scenario,
               transport: str) -> tuple[Scenario, pace.Paced, str | None]:
-        adapted, why = profile_edges.adapt(self.profile, scenario, transport)
+        edited, why = profile_edges.edited(self.profile, scenario, transport)
         if why:
-            return adapted, pace.Paced(adapted), why
-        return adapted, self.paced(adapted), None
+            return scenario, pace.Paced(scenario), why
+        paced = pace.pace(self.profile, scenario, edited)  # the one build of the edited data
+        return paced.scenario, paced, profile_edges.unoffered(self.profile, paced.scenario,
+                                                              transport)
 
     def paced(self, scenario: Scenario) -> pace.Paced:
         return pace.pace(self.profile, scenario)

@@ -20,7 +20,7 @@ from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.results import CORE, FAIL, PASS, SEED, CheckRecord, StepRecord
 from palace_conformance.runner.verdict.citations import check_covers
 from palace_conformance.runner.verdict.early_end import settled_step
-from palace_conformance.runner.verdict.levels import check_level
+from palace_conformance.runner.verdict.levels import check_level, scenario_level
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
 from palace_conformance.runner.verdict.surfaced import NO_DATA, SurfacedError, surfaced_error
 from palace_conformance.scenarios.checks import (
@@ -113,12 +113,13 @@ class _Recorder:
     def __init__(self, scenario: Scenario, transport: str) -> None:
         self.scenario = scenario
         self.transport = transport
+        self.level = scenario_level(scenario)  # each check's level starts from it
         self.records: list[CheckRecord] = []
 
     def add(self, pointer: str, passed: bool, message: str, *, step: str | None = None,
             expected: Any = None, got: Any = None, seed: bool = False) -> None:
         """One record; ``seed``: a seed convention whatever the pointer's own level."""
-        level = check_level(self.scenario, pointer)
+        level = check_level(self.level, self.scenario.raw, pointer)
         self.records.append(CheckRecord(
             scenario=self.scenario.id, transport=self.transport, pointer=pointer,
             status=PASS if passed else FAIL, message=message, step=step,

@@ -11,6 +11,7 @@ transports alike) is the seed's promise that its copies behave the same, so it i
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -38,9 +39,9 @@ def scenario_level(scenario: Scenario) -> str:
     return CORE if any(levels.get(b) == CORE for b in scenario.covers) else SEED
 
 
-def check_level(scenario: Scenario, pointer: str) -> str:
-    """The level of the check record at ``pointer`` (a scenario-file pointer)."""
-    base = scenario_level(scenario)
+def check_level(base: str, raw: Mapping[str, Any], pointer: str) -> str:
+    """The level of the check record at ``pointer`` (a scenario-file pointer) in a scenario of
+    level ``base`` (:func:`scenario_level`, worked out once a scenario) whose data is ``raw``."""
     if base != CORE:
         return base
     if pointer == "/parity":
@@ -48,7 +49,7 @@ def check_level(scenario: Scenario, pointer: str) -> str:
     found = _EXPECT.match(pointer)
     if found is None:
         return base
-    owner: Any = resolve_pointer(scenario.raw, found.group(1))
+    owner: Any = resolve_pointer(raw, found.group(1))
     relative = found.group(2) or ""
     marked = owner.get("seed_only", []) if isinstance(owner, dict) else []
     if any(relative == part or relative.startswith(part + "/") for part in marked):
