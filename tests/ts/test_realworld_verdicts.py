@@ -127,11 +127,13 @@ MUST_PASS = {
 #: the core safety behaviours (issue 26) -> scenarios that judge each one, the first of them
 #: for a bridge whose profile declares every seed knob absent (bare.ts)
 SAFETY = {
-    "bounded calls": ["stdio.timeout.stall-kills-child", "tool.ids.null-id-result-never-the-answer"],
+    "bounded calls": ["stdio.timeout.stall-kills-child",
+                      "tool.ids.null-id-result-never-the-answer"],
     "stalled child killed": ["stdio.timeout.stall-kills-child",
                              "stdio.timeout.sigterm-honoured-then-respawn"],
     "no hang on a dead child": ["stdio.exit.mid-request-fails-at-once"],
-    "respawn or a clean failure": ["stdio.respawn.after-crash", "tool.unavailable.host-keeps-working",
+    "respawn or a clean failure": ["stdio.respawn.after-crash",
+                                   "tool.unavailable.host-keeps-working",
                                    "stdio.respawn.initialize-answer-alone-keeps-budget"],
     "no orphan": ["life.shutdown.grandchild-dies-with-child",
                   "life.shutdown.setsid-grandchild-holding-pipes"],
