@@ -25,7 +25,7 @@ from palace_conformance.runner.profiling.matching import SEED_KNOBS
 
 REALWORLD = Path(__file__).resolve().parent / "extensions" / "realworld"
 BRIDGES = ["pyspawn", "configfile", "knobs", "curated", "agentshapes", "fixedconst", "envelope",
-           "twoserver", "officialsdk", "typedsettings"]
+           "twoserver", "officialsdk", "typedsettings", "bare"]
 DEFECT_LINE = re.compile(r"^// ([A-Z]+-\d{2}): \S")
 BEHAVIOUR_ID = re.compile(r"\b[A-Z]+-\d{2}\b")
 

@@ -26,6 +26,7 @@ from palace_conformance.runner.compare.sources import Source
 from palace_conformance.runner.execution.execute import RunOptions
 from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
 from palace_conformance.runner.profile import Profile, load_profile
+from palace_conformance.runner.profiling.matching import SEED_KNOBS
 from palace_conformance.runner.results import (
     CORE,
     FAILED,
@@ -113,6 +114,30 @@ MUST_PASS = {
                       "http.session.stale-404-keeps-renewed-session",
                       "http.session.second-404-fails", "http.errors.reset-not-replayed",
                       "tool.ids.null-id-result-never-the-answer", "life.reload.http-keeps-working"],
+    # every seed knob absent (no timer, no respawn): each core safety behaviour still judged,
+    # the pace values dropped and the respawn budget's counts moved to its 0 (SAFETY)
+    "bare": ["life.shutdown.grandchild-dies-with-child",
+             "life.shutdown.setsid-grandchild-holding-pipes", "life.shutdown.stdio-polite-close",
+             "tool.errors.codes-and-data-kept", "tool.results.is-error-content-kept",
+             "tool.unavailable.host-keeps-working",
+             "stdio.respawn.initialize-answer-alone-keeps-budget",
+             "stdio.stderr.flood-drained-silently"],
+}
+
+#: the core safety behaviours (issue 26) -> scenarios that judge each one, the first of them
+#: for a bridge whose profile declares every seed knob absent (bare.ts)
+SAFETY = {
+    "bounded calls": ["stdio.timeout.stall-kills-child",
+                      "tool.ids.null-id-result-never-the-answer"],
+    "stalled child killed": ["stdio.timeout.stall-kills-child",
+                             "stdio.timeout.sigterm-honoured-then-respawn"],
+    "no hang on a dead child": ["stdio.exit.mid-request-fails-at-once"],
+    "respawn or a clean failure": ["stdio.respawn.after-crash",
+                                   "tool.unavailable.host-keeps-working",
+                                   "stdio.respawn.initialize-answer-alone-keeps-budget"],
+    "no orphan": ["life.shutdown.grandchild-dies-with-child",
+                  "life.shutdown.setsid-grandchild-holding-pipes"],
+    "errors surfaced": ["tool.errors.codes-and-data-kept", "tool.results.is-error-content-kept"],
 }
 
 
@@ -346,3 +371,36 @@ def test_one_timeout_for_everything_is_judged_at_a_start_up_it_can_make(tmp_path
         in note
     one = results["stdio.timeout.one-millisecond-is-a-timeout"]
     assert one.status == NOT_APPLICABLE and "a start-up bounded by 1 ms" in one.reason
+
+
+#: the behaviour IDs one judging scenario of each core safety behaviour must cover
+SAFETY_COVERS = {"bounded calls": "STDIO-01", "stalled child killed": "STDIO-02",
+                 "no hang on a dead child": "STDIO-12", "respawn or a clean failure": "STDIO-05",
+                 "no orphan": "LIFE-06", "errors surfaced": "TOOL-04"}
+
+
+@pytest.mark.timeout(240)
+def test_every_core_safety_behaviour_is_judged_with_every_knob_absent(tmp_path: Path) -> None:
+    """The fully honest profile (bare.ts: no knob and no timer at all, every seed knob
+    ``absent``) is still judged on each core safety behaviour: the first scenario named for it
+    in ``SAFETY`` covers it, is run at core, and gets a verdict (passed, or failed exactly where
+    a planted defect says so), never *not applicable*."""
+    profile = load_profile(REALWORLD / "bare.profile.json")
+    declared = json.loads((REALWORLD / "bare.profile.json").read_text())["knobs"]
+    assert sorted(declared) == sorted(SEED_KNOBS)
+    assert all(knob == {"absent": True} for knob in declared.values())
+    assert sorted(SAFETY) == sorted(SAFETY_COVERS)
+    chosen = sorted({ids[0] for ids in SAFETY.values()})
+    scenarios = {sid: load_scenario(scenarios_dir() / sid.split(".", 1)[0] / f"{sid}.json")
+                 for sid in chosen}
+    for behaviour, ids in SAFETY.items():
+        assert SAFETY_COVERS[behaviour] in scenarios[ids[0]].covers, behaviour
+        known = catchers("bare") | set(knock_ons("bare")) | set(MUST_PASS["bare"])
+        assert set(ids) <= known, f"{behaviour}: {set(ids) - known} not in the verdict test"
+    run = run_suite(list(scenarios.values()), SuiteOptions(
+        run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                       work_root=tmp_path), jobs=JOBS, transports=("stdio",)))
+    statuses = {r.scenario: r.status for r in run.results if r.transport == "stdio"}
+    expected_failing = catchers("bare") | set(knock_ons("bare"))
+    assert statuses == {sid: FAILED if sid in expected_failing else PASSED for sid in chosen}, {
+        r.scenario: r.reason for r in run.results}

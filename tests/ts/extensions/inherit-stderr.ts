@@ -1,8 +1,9 @@
 // Test extension: starts children whose stderr is inherited (the official SDK's default for
 // StdioClientTransport), at load and in a tool. What they write there must still reach the
-// host's record of the bridge's stderr, line by line, a last line without a newline too.
+// host's record of the bridge's stderr, line by line, a last line without a newline too, from
+// asynchronous children (spawn) and synchronous ones (spawnSync) alike.
 
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "@sinclair/typebox";
 
@@ -15,6 +16,10 @@ function run(script: string, stdio: "inherit" | ["ignore", "ignore", "inherit"])
 export default async function inheritStderr(pi: ExtensionAPI) {
   await run("echo 'child: first line' >&2; printf 'child: no newline' >&2",
             ["ignore", "ignore", "inherit"]);
+  // a synchronous child (spawnSync) with its stderr inherited, args given and options alone
+  spawnSync("sh", ["-c", "echo 'sync child: one' >&2; printf 'sync child: two' >&2"],
+            { stdio: ["ignore", "ignore", "inherit"] });
+  spawnSync("true", { stdio: "inherit" });
   pi.registerTool({
     name: "inherit_echo",
     label: "inherit echo",
@@ -23,6 +28,8 @@ export default async function inheritStderr(pi: ExtensionAPI) {
     async execute(_id, params: { text: string }) {
       await run(`echo "child: $0" >&2`.replace("$0", params.text.replace(/[^a-z]/g, "")),
                 "inherit");
+      spawnSync("sh", ["-c", `echo "sync child: ${params.text.replace(/[^a-z]/g, "")}" >&2`],
+                { stdio: "inherit" });
       return { content: [{ type: "text", text: params.text }] };
     },
   });

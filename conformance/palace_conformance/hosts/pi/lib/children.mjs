@@ -10,7 +10,9 @@
 //
 // A bridge child spawned with its stderr inherited (the official SDK's default) would write past
 // the host's recorder of the bridge's stderr: the hook pipes it instead and passes each line on
-// through `process.stderr.write`, so it is recorded as the bridge's stderr like any other line.
+// through `process.stderr.write`, so it is recorded as the bridge's stderr like any other line;
+// a `spawnSync` child's too, once it has exited. (`execFileSync` and `execSync` without `stdio`
+// already pass their child's stderr through `process.stderr.write`: Node does so itself.)
 
 import childProcess from "node:child_process";
 import fs from "node:fs";
@@ -105,9 +107,26 @@ function syncArgv(file, args) {
   return [String(file), ...(Array.isArray(args) ? args.map(String) : [])];
 }
 
+/** What a synchronous child wrote to the stderr it would have inherited, passed on line by line
+ * through `process.stderr.write` (recorded as the bridge's stderr, like `forwardLines`). */
+function forwardOutput(output) {
+  if (output === null || output === undefined || output.length === 0) return;
+  const lines = String(output).split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  for (const line of lines) process.stderr.write(`${line}\n`);
+}
+
 const originalSpawnSync = childProcess.spawnSync;
-childProcess.spawnSync = function observedSpawnSync(file, args, ...rest) {
-  const result = originalSpawnSync.call(this, file, args, ...rest);
+childProcess.spawnSync = function observedSpawnSync(file, args, options, ...rest) {
+  // spawnSync(file, options) as well as spawnSync(file, args, options)
+  const withArgs = Array.isArray(args);
+  const given = withArgs ? options : args;
+  const copy = given !== null && typeof given === "object" ? { ...given } : given;
+  const piped = pipeInheritedStderr(copy);
+  const result = withArgs
+    ? originalSpawnSync.call(this, file, args, piped ? copy : options, ...rest)
+    : originalSpawnSync.call(this, file, piped ? copy : args, options, ...rest);
+  if (piped) forwardOutput(result?.stderr);
   attempted(syncArgv(file, args), result?.error ? errorName(result.error.code) : undefined);
   return result;
 };
