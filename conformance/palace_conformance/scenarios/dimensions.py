@@ -245,7 +245,7 @@ class Table:
         return [cell for cell in self.vocabulary.cells() if not self.scenarios[cell]]
 
     def by_behaviour(self) -> dict[str, dict[str, int]]:
-        """Behaviour × dimension group: how many covering scenarios cite each behaviour."""
+        """Behaviour x dimension group: how many covering scenarios cite each behaviour."""
         table: dict[str, dict[str, int]] = {}
         for cell, bids in self.behaviours.items():
             group = group_of(cell)
@@ -267,7 +267,7 @@ class Table:
 
 
 def group_of(cell: str) -> str:
-    """A cell's column in the behaviour × dimension table: the knob class, else the prefix."""
+    """A cell's column in the behaviour x dimension table: the knob class, else the prefix."""
     parts = cell.split(".")
     return parts[-1] if parts[0] == "knob" else parts[0]
 
@@ -293,7 +293,8 @@ def markdown(table: Table) -> str:
         cells = [_count(table, f"knob.{knob.name}.{c}") if c in CLASSES[knob.kind] else "n/a"
                  for c in ALL_CLASSES]
         lines.append(f"| {knob.name} | {', '.join(knob.behaviours)} | " + " | ".join(cells) + " |")
-    lines += ["", "## Situations", "", "| situation | scenarios | behaviours cited |", "|---|---|---|"]
+    lines += ["", "## Situations", "", "| situation | scenarios | behaviours cited |",
+              "|---|---|---|"]
     for situation in table.vocabulary.situations:
         ids = table.scenarios[situation.id]
         shown = ", ".join(ids[:3]) + (f" (+{len(ids) - 3})" if len(ids) > 3 else "")
@@ -308,7 +309,7 @@ def markdown(table: Table) -> str:
 
 def _behaviour_rows(table: Table) -> list[str]:
     groups: Sequence[str] = sorted({group_of(c) for c in table.vocabulary.cells()})
-    lines = ["", "## Behaviour × dimension (covering scenarios citing the behaviour)", "",
+    lines = ["", "## Behaviour x dimension (covering scenarios citing the behaviour)", "",
              "| behaviour | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
     for bid, row in table.by_behaviour().items():
         lines.append(f"| {bid} | " + " | ".join(str(row.get(g, "")) for g in groups) + " |")
