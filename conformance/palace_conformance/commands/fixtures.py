@@ -113,7 +113,30 @@ def _print_table(scenarios: Sequence[Scenario]) -> None:
         print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3])
 
 
+def _dimensions(args: argparse.Namespace) -> int:
+    from palace_conformance.scenarios import dimensions
+    from palace_conformance.scenarios.loader import shipped_roots
+
+    vocabulary = dimensions.load_vocabulary()
+    stale = dimensions.unknown_situations(vocabulary)
+    if stale:
+        print(f"palace-conformance fixtures coverage: {', '.join(stale)} in dimensions.json has no "
+              "derivation in this palace-conformance (upgrade, or drop the situation)",
+              file=sys.stderr)
+        return 2
+    catalogue = load_catalogue(args.scenarios or shipped_roots(slow=True), _context())
+    table = dimensions.build_table(catalogue.scenarios, vocabulary)
+    if args.json:
+        print(json.dumps(table.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(dimensions.markdown(table))
+    _report_invalid(catalogue, "coverage")
+    return 1 if catalogue.problems else 0
+
+
 def _coverage(args: argparse.Namespace) -> int:
+    if args.dimensions:
+        return _dimensions(args)
     try:
         behaviours = load_behaviours(args.behaviours)
     except BehavioursError as exc:
@@ -188,6 +211,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                           help="behaviours.json or a BEHAVIOURS.md checklist "
                           "(default: the shipped fixtures/behaviours.json)")
     coverage.add_argument("--json", action="store_true", help="print JSON instead of text")
+    coverage.add_argument("--dimensions", action="store_true",
+                          help="print the behaviour x dimension table (knob value classes, feature "
+                          "pairs, failure sequences, ...) derived from the scenarios, slow tier "
+                          "included, with its gaps (Markdown; --json for JSON); exit 0 with gaps")
     coverage.add_argument("--scenarios", metavar="DIR", action="append",
                           help="read scenarios from DIR instead of the shipped ones (repeatable)")
     coverage.set_defaults(handler=_coverage)

@@ -312,7 +312,19 @@ def semantic_problems(data: dict[str, Any], path: Path,
             *_palace_labels(data),
             *_fresh_palace(data),
             *_placeholders(data), *paths.fixture_problems(data), *_declared_slack(data),
-            *_pace_names(data), *_budget_counts(data)]
+            *_pace_names(data), *_budget_counts(data), *_declared_defaults(data)]
+
+
+def _declared_defaults(data: dict[str, Any]) -> Found:
+    """``dimensions.defaults`` names knobs ``env`` leaves unset: a default asserted while the
+    scenario sets the knob would put a wrong cell in the dimension table."""
+    env = data.get("env") or {}
+    for number, name in enumerate((data.get("dimensions") or {}).get("defaults", [])):
+        raw = env.get(name)
+        if isinstance(raw, str) and raw.strip():
+            yield (f"/dimensions/defaults/{number}", f"{name} is set in env to {raw!r}, so the "
+                   "scenario does not run at its default",
+                   "drop the name from dimensions.defaults, or from env")
 
 
 def _pace_names(data: dict[str, Any]) -> Found:
