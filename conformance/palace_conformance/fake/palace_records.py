@@ -262,17 +262,18 @@ def _delete_by_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any
         if place not in sample and len(sample) < 5:
             sample.append(place)
     count = len(matches)
+    closets = sum(int(d.get("closets", 0)) for d in matches)  # a mined file's closet
     if args.get("dry_run", True):
         return {"success": True, "dry_run": True, "source_file": source, "match_count": count,
-                "closet_match_count": 0, "sample": sample,
+                "closet_match_count": closets, "sample": sample,
                 "hint": (f"No drawers were deleted. Re-run with dry_run=false to remove these "
-                         f"{count} drawer(s) and 0 index entr(y/ies)." if count
+                         f"{count} drawer(s) and {closets} index entr(y/ies)." if count
                          else "No drawers match this source_file.")}
     if not count:
         return {"success": True, "dry_run": False, "source_file": source, "deleted": 0}
     state.drawers = [d for d in state.drawers if d.get("source_file") != source]
     return {"success": True, "dry_run": False, "source_file": source, "deleted": count,
-            "closets_deleted": 0}
+            "closets_deleted": closets}
 
 
 SYNC_APPLY_NEEDS_SCOPE = ("sync apply requires explicit wing= or project_dirs= so it cannot "
