@@ -41,8 +41,8 @@ from palace_conformance.fake.palace_checks import (
     digest,
     in_window,
 )
+from palace_conformance.fake.vectors import cosine_similarity, embed
 
-_WORD = re.compile(r"\w+")
 _HEX_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
 PATCH_NO_NEWLINE = ("patch content does not end with a trailing newline; git apply will reject "
                     "the final hunk as corrupt \u2014 store the diff byte-exactly including its "
@@ -76,20 +76,20 @@ def _check_duplicate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]
     if not isinstance(content, str):
         return {"error": "Duplicate check failed"}
     threshold = float(args.get("threshold", 0.9))
-    words = {w.lower() for w in _WORD.findall(content)}
+    # 3.11 asks the vector index for the 5 nearest rows (chunks too) and keeps those whose
+    # similarity, rounded to 3 places, reaches the threshold, nearest first; the vectors are
+    # the kit's embedder's, the ones the real server gets from the kit's stub
+    query = embed(content)
+    nearest = sorted(((round(cosine_similarity(query, embed(d["content"])), 3), i, d)
+                      for i, d in enumerate(state.drawers)), key=lambda hit: (-hit[0], hit[1]))
     matches = []
-    for drawer in state.drawers:  # word overlap stands in for vector similarity
-        theirs = {w.lower() for w in _WORD.findall(drawer["content"])}
-        similarity = (1.0 if drawer["content"] == content
-                      else round(len(words & theirs) / max(len(words | theirs), 1), 3))
+    for similarity, _, drawer in nearest[:5]:
         if similarity >= threshold:
             text = drawer["content"]
             matches.append({"id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
                             "similarity": similarity,
                             "content": text[:200] + "..." if len(text) > 200 else text})
-    # 3.11 asks for the 5 nearest rows and keeps those past the threshold, nearest first
-    matches.sort(key=lambda match: -match["similarity"])
-    return {"is_duplicate": bool(matches), "matches": matches[:5]}
+    return {"is_duplicate": bool(matches), "matches": matches}
 
 
 @tool("mempalace_delete_drawer", writes=True)
