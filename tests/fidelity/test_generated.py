@@ -80,11 +80,14 @@ def test_two_fake_runs_of_generated_calls_differ_only_where_the_rules_say(
     assert len(result.verdicts) == 47
 
 
-def test_known_open_classes_cover_their_tool_only() -> None:
-    known = {entry.id: entry for entry in load_open()}
-    assert known, "generated_open.json lists the open classes"
-    assert all(entry.why and entry.tool.startswith("mempalace_") for entry in known.values())
-    duplicate = known["check-duplicate-under-another-embedder"]
+def test_known_open_classes_cover_their_tool_only(tmp_path: Path) -> None:
+    # every class found at issue scale is fixed or explained by a rule: the shipped list is
+    # empty, and an entry still covers its own tool's paths only
+    assert load_open() == [], "generated_open.json: every known class is fixed or ruled"
+    listed = tmp_path / "open.json"
+    listed.write_text('{"open": [{"id": "dup", "tool": "mempalace_check_duplicate", '
+                      '"match": "matches", "why": "an example"}]}', encoding="utf-8")
+    duplicate, = load_open(listed)
     assert duplicate.covers("check_duplicate: .replies[].result.content[].json.matches.length")
     assert not duplicate.covers("search: .replies[].result.content[].json.matches.length")
     assert not duplicate.covers("check_duplicate: .replies[].result.content[].json.error")

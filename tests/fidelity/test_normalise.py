@@ -47,10 +47,25 @@ def test_pattern_rules_leave_other_text_alone(text: str) -> None:
 
 
 def test_key_rules_mask_values_not_structure() -> None:
-    value = {"results": [{"distance": 0.35, "text": "a", "hlc": "1-0-rep"}], "count": 1}
-    assert _masked(value) == ({"results": [{"distance": "<SCORE>", "text": "a",
-                                            "hlc": "<HLC>"}], "count": 1},
+    value = {"hits": [{"distance": 0.35, "text": "a", "hlc": "1-0-rep"}], "count": 1}
+    assert _masked(value) == ({"hits": [{"distance": "<SCORE>", "text": "a",
+                                         "hlc": "<HLC>"}], "count": 1},
                               {"similarity", "hybrid-clocks"})
+
+
+def test_search_results_keep_their_count_and_keys_not_their_rows() -> None:
+    one = {"results": [{"distance": 0.1, "text": "a", "wing": "w"},
+                       {"distance": 0.2, "text": "b", "wing": "w"}], "total_before_filter": 12}
+    other = {"results": [{"distance": 0.3, "text": "c", "wing": "v"},
+                         {"distance": 0.4, "text": "d", "wing": "w"}], "total_before_filter": 21}
+    masked, fired = _masked(one)
+    assert masked == _masked(other)[0]
+    assert fired >= {"search-pool-under-another-ranker", "candidate-pool-size"}
+    shorter = {**other, "results": other["results"][:1]}
+    assert _masked(shorter)[0] != masked  # how many come back is still compared
+    extra = {**one, "results": [{**one["results"][0], "source_file": "x"}, one["results"][1]]}
+    assert _masked(extra)[0] != masked  # and each result's keys
+    assert _masked({"results": [{"text": "a"}]})[0] == {"results": [{"text": "a"}]}
     assert _masked({"distance": None}) == ({"distance": None}, set())
     assert _masked({"distance": [1]})[0] == {"distance": [1]}
 

@@ -781,12 +781,41 @@ def mine_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
+            if _already_mined(state, path):
+                continue
             # 3.11's room detection is not modelled: a file no rule places lands in "general"
             result = _file_drawer(state, wing, "general", text[:4000].strip(), agent, str(path))
-            filed += result.get("reason") != "already_exists"
+            if result.get("reason") != "already_exists":
+                filed += 1
+                _mark_mined(state, result["drawer_id"], path)
     return {"success": True, "source": str(source), "wing": wing,
             "mode": args.get("mode", "projects"), "files_processed": len(files),
             "drawers_filed": filed, "agent": agent, "dry_run": bool(args.get("dry_run"))}
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def _already_mined(state: PalaceState, path: Path) -> bool:
+    """3.11's ``file_already_mined(check_mtime=True)``: a file some drawer was filed from, at
+    the file's present mtime, is skipped (whatever wing this mine names)."""
+    stored = [d for d in state.drawers if d.get("source_file") == str(path)]
+    return bool(stored) and all(d.get("source_mtime", _mtime(path)) == _mtime(path)
+                                for d in stored)
+
+
+def _mark_mined(state: PalaceState, drawer_id: str, path: Path) -> None:
+    """A mined file's rows carry its mtime (3.11's ``source_mtime``) and the first one the
+    closet 3.11 files beside them (its AAAK index of the file: one closet for the kit's small
+    files; ``delete_by_source`` counts and purges it)."""
+    rows = [d for d in state.drawers if d["id"] == drawer_id or d.get("parent") == drawer_id]
+    for index, row in enumerate(rows):
+        row["source_mtime"] = _mtime(path)
+        row["closets"] = 1 if index == 0 else 0
 
 
 _RULE, _THIN = "=" * 55, "-" * 55

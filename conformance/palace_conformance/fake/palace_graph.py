@@ -145,21 +145,32 @@ def _traverse(state: PalaceState, args: dict[str, Any]) -> Any:
                                                                                 "target")}
         hits = sorted(r for r in known if start.lower() in r.lower())
         return {"error": f"Room '{start}' not found", "suggestions": hits}
-    # approximated: rooms linked by a shared wing, one hop per step (3.11 also follows halls)
-    max_hops = max(0, int(args.get("max_hops", 2)))
-    seen, frontier, found = {start}, [start], []
-    for hop in range(max_hops + 1):
-        following: list[str] = []
-        for room in frontier:
-            wings = rooms[room]
-            found.append({"room": room, "wings": sorted(wings), "halls": [],
-                          "count": sum(wings.values()), "hop": hop})
-            for other, other_wings in sorted(rooms.items()):
-                if other not in seen and set(other_wings) & set(wings):
-                    seen.add(other)
-                    following.append(other)
-        frontier = following
-    return found
+    # 3.11's walk: breadth first over rooms sharing a wing, max_hops clamped to 1..10, each
+    # room met once (with the wings it was reached through), then by hop and most rows first;
+    # nodes come grouped by room from its sqlite reader (room order), halls from row metadata
+    max_hops = max(1, min(int(args.get("max_hops", 2)), 10))
+    halls, _ = _halls_and_dates(state)
+    ordered = sorted(rooms.items())
+
+    def node(room: str, hop: int) -> dict[str, Any]:
+        return {"room": room, "wings": sorted(rooms[room]), "halls": sorted(halls.get(room, ())),
+                "count": sum(rooms[room].values()), "hop": hop}
+
+    found, visited, frontier = [node(start, 0)], {start}, [(start, 0)]
+    while frontier:
+        current, depth = frontier.pop(0)
+        if depth >= max_hops:
+            continue
+        for room, wings in ordered:
+            shared = set(rooms[current]) & set(wings)
+            if room in visited or not shared:
+                continue
+            visited.add(room)
+            found.append({**node(room, depth + 1), "connected_via": sorted(shared)})
+            if depth + 1 < max_hops:
+                frontier.append((room, depth + 1))
+    found.sort(key=lambda entry: (entry["hop"], -entry["count"]))
+    return found[:50]
 
 
 @tool("mempalace_find_tunnels")
@@ -193,6 +204,8 @@ def _halls_and_dates(state: PalaceState) -> tuple[dict[str, set[str]], dict[str,
         if drawer["room"] == "diary" and "agent" in drawer:
             halls.setdefault(drawer["room"], set()).add("hall_diary")
             dates.setdefault(drawer["room"], []).append(drawer["created_at"][:10])
+        elif drawer.get("hall"):
+            halls.setdefault(drawer["room"], set()).add(drawer["hall"])
     return halls, dates
 
 

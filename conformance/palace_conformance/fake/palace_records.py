@@ -41,8 +41,8 @@ from palace_conformance.fake.palace_checks import (
     digest,
     in_window,
 )
+from palace_conformance.fake.vectors import cosine_similarity, embed
 
-_WORD = re.compile(r"\w+")
 _HEX_COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
 PATCH_NO_NEWLINE = ("patch content does not end with a trailing newline; git apply will reject "
                     "the final hunk as corrupt \u2014 store the diff byte-exactly including its "
@@ -76,20 +76,20 @@ def _check_duplicate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]
     if not isinstance(content, str):
         return {"error": "Duplicate check failed"}
     threshold = float(args.get("threshold", 0.9))
-    words = {w.lower() for w in _WORD.findall(content)}
+    # 3.11 asks the vector index for the 5 nearest rows (chunks too) and keeps those whose
+    # similarity, rounded to 3 places, reaches the threshold, nearest first; the vectors are
+    # the kit's embedder's, the ones the real server gets from the kit's stub
+    query = embed(content)
+    nearest = sorted(((round(cosine_similarity(query, embed(d["content"])), 3), i, d)
+                      for i, d in enumerate(state.drawers)), key=lambda hit: (-hit[0], hit[1]))
     matches = []
-    for drawer in state.drawers:  # word overlap stands in for vector similarity
-        theirs = {w.lower() for w in _WORD.findall(drawer["content"])}
-        similarity = (1.0 if drawer["content"] == content
-                      else round(len(words & theirs) / max(len(words | theirs), 1), 3))
+    for similarity, _, drawer in nearest[:5]:
         if similarity >= threshold:
             text = drawer["content"]
             matches.append({"id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],
                             "similarity": similarity,
                             "content": text[:200] + "..." if len(text) > 200 else text})
-    # 3.11 asks for the 5 nearest rows and keeps those past the threshold, nearest first
-    matches.sort(key=lambda match: -match["similarity"])
-    return {"is_duplicate": bool(matches), "matches": matches[:5]}
+    return {"is_duplicate": bool(matches), "matches": matches}
 
 
 @tool("mempalace_delete_drawer", writes=True)
@@ -256,17 +256,18 @@ def _delete_by_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any
         if place not in sample and len(sample) < 5:
             sample.append(place)
     count = len(matches)
+    closets = sum(int(d.get("closets", 0)) for d in matches)  # a mined file's closet
     if args.get("dry_run", True):
         return {"success": True, "dry_run": True, "source_file": source, "match_count": count,
-                "closet_match_count": 0, "sample": sample,
+                "closet_match_count": closets, "sample": sample,
                 "hint": (f"No drawers were deleted. Re-run with dry_run=false to remove these "
-                         f"{count} drawer(s) and 0 index entr(y/ies)." if count
+                         f"{count} drawer(s) and {closets} index entr(y/ies)." if count
                          else "No drawers match this source_file.")}
     if not count:
         return {"success": True, "dry_run": False, "source_file": source, "deleted": 0}
     state.drawers = [d for d in state.drawers if d.get("source_file") != source]
     return {"success": True, "dry_run": False, "source_file": source, "deleted": count,
-            "closets_deleted": 0}
+            "closets_deleted": closets}
 
 
 SYNC_APPLY_NEEDS_SCOPE = ("sync apply requires explicit wing= or project_dirs= so it cannot "

@@ -8,7 +8,10 @@ Four kinds, applied in this order to every string and value of an observation:
   ports, timestamps);
 - ``keys``: the value under any of the named object keys is replaced (scores, clocks);
 - ``unordered``: a list under one of the named keys whose every item is an object carrying
-  one of ``item_keys`` is sorted (a ranking's order, not its members).
+  one of ``item_keys`` is sorted (a ranking's order, not its members);
+- ``selection``: a list under one of the named keys whose every item is an object carrying
+  one of ``item_keys`` keeps its length and each item's keys, every value masked (which rows a
+  ranker picks, not how many nor their shape).
 
 A rule masks a value, never a whole answer: a tool that answers differently still differs.
 """
@@ -25,7 +28,7 @@ from typing import Any
 from palace_conformance.errors import UntrustedInputError
 
 RULES_FILE = Path(__file__).with_name("rules.json")
-KINDS = ("world", "pattern", "keys", "unordered")
+KINDS = ("world", "pattern", "keys", "unordered", "selection")
 
 
 class RulesError(UntrustedInputError):
@@ -62,10 +65,10 @@ def parse_rules(data: Mapping[str, Any]) -> list[Rule]:
                 pattern = re.compile(raw["pattern"])
             except (KeyError, re.error) as exc:
                 raise RulesError(f"rule {rule_id}: bad or missing 'pattern' ({exc})") from None
-        if kind in ("keys", "unordered") and not raw.get("keys"):
+        if kind in ("keys", "unordered", "selection") and not raw.get("keys"):
             raise RulesError(f"rule {rule_id}: a {kind} rule names its 'keys'")
-        if kind == "unordered" and not raw.get("item_keys"):
-            raise RulesError(f"rule {rule_id}: an unordered rule names its 'item_keys'")
+        if kind in ("unordered", "selection") and not raw.get("item_keys"):
+            raise RulesError(f"rule {rule_id}: an {kind} rule names its 'item_keys'")
         rules.append(Rule(id=rule_id, kind=kind, masks=raw["masks"], why=raw["why"],
                           pattern=pattern, replacement=raw.get("replacement", "<MASKED>"),
                           keys=frozenset(raw.get("keys", [])),
@@ -129,11 +132,18 @@ class Normaliser:
 
 
     def _ranked(self, key: Any, value: Any) -> Any:
-        """A ranked list under an ``unordered`` rule's key, sorted; anything else as it is."""
+        """A ranked list under an ``unordered`` rule's key, sorted (under a ``selection``
+        rule's key, its items' values masked); anything else as it is."""
         for rule in self.rules:
-            if (rule.kind == "unordered" and key in rule.keys and isinstance(value, list)
-                    and value and all(isinstance(item, dict) and rule.item_keys & item.keys()
-                                      for item in value)):
+            if (rule.kind in ("unordered", "selection") and key in rule.keys
+                    and isinstance(value, list) and value
+                    and all(isinstance(item, dict) and rule.item_keys & item.keys()
+                            for item in value)):
+                if rule.kind == "selection":
+                    masked = [{k: rule.replacement for k in sorted(item)} for item in value]
+                    if masked != value:
+                        self.fired.add(rule.id)
+                    return masked
                 ordered = sorted(value, key=lambda item: json.dumps(item, sort_keys=True))
                 if ordered != value:
                     self.fired.add(rule.id)

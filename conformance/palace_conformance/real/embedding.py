@@ -10,32 +10,21 @@ Standard library only; it binds loopback and answers only ``POST …/embeddings`
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from palace_conformance.fake.vectors import DIMENSIONS, embed
+
+__all__ = ["DIMENSIONS", "MODEL", "answer", "embed", "environment", "running_stub"]
+
 #: the model name the palace records (``mempalace_embedder.json``); keep it fixed per palace
 MODEL = "palace-conformance-hash-v1"
-DIMENSIONS = 384
 #: 3.11 sends at most 64 inputs; refuse absurd bodies instead of hashing them
 MAX_BODY = 8 * 1024 * 1024
-
-
-def embed(text: str, dimensions: int = DIMENSIONS) -> list[float]:
-    """The vector of ``text``: a hash of the whole text plus one per word, L2-normalised."""
-    vector = [0.0] * dimensions
-    for weight, token in [(1.0, text)] + [(2.0, w) for w in text.lower().split()]:
-        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-        for i in range(0, len(digest), 2):
-            slot = int.from_bytes(digest[i:i + 2], "big") % dimensions
-            vector[slot] += weight if digest[i] & 1 else -weight
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return [x / norm for x in vector]
 
 
 def answer(body: Any) -> tuple[int, dict[str, Any]]:

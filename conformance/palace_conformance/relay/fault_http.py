@@ -35,7 +35,7 @@ from palace_conformance.fake.faults import load_plan
 from palace_conformance.fake.http.port import Call
 from palace_conformance.fake.http.serve import _watch_owner, _write_ready_file
 from palace_conformance.fake.http.server import FakeHttpServer, Route, log
-from palace_conformance.fake.http.wire import Headers, RequestHead
+from palace_conformance.fake.http.wire import ConnectionGone, Headers, RequestHead
 from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.playback import flood_stderr, pause, write_stderr
 from palace_conformance.fake.sessions import SESSION_HEADER
@@ -75,6 +75,8 @@ class FaultRelayServer(FakeHttpServer):
         self.prefetched: weakref.WeakKeyDictionary[Exchange, dict[str, Any] | None] = (
             weakref.WeakKeyDictionary())
         brain.forward = self.take_prefetched
+        #: requests sent up for a connection already reset (the server still gets them)
+        self.unanswered: set[asyncio.Task[Any]] = set()
 
     # -- routing -----------------------------------------------------------------------------
 
@@ -142,6 +144,15 @@ class FaultRelayServer(FakeHttpServer):
             status, headers, data = await self._upstream(call.head, body)
             await self._send_upstream(call, status, headers, data)
             return
+        if exchange.kind != "response" and _reset_at_once(exchange):
+            # not one byte of the real answer reaches the bridge, so the reset must not wait
+            # for it (a slow real search would turn it into the bridge's timeout): the server
+            # still gets the request, as the fake still runs it, and the connection dies now
+            task = asyncio.ensure_future(self._upstream(call.head, body))
+            self.unanswered.add(task)
+            task.add_done_callback(self.unanswered.discard)
+            call.wire.budget = 0
+            raise ConnectionGone("reset before the first byte of the answer")
         if exchange.kind != "response" and not swallowed(exchange) \
                 and exchange.fault("lock_held") is None:
             _, headers, data = await self._upstream(call.head, body)
@@ -160,6 +171,13 @@ class FaultRelayServer(FakeHttpServer):
         await super().close()
         with contextlib.suppress(Exception):
             await self.client.aclose()
+
+
+def _reset_at_once(exchange: Exchange) -> bool:
+    """A ``reset`` fault with no byte of the answer let through, and no other fault."""
+    reset = exchange.fault("reset")
+    return (reset is not None and len(exchange.faults) == 1
+            and int(reset.params.get("after_bytes", 0) or 0) == 0)
 
 
 def _stop_server(server: subprocess.Popen[bytes]) -> int:
