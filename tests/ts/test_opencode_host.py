@@ -116,7 +116,8 @@ def test_the_copy_serves_the_palace_over_stdio(tmp_path: Path) -> None:
         # the config command's template, rewritten by the copy's command.execute.before
         diary = h.ok("command", name="mempalace-diary", args="  sprint   review ").effects
         [sent] = of_kind(diary, "user_message")
-        assert "mempalace_diary_write" in sent["content"] and 'topic="sprint review"' in sent["content"]
+        assert "mempalace_diary_write" in sent["content"]
+        assert 'topic="sprint review"' in sent["content"]
         missing = h.op("command", name="nope", args="")
         assert not missing.ok and missing.error["kind"] == "no_such_command"
         assert h.ok("shutdown", reason="quit").result == {"children_alive": 0}
