@@ -19,7 +19,11 @@ TRANSPORTS: Final = ("stdio", "http")
 
 #: what ``hello`` may declare; a scenario requiring an undeclared one is *not applicable*
 CAPABILITIES: Final = ("stdio", "http", "wakeup", "feeding", "diary_command", "provenance",
-                       "mailbox", "session_preamble", "keepalive")
+                       "mailbox", "session_preamble", "keepalive", "result_parts")
+#: capabilities of the harness a host plays, not of the bridge: no observation can show them and
+#: no profile claims them, so they are always the host's ``hello`` word (``result_parts``: a tool
+#: result reaches the agent as its content parts, apart; an OpenCode tool result is one string)
+HARNESS_CAPABILITIES: Final = ("result_parts",)
 #: ``hello``'s ``capabilities_source`` for a placeholder list (a host that does not know its
 #: bridge): the runner detects the capabilities instead (DRIVER.md, "Capabilities")
 CAPABILITIES_PLACEHOLDER: Final = "default"

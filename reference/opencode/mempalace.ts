@@ -21,6 +21,10 @@ import type { Log } from "./src/local.ts";
 import { RemotePalace } from "./src/remote.ts";
 import { Stamper } from "./src/provenance.ts";
 import { argsShape } from "./src/schema.ts";
+import { DIARY_COMMAND, DIARY_DESCRIPTION, diaryPrompt, diaryTopic } from "./src/diary.ts";
+import { execWith } from "./src/exec.ts";
+import { Feeder } from "./src/feeding.ts";
+import { failed } from "./src/results.ts";
 
 function stderrLog(debug: boolean): Log {
   const write = (text: string) => { process.stderr.write(`${text.split(/\s+/).join(" ").trim()}\n`); };
@@ -34,21 +38,6 @@ function toOutput(result: CallToolResult): { output: string; metadata: Record<st
 }
 
 const WAKEUP_TYPE = "mempalace-wakeup";
-
-/** A result that did not do its job: `isError`, `{"success": false}`, or `{"error": ...}` without `success: true`. */
-function failed(result: CallToolResult): boolean {
-  if (result.isError) return true;
-  const first = result.content.find((block) => block.type === "text");
-  let body: unknown;
-  try {
-    body = first?.type === "text" ? JSON.parse(first.text) : undefined;
-  } catch {
-    return false;
-  }
-  if (!body || typeof body !== "object" || Array.isArray(body)) return false;
-  const record = body as Record<string, unknown>;
-  return record["success"] === false || ("error" in record && record["success"] !== true);
-}
 
 /** The wake-up text, or undefined when either call fails: a missing wake-up beats a broken turn. */
 async function wakeUp(palace: LocalPalace | RemotePalace, agentName: string, mailbox: Mailbox | undefined): Promise<string | undefined> {
@@ -77,10 +66,25 @@ export const MemPalacePlugin: Plugin = async ({ client }) => {
   for (const warning of config.warnings) log.line(warning);
   // fail-closed: a remote URL means the remote palace and never a local child (LIFE-02)
   const palace = config.remoteUrl !== undefined ? new RemotePalace(config, log) : new LocalPalace(config, env, log);
-  const hooks: Hooks = { dispose: () => palace.stop() };
+  let feeder: Feeder | undefined;
+  // the instance's end is the session's end: feed (joining a feed in flight), then stop the palace
+  const hooks: Hooks = { dispose: async () => {
+    try {
+      await feeder?.shutdown();
+    } finally {
+      await palace.stop();
+    }
+  } };
   if (!(await palace.start())) return hooks;
   const shared = config.device !== undefined && config.remoteUrl !== undefined;
   const stamper = new Stamper(config.device, config.remoteUrl !== undefined);
+  // FEED-*: the helper run by the copy itself (OpenCode's `$` is Bun's shell), mined through this client
+  feeder = config.feed
+    ? new Feeder({ enabled: true, bin: config.feedBin, wing: config.feedWing, debounceMs: config.feedDebounceMs,
+      prepareTimeoutMs: config.feedPrepareTimeoutMs, mineTimeoutMs: config.feedMineTimeoutMs,
+      remote: config.remoteUrl !== undefined, ...(config.sshTarget !== undefined ? { sshTarget: config.sshTarget } : {}) },
+    execWith(env), (name, args, timeoutMs) => palace.callTool(name, args, timeoutMs), stamper, () => Date.now(), log.line)
+    : undefined;
   // MAIL-*: only on a shared palace, as this device's writer name; off with MEMPALACE_MAILBOX=0
   const mailbox = shared && config.mailbox
     ? new Mailbox((name, args) => palace.callTool(name, args), `${stamper.harness}@${config.device}`, config.mailboxPollMs)
@@ -98,6 +102,10 @@ export const MemPalacePlugin: Plugin = async ({ client }) => {
   const armed = new Set<string>();
   hooks.event = async ({ event }) => {
     if (event.type === "session.created" && !event.properties.info.parentID) armed.add(event.properties.info.id);
+    if (event.type === "session.idle") {
+      // pi's agent_settled: a feed in the background (a bug in it is one stderr line)
+      feeder?.settled()?.catch((error: unknown) => log.line(`mempalace: feed: internal error: ${error instanceof Error ? error.message : String(error)}`));
+    }
     // MAIL-05: the session went idle (pi's agent_settled): past the poll floor, new owed items are
     // added to the thread without a reply (OpenCode's `noReply`, pi's steer without a turn)
     if (event.type === "session.idle" && mailbox?.due()) {
@@ -117,6 +125,16 @@ export const MemPalacePlugin: Plugin = async ({ client }) => {
     if (text === undefined) return;
     output.parts.push({ id: `prt_mempalace_wakeup_${Date.now()}`, sessionID: input.sessionID, messageID: output.message.id,
       type: "text", text, synthetic: true, metadata: { customType: WAKEUP_TYPE } });
+  };
+  // DIARY-01: OpenCode's commands come from its config, which the `config` hook may add to; the
+  // prompt is written in `command.execute.before` (the topic collapsed, as the other copies do)
+  hooks.config = async (cfg) => {
+    cfg.command = { ...cfg.command, [DIARY_COMMAND]: { template: "$ARGUMENTS", description: DIARY_DESCRIPTION } };
+  };
+  hooks["command.execute.before"] = async (input, output) => {
+    if (input.command !== DIARY_COMMAND) return;
+    const text = diaryPrompt(config.agentName, diaryTopic(input.arguments));
+    output.parts.splice(0, output.parts.length, { type: "text", text } as (typeof output.parts)[number]);
   };
   hooks["tool.definition"] = async (input, output) => {
     const spec = specs.get(input.toolID);

@@ -33,7 +33,7 @@ def test_hello_declares_every_capability_of_the_reference_bridge() -> None:
     assert hello["protocol"] == 1
     assert set(hello["capabilities"]) == {"stdio", "http", "wakeup", "feeding", "diary_command",
                                           "provenance", "mailbox", "session_preamble",
-                                          "keepalive"}
+                                          "keepalive", "result_parts"}
     assert hello["capabilities"] == list(CAPABILITIES)
 
 

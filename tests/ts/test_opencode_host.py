@@ -30,15 +30,18 @@ COPY = HERE.parents[1] / "reference" / "opencode" / "mempalace.ts"
 DEPARTURES: set[tuple[str, str]] = set()
 NOT_APPLICABLE: set[tuple[str, str]] = set()
 #: what the copy does of the seed (what a run without a profile detects by observation)
-OPENCODE_CLAIMS = ["stdio", "http", "wakeup", "provenance", "mailbox", "session_preamble",
-                   "keepalive"]
+OPENCODE_CLAIMS = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
+                   "session_preamble", "keepalive"]
 
 
 def test_loads_the_plugin_and_records_its_tool_as_opencode_shows_it(tmp_path: Path) -> None:
     with host(ECHO, tmp_path) as h:
         hello = h.ok("hello").result
         assert hello["capabilities_source"] == "default"
-        assert "diary_command" not in hello["capabilities"]  # no slash commands in OpenCode
+        # commands come from OpenCode's config (a plugin adds one in its `config` hook); a tool
+        # result is one string, so its content parts are not kept apart
+        assert "diary_command" in hello["capabilities"]
+        assert "result_parts" not in hello["capabilities"]
         loaded = h.ok("load", env=clean_env(tmp_path), cwd=str(tmp_path))
         assert loaded.result["tools"] == ["echo"] and loaded.result["commands"] == []
         [registered] = of_kind(loaded.effects, "tool_registered")
@@ -107,8 +110,16 @@ def test_the_copy_serves_the_palace_over_stdio(tmp_path: Path) -> None:
         effects = h.start_session(fake.bridge_env(), tmp_path)
         registered = of_kind(effects, "tool_registered")
         assert len(registered) == CATALOGUE_TOOLS
+        assert [e["name"] for e in of_kind(effects, "command_registered")] == ["mempalace-diary"]
         result = h.ok("call_tool", name="mempalace_search", args={"query": "x"}).result
         assert result["is_error"] is False and payload(result)["query"] == "x"
+        # the config command's template, rewritten by the copy's command.execute.before
+        diary = h.ok("command", name="mempalace-diary", args="  sprint   review ").effects
+        [sent] = of_kind(diary, "user_message")
+        assert "mempalace_diary_write" in sent["content"]
+        assert 'topic="sprint review"' in sent["content"]
+        missing = h.op("command", name="nope", args="")
+        assert not missing.ok and missing.error["kind"] == "no_such_command"
         assert h.ok("shutdown", reason="quit").result == {"children_alive": 0}
 
 
@@ -116,10 +127,8 @@ def test_the_copy_serves_the_palace_over_stdio(tmp_path: Path) -> None:
 def test_the_catalogue_passes_the_copy_on_its_transport_scenarios(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "run"
-    # a profile, not a bare seed run: the copy has no diary command (OpenCode has no command
-    # hook) and no feeding, so it is not a whole copy of the seed and the golden traces (whose
-    # registrations hold the diary command) are not its; the profile says what it claims and
-    # the scenarios judge it at the seed level (fixtures/README.md, "Golden traces")
+    # a profile, so the scenarios alone judge it at the seed level (the whole-copy run with the
+    # golden traces is measured in docs/choices.md, "The OpenCode copy's feeding and diary command")
     profile = tmp_path / "opencode-copy.json"
     profile.write_text(json.dumps({
         "schema_version": 1, "name": "opencode-copy", "entry": f"opencode-plugin:{COPY}",

@@ -27,6 +27,13 @@ export interface BridgeConfig {
   preamble: Preamble | undefined;
   mailbox: boolean;
   mailboxPollMs: number;
+  feed: boolean;
+  feedBin: string;
+  feedWing: string;
+  feedDebounceMs: number;
+  feedPrepareTimeoutMs: number;
+  feedMineTimeoutMs: number;
+  sshTarget: string | undefined;
   warnings: string[];
 }
 
@@ -106,6 +113,13 @@ export function readConfig(env: Env): BridgeConfig {
     preamble,
     mailbox: flag("MEMPALACE_MAILBOX", true),
     mailboxPollMs: integer("MEMPALACE_MAILBOX_POLL_MS", 300000),
+    feed: flag("MEMPALACE_FEED", true),
+    feedBin: text("MEMPALACE_FEED_BIN") ?? "mempalace-pi-session",
+    feedWing: text("MEMPALACE_FEED_WING") ?? "wing_conversations",
+    feedDebounceMs: integer("MEMPALACE_FEED_DEBOUNCE_MS", 600000),
+    feedPrepareTimeoutMs: integer("MEMPALACE_FEED_PREPARE_TIMEOUT_MS", 120000),
+    feedMineTimeoutMs: integer("MEMPALACE_FEED_MINE_TIMEOUT_MS", 30000),
+    sshTarget: text("MEMPALACE_PI_SSH_TARGET"),
     warnings,
   };
 }

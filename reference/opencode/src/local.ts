@@ -202,11 +202,11 @@ export class LocalPalace {
     return this.started;
   }
 
-  async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  /** One tool call under `timeoutMs` (the request timeout when undefined; 0: none). */
+  async callTool(name: string, args: Record<string, unknown>, timeoutMs = this.config.timeoutMs): Promise<CallToolResult> {
     if (this.started === undefined) await this.start();
     if (this.started === false) throw new PalaceUnavailable(`did not start (${this.policy.latchReason || this.policy.lastFailure || "see stderr"})`);
     const child = await this.serialised(() => this.ensureChild());
-    const timeoutMs = this.config.timeoutMs;
     try {
       const result = await callToolLoosely(child.client, name, args, timeoutMs);
       this.policy.onSuccess();

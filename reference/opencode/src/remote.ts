@@ -128,22 +128,23 @@ export class RemotePalace {
     return false;
   }
 
-  async callTool(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  /** One tool call under `timeoutMs` (the request timeout when undefined; 0: none). */
+  async callTool(name: string, args: Record<string, unknown>, timeoutMs = this.config.timeoutMs): Promise<CallToolResult> {
     if (this.started === undefined) await this.start();
     if (this.started === false || this.stopped) throw new PalaceUnavailable("the remote palace did not connect");
     let session = this.session as Session;
     if (this.stale) session = await this.renew(session);
     try {
-      return await this.call(session, name, args);
+      return await this.call(session, name, args, timeoutMs);
     } catch (error) {
-      if (!is404(error) || !session.transport.sessionId) throw this.mapped(error, name);
+      if (!is404(error) || !session.transport.sessionId) throw this.mapped(error, name, timeoutMs);
     }
     // HTTP-04: the session is gone; one new session, one retry, no loop
     const fresh = await this.renew(session);
     try {
-      return await this.call(fresh, name, args);
+      return await this.call(fresh, name, args, timeoutMs);
     } catch (error) {
-      if (!is404(error)) throw this.mapped(error, name);
+      if (!is404(error)) throw this.mapped(error, name, timeoutMs);
       if (this.session === fresh) this.stale = true; // its id is dead too: the next call renews
       throw new PalaceSessionLost(`session lost: the palace answered 404 again after re-initializing (${name} not retried)`);
     }
@@ -160,14 +161,14 @@ export class RemotePalace {
     await session.client.close().catch(() => undefined);
   }
 
-  private async call(session: Session, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-    return await callToolLoosely(session.client, name, args, this.config.timeoutMs);
+  private async call(session: Session, name: string, args: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult> {
+    return await callToolLoosely(session.client, name, args, timeoutMs);
   }
 
-  private mapped(error: unknown, name: string): Error {
+  private mapped(error: unknown, name: string, timeoutMs = this.config.timeoutMs): Error {
     const secrets = this.config.remoteToken ? [this.config.remoteToken] : [];
     if (error instanceof DeadlinePassed) {
-      return new PalaceTimeout(`mempalace ${name} timed out after ${this.config.timeoutMs} ms`);
+      return new PalaceTimeout(`mempalace ${name} timed out after ${timeoutMs} ms`);
     }
     if (error instanceof McpError) {
       const data = error.data as { bridge?: unknown } | undefined;
@@ -175,7 +176,7 @@ export class RemotePalace {
         return new PalaceProtocolError(`protocol error: ${name}: the answer stream ended without the answer and without an event id to resume from`);
       }
       if (error.code === ErrorCode.RequestTimeout && error.message === "MCP error -32001: Request timed out") {
-        return new PalaceTimeout(`mempalace ${name} timed out after ${this.config.timeoutMs} ms`);
+        return new PalaceTimeout(`mempalace ${name} timed out after ${timeoutMs} ms`);
       }
       if (error.code === ErrorCode.ConnectionClosed && error.message === "MCP error -32000: Connection closed") {
         return new Error("connection closed (the palace connection ended)");

@@ -34,9 +34,11 @@ import { observedReads, startObserving } from "./lib/observe.mjs";
 import { hostLog } from "./lib/output.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
 
+// pi's own (the harness's, never the extension's): a tool result reaches the model as its content parts
+const HARNESS_CAPABILITIES = ["result_parts"];
 const ALL_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
-  "session_preamble", "keepalive"];
-const ADAPTER_CAPABILITIES = ["stdio", "http"];
+  "session_preamble", "keepalive", ...HARNESS_CAPABILITIES];
+const ADAPTER_CAPABILITIES = ["stdio", "http", ...HARNESS_CAPABILITIES];
 const DEFAULT_GRACE_MS = 5000;
 const EXIT_SHUTDOWN_MS = 3000;
 const ADAPTER_STATUS_EVENT = "pi-mcp-adapter/status/v1";
@@ -154,7 +156,7 @@ function makeOps(recorder) {
     // runner then detects what the bridge does (DRIVER.md, Capabilities)
     let source = preset === "pi-mcp-adapter" ? undefined : "default";
     if (typeof args.capabilities === "string") {
-      capabilities = args.capabilities.split(/[,\s]+/).filter(Boolean);
+      capabilities = [...new Set([...args.capabilities.split(/[,\s]+/).filter(Boolean), ...HARNESS_CAPABILITIES])];
       source = undefined;
     }
     return { protocol: PROTOCOL, impl: "palace-conformance-pi-extension-host", bridge,

@@ -161,7 +161,7 @@ function makeOps(recorder) {
       : `@earendil-works/pi-mcp ${version} in @earendil-works/pi-coding-agent ` +
         `${packageVersion("@earendil-works/pi-coding-agent", nodeModules) ?? "?"} McpServerConnection`;
     return { protocol: PROTOCOL, impl: `palace-conformance-pi-mcp-host-${mode}`, bridge: bridgeName,
-      runtime: `node ${process.versions.node}`, capabilities: ["stdio", "http"] };
+      runtime: `node ${process.versions.node}`, capabilities: ["stdio", "http", "result_parts"] };
   };
 
   const load = async (request) => {

@@ -16,9 +16,12 @@
 //   call_tool           -> zod check of `args`, `tool.execute.before`, `execute`, `tool.execute.after`
 //   list_tools          -> each tool's zod shape as JSON Schema, rewritten by `tool.definition`
 //
-// OpenCode server plugins have no slash commands and no reload: `command` answers
-// `no_such_command`, `reload` answers `bad_request` (the runner reports those scenarios not
-// applicable), and the default capability list leaves `diary_command` out.
+//   command             -> a command the plugin added to the config in `config(cfg)` (OpenCode's
+//                          commands come from its config): its template with the arguments,
+//                          `command.execute.before`, then the parts sent as the user's message
+//
+// OpenCode server plugins have no reload: `reload` answers `bad_request` (the runner reports
+// those scenarios not applicable); a command no plugin added answers `no_such_command`.
 //
 //   node opencode-host.mjs --node-modules DIR --plugin FILE [--capabilities a,b]
 
@@ -33,8 +36,11 @@ import { classify } from "./lib/errors.mjs";
 import { observedReads, startObserving } from "./lib/observe.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
 
-/** What an OpenCode server plugin can have a hook for: every seed capability but the diary command. */
-const OPENCODE_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "provenance", "mailbox",
+/**
+ * What an OpenCode server plugin can have a hook for: every seed capability but `result_parts`
+ * (a plugin tool's result is one string, so a palace result's content parts reach the model joined).
+ */
+const OPENCODE_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
   "session_preamble", "keepalive"];
 const DEFAULT_GRACE_MS = 5000;
 const EXIT_SHUTDOWN_MS = 3000;
@@ -207,6 +213,7 @@ function makeOps(recorder) {
   let hooks = [];
   let tools = new Map();
   let z;
+  let config = { command: {} };
   let shutDown = false;
   let prompts = 0;
 
@@ -298,12 +305,17 @@ function makeOps(recorder) {
     }
     fake = loading;
     hooks = loaded.filter((hook) => hook && typeof hook === "object");
+    // one merged config object, handed to every hook object's `config` in turn (OpenCode's order)
+    config = { command: {} };
     for (const hook of hooks) {
       try {
-        await hook.config?.({});
+        await hook.config?.(config);
       } catch (error) {
         recorder.record("error", { where: "config", message: String(error?.message ?? error) });
       }
+    }
+    for (const [name, entry] of Object.entries(commands())) {
+      recorder.record("command_registered", { name, description: String(entry?.description ?? "") });
     }
     tools = new Map();
     for (const hook of hooks) {
@@ -314,7 +326,7 @@ function makeOps(recorder) {
       }
     }
     const events = [...new Set(hooks.flatMap((hook) => Object.keys(hook).filter((key) => key !== "tool")))];
-    return { tools: [...tools.keys()], commands: [], events };
+    return { tools: [...tools.keys()], commands: Object.keys(commands()), events };
   };
 
   const setSession = async (request) => {
@@ -455,9 +467,28 @@ function makeOps(recorder) {
     return { content: [{ type: "text", text: String(result.output) }], is_error: result.metadata?.isError === true };
   };
 
+  const commands = () => (config.command && typeof config.command === "object" ? config.command : {});
+
+  /**
+   * A slash command as OpenCode runs one: its config template with `$ARGUMENTS` (and `$1`..`$n`)
+   * filled in as one text part, `command.execute.before` on that part list, then the parts sent
+   * as the user's message (a turn starts: pi's sendUserMessage).
+   */
   const command = async (request) => {
-    throw new OpError("no_such_command",
-      `no command registered as ${JSON.stringify(request.name)} (OpenCode server plugins cannot register commands)`);
+    requireLoaded();
+    const name = String(request.name ?? "");
+    const entry = Object.hasOwn(commands(), name) ? commands()[name] : undefined;
+    if (!entry || typeof entry.template !== "string") {
+      throw new OpError("no_such_command", `no command registered as ${JSON.stringify(name)} (none in the config the plugins left)`);
+    }
+    const raw = typeof request.args === "string" ? request.args : "";
+    const words = raw.split(/\s+/).filter(Boolean);
+    const text = entry.template.replaceAll("$ARGUMENTS", raw).replace(/\$(\d+)/g, (_, n) => words[Number(n) - 1] ?? "");
+    const output = { parts: [{ type: "text", text }] };
+    await trigger("command.execute.before", { command: name, sessionID: SESSION_ID, arguments: raw }, output);
+    const content = partsText(output.parts);
+    recorder.record("user_message", { content, deliver_as: null });
+    return null;
   };
 
   const reload = async () => {

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance import processes as procs
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, HARNESS_CAPABILITIES
 from palace_conformance.redaction import Redactor, environment_secrets, scenario_secrets
 from palace_conformance.runner.execution import pace
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
@@ -106,6 +106,10 @@ def not_applicable_reason(scenario: Scenario, transport: str, capabilities: Iter
         missing.insert(0, transport)
     if not missing:
         return None
+    harness = [c for c in missing if c in HARNESS_CAPABILITIES]
+    if harness:  # the harness's, never observed: the host's word
+        return (f"the host does not declare {', '.join(harness)} (its harness cannot give the "
+                f"agent a tool result's content parts apart)")
     if detected:
         return (f"{', '.join(missing)} not detected by observation, and no profile claims "
                 f"{'it' if len(missing) == 1 else 'them'}")
@@ -240,11 +244,12 @@ class _Execution:
         except DriverFailure as exc:
             return self._not_testable(f"host did not start: {exc}")
         declared = hello.get("capabilities") or ()
+        harness = [c for c in HARNESS_CAPABILITIES if c in declared]
         observed = False
         if self.translation.claimed_capabilities is not None:
-            declared = self.translation.claimed_capabilities
+            declared = (*self.translation.claimed_capabilities, *harness)
         elif self.options.detected_capabilities is not None:
-            declared, observed = self.options.detected_capabilities, True
+            declared, observed = (*self.options.detected_capabilities, *harness), True
         why = not_applicable_reason(scenario, self.transport, declared, observed)
         if why:
             return self._not_applicable(why)
