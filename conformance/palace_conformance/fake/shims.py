@@ -37,6 +37,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from palace_conformance.bytecode import script_prelude
+
 #: shim name -> (module, call) its script runs; ``argv`` is ``sys.argv``, as the process got it
 SHIMS = {
     "mempalace-mcp": ("palace_conformance.fake.cli", "fake_mcp_main()"),
@@ -196,7 +198,7 @@ def install_shim(directory: str | os.PathLike[str], python_package: bool = False
         default = (f"import os\n\nos.environ.setdefault({PRESET_ENV!r}, {preset!r})\n"
                    if preset and name in PRESET_SHIMS else "")
         write_script(path, python, f"palace-conformance shim: the fake MemPalace posing as {name}",
-                     f"{_world_prelude(target)}{default}import sys\n\n"
+                     f"{script_prelude()}{_world_prelude(target)}{default}import sys\n\n"
                      f"sys.path[:0] = [{str(KIT_ROOT)!r}]\n"
                      f"from {module} import {function}\n\nargv = sys.argv\n{call}\n", flags)
         written.append(path)

@@ -16,6 +16,7 @@ which process it was is compared by the process facts (spawn counts, signals, ex
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -199,17 +200,23 @@ class Masker:
         self.replacements = sorted((pair for pair in replacements if pair[0]),
                                    key=lambda pair: len(pair[0]), reverse=True)
         self.rules = [*TEXT_RULES, *extra, *_date_rules(days)]
+        #: each string masked once: a trace repeats its keys and values thousands of times
+        self._masked: dict[str, str] = {}
 
     def text(self, value: str) -> str:
-        for raw, name in self.replacements:
-            value = value.replace(raw, name)
-        for rule in self.rules:
-            value = rule.apply(value)
-        return value
+        masked = self._masked.get(value)
+        if masked is None:
+            masked = value
+            for raw, name in self.replacements:
+                masked = masked.replace(raw, name)
+            for rule in self.rules:
+                masked = rule.apply(masked)
+            self._masked[value] = masked
+        return masked
 
     def value(self, value: Any, key: str = "") -> Any:
         """A masked copy of a JSON value; text items holding JSON are read as data first."""
-        rule = next((r for r in KEY_RULES if r.matches(key)), None) if key else None
+        rule = key_rule(key) if key else None
         if rule is not None and value is not None:
             if not isinstance(value, dict | list):
                 return rule.mask
@@ -229,6 +236,12 @@ class Masker:
         if isinstance(value, str):
             return self.text(value)
         return value
+
+
+@functools.lru_cache(maxsize=4096)
+def key_rule(key: str) -> KeyRule | None:
+    """The first of :data:`KEY_RULES` that masks the value under ``key``, if any."""
+    return next((rule for rule in KEY_RULES if rule.matches(key)), None)
 
 
 def _embedded_json(item: dict[str, Any]) -> dict[str, Any]:
