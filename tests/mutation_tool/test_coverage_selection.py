@@ -18,7 +18,7 @@ pytest.importorskip("cosmic_ray")
 pytest.importorskip("coverage")
 
 from mutation.line_map import NO_REACH, LineMap, ScenarioRun
-from mutation.measure import MeasureError, measure
+from mutation.measure import MeasureError, measure, measure_shared
 from mutation.module_map import BRIDGE_DIR
 from mutation.report import KILLED, SURVIVED
 from mutation.sessions import (
@@ -49,6 +49,9 @@ mutant = open(source).read() != {pristine!r}
 with open({log!r}, "a") as log:
     log.write(json.dumps({{"argv": argv, "mutant": mutant}}) + "\\n")
 call = "t.reached(1)" if "a" in selected else "None"
+if "flaky" in selected and not os.path.exists({log!r} + ".flaky"):
+    open({log!r} + ".flaky", "w").close()
+    sys.exit(1)  # fails the first time only, as a timing window overrun by load
 subprocess.run([sys.executable, "-c", "import palace_bridge.tiny as t; " + call], check=True)
 sys.exit(1 if mutant or "broken" in selected else 0)
 '''
@@ -89,11 +92,35 @@ def test_the_measurement_sees_the_lines_each_run_executes_in_its_subprocesses(
     assert not list(Path.cwd().glob(".coverage*"))
 
 
-def test_a_run_that_fails_unmutated_stops_the_measurement(tmp_path: Path) -> None:
-    session, runner, _, env = world(tmp_path)
-    with pytest.raises(MeasureError, match="broken@stdio fails unmutated"):
+def test_a_run_that_fails_unmutated_twice_stops_the_measurement(tmp_path: Path) -> None:
+    session, runner, log, env = world(tmp_path)
+    with pytest.raises(MeasureError, match=r"broken@stdio fails unmutated.*\(twice\)"):
         measure([A_STDIO, ScenarioRun("broken", "stdio")], session.source, session.work,
                 session.stem, runner, env, 1, 60.0, "stamp")
+    assert sum("broken" in entry["argv"] for entry in logged(log)) == 2
+
+
+def test_a_run_that_fails_once_unmutated_is_tried_again(tmp_path: Path) -> None:
+    session, runner, log, env = world(tmp_path)
+    flaky = ScenarioRun("flaky", "stdio")
+    found = measure([A_STDIO, flaky], session.source, session.work, session.stem, runner, env,
+                    1, 60.0, "stamp")
+    assert found.lines[flaky] == {1, 5} and found.lines[A_STDIO] == {1, 2, 5}
+    assert sum("flaky" in entry["argv"] for entry in logged(log)) == 2
+
+
+def test_one_shared_pass_measures_every_file_and_names_the_runs_that_failed(
+        tmp_path: Path) -> None:
+    session, runner, log, env = world(tmp_path)
+    other = session.source.parent / "other.py"  # a module no run imports
+    other.write_text(TINY, encoding="utf-8")
+    broken = ScenarioRun("broken", "stdio")
+    done, failed = measure_shared([A_STDIO, B_HTTP, broken], [session.source, other],
+                                  session.work, runner, env, 2, 60.0)
+    assert done[A_STDIO][0] == {session.source: {1, 2, 5}, other: frozenset()}
+    assert done[B_HTTP][0][session.source] == {1, 5} and done[B_HTTP][1] > 0
+    assert list(failed) == [broken] and "fails unmutated" in failed[broken]
+    assert len(logged(log)) == 4  # each run once, the failing one twice
 
 
 def test_a_measurement_that_sees_no_line_fails_rather_than_sparing_every_mutant(
