@@ -15,6 +15,7 @@ import { tool } from "@opencode-ai/plugin";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import { readConfig } from "./src/config.ts";
+import type { BridgeConfig } from "./src/config.ts";
 import { Mailbox, MAILBOX_TYPE } from "./src/mailbox.ts";
 import { LocalPalace } from "./src/local.ts";
 import type { Log } from "./src/local.ts";
@@ -58,6 +59,15 @@ async function wakeUp(palace: LocalPalace | RemotePalace, agentName: string, mai
   }
 }
 
+// FEED-*: the helper run by the copy itself (OpenCode's `$` is Bun's shell), mined through this client
+function makeFeeder(config: BridgeConfig, env: NodeJS.ProcessEnv, palace: LocalPalace | RemotePalace, stamper: Stamper, log: Log): Feeder | undefined {
+  if (!config.feed) return undefined;
+  return new Feeder({ enabled: true, bin: config.feedBin, wing: config.feedWing, debounceMs: config.feedDebounceMs,
+    prepareTimeoutMs: config.feedPrepareTimeoutMs, mineTimeoutMs: config.feedMineTimeoutMs,
+    remote: config.remoteUrl !== undefined, ...(config.sshTarget !== undefined ? { sshTarget: config.sshTarget } : {}) },
+  execWith(env), (name, args, timeoutMs) => palace.callTool(name, args, timeoutMs), stamper, () => Date.now(), log.line);
+}
+
 export const MemPalacePlugin: Plugin = async ({ client }) => {
   // the transport, the knobs and the child's environment are taken once, here (LIFE-03)
   const config = readConfig(process.env);
@@ -78,13 +88,7 @@ export const MemPalacePlugin: Plugin = async ({ client }) => {
   if (!(await palace.start())) return hooks;
   const shared = config.device !== undefined && config.remoteUrl !== undefined;
   const stamper = new Stamper(config.device, config.remoteUrl !== undefined);
-  // FEED-*: the helper run by the copy itself (OpenCode's `$` is Bun's shell), mined through this client
-  feeder = config.feed
-    ? new Feeder({ enabled: true, bin: config.feedBin, wing: config.feedWing, debounceMs: config.feedDebounceMs,
-      prepareTimeoutMs: config.feedPrepareTimeoutMs, mineTimeoutMs: config.feedMineTimeoutMs,
-      remote: config.remoteUrl !== undefined, ...(config.sshTarget !== undefined ? { sshTarget: config.sshTarget } : {}) },
-    execWith(env), (name, args, timeoutMs) => palace.callTool(name, args, timeoutMs), stamper, () => Date.now(), log.line)
-    : undefined;
+  feeder = makeFeeder(config, env, palace, stamper, log);
   // MAIL-*: only on a shared palace, as this device's writer name; off with MEMPALACE_MAILBOX=0
   const mailbox = shared && config.mailbox
     ? new Mailbox((name, args) => palace.callTool(name, args), `${stamper.harness}@${config.device}`, config.mailboxPollMs)

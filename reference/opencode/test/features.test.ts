@@ -75,6 +75,9 @@ describe("feeding (FEED-*)", () => {
     assert.match(lines.at(-1) ?? "", /did not file the export: .*no such dir/);
   });
 
+});
+
+describe("feeding (FEED-*): failures and knobs", () => {
   it("a killed or failed prepare mines nothing; a remote palace without an ssh target says so once", async () => {
     const { calls, caller } = recording();
     const lines: string[] = [];
