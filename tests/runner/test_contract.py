@@ -41,7 +41,13 @@ def test_capabilities_agree_with_the_schema_the_docs_and_every_host() -> None:
     node = (HOSTS / "extension-host.mjs").read_text()
     listed = re.search(r"ALL_CAPABILITIES = \[([^\]]*)\]", node)
     assert listed is not None
-    assert tuple(re.findall(r'"([^"]+)"', listed.group(1))) == contract.CAPABILITIES
+    harness = re.search(r"HARNESS_CAPABILITIES = \[([^\]]*)\]", node)
+    assert harness is not None
+    assert tuple(re.findall(r'"([^"]+)"', harness.group(1))) == contract.HARNESS_CAPABILITIES
+    # the host's list spreads its harness capabilities after the bridge's own
+    assert "...HARNESS_CAPABILITIES" in listed.group(1)
+    names = re.findall(r'"([^"]+)"', listed.group(1)) + list(contract.HARNESS_CAPABILITIES)
+    assert tuple(names) == contract.CAPABILITIES
     # the extension host marks that list as a placeholder, the reference host's is its own
     assert f'"{contract.CAPABILITIES_PLACEHOLDER}"' in node and "capabilities_source" in node
     assert "capabilities_source" not in hello
