@@ -23,7 +23,7 @@ def test_adapter_registers_and_calls_palace_tools(tmp_path: Path, transport: str
             host("pi-mcp-adapter", tmp_path / "host") as h:
         hello = h.ok("hello").result
         assert hello["bridge"] == "pi-mcp-adapter 2.36.0"
-        assert hello["capabilities"] == ["stdio", "http"]
+        assert hello["capabilities"] == ["stdio", "http", "result_parts"]
         assert "capabilities_source" not in hello  # the host knows the adapter: authoritative
         effects = h.start_session(fake.bridge_env(), tmp_path)
         registered = {e["name"]: e["parameters"] for e in of_kind(effects, "tool_registered")}

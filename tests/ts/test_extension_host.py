@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from palace_conformance import contract
 from palace_conformance.resources import tool_catalogue
 
 from .support import CATALOGUE_TOOLS, EXTENSIONS, host, of_kind, palace, payload
@@ -31,7 +32,7 @@ def test_mirror_end_to_end(tmp_path: Path, transport: str) -> None:
             host(MIRROR, tmp_path / "host") as h:
         hello = h.ok("hello").result
         assert hello["protocol"] == 1 and hello["bridge"] == "pi-extension mirror.ts"
-        assert hello["capabilities"] == ["stdio", "http", "wakeup"]
+        assert hello["capabilities"] == ["stdio", "http", "wakeup", "result_parts"]
         assert "capabilities_source" not in hello  # given with ?capabilities=: authoritative
         assert hello["runtime"].startswith("node 22.")
 
@@ -131,8 +132,9 @@ def test_probe_effects_error_kinds_and_deadlines(tmp_path: Path) -> None:
     with palace(tmp_path / "palace", "stdio") as fake, host(PROBE, tmp_path / "host") as h:
         hello = h.ok("hello").result
         assert hello["capabilities"][:2] == ["stdio", "http"]
-        # nobody said what probe.ts can do: all nine are a placeholder the runner replaces
-        assert len(hello["capabilities"]) == 9 and hello["capabilities_source"] == "default"
+        # nobody said what probe.ts can do: all of them are a placeholder the runner replaces
+        assert hello["capabilities"] == list(contract.CAPABILITIES)
+        assert hello["capabilities_source"] == "default"
         h.ok("load", env=fake.bridge_env(PROBE_KEY="one"), cwd=str(tmp_path))
         started = h.ok("event", name="session_start", payload={"reason": "startup"})
         assert of_kind(started.effects, "tool_registered") == []

@@ -24,7 +24,7 @@ def test_lists_the_catalogue_and_calls_a_tool(tmp_path: Path, shape: str, transp
     with palace(tmp_path / "palace", transport, token=token) as fake, \
             host(SHAPES[shape], tmp_path / "host") as h:
         hello = h.ok("hello").result
-        assert hello["capabilities"] == ["stdio", "http"]
+        assert hello["capabilities"] == ["stdio", "http", "result_parts"]
         assert hello["impl"] == f"palace-conformance-pi-mcp-host-{shape}"
         assert "@earendil-works/pi-mcp 1.6.0" in hello["bridge"]
         effects = h.start_session(fake.bridge_env(), tmp_path)
