@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from palace_conformance.contract import TRANSPORTS
+from palace_conformance.contract import HARNESS_CAPABILITIES, TRANSPORTS
 from palace_conformance.errors import HostError
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
@@ -124,12 +124,14 @@ def _judged_capabilities(host: HostInfo, options: SuiteOptions) -> RunOptions:
     run_options = options.run
     profile = run_options.profile
     claimed = translation_for(profile).claimed_capabilities
+    # the harness's own (result_parts) are always the host's word: never claimed nor observed
+    harness = [c for c in HARNESS_CAPABILITIES if c in (host.capabilities or ())]
     if claimed is not None:
-        host.capabilities = claimed  # what the profile claims is what is judged
+        host.capabilities = (*claimed, *harness)  # what the profile claims is what is judged
         host.capabilities_source = FROM_PROFILE
     elif needs_detection(host, profile):  # a placeholder list: judge what the bridge showed
         found = detect(host, run_options, options.transports)
-        host.capabilities, host.capabilities_note = found.capabilities, found.note
+        host.capabilities, host.capabilities_note = (*found.capabilities, *harness), found.note
         host.capabilities_source = FROM_OBSERVATION
         # what it showed, as a profile says, unless a profile was given
         run_options = replace(run_options, detected_capabilities=found.capabilities,
