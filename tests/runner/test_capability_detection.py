@@ -152,7 +152,7 @@ def test_a_placeholder_host_is_observed_once_and_judged_with_what_it_showed(
                                                         work_root=tmp_path)))
     assert observations == [1]
     # the scripted host loads nothing and reaches no fake: the transports are kept, no feature
-    assert run.host.capabilities == ("stdio", "http")
+    assert run.host.capabilities == ("stdio", "http", "result_parts")  # + the harness's
     assert run.host.capabilities_source == FROM_OBSERVATION
     assert "reached the fake on no transport" in run.host.capabilities_note
     reasons = {(r.scenario, r.transport): r.reason for r in run.results}
@@ -168,7 +168,7 @@ def test_a_bridge_that_never_loads_says_so_and_runs_on_its_transports(
                     SuiteOptions(run=options(scripted("fail-load", f"default:{ALL}"),
                                              work_root=tmp_path), transports=("stdio",)))
     assert observations == [1]
-    assert run.host.capabilities == ("stdio",)
+    assert run.host.capabilities == ("stdio", "result_parts")  # + the harness's
     assert run.host.capabilities_note.startswith("capabilities: observation failed (stdio: ")
     status = {r.scenario: r.status for r in run.results}
     assert status == {WAKE: "not_applicable",
