@@ -44,7 +44,7 @@ def test_lacking_features_are_not_applicable_not_failed(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, results, printed = run(capsys, f"pi-extension:{KNOBS}", tmp_path / "detected")
     host = results["host"]
-    assert host["capabilities"] == ["stdio"]
+    assert host["capabilities"] == ["stdio", "result_parts"]  # + the harness's
     assert host["capabilities_source"] == "observation"
     assert host["capabilities_note"].startswith(DETECTED + " (observed in ")
     status = {(r["scenario"], r["transport"]): (r["status"], r["reason"])
