@@ -6,6 +6,8 @@
 // per session, and is fail-silent.
 
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { failed, resultText } from "./results.ts";
+export { failed, resultText }; // one reading of a result in the copy: src/results.ts
 
 export const TERMINAL = new Set(["applied", "superseded", "failed", "blocked"]);
 export const MAILBOX_TYPE = "mempalace-mailbox";
@@ -21,25 +23,6 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
 const seqOf = (event: Record<string, unknown>): number | undefined =>
   typeof event["seq"] === "number" && Number.isInteger(event["seq"]) ? event["seq"] : undefined;
 const textOf = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined);
-
-/** The first text block's text ("" when there is none). */
-export function resultText(result: CallToolResult): string {
-  for (const block of result.content) if (block.type === "text") return block.text;
-  return "";
-}
-
-/** A result that did not do its job: `isError`, `{"success": false}`, or `{"error": ...}` without `success: true`. */
-export function failed(result: CallToolResult): boolean {
-  if (result.isError) return true;
-  let body: unknown;
-  try {
-    body = JSON.parse(resultText(result));
-  } catch {
-    return false;
-  }
-  if (!isRecord(body)) return false;
-  return body["success"] === false || ("error" in body && body["success"] !== true);
-}
 
 function answers(reply: Record<string, unknown>, ask: Record<string, unknown>): boolean {
   const replySeq = seqOf(reply);
