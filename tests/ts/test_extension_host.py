@@ -195,15 +195,17 @@ def payload_text(reply: Any) -> str:
 def test_a_child_with_inherited_stderr_is_recorded_as_the_bridges_stderr(tmp_path: Path) -> None:
     """``stdio: "inherit"`` (the official SDK's default for its child) would write past the
     host's recorder: the host pipes it and records each line, at load and in a tool call, for
-    ``spawn`` and ``spawnSync`` children alike."""
+    ``spawn``, ``spawnSync``, ``execFileSync`` and ``execSync`` children alike (a failing
+    ``execFileSync`` still throws its exit status)."""
     with palace(tmp_path / "palace", "stdio") as fake, \
             host(f"pi-extension:{EXTENSIONS / 'inherit-stderr.ts'}", tmp_path / "host") as h:
         loaded = h.ok("load", env=fake.bridge_env(), cwd=str(tmp_path))
         assert [e["line"] for e in of_kind(loaded.effects, "stderr")] == [
-            "child: first line", "child: no newline", "sync child: one", "sync child: two"]
+            "child: first line", "child: no newline", "sync child: one", "sync child: two",
+            "execFileSync child: one", "execSync child: one", "execFileSync child: failing"]
         echoed = h.ok("call_tool", name="inherit_echo", args={"text": "hello"})
         assert [e["line"] for e in of_kind(echoed.effects, "stderr")] == [
-            "child: hello", "sync child: hello"]
+            "child: hello", "sync child: hello", "execSync child: hello"]
         observed = h.ok("introspect").result["observed"]["spawned"]
         assert {"argv": ["true"]} in observed  # spawnSync(file, options) still counted
         assert h.ok("exit").result is None

@@ -11,12 +11,16 @@
 // A bridge child spawned with its stderr inherited (the official SDK's default) would write past
 // the host's recorder of the bridge's stderr: the hook pipes it instead and passes each line on
 // through `process.stderr.write`, so it is recorded as the bridge's stderr like any other line;
-// a `spawnSync` child's too, once it has exited. (`execFileSync` and `execSync` without `stdio`
-// already pass their child's stderr through `process.stderr.write`: Node does so itself.)
+// a `spawnSync` child's too, once it has exited. `execFileSync` and `execSync` without `stdio`
+// already pass their child's stderr through `process.stderr.write` (Node does so itself); with an
+// explicitly inherited stderr, the child writes into an unlinked temporary file instead, passed on
+// line by line once it has exited (a pipe would lose it: they return stdout alone).
 
 import childProcess from "node:child_process";
 import fs from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
+import os from "node:os";
+import path from "node:path";
 import util from "node:util";
 
 const tracked = new Map(); // pid -> argv
@@ -131,10 +135,41 @@ childProcess.spawnSync = function observedSpawnSync(file, args, options, ...rest
   return result;
 };
 
-const originalExecFileSync = childProcess.execFileSync;
-childProcess.execFileSync = function observedExecFileSync(file, args, ...rest) {
+let captures = 0;
+
+/** Run `start(options)` (an `execFileSync` or `execSync`) with an explicitly inherited stderr in
+ * `options` sent to an unlinked temporary file instead, passed on line by line once the child
+ * has exited, whether it succeeded or threw. These calls return stdout alone, so a pipe would
+ * lose what the child wrote; a file keeps Node's own results and errors exactly as they were. */
+function withInheritedStderrCaptured(options, start) {
+  const copy = options !== null && typeof options === "object" ? { ...options } : options;
+  if (!pipeInheritedStderr(copy)) return start(options);
+  captures += 1;
+  const file = path.join(os.tmpdir(), `palace-host-stderr-${process.pid}-${captures}`);
+  const fd = fs.openSync(file, "wx+", 0o600);
   try {
-    const output = originalExecFileSync.call(this, file, args, ...rest);
+    fs.unlinkSync(file);
+    copy.stdio[2] = fd;
+    try {
+      return start(copy);
+    } finally {
+      const written = Buffer.alloc(fs.fstatSync(fd).size);
+      fs.readSync(fd, written, 0, written.length, 0);
+      forwardOutput(written);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const originalExecFileSync = childProcess.execFileSync;
+childProcess.execFileSync = function observedExecFileSync(file, args, options, ...rest) {
+  // execFileSync(file, options) as well as execFileSync(file, args, options)
+  const withArgs = Array.isArray(args);
+  try {
+    const output = withInheritedStderrCaptured(withArgs ? options : args, (given) => (withArgs
+      ? originalExecFileSync.call(this, file, args, given, ...rest)
+      : originalExecFileSync.call(this, file, given, options, ...rest)));
     attempted(syncArgv(file, args));
     return output;
   } catch (error) {
@@ -144,9 +179,10 @@ childProcess.execFileSync = function observedExecFileSync(file, args, ...rest) {
 };
 
 const originalExecSync = childProcess.execSync;
-childProcess.execSync = function observedExecSync(command, ...rest) {
+childProcess.execSync = function observedExecSync(command, options, ...rest) {
   try {
-    const output = originalExecSync.call(this, command, ...rest);
+    const output = withInheritedStderrCaptured(
+      options, (given) => originalExecSync.call(this, command, given, ...rest));
     attempted(["/bin/sh", "-c", String(command)]);
     return output;
   } catch (error) {
