@@ -231,7 +231,7 @@ def test_core_failures_are_exactly_the_planted_defects(name: str, tmp_path: Path
     print(f"{name}: {judged} judged at core, {len(failing)} failed "
           f"({len(readme_rows(name))} planted defects found), {run.duration_ms / 1000:.0f} s")
     if name in MORE:
-        MORE[name](results)
+        MORE[name](run, tmp_path / "more")
     chosen = sorted(expected | set(MUST_PASS[name]))
     assert_diff_names_the_failures(name, profile, run, chosen, tmp_path / "ref")
 
@@ -274,12 +274,13 @@ READS_ONLY = ('if (!(error instanceof ConnectionClosedError) || this.state !== "
               '|| name === "mempalace_diary_write") throw error;')
 
 
-def test_diff_of_two_bridges_one_planted_defect_apart_names_it_first(tmp_path: Path) -> None:
-    """The envelope bridge against itself with its write replay (STDIO-12) fixed: the only drift
-    is that defect's scenario, first; no pair both pass is listed, no registration drifts
-    (both map the same curated set)."""
-    fixed = tmp_path / "fixed"
-    fixed.mkdir()
+def diff_of_two_bridges_one_planted_defect_apart_names_it_first(run: RunResult,
+                                                                work_root: Path) -> None:
+    """The envelope bridge (its whole core run, on the catchers and its sample) against itself
+    with its write replay (STDIO-12) fixed: the only drift is that defect's scenario, first; no
+    pair both pass is listed, no registration drifts (both map the same curated set)."""
+    fixed = work_root / "fixed"
+    fixed.mkdir(parents=True)
     source = (REALWORLD / "envelope.ts").read_text()
     assert source.count(WRITE_RETRY) == 1
     (fixed / "envelope.ts").write_text(source.replace(WRITE_RETRY, READS_ONLY))
@@ -289,14 +290,16 @@ def test_diff_of_two_bridges_one_planted_defect_apart_names_it_first(tmp_path: P
     chosen = sorted({*catchers("envelope"), *MUST_PASS["envelope"]})
     scenarios = [load_scenario(scenarios_dir() / sid.split(".", 1)[0] / f"{sid}.json")
                  for sid in chosen]
-    sources = []
-    for label, path in (("planted", REALWORLD), ("fixed", fixed)):
-        profile = load_profile(path / "envelope.profile.json")
-        run = run_suite(scenarios, SuiteOptions(
-            run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
-                           work_root=tmp_path / label), jobs=JOBS, transports=("stdio",)))
-        sources.append(Source(label, run, str(profile.bridge), ("stdio",),
-                              offered=offered(profile)))
+    planted = load_profile(REALWORLD / "envelope.profile.json")
+    sources = [Source("planted", replace(run, results=[r for r in run.results
+                                                       if r.scenario in set(chosen)]),
+                      str(planted.bridge), ("stdio",), offered=offered(planted))]
+    profile = load_profile(fixed / "envelope.profile.json")
+    fixed_run = run_suite(scenarios, SuiteOptions(
+        run=RunOptions(host_argv=host_argv(profile.bridge), level=CORE, profile=profile,
+                       work_root=work_root / "fixed-run"), jobs=JOBS, transports=("stdio",)))
+    sources.append(Source("fixed", fixed_run, str(profile.bridge), ("stdio",),
+                          offered=offered(profile)))
     report = compare(sources[0], sources[1])
     text = render_text(report)
     assert [d.id for d in report.drift] == ["stdio.exit.crashed-write-never-replayed[stdio]"], text
@@ -307,7 +310,6 @@ def test_diff_of_two_bridges_one_planted_defect_apart_names_it_first(tmp_path: P
                       "fixed: passed"], text
     assert "covers STDIO-12" in text
     assert not [d for d in [*report.drift, *report.trace_only] if "registrations" in d.categories]
-
 
 
 def test_a_paced_budget_is_judged_at_the_bridges_own_count(tmp_path: Path) -> None:
@@ -406,13 +408,15 @@ def test_missing_tools_quote_the_bridges_own_words_with_a_profile(tmp_path: Path
                                    "tools.map (palace-conformance profile init drafts it)")
 
 
-Results = dict[tuple[str, str], ScenarioResult]
+def by_key(run: RunResult) -> dict[tuple[str, str], ScenarioResult]:
+    return {(r.scenario, r.transport): r for r in run.results}
 
 
-def one_timeout_judged_at_a_start_up_it_can_make(results: Results) -> None:
+def one_timeout_judged_at_a_start_up_it_can_make(run: RunResult, _work_root: Path) -> None:
     """onetimeout.ts bounds initialize by its request timeout (profile ``same_as``): the stall
     scenario's 300 ms pace timeout is raised to 5 s for it (windows derived), so it is judged,
     and it passes; its essential 1 ms timeout would cut the start-up: not applicable."""
+    results = by_key(run)
     stall = results["stdio.timeout.stall-kills-child", "stdio"]
     assert stall.status == PASSED, [c.message for c in stall.checks if not c.passed]
     [note] = [c.message for c in stall.checks if c.pointer == "/env_pace"]
@@ -428,11 +432,13 @@ SAFETY_COVERS = {"bounded calls": "STDIO-01", "stalled child killed": "STDIO-02"
                  "no orphan": "LIFE-06", "errors surfaced": "TOOL-04"}
 
 
-def every_core_safety_behaviour_judged_with_every_knob_absent(results: Results) -> None:
+def every_core_safety_behaviour_judged_with_every_knob_absent(run: RunResult,
+                                                             _work_root: Path) -> None:
     """The fully honest profile (bare.ts: no knob and no timer at all, every seed knob
     ``absent``) is still judged on each core safety behaviour: every scenario named for it in
     ``SAFETY`` covers it (the first one) and gets a verdict (passed, or failed exactly where a
     planted defect says so), never *not applicable*."""
+    results = by_key(run)
     declared = json.loads((REALWORLD / "bare.profile.json").read_text())["knobs"]
     assert sorted(declared) == sorted(SEED_KNOBS)
     assert all(knob == {"absent": True} for knob in declared.values())
@@ -446,7 +452,8 @@ def every_core_safety_behaviour_judged_with_every_knob_absent(results: Results) 
 
 
 #: what else a bridge's whole core run shows, asserted on that same run
-MORE: dict[str, Callable[[Results], None]] = {
+MORE: dict[str, Callable[[RunResult, Path], None]] = {
+    "envelope": diff_of_two_bridges_one_planted_defect_apart_names_it_first,
     "onetimeout": one_timeout_judged_at_a_start_up_it_can_make,
     "bare": every_core_safety_behaviour_judged_with_every_knob_absent,
 }
