@@ -187,6 +187,23 @@ def stop(proc: Stoppable | None,
     return proc.returncode
 
 
+def reaped(pid: int) -> bool:
+    """Gone from the process table: its parent has reaped it (a zombie is dead, not reaped)."""
+    return not os.path.exists(f"/proc/{pid}")
+
+
+def wait_reaped(pid: int, seconds: float) -> bool:
+    """Wait up to ``seconds`` until ``pid`` has been reaped by its parent; whether it was. A
+    Node parent reaps a child in the same turn of its event loop that runs the child's ``exit``
+    handlers, so a reaped child is one its parent has been told about."""
+    deadline = time.monotonic() + seconds
+    while not reaped(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def wait_gone(pids: Iterable[int], seconds: float) -> None:
     """Give dying processes a moment (a SIGKILLed child is reaped asynchronously)."""
     deadline = time.monotonic() + seconds

@@ -41,6 +41,7 @@ from palace_conformance.scenarios.server_needs import FAKE_SERVER, ServerTraits
 from palace_conformance.standins import scripted as standins
 
 START_S = 15.0  # how long a fake or lock holder may take to come up
+REAP_WAIT_S = 5.0  # how long a SIGKILLed stdio child may wait for its bridge to reap it
 #: variables never inherited from the runner's own environment (they would steer the bridge)
 SCRUBBED_PREFIXES = ("MEMPALACE_", "PALACE_")
 REMOTE_URL = "MEMPALACE_REMOTE_URL"
@@ -523,6 +524,11 @@ class World:
             os.kill(pid, signum)
         except ProcessLookupError:
             return False, None, {"kind": "bad_request", "message": f"pid {pid} is already gone"}
+        if signum == signal.SIGKILL:
+            # the next step starts once the bridge has reaped its child (and so run its exit
+            # handlers), not when the signal was sent: a fixed sleep after a kill measures the
+            # machine's load, not the bridge (a bridge that never reaps is judged by the steps)
+            procs.wait_reaped(pid, REAP_WAIT_S)
         return True, {"pid": pid, "signal": name}, None
 
     def _control(self, method: str, path: str,
