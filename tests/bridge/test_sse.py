@@ -146,3 +146,16 @@ def test_the_first_event_of_a_stream_may_reach_the_bound_exactly():
     assert decoder.feed(event) == [whole]
     with pytest.raises(SSEEventTooLarge, match="an event of the event stream grew past 100"):
         decoder.feed(event.replace(b"z\n\n", b"zz\n\n"))
+
+
+def test_each_line_split_across_reads_is_bounded_on_its_own():
+    """The line bound counts one line's characters: a line put together from two reads leaves
+    nothing behind for the next (a count never reset would fail a long stream of short lines
+    once their sum passed the bound; the bound is the reference's own, docs/choices.md)."""
+    decoder = SSEDecoder(max_event=100)
+    events = []
+    for n in range(10):  # 10 events of 40 characters, each line cut in two reads: 400 in all
+        events += decoder.feed(b"data: " + b"y" * 17)
+        events += decoder.feed(b"y" * 17 + b"\n\n")
+        assert len(events) == n + 1
+    assert events == [Event("y" * 34)] * 10
