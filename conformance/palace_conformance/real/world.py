@@ -113,7 +113,8 @@ def zygote_started(server: install.RealServer, env: dict[str, str],
     runs, or None when it did not start (every spawn then starts the real server cold)."""
     argv = [str(server.python), "-c",
             f"import sys; sys.path[:0] = [{str(KIT_ROOT)!r}]; "
-            "from palace_conformance.relay import zygote; del sys.path[0]; "
+            "from palace_conformance.relay import zygote; "
+            "sys.path[:] = [p for p in sys.path[1:] if p]; "  # neither the kit nor the cwd
             "zygote.serve(sys.argv[1])", str(path)]
     try:
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
