@@ -674,11 +674,28 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return refused
     args = {**args, "wing": _optional_filter(args.get("wing"), "wing"),
             "room": _optional_filter(args.get("room"), "room")}
+    if args.get("cli_compatible") and (answer := _cli_search(state, args)) is not None:
+        return answer
+    result = _searched(state, args)
+    if args.get("context"):  # 3.11 says so on every answer of its non-CLI search
+        result["context_received"] = True
+    return result
+
+
+def _cli_search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any] | None:
+    """3.11's CLI-compatible search: the CLI's printout as ``cli_output``. Modelled for a
+    fresh palace and for no matching rows; None (searched as usual) when rows match."""
+    if not state.initialised:
+        return fresh(state, args)
+    if any(args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])
+           for d in state.drawers):
+        return None
     query = args["query"]
-    # like 3.11's query sanitiser: a falsy query is searched as "", another non-string raises
-    # AttributeError (-32000)
-    query = query or ""
-    query.strip()
+    return {"query": query, "cli_output": f'\n  No results found for: "{query}"\n'}
+
+
+def _searched(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    query = args["query"] or ""
     if args.get("include_media") or args.get("query_task", "search") != "search":
         return _media_refusal()
     window = date_window(args)  # 3.11's window, checked as list_drawers checks it
@@ -759,6 +776,9 @@ def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
                          "'code'"}
     if args.get("cli_compatible") and (media or task != "search"):
         return {"error": "cli_compatible cannot be combined with media/code task search"}
+    # 3.11's query sanitiser runs next: a falsy query is searched as "", another non-string
+    # raises AttributeError (-32000) before any CLI-compatible check
+    (args["query"] or "").strip()
     if args.get("cli_compatible"):  # 3.11's CLI-compatible search takes none of these
         if source is not None and source.strip():
             return {"error": "cli-compatible search does not support source_file"}
@@ -1230,6 +1250,12 @@ def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
                 return {"error": problem}
     if (problem := temporal(args, "since_created_at")) is not None:
         return {"error": problem}
+    if args.get("__cursors_later__"):
+        return None
+    return _unknown_cursor(args)
+
+
+def _unknown_cursor(args: dict[str, Any]) -> dict[str, Any] | None:
     ids = [e["id"] for e in args.get("__events__", [])]
     for key in ("since_event_id", "before_event_id"):
         if args.get(key) is not None and args[key] not in ids:
@@ -1240,7 +1266,8 @@ def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
 @tool("mempalace_event_list", writes=True)
 def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    args = {**args, "__events__": state.events}
+    # 3.11's event log checks the order and the limit before it looks the cursors up
+    args = {**args, "__events__": state.events, "__cursors_later__": True}
     if (refused := _bad_filter(args)) is not None:
         return refused
     order = args.get("order")
@@ -1251,6 +1278,8 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     limit = args.get("limit", 50)
     if not isinstance(limit, int) or limit < 1:
         return {"error": "limit must be a positive integer"}
+    if (refused := _unknown_cursor(args)) is not None:
+        return refused
     events, ids = _events_since(state, args)
     if args.get("before_event_id") in ids:
         events = events[: ids.index(args["before_event_id"])]
