@@ -172,10 +172,40 @@ def drawer_metadata(drawer: dict[str, Any]) -> dict[str, Any]:
     meta = {"added_by": drawer.get("added_by"), "chunk_index": index,
             "filed_at": drawer["created_at"], "id_recipe": "v3",
             "last_modified": drawer.get("modified_at", drawer["created_at"])}
+    meta.update({key: drawer[key] for key in MINED_KEYS if key in drawer})
     if parent is not None:
         meta["parent_drawer_id"] = parent
-    return {**meta, "room": drawer["room"],
-            "source_file": "" if source == "?" else Path(source).name, "wing": drawer["wing"]}
+    return dict(sorted({**meta, "room": drawer["room"],
+                        "source_file": "" if source == "?" else Path(source).name,
+                        "wing": drawer["wing"]}.items()))
+
+
+#: what 3.11's miner files on a mined file's rows besides an added drawer's metadata
+MINED_KEYS = ("chunk_total", "content_date", "content_date_source", "hall", "line_end",
+              "line_start", "normalize_version", "source_mtime")
+#: 3.11's default hall keywords (its config's ``hall_keywords``): a mined row's hall is the one
+#: with the most keywords in its first 3,000 characters (the first such on a tie), else general
+HALL_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "emotions": ("scared", "afraid", "worried", "happy", "sad", "love", "hate", "feel", "cry",
+                 "tears"),
+    "consciousness": ("consciousness", "conscious", "aware", "real", "genuine", "soul", "exist",
+                      "alive"),
+    "memory": ("memory", "remember", "forget", "recall", "archive", "palace", "store"),
+    "technical": ("code", "python", "script", "bug", "error", "function", "api", "database",
+                  "server"),
+    "identity": ("identity", "name", "who am i", "persona", "self"),
+    "family": ("family", "kids", "children", "daughter", "son", "parent", "mother", "father"),
+    "creative": ("game", "gameplay", "player", "app", "design", "art", "music", "story"),
+}
+
+
+def detect_hall(content: str) -> str:
+    """3.11's ``detect_hall``: keyword counts (substrings of the lower-cased text)."""
+    text = content[:3000].lower()
+    scores = {hall: sum(1 for word in words if word in text)
+              for hall, words in HALL_KEYWORDS.items()}
+    best = max(scores.values())
+    return next(hall for hall, score in scores.items() if score == best) if best else "general"
 
 
 def logical_rows(state: PalaceState, drawer_id: Any) -> list[dict[str, Any]]:
@@ -644,11 +674,30 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         return refused
     args = {**args, "wing": _optional_filter(args.get("wing"), "wing"),
             "room": _optional_filter(args.get("room"), "room")}
+    if args.get("cli_compatible") and (answer := _cli_search(state, args)) is not None:
+        return answer
+    result = _searched(state, args)
+    if args.get("context"):  # 3.11 says so on every answer of its non-CLI search
+        result["context_received"] = True
+    return result
+
+
+def _cli_search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any] | None:
+    """3.11's CLI-compatible search: the CLI's printout as ``cli_output``. Modelled for a
+    fresh palace and for no matching rows; None (searched as usual) when rows match."""
+    if not state.initialised:
+        return fresh(state, args)
+    if any(args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])
+           for d in state.drawers):
+        return None
     query = args["query"]
-    # like 3.11's query sanitiser: a falsy query is searched as "", another non-string raises
-    # AttributeError (-32000)
-    query = query or ""
-    query.strip()
+    return {"query": query, "cli_output": f'\n  No results found for: "{query}"\n'}
+
+
+def _searched(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
+    query = args["query"] or ""
+    if args.get("include_media") or args.get("query_task", "search") != "search":
+        return _media_refusal()
     window = date_window(args)  # 3.11's window, checked as list_drawers checks it
     if isinstance(window, str):
         return {"error": window}
@@ -679,7 +728,8 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
             "source_path": "" if drawer.get("source_file", "?") == "?" else drawer["source_file"],
             "created_at": drawer["created_at"], "filed_at": drawer["created_at"],
             "authored_at": drawer["created_at"], "authored_at_source": "filed_at",
-            "content_date": None, "content_date_source": "unknown",
+            "content_date": drawer.get("content_date"),
+            "content_date_source": drawer.get("content_date_source", "unknown"),
             "similarity": round(1 - distance, 4), "distance": distance,
             "effective_distance": distance, "closet_boost": 0.0, "matched_via": "drawer",
             "bm25_score": float(overlap),
@@ -726,6 +776,9 @@ def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
                          "'code'"}
     if args.get("cli_compatible") and (media or task != "search"):
         return {"error": "cli_compatible cannot be combined with media/code task search"}
+    # 3.11's query sanitiser runs next: a falsy query is searched as "", another non-string
+    # raises AttributeError (-32000) before any CLI-compatible check
+    (args["query"] or "").strip()
     if args.get("cli_compatible"):  # 3.11's CLI-compatible search takes none of these
         if source is not None and source.strip():
             return {"error": "cli-compatible search does not support source_file"}
@@ -737,6 +790,14 @@ def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
         if unsupported:
             return {"error": "cli-compatible search does not support " + ", ".join(unsupported)}
     return None
+
+
+def _media_refusal() -> dict[str, Any]:
+    """3.11's media/code-task search under any embedding model but ``embeddinggemma2`` (the
+    kit's stub is another): refused before its window is parsed or its palace opened, so on a
+    fresh palace too, which it leaves as it was."""
+    return {"error": "Media and code task search require embedding_model='embeddinggemma2'",
+            "hint": "Use the isolated embeddinggemma2 palace and compatible indexes."}
 
 
 def _rejoined(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -813,9 +874,21 @@ def _mark_mined(state: PalaceState, drawer_id: str, path: Path) -> None:
     closet 3.11 files beside them (its AAAK index of the file: one closet for the kit's small
     files; ``delete_by_source`` counts and purges it)."""
     rows = [d for d in state.drawers if d["id"] == drawer_id or d.get("parent") == drawer_id]
+    mtime = _mtime(path)
+    line = 1
     for index, row in enumerate(rows):
-        row["source_mtime"] = _mtime(path)
+        row["source_mtime"] = mtime
         row["closets"] = 1 if index == 0 else 0
+        # 3.11's miner metadata: the chunk's lines, the pass's chunk count, the file's date
+        # (its mtime's: the fake models no date in a file's name, front matter or body), the
+        # normaliser's version and the hall of the chunk's words
+        lines = row["content"].count("\n")
+        row.update({"chunk_total": len(rows), "line_start": line, "line_end": line + lines,
+                    "normalize_version": 2, "hall": detect_hall(row["content"])})
+        line += lines + 1
+        if mtime is not None:
+            row.update({"content_date": datetime.fromtimestamp(mtime).strftime("%Y-%m-%d"),
+                        "content_date_source": "mtime"})
 
 
 _RULE, _THIN = "=" * 55, "-" * 55
@@ -1177,6 +1250,12 @@ def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
                 return {"error": problem}
     if (problem := temporal(args, "since_created_at")) is not None:
         return {"error": problem}
+    if args.get("__cursors_later__"):
+        return None
+    return _unknown_cursor(args)
+
+
+def _unknown_cursor(args: dict[str, Any]) -> dict[str, Any] | None:
     ids = [e["id"] for e in args.get("__events__", [])]
     for key in ("since_event_id", "before_event_id"):
         if args.get(key) is not None and args[key] not in ids:
@@ -1187,7 +1266,8 @@ def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
 @tool("mempalace_event_list", writes=True)
 def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     make_directory(state)
-    args = {**args, "__events__": state.events}
+    # 3.11's event log checks the order and the limit before it looks the cursors up
+    args = {**args, "__events__": state.events, "__cursors_later__": True}
     if (refused := _bad_filter(args)) is not None:
         return refused
     order = args.get("order")
@@ -1198,6 +1278,8 @@ def _event_list(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     limit = args.get("limit", 50)
     if not isinstance(limit, int) or limit < 1:
         return {"error": "limit must be a positive integer"}
+    if (refused := _unknown_cursor(args)) is not None:
+        return refused
     events, ids = _events_since(state, args)
     if args.get("before_event_id") in ids:
         events = events[: ids.index(args["before_event_id"])]

@@ -16,6 +16,7 @@ from palace_conformance.fake.palace import (
     PalaceState,
     entity_key,
     fresh,
+    half_make,
     optional_name,
     tool,
     triple_id_part,
@@ -250,6 +251,9 @@ def _create_tunnel(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         if (problem := argument_problem(field, args[field], "name")) is not None:
             return {"error": problem}
     sw, sr, tw, tr = (args[field].strip() for field in _ENDS)
+    # 3.11 opens the collection through chromadb's client to check the rooms: on a fresh
+    # palace whose directory exists that makes a chroma.sqlite3 without its collection
+    half_make(state)
     if state.initialised:  # a fresh palace has no rooms to check against, and 3.11 files it
         filed = {(d["wing"], d["room"]) for d in state.drawers}
         if (sw, sr) not in filed:

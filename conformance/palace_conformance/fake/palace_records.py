@@ -79,11 +79,14 @@ def _check_duplicate(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]
     # 3.11 asks the vector index for the 5 nearest rows (chunks too) and keeps those whose
     # similarity, rounded to 3 places, reaches the threshold, nearest first; the vectors are
     # the kit's embedder's, the ones the real server gets from the kit's stub
+    # nearest first by the unrounded similarity, as the index orders its distances: rows
+    # whose rounded similarities tie keep the index's order, not the filing order
     query = embed(content)
-    nearest = sorted(((round(cosine_similarity(query, embed(d["content"])), 3), i, d)
+    nearest = sorted(((cosine_similarity(query, embed(d["content"])), i, d)
                       for i, d in enumerate(state.drawers)), key=lambda hit: (-hit[0], hit[1]))
     matches = []
-    for similarity, _, drawer in nearest[:5]:
+    for exact, _, drawer in nearest[:5]:
+        similarity = round(exact, 3)
         if similarity >= threshold:
             text = drawer["content"]
             matches.append({"id": drawer["id"], "wing": drawer["wing"], "room": drawer["room"],

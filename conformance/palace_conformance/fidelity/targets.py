@@ -9,6 +9,7 @@ stub, and the fake's state file (which the real server ignores).
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from palace_conformance.real.install import RealServer, isolated_environment
 #: what the mine source holds: one small file, so a mine has something to file
 SOURCE_FILE = "notes.md"
 SOURCE_TEXT = "# Fidelity notes\n\nThe palace remembers what the probe wrote.\n"
+SOURCE_MTIME = 1764979200.0  # 2025-12-06 00:00 UTC
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ class World:
         (self.home / ".config").mkdir(parents=True, exist_ok=True)
         self.source.mkdir(parents=True, exist_ok=True)
         (self.source / SOURCE_FILE).write_text(SOURCE_TEXT, encoding="utf-8")
+        # one mtime in every world: a mined row carries it (``source_mtime``, the date it
+        # infers), so both targets' rows agree without a rule
+        os.utime(self.source / SOURCE_FILE, (SOURCE_MTIME, SOURCE_MTIME))
         # a new palace is fresh on both sides: the real server has no chroma database yet, and
         # the fake, without this, would start as an initialised empty palace (its default for
         # scenarios); "initialised" sessions get there through real writes on both

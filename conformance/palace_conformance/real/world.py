@@ -18,11 +18,13 @@ stub and the template.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from palace_conformance.loopback import free_port
 from palace_conformance.real import embedding, install, seeding
 from palace_conformance.real.traits import REAL_SERVER
 from palace_conformance.relay.fault_stdio import CONFIG_NAME
+from palace_conformance.relay.zygote import CONFIG_KEY
 from palace_conformance.runner.execution.world import (
     SetupError,
     StartParts,
@@ -41,6 +44,9 @@ from palace_conformance.runner.execution.world import (
 from palace_conformance.scenarios.model import Scenario
 from palace_conformance.scenarios.server_needs import ServerTraits
 
+#: how long the pre-started real server may take to import its dependencies (3-5 s; far more
+#: on a loaded machine); past it every spawn starts the real server cold
+ZYGOTE_READY_S = 120.0
 HTTP_READY_S = 60.0  # the real HTTP server's cold start: 1.6-2.7 s, far more on a loaded machine
 TOKEN_VARIABLE = "MEMPALACE_MCP_HTTP_TOKEN"
 KIT_ROOT = Path(__file__).resolve().parents[2]
@@ -64,6 +70,8 @@ class RealServerSetup:
     #: 2 s grace, so its stop takes the grace plus the SIGTERM that follows (1.5 s at load 28);
     #: the fake exits at once. Its own slack, so the scenario's bound stays the scenario's
     stop_allowance_ms: int = 3500
+    #: the socket of the run's pre-started real server (``relay/zygote.py``), or None
+    zygote: str | None = None
 
     def world(self, scenario: Scenario, transport: str, *,
               work_root: str | os.PathLike[str] | None = None,
@@ -86,13 +94,57 @@ def real_server_setup(real_python: str | None) -> Iterator[RealServerSetup]:
         template = Path(tmp) / "home"
         template.mkdir()
         setup = RealServerSetup(server=server, embedding_url=url, template_home=template)
+        env = setup.server_env(template, seeding.palace_of(template))
+        with zygote_started(server, env, Path(tmp) / "zygote.sock") as path:
+            setup = dataclasses.replace(setup, zygote=path)
+            try:
+                seeding.initialise(server, env)
+            except seeding.SeedError as exc:
+                raise install.RealServerMissing(
+                    f"the real server could not initialise a palace ({exc}); check "
+                    f"{server.python} runs mempalace") from None
+            yield setup
+
+
+@contextlib.contextmanager
+def zygote_started(server: install.RealServer, env: dict[str, str],
+                   path: Path) -> Iterator[str | None]:
+    """The run's pre-started real server (``relay/zygote.py``): its socket's path while it
+    runs, or None when it did not start (every spawn then starts the real server cold)."""
+    argv = [str(server.python), "-c",
+            f"import sys; sys.path[:0] = [{str(KIT_ROOT)!r}]; "
+            "from palace_conformance.relay import zygote; "
+            "sys.path[:] = [p for p in sys.path[1:] if p]; "  # neither the kit nor the cwd
+            "zygote.serve(sys.argv[1])", str(path)]
+    try:
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        yield None
+        return
+    assert proc.stdout is not None and proc.stdin is not None
+    ready = _ready_line(proc, ZYGOTE_READY_S)
+    try:
+        yield str(path) if ready else None
+    finally:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()  # the zygote ends, and kills the servers it still has
         try:
-            seeding.initialise(server, setup.server_env(template, seeding.palace_of(template)))
-        except seeding.SeedError as exc:
-            raise install.RealServerMissing(
-                f"the real server could not initialise a palace ({exc}); check "
-                f"{server.python} runs mempalace") from None
-        yield setup
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _ready_line(proc: subprocess.Popen[bytes], budget_s: float) -> bool:
+    """Whether ``proc`` printed ``ready`` within the budget (its imports, on a loaded machine)."""
+    stdout = proc.stdout
+    assert stdout is not None
+    found: list[bytes] = []
+    reader = threading.Thread(target=lambda: found.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(budget_s)
+    return bool(found) and found[0].strip() == b"ready"
 
 
 class RealWorld(World):
@@ -136,7 +188,7 @@ class RealWorld(World):
         config = self.bin / CONFIG_NAME
         config.write_text(json.dumps({
             "journal": str(self.journal), "palace": str(self.palace), "plan": str(self.plan),
-            "command": self.setup.server.stdio_command(),
+            "command": self.setup.server.stdio_command(), CONFIG_KEY: self.setup.zygote,
             "env": {k: v for k, v in self.setup.server_env(self.home, self.palace).items()
                     if k.startswith(("MEMPALACE_", "HF_", "TRANSFORMERS_", "ANONYMIZED_"))},
         }), encoding="utf-8")
@@ -174,7 +226,7 @@ class RealWorld(World):
             "journal": str(self.journal), "palace": str(self.palace), "plan": str(self.plan),
             "command": self.setup.server.http_command(port, self.palace), "port": port,
             "env": env, "token": token, "sessions": self.original.http.sessions,
-            "ready": str(ready)}), encoding="utf-8")
+            "ready": str(ready), CONFIG_KEY: self.setup.zygote}), encoding="utf-8")
         config.chmod(0o600)  # it holds the token
         argv = [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(KIT_ROOT)!r}]; "
                 "from palace_conformance.relay.fault_http import main; "

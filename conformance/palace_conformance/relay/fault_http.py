@@ -41,9 +41,11 @@ from palace_conformance.fake.playback import flood_stderr, pause, write_stderr
 from palace_conformance.fake.sessions import SESSION_HEADER
 from palace_conformance.fake.startup import startup_faults
 from palace_conformance.loopback import wait_healthy
+from palace_conformance.relay import zygote
 from palace_conformance.relay.fault_brain import RelayBrain, swallowed
 from palace_conformance.relay.fault_stdio import die_with_parent
 from palace_conformance.relay.http import SSE_TYPE, EventStream, messages_of, relayed
+from palace_conformance.relay.zygote import ZygoteProcess
 
 UPSTREAM_S = 330.0  # one real answer (an event_wait holds up to 300 s)
 READY_S = 60.0  # the real HTTP server's cold start, on a loaded machine
@@ -65,7 +67,7 @@ class FaultRelayServer(FakeHttpServer):
     """The HTTP fake's face, the real server's answers."""
 
     def __init__(self, brain: RelayBrain, upstream: str, *, token: str | None,
-                 sessions: bool, server: subprocess.Popen[bytes]) -> None:
+                 sessions: bool, server: subprocess.Popen[bytes] | ZygoteProcess) -> None:
         super().__init__(brain, token=token, sessions=sessions, control=True)
         self.relay_brain = brain
         self.upstream = upstream.rstrip("/")
@@ -180,16 +182,16 @@ def _reset_at_once(exchange: Exchange) -> bool:
             and int(reset.params.get("after_bytes", 0) or 0) == 0)
 
 
-def _stop_server(server: subprocess.Popen[bytes]) -> int:
+def _stop_server(server: subprocess.Popen[bytes] | ZygoteProcess) -> int:
     if server.poll() is None:
         with contextlib.suppress(OSError):
             server.terminate()
         try:
-            server.wait(STOP_S)
+            return server.wait(STOP_S)
         except subprocess.TimeoutExpired:
             server.kill()
-            server.wait(STOP_S)
-    return server.returncode
+            return server.wait(STOP_S)
+    return server.wait(0)
 
 
 async def _serve(config: dict[str, Any]) -> int:
@@ -209,9 +211,12 @@ async def _serve(config: dict[str, Any]) -> int:
     await pause(start.delay_ms)
     port = int(config["port"])
     env = {str(k): str(v) for k, v in config["env"].items()}
-    server = subprocess.Popen([str(a) for a in config["command"]], env=env,
-                              stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
-                              start_new_session=True)
+    server: subprocess.Popen[bytes] | ZygoteProcess | None = zygote.spawn(
+        config, env, stdin=False, stdout=False)  # the pre-started real server, if any
+    if server is None:
+        server = subprocess.Popen([str(a) for a in config["command"]], env=env,
+                                  stdin=subprocess.DEVNULL, preexec_fn=die_with_parent,
+                                  start_new_session=True)
     healthy = await asyncio.to_thread(wait_healthy, port, READY_S, lambda: server.poll() is None)
     if not healthy:
         log(f"fault relay: the real HTTP server did not come up (exit {server.poll()})")

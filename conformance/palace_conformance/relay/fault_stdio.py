@@ -36,8 +36,10 @@ from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.playback import play
 from palace_conformance.fake.startup import startup_faults
 from palace_conformance.fake.stdio import StdioPort, log, run_to_end
+from palace_conformance.relay import zygote
 from palace_conformance.relay.fault_brain import RelayBrain
 from palace_conformance.relay.stdio import lines, write_all
+from palace_conformance.relay.zygote import ZygoteProcess
 
 #: the relay's configuration, written by the world beside the launcher
 CONFIG_NAME = ".fault-relay.json"
@@ -114,7 +116,7 @@ class FaultRelay:
         plan = load_plan(config["plan"])
         self.brain = RelayBrain(transport="stdio", plan=plan, journal=journal,
                                 palace=str(config["palace"]), forward=self.forward)
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ZygoteProcess | None = None
         self.replies: queue.Queue[tuple[dict[str, Any], bytes]] = queue.Queue()
         self.waiting: str | None = None  # the id key of the reply being waited for
         self.waiting_lock = threading.Lock()
@@ -129,6 +131,11 @@ class FaultRelay:
     def start_server(self) -> bool:
         env = server_environment(self.config, os.environ)
         command = [str(part) for part in self.config["command"]]
+        # the pre-started real server, if the run has one: a fork of a warm zygote
+        self.proc = zygote.spawn(self.config, env, stdin=True, stdout=True)
+        if self.proc is not None:
+            threading.Thread(target=self._down, daemon=True, name="relay-down").start()
+            return True
         try:
             # its own process group: a signal the bridge sends the child's group reaches the
             # relay alone, which passes it on (or ignores it) as the plan says
@@ -180,11 +187,10 @@ class FaultRelay:
     def _server_code(self) -> int:
         assert self.proc is not None
         try:
-            self.proc.wait(EXIT_WAIT_S)
+            code = self.proc.wait(EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.wait(EXIT_WAIT_S)
-        code = self.proc.returncode
+            code = self.proc.wait(EXIT_WAIT_S)
         return code if code >= 0 else 128 - code
 
     def end(self, code: int, reason: str) -> None:
