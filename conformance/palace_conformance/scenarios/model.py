@@ -21,7 +21,7 @@ PLACEHOLDERS = ("FAKE_URL", "FAKE_TOKEN", "TMP")
 #: ops the host performs (driver requests); the others (sleep, server, set_env, rpc, http) the
 #: runner does
 HOST_OPS = frozenset({"load", "event", "call_tool", "call_tools", "command", "settle", "shutdown",
-                      "reload", "exit"})
+                      "reload", "exit", "cli"})
 
 
 @dataclass(frozen=True)
