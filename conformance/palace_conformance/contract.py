@@ -19,7 +19,8 @@ TRANSPORTS: Final = ("stdio", "http")
 
 #: what ``hello`` may declare; a scenario requiring an undeclared one is *not applicable*
 CAPABILITIES: Final = ("stdio", "http", "wakeup", "feeding", "diary_command", "provenance",
-                       "mailbox", "session_preamble", "keepalive", "cli", "result_parts")
+                       "mailbox", "session_preamble", "keepalive", "cli", "helper_group_kill",
+                       "result_parts")
 #: capabilities of the harness a host plays, not of the bridge: no observation can show them and
 #: no profile claims them, so they are always the host's ``hello`` word (``result_parts``: a tool
 #: result reaches the agent as its content parts, apart; an OpenCode tool result is one string)

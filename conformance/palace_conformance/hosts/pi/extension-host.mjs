@@ -37,7 +37,7 @@ import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
 // pi's own (the harness's, never the extension's): a tool result reaches the model as its content parts
 const HARNESS_CAPABILITIES = ["result_parts"];
 const ALL_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
-  "session_preamble", "keepalive", "cli", ...HARNESS_CAPABILITIES];
+  "session_preamble", "keepalive", "cli", "helper_group_kill", ...HARNESS_CAPABILITIES];
 const ADAPTER_CAPABILITIES = ["stdio", "http", ...HARNESS_CAPABILITIES];
 const DEFAULT_GRACE_MS = 5000;
 const EXIT_SHUTDOWN_MS = 3000;
