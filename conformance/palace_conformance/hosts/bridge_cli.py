@@ -18,10 +18,8 @@ import contextlib
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
-import palace_bridge
 from palace_conformance.contract import CLI_OUTPUT_LIMIT
 from palace_conformance.errors import HostError
 
@@ -39,13 +37,13 @@ def _strings(value: Any, what: str) -> list[str]:
     return list(value)
 
 
-def _environment(value: Any) -> dict[str, str]:
-    """The request's environment, plus where this host's ``palace_bridge`` lives (first on
-    ``PYTHONPATH``), so the child imports the very bridge this host judges."""
+def _environment(value: Any, package_root: str) -> dict[str, str]:
+    """The request's environment, plus where this host's ``palace_bridge`` lives
+    (``package_root``, first on ``PYTHONPATH``), so the child imports the very bridge this host
+    judges."""
     if not isinstance(value, dict):
         raise CliRequestError("cli needs 'env': an object of strings (the bridge's environment)")
     env = {str(k): str(v) for k, v in value.items() if v is not None}
-    package_root = str(Path(palace_bridge.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(
         [package_root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
     return env
@@ -55,11 +53,11 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")[:CLI_OUTPUT_LIMIT]
 
 
-async def run_bridge_cli(request: dict[str, Any]) -> dict[str, Any]:
+async def run_bridge_cli(request: dict[str, Any], package_root: str) -> dict[str, Any]:
     """``{"exit_code", "stdout", "stderr"}`` of one ``palace-bridge`` run (a negative exit code:
-    the signal that ended it)."""
+    the signal that ended it), importing ``palace_bridge`` from ``package_root``."""
     args = _strings(request.get("args"), "args")
-    env = _environment(request.get("env"))
+    env = _environment(request.get("env"), package_root)
     stdin = request.get("stdin")
     if stdin is not None and not isinstance(stdin, str):
         raise CliRequestError("cli 'stdin' must be a string")

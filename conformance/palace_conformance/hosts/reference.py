@@ -46,6 +46,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import palace_bridge
@@ -428,7 +429,8 @@ class ReferenceHost:
         """Run ``palace-bridge ARGS`` (:mod:`palace_bridge.cli`) as a user would: a process of
         its own, with the environment and directory given, ``stdin`` written then closed."""
         try:
-            return await run_bridge_cli(request)
+            return await run_bridge_cli(
+                request, str(Path(palace_bridge.__file__).resolve().parent.parent))
         except CliRequestError as exc:
             raise OpError("bad_request", str(exc)) from None
 

@@ -463,7 +463,8 @@ def _cli_steps(data: dict[str, Any], steps: list[dict[str, Any]]) -> Found:
         if step["op"] not in CLI_OPS:
             yield (f"/steps/{index}/op", f"op {step['op']!r} in a scenario of 'cli' steps (the "
                    "command-line program is run, no bridge is loaded)",
-                   f"use only {', '.join(sorted(CLI_OPS))}, or put the CLI in a scenario of its own")
+                   f"use only {', '.join(sorted(CLI_OPS))}, or judge the CLI in a scenario "
+                   "of its own")
     if "cli" not in data.get("requires", ()):
         yield ("/requires", "a scenario of 'cli' steps does not require capability 'cli'",
                'add "cli" to "requires" (a bridge without a command-line program is then not '
