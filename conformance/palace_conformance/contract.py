@@ -19,7 +19,8 @@ TRANSPORTS: Final = ("stdio", "http")
 
 #: what ``hello`` may declare; a scenario requiring an undeclared one is *not applicable*
 CAPABILITIES: Final = ("stdio", "http", "wakeup", "feeding", "diary_command", "provenance",
-                       "mailbox", "session_preamble", "keepalive", "result_parts")
+                       "mailbox", "session_preamble", "keepalive", "cli", "helper_group_kill",
+                       "result_parts")
 #: capabilities of the harness a host plays, not of the bridge: no observation can show them and
 #: no profile claims them, so they are always the host's ``hello`` word (``result_parts``: a tool
 #: result reaches the agent as its content parts, apart; an OpenCode tool result is one string)
@@ -44,6 +45,11 @@ PROTOCOL_VERSION: Final = "protocol_version"  # hello named another major protoc
 HOST_EXITED: Final = "host_exited"
 HOST_DEADLINE: Final = "host_deadline"  # no reply even after the host's own deadline and slack
 HOST_START: Final = "host_start"  # the host command could not be started
+
+#: the ``cli`` op (DRIVER.md, "Ops"): the capability a host declares when its bridge has a
+#: command-line program it can run, and the most text one stream of a run keeps
+CLI_CAPABILITY: Final = "cli"
+CLI_OUTPUT_LIMIT: Final = 1024 * 1024
 
 #: how many calls one ``call_tools`` op carries (DRIVER.md, "Ops")
 CALL_TOOLS_MIN: Final = 2

@@ -33,7 +33,8 @@ def test_hello_declares_every_capability_of_the_reference_bridge() -> None:
     assert hello["protocol"] == 1
     assert set(hello["capabilities"]) == {"stdio", "http", "wakeup", "feeding", "diary_command",
                                           "provenance", "mailbox", "session_preamble",
-                                          "keepalive", "result_parts"}
+                                          "keepalive", "cli", "helper_group_kill",
+                                          "result_parts"}
     assert hello["capabilities"] == list(CAPABILITIES)
 
 
@@ -326,3 +327,40 @@ def test_reload_uses_the_current_environment_and_needs_a_loaded_bridge(tmp_path:
     starts = [r for r in read_journal(tmp_path / "journal.jsonl")
               if r["kind"] == "process_start"]
     assert len(starts) == 1
+
+
+def test_cli_runs_palace_bridge_as_a_user_would_with_the_given_environment(
+        tmp_path: Path) -> None:
+    """The ``cli`` op runs the bridge's program in a process of its own: its exit status and
+    both streams come back whole, with exactly the environment given (here no palace)."""
+    env = {"PATH": str(tmp_path / "no-such-bin"), "HOME": str(tmp_path)}
+    with DriverClient(REFERENCE_HOST).start() as host:
+        host.hello()
+        down = host.request("cli", {"args": ["tools"], "env": env, "cwd": str(tmp_path)},
+                            deadline_ms=20000)
+        usage = host.request("cli", {"args": ["call", "mempalace_status", "[1]"], "env": env},
+                             deadline_ms=20000)
+        refused = host.request("cli", {"args": "tools", "env": env}, deadline_ms=2000)
+    assert down.ok and down.result["exit_code"] == 3 and down.result["stdout"] == ""
+    assert down.result["stderr"].endswith(
+        "palace-bridge: local palace (mempalace-mcp) unavailable: mempalace-mcp not found on "
+        "PATH\n")
+    assert usage.ok and usage.result == {
+        "exit_code": 2, "stdout": "",
+        "stderr": "palace-bridge: JSON-ARGS must be a JSON object such as '{\"limit\": 3}'\n"}
+    assert refused.error is not None and refused.error["kind"] == "bad_request"
+    assert "a list of strings" in refused.error["message"]
+
+
+def test_cli_past_its_deadline_kills_the_programs_group_and_the_host_lives_on(
+        tmp_path: Path) -> None:
+    """``run`` waits on stdin for ever; the op's deadline kills it (host_timeout) and the host
+    answers the next request."""
+    env = {"PATH": str(tmp_path / "no-such-bin"), "HOME": str(tmp_path)}
+    with DriverClient(REFERENCE_HOST).start() as host:
+        host.hello()
+        slow = host.request("cli", {"args": ["run"], "env": env, "stdin": "",
+                                    "timeout_ms": 60000}, deadline_ms=70000)
+        assert slow.ok and slow.result["exit_code"] == 3  # stdin closed: run ends at once
+        hung = host.request("cli", {"args": ["-c", "x"], "env": env}, deadline_ms=20000)
+        assert hung.ok and hung.result["exit_code"] == 2  # argparse: unknown option

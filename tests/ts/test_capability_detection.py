@@ -1,5 +1,5 @@
 """A pi extension run without a profile is judged with what observing it showed, not with the
-extension host's placeholder list of all nine capabilities.
+extension host's placeholder list of all eleven capabilities.
 
 ``knobs.ts`` spawns ``mempalace-mcp`` and registers the palace's tools; it has no wake-up, no
 feeding and no diary command, and it never talks HTTP. Judged as if it had them (the list given

@@ -46,6 +46,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import palace_bridge
@@ -66,6 +67,7 @@ from palace_conformance.contract import (
     DRIVER_PROTOCOL,
 )
 from palace_conformance.errors import HostError
+from palace_conformance.hosts.bridge_cli import CliRequestError, run_bridge_cli
 from palace_conformance.processes import alive, argv_of
 
 IMPL = "palace-conformance-python-host"
@@ -234,7 +236,7 @@ class ReferenceHost:
             "call_tool": self.call_tool, "call_tools": self.call_tools, "command": self.command,
             "settle": self.settle,
             "introspect": self.introspect, "shutdown": self.shutdown, "reload": self.reload,
-            "exit": self.exit,
+            "exit": self.exit, "cli": self.cli,
         }
 
     # -- ops ----------------------------------------------------------------------------------
@@ -422,6 +424,15 @@ class ReferenceHost:
 
     async def exit(self, request: dict[str, Any]) -> Any:
         return None
+
+    async def cli(self, request: dict[str, Any]) -> Any:
+        """Run ``palace-bridge ARGS`` (:mod:`palace_bridge.cli`) as a user would: a process of
+        its own, with the environment and directory given, ``stdin`` written then closed."""
+        try:
+            return await run_bridge_cli(
+                request, str(Path(palace_bridge.__file__).resolve().parent.parent))
+        except CliRequestError as exc:
+            raise OpError("bad_request", str(exc)) from None
 
     # -- dispatch -----------------------------------------------------------------------------
 

@@ -210,7 +210,7 @@ _SITUATIONS: Mapping[str, Callable[[Scenario], bool]] = {
     "env.device+remote+agent": lambda s: (_set(s, "MEMPALACE_PI_DEVICE") and "http" in s.transports
                                           and _set(s, "MEMPALACE_AGENT_NAME")),
     "concurrency.calls": lambda s: any(x.op == "call_tools" for x in s.steps),
-    "subject.cli": lambda s: s.subject == "cli",
+    "subject.cli": lambda s: any(x.op == "cli" for x in s.steps),
     "helper.forking": lambda s: bool((_feed_helper(s) or {}).get("fork")),
 }
 
@@ -221,7 +221,8 @@ def unknown_situations(vocabulary: Vocabulary) -> list[str]:
 
 
 def scenario_cells(scenario: Scenario, vocabulary: Vocabulary) -> set[str]:
-    """Every dimension cell one scenario covers (subject ``bridge`` and ``cli`` only)."""
+    """Every dimension cell one scenario covers (subject ``bridge`` only: the fake's self-tests
+    put no bridge in any situation)."""
     if scenario.subject == "fake":
         return set()
     cells = knob_cells(scenario, vocabulary)

@@ -30,7 +30,9 @@ from palace_conformance.scenarios.palace_state import LABEL, event_id_references
 from palace_conformance.scenarios.schema import schema_problems
 
 BRIDGE_OPS = frozenset({"load", "event", "call_tool", "call_tools", "command", "settle", "sleep",
-                        "server", "set_env", "shutdown", "reload", "exit"})
+                        "server", "set_env", "shutdown", "reload", "exit", "cli"})
+#: a scenario of ``cli`` steps judges the bridge's command-line program and loads no bridge
+CLI_OPS = frozenset({"cli", "sleep", "server"})
 FAKE_OPS = frozenset({"rpc", "http", "sleep", "server"})
 HTTP_SERVER_ACTIONS = frozenset({"arm", "clear_faults", "forget_sessions", "rotate_token"})
 #: server actions on processes only the runner owns when it is the client (subject fake)
@@ -413,7 +415,9 @@ def _steps(data: dict[str, Any], context: Context) -> Found:
     steps: list[dict[str, Any]] = data["steps"]
     allowed = FAKE_OPS if subject == "fake" else BRIDGE_OPS
     labels: dict[str, int] = {}
-    if subject == "bridge" and steps[0]["op"] != "load":
+    if subject == "bridge" and any(step["op"] == "cli" for step in steps):
+        yield from _cli_steps(data, steps)
+    elif subject == "bridge" and steps[0]["op"] != "load":
         yield ("/steps/0/op", f"a bridge scenario starts with 'load', not {steps[0]['op']!r}",
                'add {"op": "load"} as the first step')
     for index, step in enumerate(steps):
@@ -449,6 +453,22 @@ def _steps(data: dict[str, Any], context: Context) -> Found:
         if op in ("sleep", "set_env") and expect.get("ok") is False:
             yield (f"{at}/expect/ok", f"a {op} step cannot fail", "remove the expectation")
     yield from _exit_steps(data, steps)
+
+
+def _cli_steps(data: dict[str, Any], steps: list[dict[str, Any]]) -> Found:
+    """A scenario with a ``cli`` step judges the bridge's command-line program: it loads no
+    bridge (its palace would mix with the program's on the wire), so its steps are ``cli``,
+    ``sleep`` and ``server`` only, and it requires capability ``cli``."""
+    for index, step in enumerate(steps):
+        if step["op"] not in CLI_OPS:
+            yield (f"/steps/{index}/op", f"op {step['op']!r} in a scenario of 'cli' steps (the "
+                   "command-line program is run, no bridge is loaded)",
+                   f"use only {', '.join(sorted(CLI_OPS))}, or judge the CLI in a scenario "
+                   "of its own")
+    if "cli" not in data.get("requires", ()):
+        yield ("/requires", "a scenario of 'cli' steps does not require capability 'cli'",
+               'add "cli" to "requires" (a bridge without a command-line program is then not '
+               "applicable)")
 
 
 def _exit_steps(data: dict[str, Any], steps: list[dict[str, Any]]) -> Found:

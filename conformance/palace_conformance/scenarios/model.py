@@ -21,7 +21,7 @@ PLACEHOLDERS = ("FAKE_URL", "FAKE_TOKEN", "TMP")
 #: ops the host performs (driver requests); the others (sleep, server, set_env, rpc, http) the
 #: runner does
 HOST_OPS = frozenset({"load", "event", "call_tool", "call_tools", "command", "settle", "shutdown",
-                      "reload", "exit"})
+                      "reload", "exit", "cli"})
 
 
 @dataclass(frozen=True)
@@ -307,6 +307,8 @@ class FeedHelper:
     stdout_before: tuple[str, ...] = ()
     stdout_after: tuple[str, ...] = ()
     kill_signal: str | None = None
+    #: ``fork``: a child of the helper's own (``child_ms``, ``hold_stdout``), or None
+    fork: Mapping[str, Any] | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> FeedHelper:
@@ -315,14 +317,16 @@ class FeedHelper:
                    delay_ms=data.get("delay_ms", 0), exit_code=data.get("exit_code", 0),
                    stdout_before=tuple(data.get("stdout_before", ())),
                    stdout_after=tuple(data.get("stdout_after", ())),
-                   kill_signal=data.get("kill_signal"))
+                   kill_signal=data.get("kill_signal"),
+                   fork=dict(data["fork"]) if isinstance(data.get("fork"), Mapping) else None)
 
     def to_config(self) -> dict[str, Any]:
         """What the runner's stand-in reads (``standins.scripted.run_feed``)."""
         return {"mine_source": self.mine_source, "files": dict(self.files),
                 "delay_ms": self.delay_ms, "exit_code": self.exit_code,
                 "stdout_before": list(self.stdout_before),
-                "stdout_after": list(self.stdout_after), "kill_signal": self.kill_signal}
+                "stdout_after": list(self.stdout_after), "kill_signal": self.kill_signal,
+                **({"fork": dict(self.fork)} if self.fork is not None else {})}
 
 
 @dataclass(frozen=True)

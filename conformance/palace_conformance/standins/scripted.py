@@ -6,7 +6,8 @@ a feeding bridge runs) and of ``mempalace`` (the CLI a bridge must never run) is
 (``feed_prepare``, ``cli_run``), so the runner writes into its shim directory (made by
 ``fake.shims.install_shim``), over the fake's shims of the same name:
 
-* ``mempalace-pi-session`` behaves as the scenario's ``helpers.feed`` says: waits ``delay_ms``,
+* ``mempalace-pi-session`` behaves as the scenario's ``helpers.feed`` says: forks a child of
+  its own first with ``fork`` (journaled as ``descendant_start``), waits ``delay_ms``,
   exits ``exit_code`` when it is non-zero, else creates ``files`` under ``mine_source``, prints
   the ``stdout_before`` lines, ``MINE_SOURCE=<mine_source>`` (nothing when ``mine_source`` is
   null) and the ``stdout_after`` lines, then exits 0, or with ``kill_signal`` kills itself with
@@ -38,6 +39,7 @@ CLI_HELPER = "mempalace"
 RECORD_KIND = "helper_run"
 CONFIG_NAME = ".standins.json"
 KILL_SIGNALS = ("SIGTERM", "SIGKILL", "SIGINT", "SIGHUP")  # helpers.feed.kill_signal
+FORK_CHILD_MS = 60000  # helpers.feed.fork.child_ms: how long a forked child lives by default
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY")
 
 
@@ -144,12 +146,36 @@ def _stage(source: str, files: Mapping[str, Any], root: str | None) -> None:
         write_untrusted(base, f"{relative}/{name}", str(text).encode("utf-8"))
 
 
-def run_feed(feed: Mapping[str, Any], root: str | None = None) -> int:
-    """``helpers.feed``: delay, fail, or stage the files and print ``MINE_SOURCE=<path>`` between
-    the other output lines; then exit 0, or die by ``kill_signal``.
+def _fork_child(fork: Mapping[str, Any], journal: str | None) -> None:
+    """``helpers.feed.fork``: start a child of the helper's own (an rsync, a worker) in the
+    helper's process group, which journals ``descendant_start`` and lives ``child_ms``; with
+    ``hold_stdout`` (the default, as a child that inherits them) it keeps the helper's stdout
+    and stderr open until it ends. The fake's grandchild (``fake.grandchild``) does the work."""
+    if not journal:
+        return
+    from palace_conformance.fake.grandchild import spawn_grandchild
+    from palace_conformance.fake.journal import Journal
+
+    own = Journal(journal, "helper")
+    try:
+        spawn_grandchild(own, int(fork.get("child_ms", FORK_CHILD_MS)),
+                         hold_pipes=bool(fork.get("hold_stdout", True)))
+    finally:
+        own.close()
+
+
+def run_feed(feed: Mapping[str, Any], root: str | None = None,
+             journal: str | None = None) -> int:
+    """``helpers.feed``: fork a child (``fork``), delay, fail, or stage the files and print
+    ``MINE_SOURCE=<path>`` between the other output lines; then exit 0, or die by
+    ``kill_signal``.
 
     With ``root`` (the run's directory, from the runner's configuration), every file is
-    confined to it as it is written (the path policy, ``scenarios.paths``), symlinks included."""
+    confined to it as it is written (the path policy, ``scenarios.paths``), symlinks included.
+    ``journal``: where a forked child journals its start."""
+    fork = feed.get("fork")
+    if isinstance(fork, Mapping):
+        _fork_child(fork, journal)
     delay_ms = int(feed.get("delay_ms") or 0)
     if delay_ms:
         time.sleep(delay_ms / 1000)
@@ -208,7 +234,7 @@ def main(name: str, config_path: str, argv: Sequence[str] | None = None) -> None
     journal = config.get("journal")
     _journal(journal, name, argv)
     if name == FEED_HELPER:
-        sys.exit(run_feed(config.get("feed") or {}, config.get("root")))
+        sys.exit(run_feed(config.get("feed") or {}, config.get("root"), journal))
     from palace_conformance.fake.options import ENV_JOURNAL
 
     if journal:

@@ -128,6 +128,23 @@ describe("feeding (FEED-*)", () => {
 
 });
 
+describe("feeding's mine cap at its far edge (FEED-06)", () => {
+  it("a cap of 2^31-1 ms is a long guard, not a timer overflow that abandons the mine", async () => {
+    const caller = new ScriptedCaller();
+    const answer = caller.answer;
+    caller.answer = async (name: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return answer(name);
+    };
+    const exec = async (): Promise<ExecResult> => ({ stdout: "MINE_SOURCE=/x", stderr: "", code: 0, killed: false });
+    const lines: string[] = [];
+    const huge = { ...settings, mineTimeoutMs: 2 ** 31 - 1 };
+    const feeder = new Feeder(huge, exec, caller, stamperFor(undefined, false), new FakeClock(), (line) => lines.push(line));
+    assert.equal(await feeder.shutdown(), "mined");
+    assert.deepEqual(lines, []);
+  });
+});
+
 describe("feeding's failures (FEED-*)", () => {
   it("a refused mine is reported and leaves the window open (FEED-10)", async () => {
     const caller = new ScriptedCaller();

@@ -37,7 +37,7 @@ import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
 // pi's own (the harness's, never the extension's): a tool result reaches the model as its content parts
 const HARNESS_CAPABILITIES = ["result_parts"];
 const ALL_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
-  "session_preamble", "keepalive", ...HARNESS_CAPABILITIES];
+  "session_preamble", "keepalive", "cli", "helper_group_kill", ...HARNESS_CAPABILITIES];
 const ADAPTER_CAPABILITIES = ["stdio", "http", ...HARNESS_CAPABILITIES];
 const DEFAULT_GRACE_MS = 5000;
 const EXIT_SHUTDOWN_MS = 3000;
@@ -227,6 +227,12 @@ function makeOps(recorder) {
   const registered = (loaded) => ({ tools: [...loaded.tools.keys()], commands: [...loaded.commands.keys()],
     events: [...loaded.handlers.keys()] });
 
+  // a pi extension has no command-line program of its own: the runner reads bad_request as
+  // "not applicable" (DRIVER.md, the cli op)
+  const cli = async () => {
+    throw new OpError("bad_request", "a pi extension has no command-line program to run");
+  };
+
   const reload = async () => {
     const old = requireLoaded();
     if (!shutDown) await old.emit("session_shutdown", { reason: "reload" });
@@ -399,7 +405,7 @@ function makeOps(recorder) {
 
   return {
     ops: { hello, load, set_session: setSession, set_env: setEnv, event, list_tools: listTools,
-      call_tool: callTool, call_tools: callToolsWith(callTool), command, settle, introspect, shutdown, reload },
+      call_tool: callTool, call_tools: callToolsWith(callTool), command, settle, introspect, shutdown, reload, cli },
     close,
   };
 }

@@ -130,17 +130,18 @@ def host_deadline(step: Step, default_ms: int) -> int:
 
 
 def op_deadline(step: Step, options: RunOptions) -> int:
-    """:func:`host_deadline`, plus the real server's start allowance for a ``load`` or
-    ``reload`` that sets no ``timeout_ms`` (the runner's own budget; a scenario's is kept)."""
+    """:func:`host_deadline`, plus the real server's start allowance for a ``load``, ``reload``
+    or ``cli`` that sets no ``timeout_ms`` (the runner's own budget; a scenario's is kept)."""
     deadline = host_deadline(step, options.op_timeout_ms)
-    if step.op in ("load", "reload") and step.timeout_ms is None:
+    if step.op in ("load", "reload", "cli") and step.timeout_ms is None:
         deadline += options.server.start_allowance_ms
     return deadline
 
 
 def _refused_op(step: Step, record: StepRecord) -> bool:
-    """A ``reload`` or ``call_tools`` the host refused as a request it does not serve (DRIVER.md:
-    a host that cannot reload its bridge or make concurrent calls, or predates the op, answers
+    """A ``reload``, ``call_tools`` or ``cli`` the host refused as a request it does not serve
+    (DRIVER.md: a host that cannot reload its bridge, make concurrent calls or run its bridge's
+    command-line program, or predates the op, answers
     ``bad_request``): the host's limit, not the bridge's failure, so the run is not applicable,
     unless the step expects that."""
     kind = (record.error or {}).get("kind")
@@ -271,6 +272,11 @@ class _Execution:
                 self.result.steps = self.steps
                 return self._not_applicable("the host cannot make concurrent calls: "
                                             + str((record.error or {}).get("message", "")))
+            if step.op == "cli" and _refused_op(step, record):
+                self.result.steps = self.steps
+                return self._not_applicable("the host cannot run its bridge's command-line "
+                                            "program: "
+                                            + str((record.error or {}).get("message", "")))
         return self._finish(scenario)
 
     def _load_failed(self, step: Step, record: StepRecord) -> bool:
@@ -341,10 +347,12 @@ class _Execution:
         request["timeout_ms"] = deadline
         if step.op == "load":
             request.update(env=self.world.env, cwd=str(self.world.root), options={})
+        elif step.op == "cli":  # the program gets the environment a load would
+            request.update(env=self.world.env, cwd=str(self.world.root))
         op = request.pop("op")
         request = self.driver.outgoing(op, request)
         record.request = {"op": op, **request}
-        if "env" in record.request and op == "load":
+        if "env" in record.request and op in ("load", "cli"):
             record.request["env"] = _report_env(self.world.env)
         if op == "settle":
             self._settle(step, request, record)

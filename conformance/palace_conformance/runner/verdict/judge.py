@@ -96,8 +96,12 @@ def describe_check(check: Check) -> str:
 
 def step_view(step: StepRecord) -> Any:
     """The result a ``result`` matcher sees: for ``call_tool`` (and each call of a
-    ``call_tools``) plus ``json`` (content[0].text parsed, when it parses)."""
+    ``call_tools``) plus ``json`` (content[0].text parsed, when it parses); for ``cli`` plus
+    ``json`` (stdout parsed, when it holds one JSON object or array)."""
     result = step.result
+    if step.op == "cli" and isinstance(result, dict) and isinstance(result.get("stdout"), str):
+        parsed = parse_text(result["stdout"])
+        return result if parsed is _NOT_JSON else {**result, "json": parsed}
     if step.op == "call_tool" and isinstance(result, dict):
         content = result.get("content")
         if isinstance(content, list) and content and isinstance(content[0], dict):
