@@ -20,6 +20,7 @@ import { callToolLoosely, DeadlinePassed, listAllTools, runPreamble, UNBOUNDED_M
 import type { Log } from "./local.ts";
 import { ANSWER_STREAM_CLOSED, guardAnswerStream, requestIds } from "./sse-guard.ts";
 import { StrictIds } from "./strict-ids.ts";
+import { refuseServerRequests } from "./server-requests.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 
@@ -146,7 +147,7 @@ export class RemotePalace {
     } catch (error) {
       if (!is404(error)) throw this.mapped(error, name, timeoutMs);
       if (this.session === fresh) this.stale = true; // its id is dead too: the next call renews
-      throw new PalaceSessionLost(`session lost: the palace answered 404 again after re-initializing (${name} not retried)`);
+      throw new PalaceSessionLost("mempalace session lost: the server answered 404 again after a fresh initialize (tools/call got HTTP 404 twice)");
     }
   }
 
@@ -201,7 +202,7 @@ export class RemotePalace {
     // flight on it, which must get their own 404 and retry on the new session
     this.renewing ??= (async () => {
       try {
-        const fresh = await this.open();
+        const fresh = await this.open(false);
         this.session = fresh;
         this.stale = false;
         return fresh;
@@ -214,8 +215,12 @@ export class RemotePalace {
     return this.renewing;
   }
 
-  /** initialize, initialized, tools/list (every page), inside the init budget; `initialize` is never cancelled. */
-  private async open(): Promise<Session> {
+  /**
+   * initialize, initialized, tools/list (every page: only at start, `list`; a renewed session
+   * keeps the tools registered, as the reference's does), inside the init budget; `initialize`
+   * is never cancelled.
+   */
+  private async open(list = true): Promise<Session> {
     const headers: Record<string, string> = {};
     if (this.config.remoteToken) headers["Authorization"] = `Bearer ${this.config.remoteToken}`;
     const transport = new StreamableHTTPClientTransport(new URL(this.config.remoteUrl as string), {
@@ -224,9 +229,10 @@ export class RemotePalace {
     });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.onerror = (error) => this.log.debug(`palace: ${why(error)}`);
+    refuseServerRequests(client);
     const work = (async () => {
       await client.connect(new StrictIds(transport), { timeout: UNBOUNDED_MS });
-      this.tools = await listAllTools(client);
+      if (list) this.tools = await listAllTools(client);
     })();
     const budget = this.config.initTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
