@@ -48,7 +48,10 @@ export class PalaceSessionLost extends Error {
   override name = "PalaceSessionLostError";
 }
 
-type Session = { client: Client; transport: StreamableHTTPClientTransport };
+type Session = { client: Client; transport: StreamableHTTPClientTransport; ids: StrictIds };
+
+/** How long stopping waits for a notification already on its way (a cancel) before the DELETE. */
+const NOTICE_DRAIN_MS = 2000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -99,6 +102,8 @@ export class RemotePalace {
   private readonly config: BridgeConfig;
   private readonly log: Log;
   private session: Session | undefined;
+  /** The session of a start that failed after the palace opened it, DELETEd at stop. */
+  private leftover: { sessionId: string; protocolVersion: string | undefined } | undefined;
   private started: boolean | undefined;
   private stale = false;
   private renewing: Promise<Session> | undefined;
@@ -155,11 +160,25 @@ export class RemotePalace {
     this.stopped = true;
     clearInterval(this.keepalive);
     const session = this.session;
+    const leftover = this.leftover;
     this.session = undefined;
+    this.leftover = undefined;
+    // the SDK closed the failed start's transport, so its DELETE is sent here, as the transport would
+    if (!session && leftover) await this.deleteLeftover(leftover).catch(() => undefined);
     if (!session) return;
+    // a timed-out call's cancel still on its way is sent first (the reference sends it before it stops)
+    await session.ids.noticesSent(NOTICE_DRAIN_MS);
     // LIFE-06: best-effort DELETE of a held session (a 405 is fine), then close
     if (session.transport.sessionId) await session.transport.terminateSession().catch(() => undefined);
     await session.client.close().catch(() => undefined);
+  }
+
+  private async deleteLeftover(leftover: { sessionId: string; protocolVersion: string | undefined }): Promise<void> {
+    const headers: Record<string, string> = { "mcp-session-id": leftover.sessionId };
+    if (leftover.protocolVersion) headers["mcp-protocol-version"] = leftover.protocolVersion;
+    if (this.config.remoteToken) headers["Authorization"] = `Bearer ${this.config.remoteToken}`;
+    const response = await fetch(new URL(this.config.remoteUrl as string), { method: "DELETE", headers });
+    await response.body?.cancel();
   }
 
   private async call(session: Session, name: string, args: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult> {
@@ -230,8 +249,9 @@ export class RemotePalace {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.onerror = (error) => this.log.debug(`palace: ${why(error)}`);
     refuseServerRequests(client);
+    const ids = new StrictIds(transport);
     const work = (async () => {
-      await client.connect(new StrictIds(transport), { timeout: UNBOUNDED_MS });
+      await client.connect(ids, { timeout: UNBOUNDED_MS });
       if (list) this.tools = await listAllTools(client);
     })();
     const budget = this.config.initTimeoutMs;
@@ -248,12 +268,17 @@ export class RemotePalace {
       await runPreamble(client, this.config);
     } catch (error) {
       work.catch(() => undefined);
+      if (transport.sessionId && this.session === undefined) {
+        // a session the palace opened for a start that failed (its `initialized` refused, say) is
+        // still held: the reference DELETEs it at stop (LIFE-06); only the last one is kept
+        this.leftover = { sessionId: transport.sessionId, protocolVersion: transport.protocolVersion };
+      }
       await client.close().catch(() => undefined);
       throw error;
     } finally {
       clearTimeout(timer);
     }
-    return { client, transport };
+    return { client, transport, ids };
   }
 
   private startKeepalive(): void {
