@@ -33,11 +33,13 @@ def _npm(root: Path, body: str) -> str:
 
 def test_a_killed_install_leaves_the_finished_tree_in_place(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
-    install(copy, npm=_npm(tmp_path, "mkdir -p node_modules/first && touch node_modules/first/done"))
+    first = "mkdir -p node_modules/first && touch node_modules/first/done"
+    install(copy, npm=_npm(tmp_path, first))
     assert installed(copy) and (copy / "node_modules" / "first" / "done").exists()
     # the lockfile changes; the next install is killed by its timeout half-way through writing
     (copy / "package-lock.json").write_text(LOCK.replace('"c"', '"c2"'))
-    slow = _npm(tmp_path, "mkdir -p node_modules/second && touch node_modules/second/half && exec sleep 30")
+    slow = _npm(tmp_path, "mkdir -p node_modules/second && touch node_modules/second/half"
+                          " && exec sleep 30")
     with pytest.raises(subprocess.TimeoutExpired):
         install(copy, npm=slow, timeout=1)
     # the half-written tree is in the staging directory, never in node_modules
@@ -51,7 +53,8 @@ def test_the_next_install_clears_the_leftovers_and_marks_the_tree(tmp_path: Path
     copy = _copy(tmp_path)
     (copy / STAGING / "node_modules" / "junk").mkdir(parents=True)  # a killed install's leftovers
     (copy / "node_modules" / "half").mkdir(parents=True)  # an unmarked tree (an old npm ci killed)
-    install(copy, npm=_npm(tmp_path, "mkdir -p node_modules/pkg && touch node_modules/pkg/index.js"))
+    install(copy, npm=_npm(tmp_path, "mkdir -p node_modules/pkg"
+                                     " && touch node_modules/pkg/index.js"))
     assert installed(copy)
     assert (copy / "node_modules" / MARKER).read_text() == LOCK
     assert (copy / "node_modules" / "pkg" / "index.js").exists()

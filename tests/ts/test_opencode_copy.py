@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from palace_conformance.hosts import node
+
 from .copy_modules import install as install_modules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ def copy_modules(node_hosts: node.Installation) -> Path:
     API, Stryker)."""
     npm = shutil.which("npm")
     assert npm, "npm not found on PATH: install Node.js (with npm) for reference/opencode"
-    # staged and renamed into place: a kill mid-install leaves no half-written tree (copy_modules.py)
+    # staged, then renamed into place: a kill mid-install leaves no half-written tree
     return install_modules(COPY, npm=npm)
 
 

@@ -88,7 +88,8 @@ def test_pi_events_map_onto_opencode_hooks(tmp_path: Path) -> None:
         ended = h.ok("event", name="agent_end", payload={}).effects
         ended += h.ok("settle", quiet_ms=50, max_ms=2000).effects
         assert of_kind(ended, "notify") == []
-        settled = h.ok("event", name="agent_settled", payload={}).effects  # session.idle, on the bus
+        # session.idle, on the bus
+        settled = h.ok("event", name="agent_settled", payload={}).effects
         settled += h.ok("settle", quiet_ms=50, max_ms=2000).effects
         assert of_kind(settled, "notify") == [
             {"kind": "notify", "level": "info", "message": "idle"}]

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from palace_conformance.hosts import node
-from .copy_modules import install as install_modules
 
+from .copy_modules import install as install_modules
 from .support import CATALOGUE_TOOLS, clean_env, palace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def copy_modules(node_hosts: node.Installation) -> Path:
     """``reference/pi/node_modules`` from the lockfile (typescript, esbuild, pi-mcp, typebox)."""
     npm = shutil.which("npm")
     assert npm, "npm not found on PATH: install Node.js (with npm) to test reference/pi"
-    # staged and renamed into place: a kill mid-install leaves no half-written tree (copy_modules.py)
+    # staged, then renamed into place: a kill mid-install leaves no half-written tree
     return install_modules(COPY, npm=npm)
 
 
