@@ -209,6 +209,10 @@ export class RemotePalace {
       if (error.code >= 100) return new PalaceHttpError(error.code, `HTTP ${error.code} from the palace: ${message}`, bodyCode(message));
       return new PalaceProtocolError(`protocol error: ${message}`);
     }
+    // the SDK's zod check of a message that is not JSON-RPC (a result with a null id): the palace broke the protocol
+    if (error instanceof Error && error.name === "ZodError") {
+      return new PalaceProtocolError(`protocol error: ${name}: the palace sent a message that is not JSON-RPC`);
+    }
     if (error instanceof Error) return error;
     return new Error(redact(String(error), secrets));
   }
@@ -292,7 +296,11 @@ export class RemotePalace {
       pinging = true;
       session.client.ping({ timeout: this.config.timeoutMs === 0 ? UNBOUNDED_MS : this.config.timeoutMs }).catch((error: unknown) => {
         // a 404 speaks of a session only when there is one: replaced before the next call (HTTP-06)
-        if (is404(error) && session.transport.sessionId && this.session === session) this.stale = true;
+        if (is404(error) && session.transport.sessionId && this.session === session) {
+          // replaced now, as the reference does, not at the next call (which then finds it ready)
+          this.stale = true;
+          this.renew(session).catch((renewal: unknown) => this.log.debug(`session renewal failed: ${why(renewal)}`));
+        }
         this.log.debug(`keep-alive ping failed: ${why(error)}`);
       }).finally(() => { pinging = false; });
     }, every);
