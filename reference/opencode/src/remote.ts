@@ -18,7 +18,7 @@ import { DispatchSignal } from "./dispatch.ts";
 import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
 import { callToolLoosely, DeadlinePassed, listAllTools, runPreamble, UNBOUNDED_MS } from "./local.ts";
 import type { Log } from "./local.ts";
-import { ANSWER_STREAM_CLOSED, guardAnswerStream, requestIds } from "./sse-guard.ts";
+import { ANSWER_STREAM_CLOSED, guardAnswerStream, refusedResume, requestIds } from "./sse-guard.ts";
 import { StrictIds } from "./strict-ids.ts";
 import { refuseServerRequests } from "./server-requests.ts";
 
@@ -66,6 +66,13 @@ function palaceFetch(dispatched: DispatchSignal): typeof fetch {
     if (method === "GET" && !new Headers(init?.headers).has("last-event-id")) return new Response(null, { status: 405 });
     if (method === "POST") dispatched.fire();
     const response = await fetch(input, init);
+    if (method === "GET" && !response.ok) {
+      const refused = refusedResume(new Headers(init?.headers).get("last-event-id"), response.status);
+      if (refused) {
+        await response.body?.cancel();
+        return refused;
+      }
+    }
     if (method === "POST" && response.status === 202 && typeof init?.body === "string" && /"id"\s*:/.test(init.body)
       && /"method"\s*:/.test(init.body)) {
       await response.body?.cancel();
@@ -193,7 +200,7 @@ export class RemotePalace {
     if (error instanceof McpError) {
       const data = error.data as { bridge?: unknown } | undefined;
       if (data && typeof data === "object" && data.bridge === ANSWER_STREAM_CLOSED) {
-        return new PalaceProtocolError(`protocol error: ${name}: the answer stream ended without the answer and without an event id to resume from`);
+        return new PalaceProtocolError(`protocol error: ${name}: ${error.message.replace(/^MCP error -?\d+: /, "")}`);
       }
       if (error.code === ErrorCode.RequestTimeout && error.message === "MCP error -32001: Request timed out") {
         return new PalaceTimeout(`mempalace ${name} timed out after ${timeoutMs} ms`);
