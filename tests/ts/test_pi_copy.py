@@ -29,6 +29,9 @@ from .copy_modules import install as install_modules
 from .support import CATALOGUE_TOOLS, clean_env, palace
 
 ROOT = Path(__file__).resolve().parents[2]
+# a first install (npm ci of the copy's lockfile) takes minutes on a loaded machine: the tests
+# that need it get that long; a kill part-way leaves no half-written tree (copy_modules.py)
+pytestmark = pytest.mark.timeout(900)
 COPY = ROOT / "reference" / "pi"
 ENTRY = COPY / "mempalace.ts"
 HERE = Path(__file__).resolve().parent
