@@ -116,9 +116,10 @@ export const MemPalacePlugin: Plugin = async ({ client }) => {
       const sessionID = event.properties.sessionID;
       // the poll runs in the background; the handler returns once it is on the wire (or over)
       const onWire = palace.dispatched.next();
-      const poll = mailbox.poll(async (text) => {
+      // the part's metadata carries what pi's message `details` carries (the events delivered)
+      const poll = mailbox.poll(async (text, details) => {
         await client.session.prompt({ path: { id: sessionID }, body: { noReply: true,
-          parts: [{ type: "text", text, synthetic: true, metadata: { customType: MAILBOX_TYPE } }] } });
+          parts: [{ type: "text", text, synthetic: true, metadata: { customType: MAILBOX_TYPE, details } }] } });
       }).catch((error: unknown) => log.line(`mempalace: mailbox: internal error: ${error instanceof Error ? error.message : String(error)}`));
       await Promise.race([onWire, poll]);
     }

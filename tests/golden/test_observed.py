@@ -146,3 +146,22 @@ def test_a_stdio_cancel_is_the_timings_but_an_http_cancel_is_observed() -> None:
     http = [{"method": "POST", "path": "/mcp", "headers": {}, "body": cancel}]
     assert whole_run([stdio])["notifications"] == []
     assert whole_run([http])["notifications"] == http
+
+
+def test_a_cancels_request_id_is_masked_only_when_it_names_a_sent_request() -> None:
+    """Which number a client library gives a request is the library's (the official SDK counts
+    from 0, the reference from 1); naming the request it cancels, JSON type and all, is the
+    bridge's: the fake's ``request_known`` says which, and an id naming nothing stays."""
+    def cancel(request_id: object, known: bool) -> dict[str, object]:
+        return {"kind": "recv", "known": known, "request_known": known, "message": {
+            "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "Request timed out"}}}
+
+    seen = requests({"0": [cancel(2, True), cancel(3, True), cancel("3", False)]}, Masker())["0"]
+    ids = sorted((r["body"]["params"]["requestId"] for r in seen), key=str)
+    assert ids == ["3", "<sent request id>", "<sent request id>"]
+    # any other message keeps its fields, whatever the flag
+    other = {"kind": "recv", "request_known": True, "message": {
+        "jsonrpc": "2.0", "method": "notifications/progress", "params": {"requestId": 2}}}
+    [kept] = requests({"0": [other]}, Masker())["0"]
+    assert kept["body"]["params"]["requestId"] == 2

@@ -65,3 +65,8 @@ def test_a_bridge_lacking_a_seed_capability_is_not_held_to_the_golden_traces() -
     lacking = tuple(c for c in CAPABILITIES if c != "diary_command")
     assert judged(lacking) == 0
     assert judged(tuple(CAPABILITIES)) == 1
+    # a harness capability (result_parts: the OpenCode host's tool result is one string) is the
+    # host's, not the copy's: a copy whose host lacks it is still a whole seed copy and judged
+    from palace_conformance.contract import HARNESS_CAPABILITIES
+    assert HARNESS_CAPABILITIES
+    assert judged(tuple(c for c in CAPABILITIES if c not in HARNESS_CAPABILITIES)) == 1

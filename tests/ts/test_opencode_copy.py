@@ -11,7 +11,6 @@ parallel workers share it.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -22,7 +21,12 @@ import pytest
 
 from palace_conformance.hosts import node
 
+from .copy_modules import install as install_modules
+
 ROOT = Path(__file__).resolve().parents[2]
+# a first install (npm ci, Stryker included) takes minutes on a loaded machine: the tests that need
+# it get that long; a kill part-way leaves no half-written tree either way (copy_modules.py)
+pytestmark = pytest.mark.timeout(900)
 COPY = ROOT / "reference" / "opencode"
 
 
@@ -36,18 +40,10 @@ def _run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
 def copy_modules(node_hosts: node.Installation) -> Path:
     """``reference/opencode/node_modules`` from the lockfile (typescript, the SDK, the plugin
     API, Stryker)."""
-    modules = COPY / "node_modules"
-    with (COPY / ".npm-ci.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        stamp = modules / ".lock-digest"
-        digest = (COPY / "package-lock.json").read_text()
-        if not (stamp.exists() and stamp.read_text() == digest):
-            npm = shutil.which("npm")
-            assert npm, "npm not found on PATH: install Node.js (with npm) for reference/opencode"
-            done = _run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=COPY)
-            assert done.returncode == 0, f"npm ci in reference/opencode: {done.stderr[-2000:]}"
-            stamp.write_text(digest)
-    return modules
+    npm = shutil.which("npm")
+    assert npm, "npm not found on PATH: install Node.js (with npm) for reference/opencode"
+    # staged, then renamed into place: a kill mid-install leaves no half-written tree
+    return install_modules(COPY, npm=npm)
 
 
 def _node_env(node_hosts: node.Installation) -> dict[str, str]:

@@ -83,9 +83,15 @@ def test_pi_events_map_onto_opencode_hooks(tmp_path: Path) -> None:
             "system_prompt": "base\necho system line"}
         assert of_kind(prompt.effects, "injected") == [
             {"kind": "injected", "custom_type": "echo-wakeup", "content": "seen: session.created"}]
-        ended = h.ok("event", name="agent_end", payload={}).effects  # session.idle, on the bus
+        # OpenCode goes idle once, when nothing more is queued (pi's agent_settled): agent_end
+        # announces nothing, so a plugin acting on session.idle acts once for the pair
+        ended = h.ok("event", name="agent_end", payload={}).effects
         ended += h.ok("settle", quiet_ms=50, max_ms=2000).effects
-        assert of_kind(ended, "notify") == [
+        assert of_kind(ended, "notify") == []
+        # session.idle, on the bus
+        settled = h.ok("event", name="agent_settled", payload={}).effects
+        settled += h.ok("settle", quiet_ms=50, max_ms=2000).effects
+        assert of_kind(settled, "notify") == [
             {"kind": "notify", "level": "info", "message": "idle"}]
         command = h.op("command", name="mempalace-diary", args="")
         assert not command.ok and command.error["kind"] == "no_such_command"
@@ -95,6 +101,33 @@ def test_pi_events_map_onto_opencode_hooks(tmp_path: Path) -> None:
         assert [e["line"] for e in of_kind(down.effects, "stderr")] == ["[echo] info: disposed"]
         touched = h.ok("introspect").result["api_touched"]
         assert "client.app.log" in touched and "client.tui.showToast" in touched
+
+
+def test_session_status_idle_comes_before_session_idle_once(tmp_path: Path) -> None:
+    with host(ECHO, tmp_path) as h:
+        h.ok("load", env=clean_env(tmp_path), cwd=str(tmp_path))
+        h.ok("event", name="session_start", payload={"reason": "startup"})
+        h.ok("event", name="agent_end", payload={})
+        h.ok("event", name="agent_settled", payload={})
+        h.ok("settle", quiet_ms=50, max_ms=2000)
+        prompt = h.ok("event", name="before_agent_start", payload={"prompt": "hi"})
+        # the bus events the plugin saw, in order (OpenCode's SessionStatus.set(idle))
+        [seen] = [m["content"] for m in prompt.result["messages"]]
+        assert seen == "seen: session.created,session.status,session.idle"
+
+
+def test_a_program_the_plugin_runs_is_recorded_as_pi_s_exec_records_it(tmp_path: Path) -> None:
+    with host(ECHO, tmp_path) as h:
+        h.ok("load", env=clean_env(tmp_path), cwd=str(tmp_path))
+        ran = h.ok("call_tool", name="echo", args={"text": "run"})
+        assert of_kind(ran.effects, "exec") == [
+            {"kind": "exec", "argv": ["sh", "-c", "exit 3"], "exit_code": 3, "timed_out": False}]
+        stalled = h.ok("call_tool", name="echo", args={"text": "run-stalled"})
+        # the plugin's own kill is its timeout: 128 + SIGTERM, timed out
+        assert of_kind(stalled.effects, "exec") == [
+            {"kind": "exec", "argv": ["sleep", "30"], "exit_code": 143, "timed_out": True}]
+        # a program run is not a bridge child (as pi's exec runs are not)
+        assert h.ok("introspect").result["children"] == []
 
 
 def test_a_bad_spec_is_one_line(tmp_path: Path) -> None:

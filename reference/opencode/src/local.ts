@@ -21,6 +21,7 @@ import { RespawnPolicy } from "./respawn.ts";
 import { DispatchSignal } from "./dispatch.ts";
 import { DRAIN_MS, GroupStdioTransport } from "./stdio-transport.ts";
 import { StrictIds } from "./strict-ids.ts";
+import { refuseServerRequests } from "./server-requests.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 // "no timeout" for the SDK, whose request timeout cannot be switched off (the seed's 0): Node's
@@ -300,6 +301,7 @@ export class LocalPalace {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const child = new Child(client, transport);
     client.onerror = (error) => this.log.debug(`mempalace-mcp: ${why(error)}`); // a bad stdout line: dropped (STDIO-13)
+    refuseServerRequests(client);
     return child;
   }
 

@@ -80,8 +80,15 @@ export function formatItems(me: string, items: readonly PalaceEvent[]): string {
   return lines.join("\n");
 }
 
-/** Delivers a steer text into the session without starting a turn. */
-export type SteerSink = (text: string) => Promise<void>;
+/** What a steered mailbox message carries beside its text (the other copies' message `details`). */
+export interface MailDetails {
+  to_agent: string;
+  event_ids: string[];
+  events: unknown;
+}
+
+/** Delivers a steer text (with its details) into the session without starting a turn. */
+export type SteerSink = (text: string, details: MailDetails) => Promise<void>;
 
 /** Fetches the owed set and delivers each item once per session; every failure is silent. */
 export class Mailbox {
@@ -153,7 +160,8 @@ export class Mailbox {
     const fresh = this.undelivered(items);
     if (!fresh.length) return;
     try {
-      await steer(formatItems(this.me, fresh));
+      await steer(formatItems(this.me, fresh),
+        { to_agent: this.me, event_ids: fresh.map((e) => e.id), events: JSON.parse(JSON.stringify(fresh)) as unknown });
     } catch {
       // fail-silent: a message OpenCode would not take is no turn's business
     }

@@ -18,8 +18,9 @@ import { DispatchSignal } from "./dispatch.ts";
 import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
 import { callToolLoosely, DeadlinePassed, listAllTools, runPreamble, UNBOUNDED_MS } from "./local.ts";
 import type { Log } from "./local.ts";
-import { ANSWER_STREAM_CLOSED, guardAnswerStream, requestIds } from "./sse-guard.ts";
+import { ANSWER_STREAM_CLOSED, guardAnswerStream, refusedResume, requestIds } from "./sse-guard.ts";
 import { StrictIds } from "./strict-ids.ts";
+import { refuseServerRequests } from "./server-requests.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 
@@ -47,7 +48,10 @@ export class PalaceSessionLost extends Error {
   override name = "PalaceSessionLostError";
 }
 
-type Session = { client: Client; transport: StreamableHTTPClientTransport };
+type Session = { client: Client; transport: StreamableHTTPClientTransport; ids: StrictIds };
+
+/** How long stopping waits for a notification already on its way (a cancel) before the DELETE. */
+const NOTICE_DRAIN_MS = 2000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -62,6 +66,13 @@ function palaceFetch(dispatched: DispatchSignal): typeof fetch {
     if (method === "GET" && !new Headers(init?.headers).has("last-event-id")) return new Response(null, { status: 405 });
     if (method === "POST") dispatched.fire();
     const response = await fetch(input, init);
+    if (method === "GET" && !response.ok) {
+      const refused = refusedResume(new Headers(init?.headers).get("last-event-id"), response.status);
+      if (refused) {
+        await response.body?.cancel();
+        return refused;
+      }
+    }
     if (method === "POST" && response.status === 202 && typeof init?.body === "string" && /"id"\s*:/.test(init.body)
       && /"method"\s*:/.test(init.body)) {
       await response.body?.cancel();
@@ -98,6 +109,8 @@ export class RemotePalace {
   private readonly config: BridgeConfig;
   private readonly log: Log;
   private session: Session | undefined;
+  /** The session of a start that failed after the palace opened it, DELETEd at stop. */
+  private leftover: { sessionId: string; protocolVersion: string | undefined } | undefined;
   private started: boolean | undefined;
   private stale = false;
   private renewing: Promise<Session> | undefined;
@@ -146,7 +159,7 @@ export class RemotePalace {
     } catch (error) {
       if (!is404(error)) throw this.mapped(error, name, timeoutMs);
       if (this.session === fresh) this.stale = true; // its id is dead too: the next call renews
-      throw new PalaceSessionLost(`session lost: the palace answered 404 again after re-initializing (${name} not retried)`);
+      throw new PalaceSessionLost("mempalace session lost: the server answered 404 again after a fresh initialize (tools/call got HTTP 404 twice)");
     }
   }
 
@@ -154,11 +167,25 @@ export class RemotePalace {
     this.stopped = true;
     clearInterval(this.keepalive);
     const session = this.session;
+    const leftover = this.leftover;
     this.session = undefined;
+    this.leftover = undefined;
+    // the SDK closed the failed start's transport, so its DELETE is sent here, as the transport would
+    if (!session && leftover) await this.deleteLeftover(leftover).catch(() => undefined);
     if (!session) return;
+    // a timed-out call's cancel still on its way is sent first (the reference sends it before it stops)
+    await session.ids.noticesSent(NOTICE_DRAIN_MS);
     // LIFE-06: best-effort DELETE of a held session (a 405 is fine), then close
     if (session.transport.sessionId) await session.transport.terminateSession().catch(() => undefined);
     await session.client.close().catch(() => undefined);
+  }
+
+  private async deleteLeftover(leftover: { sessionId: string; protocolVersion: string | undefined }): Promise<void> {
+    const headers: Record<string, string> = { "mcp-session-id": leftover.sessionId };
+    if (leftover.protocolVersion) headers["mcp-protocol-version"] = leftover.protocolVersion;
+    if (this.config.remoteToken) headers["Authorization"] = `Bearer ${this.config.remoteToken}`;
+    const response = await fetch(new URL(this.config.remoteUrl as string), { method: "DELETE", headers });
+    await response.body?.cancel();
   }
 
   private async call(session: Session, name: string, args: Record<string, unknown>, timeoutMs: number): Promise<CallToolResult> {
@@ -173,7 +200,7 @@ export class RemotePalace {
     if (error instanceof McpError) {
       const data = error.data as { bridge?: unknown } | undefined;
       if (data && typeof data === "object" && data.bridge === ANSWER_STREAM_CLOSED) {
-        return new PalaceProtocolError(`protocol error: ${name}: the answer stream ended without the answer and without an event id to resume from`);
+        return new PalaceProtocolError(`protocol error: ${name}: ${error.message.replace(/^MCP error -?\d+: /, "")}`);
       }
       if (error.code === ErrorCode.RequestTimeout && error.message === "MCP error -32001: Request timed out") {
         return new PalaceTimeout(`mempalace ${name} timed out after ${timeoutMs} ms`);
@@ -189,6 +216,10 @@ export class RemotePalace {
       if (error.code >= 100) return new PalaceHttpError(error.code, `HTTP ${error.code} from the palace: ${message}`, bodyCode(message));
       return new PalaceProtocolError(`protocol error: ${message}`);
     }
+    // the SDK's zod check of a message that is not JSON-RPC (a result with a null id): the palace broke the protocol
+    if (error instanceof Error && error.name === "ZodError") {
+      return new PalaceProtocolError(`protocol error: ${name}: the palace sent a message that is not JSON-RPC`);
+    }
     if (error instanceof Error) return error;
     return new Error(redact(String(error), secrets));
   }
@@ -201,7 +232,7 @@ export class RemotePalace {
     // flight on it, which must get their own 404 and retry on the new session
     this.renewing ??= (async () => {
       try {
-        const fresh = await this.open();
+        const fresh = await this.open(false);
         this.session = fresh;
         this.stale = false;
         return fresh;
@@ -214,8 +245,12 @@ export class RemotePalace {
     return this.renewing;
   }
 
-  /** initialize, initialized, tools/list (every page), inside the init budget; `initialize` is never cancelled. */
-  private async open(): Promise<Session> {
+  /**
+   * initialize, initialized, tools/list (every page: only at start, `list`; a renewed session
+   * keeps the tools registered, as the reference's does), inside the init budget; `initialize`
+   * is never cancelled.
+   */
+  private async open(list = true): Promise<Session> {
     const headers: Record<string, string> = {};
     if (this.config.remoteToken) headers["Authorization"] = `Bearer ${this.config.remoteToken}`;
     const transport = new StreamableHTTPClientTransport(new URL(this.config.remoteUrl as string), {
@@ -224,9 +259,11 @@ export class RemotePalace {
     });
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     client.onerror = (error) => this.log.debug(`palace: ${why(error)}`);
+    refuseServerRequests(client);
+    const ids = new StrictIds(transport);
     const work = (async () => {
-      await client.connect(new StrictIds(transport), { timeout: UNBOUNDED_MS });
-      this.tools = await listAllTools(client);
+      await client.connect(ids, { timeout: UNBOUNDED_MS });
+      if (list) this.tools = await listAllTools(client);
     })();
     const budget = this.config.initTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
@@ -242,12 +279,17 @@ export class RemotePalace {
       await runPreamble(client, this.config);
     } catch (error) {
       work.catch(() => undefined);
+      if (transport.sessionId && this.session === undefined) {
+        // a session the palace opened for a start that failed (its `initialized` refused, say) is
+        // still held: the reference DELETEs it at stop (LIFE-06); only the last one is kept
+        this.leftover = { sessionId: transport.sessionId, protocolVersion: transport.protocolVersion };
+      }
       await client.close().catch(() => undefined);
       throw error;
     } finally {
       clearTimeout(timer);
     }
-    return { client, transport };
+    return { client, transport, ids };
   }
 
   private startKeepalive(): void {
@@ -261,7 +303,11 @@ export class RemotePalace {
       pinging = true;
       session.client.ping({ timeout: this.config.timeoutMs === 0 ? UNBOUNDED_MS : this.config.timeoutMs }).catch((error: unknown) => {
         // a 404 speaks of a session only when there is one: replaced before the next call (HTTP-06)
-        if (is404(error) && session.transport.sessionId && this.session === session) this.stale = true;
+        if (is404(error) && session.transport.sessionId && this.session === session) {
+          // replaced now, as the reference does, not at the next call (which then finds it ready)
+          this.stale = true;
+          this.renew(session).catch((renewal: unknown) => this.log.debug(`session renewal failed: ${why(renewal)}`));
+        }
         this.log.debug(`keep-alive ping failed: ${why(error)}`);
       }).finally(() => { pinging = false; });
     }, every);

@@ -54,6 +54,8 @@ export class LineEndings {
 /** Which of `waiting` the events in LF-ended text answer, and whether any event carried an id. */
 export class AnswerWatch {
   sawEventId = false;
+  /** The last event id the stream carried (what a resuming GET sends as Last-Event-ID). */
+  lastEventId: string | undefined;
   private readonly waiting: Map<string, string | number>;
   private held = "";
 
@@ -86,7 +88,10 @@ export class AnswerWatch {
       const field = colon < 0 ? line : line.slice(0, colon);
       let value = colon < 0 ? "" : line.slice(colon + 1);
       if (value.startsWith(" ")) value = value.slice(1);
-      if (field === "id" && value !== "") this.sawEventId = true;
+      if (field === "id" && value !== "") {
+        this.sawEventId = true;
+        this.lastEventId = value;
+      }
       else if (field === "event") type = value;
       else if (field === "data") data.push(value);
     }
@@ -108,11 +113,26 @@ export class AnswerWatch {
 }
 
 /** The SSE event that ends a request the stream cannot answer. */
-function closedEvent(id: string | number): string {
-  const answer = { jsonrpc: "2.0", id, error: { code: GUARD_CODE,
-    message: "the answer stream ended without the answer and without an event id to resume from",
-    data: { bridge: ANSWER_STREAM_CLOSED } } };
+function closedEvent(id: string | number, message = "the answer stream ended without the answer and without an event id to resume from"): string {
+  const answer = { jsonrpc: "2.0", id, error: { code: GUARD_CODE, message, data: { bridge: ANSWER_STREAM_CLOSED } } };
   return `event: message\ndata: ${JSON.stringify(answer)}\n\n`;
+}
+
+/** The requests a closed stream left unanswered, by the event id a resuming GET names. */
+const resumable = new Map<string, (string | number)[]>();
+
+/**
+ * The answer to a resuming GET the palace refused (a non-2xx status: it did not serve the
+ * request, whatever its body says): the requests that stream carried end at once as protocol
+ * errors, where the SDK would retry the GET a few times and leave them to their timeout
+ * (HTTP-12, as the reference fails the call). Undefined when the GET is not one of ours.
+ */
+export function refusedResume(lastEventId: string | null, status: number): Response | undefined {
+  const ids = lastEventId === null ? undefined : resumable.get(lastEventId);
+  if (!ids || lastEventId === null) return undefined;
+  resumable.delete(lastEventId);
+  const text = ids.map((id) => closedEvent(id, `resuming the answer stream was refused with HTTP ${status}`)).join("");
+  return new Response(text, { status: 200, headers: { "content-type": "text/event-stream" } });
 }
 
 /** `response` with its event stream normalised and bounded as above. */
@@ -134,9 +154,12 @@ export function guardAnswerStream(response: Response, ids: Map<string, string | 
     },
     flush(controller) {
       pass(decoder.decode(), controller);
-      if (watch.sawEventId) return;
+      if (watch.sawEventId) {
+        if (watch.lastEventId !== undefined && watch.unanswered.length > 0) resumable.set(watch.lastEventId, watch.unanswered);
+        return;
+      }
       // an event still open at the end is ended first, so the guard's event stands alone
-      const tail = watch.unanswered.map(closedEvent).join("");
+      const tail = watch.unanswered.map((id) => closedEvent(id)).join("");
       if (tail !== "") controller.enqueue(encoder.encode(`\n\n${tail}`));
     },
   }));

@@ -27,6 +27,8 @@ export class StrictIds implements Transport {
   readonly inner: Transport;
   /** The ids of requests sent and not yet answered. */
   private readonly waiting = new Set<string>();
+  /** Notifications handed to the transport and not yet sent. */
+  private readonly notices = new Set<Promise<void>>();
 
   constructor(inner: Transport) {
     this.inner = inner;
@@ -65,7 +67,21 @@ export class StrictIds implements Transport {
       const key = idKey(record["id"]);
       if (key !== undefined) this.waiting.add(key);
     }
-    return this.inner.send(message, options);
+    const sending = this.inner.send(message, options);
+    if ("method" in record && !("id" in record)) {
+      // a notification (a timed-out call's cancel) the SDK sends without waiting: kept until sent
+      this.notices.add(sending);
+      sending.catch(() => undefined).finally(() => this.notices.delete(sending));
+    }
+    return sending;
+  }
+
+  /** Wait (up to `ms`) for the notifications on their way out, so closing does not cut them off. */
+  async noticesSent(ms: number): Promise<void> {
+    if (this.notices.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.notices]), new Promise((resolve) => { timer = setTimeout(resolve, ms); })]);
+    clearTimeout(timer);
   }
 
   close(): Promise<void> {

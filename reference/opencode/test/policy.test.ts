@@ -12,6 +12,8 @@ import { Stamper } from "../src/provenance.ts";
 import { RespawnPolicy } from "../src/respawn.ts";
 import { AnswerWatch, LineEndings, requestIds } from "../src/sse-guard.ts";
 import { idKey, StrictIds } from "../src/strict-ids.ts";
+import { methodNotFound } from "../src/server-requests.ts";
+import type { MailDetails } from "../src/mailbox.ts";
 
 describe("respawn policy (STDIO-05..09)", () => {
   it("spawns first without delay, then doubles the backoff per respawn and latches when the budget is spent", () => {
@@ -173,6 +175,30 @@ describe("answer streams (HTTP-10, HTTP-12, TOOL-06)", () => {
     assert.deepEqual(seen, [answer, { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x" } }]);
     assert.equal(idKey(null), undefined);
   });
+
+  it("holds a notification on its way out until it is sent, and stops waiting at its bound", async () => {
+    let release: () => void = () => undefined;
+    const inner: Transport = { start: async () => undefined, close: async () => undefined,
+      send: (message) => ("id" in message ? Promise.resolve() : new Promise<void>((resolve) => { release = resolve; })) };
+    const strict = new StrictIds(inner);
+    await strict.start();
+    let sent = false;
+    void strict.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 2 } }).then(() => { sent = true; });
+    const started = Date.now();
+    await strict.noticesSent(50); // not sent: waited out
+    assert.equal(sent, false);
+    assert.ok(Date.now() - started >= 40);
+    setTimeout(() => release(), 10);
+    await strict.noticesSent(5000);
+    assert.equal(sent, true);
+    await strict.noticesSent(5000); // nothing left: at once
+  });
+
+  it("refuses a palace request naming its method, with -32601", () => {
+    const error = methodNotFound("sampling/createMessage");
+    assert.equal(error.message, "Method not found: sampling/createMessage");
+    assert.equal(error.code, -32601);
+  });
 });
 
 const text = (body: unknown, isError = false): CallToolResult => ({ content: [{ type: "text", text: JSON.stringify(body) }], isError });
@@ -206,10 +232,13 @@ describe("mailbox (MAIL-*)", () => {
       return answer;
     }, me, 1000, () => now);
     const steered: string[] = [];
-    const steer = async (body: string) => { steered.push(body); };
+    const details: MailDetails[] = [];
+    const steer = async (body: string, carried: MailDetails) => { steered.push(body); details.push(carried); };
     assert.equal(mailbox.due(), true);
     await mailbox.poll(steer);
     assert.equal(steered.length, 1);
+    // what pi's message `details` carries: to whom, the ids, the events delivered
+    assert.deepEqual(details, [{ to_agent: me, event_ids: ["e1"], events }]);
     assert.equal(calls.length, 2);
     now = 999;
     assert.equal(mailbox.due(), false);

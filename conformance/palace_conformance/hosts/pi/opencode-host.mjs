@@ -11,8 +11,11 @@
 //
 //   session_start       -> bus event `session.created` (fire-and-forget, as OpenCode's bus)
 //   before_agent_start  -> `chat.message` (parts added = injected) + `experimental.chat.system.transform`
-//   agent_end, agent_settled -> bus events `session.idle`, `session.status` (idle)
+//   agent_settled       -> bus events `session.status` (idle), then `session.idle`
+//   agent_end           -> nothing (OpenCode's loop runs on to what is queued; it goes idle once)
 //   session_shutdown    -> bus event `server.instance.disposed`, then `dispose()`
+//   (a program run)     -> a child the plugin starts with no stdin (a helper run for its output)
+//                          is recorded as an `exec` effect, as pi's `exec` records one
 //   call_tool           -> zod check of `args`, `tool.execute.before`, `execute`, `tool.execute.after`
 //   list_tools          -> each tool's zod shape as JSON Schema, rewritten by `tool.definition`
 //
@@ -30,7 +33,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { callToolsWith } from "./lib/call-tools.mjs";
-import { children, killChildren, spawnAttempts, waitForChildren } from "./lib/children.mjs";
+import { children, killChildren, observeProgramRuns, spawnAttempts, waitForChildren } from "./lib/children.mjs";
 import { entryFile, importDep, packageVersion } from "./lib/deps.mjs";
 import { classify } from "./lib/errors.mjs";
 import { observedReads, startObserving } from "./lib/observe.mjs";
@@ -116,11 +119,14 @@ class FakeOpenCode {
     const prompt = (request) => {
       const body = request?.body ?? {};
       const parts = Array.isArray(body.parts) ? body.parts : [];
-      const custom = parts.find((part) => typeof part?.metadata?.customType === "string")?.metadata.customType;
+      const tagged = parts.find((part) => typeof part?.metadata?.customType === "string");
       // `noReply` adds the message to the thread at once without a turn: pi's steer with no
-      // triggered turn (pi's nextTurn would hold it back until the next prompt)
-      recorder.record("message", { custom_type: custom ?? null, content: partsText(parts), display: true,
-        details: null, deliver_as: body.noReply ? "steer" : "followUp", trigger_turn: !body.noReply });
+      // triggered turn (pi's nextTurn would hold it back until the next prompt). A part's
+      // metadata is the plugin's own data on the message, as pi's `details` is
+      const details = tagged?.metadata?.details;
+      recorder.record("message", { custom_type: tagged?.metadata.customType ?? null, content: partsText(parts),
+        display: true, details: details === undefined ? null : details,
+        deliver_as: body.noReply ? "steer" : "followUp", trigger_turn: !body.noReply });
       return ok({});
     };
     const client = {
@@ -209,6 +215,9 @@ function pluginFunctions(module, file) {
 }
 
 function makeOps(recorder) {
+  // OpenCode hands a plugin no exec of its own (`$` is Bun's shell, which cannot bound a run):
+  // a program the plugin runs for its output is observed and recorded as pi's `exec` records it
+  observeProgramRuns((run) => recorder.record("exec", run));
   let fake;
   let hooks = [];
   let tools = new Map();
@@ -401,12 +410,16 @@ function makeOps(recorder) {
       }
       case "before_agent_start":
         return beforeAgentStart(payload);
-      case "agent_end":
       case "agent_settled":
-        // OpenCode has one "the session went idle" moment, pi two (the run ended; nothing more
-        // is queued): both are that moment, announced on the bus as OpenCode does
-        publish("session.idle", { sessionID: SESSION_ID });
+        // OpenCode has one "the session went idle" moment: its session loop ends (nothing more
+        // queued, pi's agent_settled) and `SessionStatus.set(idle)` publishes `session.status`
+        // (idle), then `session.idle`, once (docs/typescript-hosts.md)
         publish("session.status", { sessionID: SESSION_ID, status: { type: "idle" } });
+        publish("session.idle", { sessionID: SESSION_ID });
+        return null;
+      case "agent_end":
+        // the end of one run with more queued: OpenCode's loop goes on to the queued message
+        // and announces nothing a plugin could tell apart from a busy session
         return null;
       case "session_shutdown":
         await dispose();

@@ -53,6 +53,24 @@ def without_identity(body: Any) -> Any:
     return {**body, "params": {**params, "clientInfo": masked}}
 
 
+#: what stands for a cancel's ``requestId`` when it names a request the bridge sent, in its JSON
+#: type (the fake's ``request_known``): which number a client library gives its requests is the
+#: library's (the official SDK counts from 0, the reference and pi-mcp from 1); naming the request
+#: it cancels, type and all, is the bridge's, so an id that names nothing stays as it was sent
+CANCEL_TARGET_MASK = "<sent request id>"
+
+
+def with_cancel_target(body: Any, known: Any) -> Any:
+    """A ``notifications/cancelled`` body whose ``requestId`` named a request the bridge sent
+    (``known``) with that id masked (:data:`CANCEL_TARGET_MASK`); any other body as it is."""
+    if known is not True or not isinstance(body, dict):
+        return body
+    params = body.get("params")
+    if body.get("method") != "notifications/cancelled" or not isinstance(params, dict):
+        return body
+    return {**body, "params": {**params, "requestId": CANCEL_TARGET_MASK}}
+
+
 def normalised_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
     """Lower-cased names, sorted; ``Accept`` as its sorted media types; ``Content-Type``
     lower-cased without spaces; the library's own headers left out."""
@@ -137,8 +155,8 @@ def requests(windows: Mapping[str, Iterable[Mapping[str, Any]]],
                 out[key].append(request)
                 open_requests[record.get("conn")] = request
             elif kind == "recv":
-                body = without_identity(masker.value(record.get("message",
-                                                                record.get("raw"))))
+                body = with_cancel_target(without_identity(masker.value(
+                    record.get("message", record.get("raw")))), record.get("request_known"))
                 if "http" in record and record.get("conn") in open_requests:
                     open_requests.pop(record.get("conn"))["body"] = body
                 else:

@@ -18,6 +18,7 @@
 
 import childProcess from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import { syncBuiltinESMExports } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -87,9 +88,61 @@ function forwardLines(stream) {
   stream.on("error", () => {});
 }
 
+/**
+ * Program runs (a host without an exec API of its own, the OpenCode plugin host): a child the
+ * bridge starts with its stdin not a pipe (`"ignore"`, as a program run for its output is
+ * started; a palace child always gets a stdin pipe to speak MCP on) is reported to `onRun` as
+ * pi's `exec` would record it, `{argv, exit_code, timed_out}`, when it ends, and is not counted
+ * as a bridge child (as `pi.exec`'s are not). `exit_code` follows pi's convention: the status;
+ * 128 + n for a death by signal n; 1 when the program could not start. `timed_out`: the bridge
+ * itself signalled it (its own timeout), as pi's `killed` flags only exec's timeout.
+ */
+let programRuns;
+
+/** Report the bridge's program runs to `onRun` (see `programRuns`). */
+export function observeProgramRuns(onRun) {
+  programRuns = onRun;
+}
+
+function stdinIgnored(options) {
+  const stdio = options?.stdio;
+  return stdio === "ignore" || (Array.isArray(stdio) && stdio[0] === "ignore");
+}
+
+const SIGNAL_NUMBERS = os.constants.signals;
+
+function reportRun(child, argv) {
+  let done = false;
+  let signalled = false;
+  const kill = child.kill;
+  child.kill = function observedKill(...killArgs) {
+    signalled = true;
+    return kill.apply(this, killArgs);
+  };
+  const report = (exitCode) => {
+    if (done) return;
+    done = true;
+    programRuns?.({ argv, exit_code: exitCode, timed_out: signalled });
+  };
+  child.on("error", () => report(1));
+  child.on("close", (code, signal) => {
+    report(code ?? (signal ? 128 + (SIGNAL_NUMBERS[signal] ?? 0) : 1));
+  });
+}
+
 const originalSpawn = childProcess.ChildProcess.prototype.spawn;
 childProcess.ChildProcess.prototype.spawn = function trackedSpawn(options) {
   const argv = Array.isArray(options?.args) ? [...options.args] : [String(options?.file)];
+  if (programRuns && suppress === 0 && stdinIgnored(options)) {
+    reportRun(this, argv);
+    suppress += 1;
+    try {
+      return originalSpawn.call(this, options);
+    } finally {
+      suppress -= 1;
+      if (typeof this.pid === "number") internal.add(this.pid);
+    }
+  }
   const piped = pipeInheritedStderr(options);
   let result;
   try {
