@@ -22,6 +22,7 @@ from palace_conformance.commands.options import (
     add_op_timeout,
     add_scenario_paths,
     add_server_options,
+    check_stray_patterns,
     chosen_server,
 )
 from palace_conformance.commands.usage import (
@@ -213,6 +214,7 @@ def _chosen(args: argparse.Namespace, baseline: BaselineFile | None,
         slow_scenarios_dir,
     )
 
+    check_stray_patterns(list(args.paths), list(args.select))
     roots = list(args.paths) or shipped_roots(slow=False)
     catalogue = load_catalogue([*roots, slow_scenarios_dir()] if args.slow else roots)
     if catalogue.problems:
