@@ -128,6 +128,9 @@ def test_a_second_pattern_after_one_select_is_named_with_the_fix(
                            "the flag: --select 'mail.*' --select 'feed.*'")
     code, out, _ = run(capsys, "--list", "--select", "mail.*", "--select", "feed.*")
     assert code == 0 and {i.split(".")[0] for i in listed_ids(out)} == {"mail", "feed"}
+    code, _, err = cli(capsys, "diff", "--bridge", "reference", "--bridge", "reference",
+                       "--select", "mail.*", "feed.*")  # diff and matrix read it alike
+    assert code == 2 and "'feed.*' was read as a scenario path" in err
 
 
 # -- --shard ----------------------------------------------------------------------------------

@@ -36,25 +36,6 @@ def add_scenario_paths(parser: argparse.ArgumentParser) -> None:
                         help="scenario files or directories (default: the shipped scenarios)")
 
 
-#: characters that make a value a glob pattern rather than a file name
-GLOB_CHARS = frozenset("*?[")
-
-
-def check_stray_patterns(paths: list[str], patterns: list[str], flag: str = "--select") -> None:
-    """A usage error when a scenario path that does not exist looks like a ``--select`` pattern:
-    ``--select 'mail.*' 'feed.*'`` reads the second value as a path (the flag takes one value
-    per use), which would otherwise surface as a problem in the scenario files."""
-    import os
-
-    if not patterns:
-        return
-    for path in paths:
-        if not os.path.exists(path) and GLOB_CHARS & set(path):
-            raise RunUsageError(
-                f"{path!r} was read as a scenario path (it does not exist): {flag} takes one "
-                f"pattern per use; to pass two, repeat the flag: {flag} {patterns[-1]!r} "
-                f"{flag} {path!r}")
-
 
 def add_jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=None, metavar="N",

@@ -22,7 +22,6 @@ from palace_conformance.commands.options import (
     add_op_timeout,
     add_scenario_paths,
     add_server_options,
-    check_stray_patterns,
     chosen_server,
 )
 from palace_conformance.commands.usage import (
@@ -38,6 +37,7 @@ from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
     bridge_of,
+    check_stray_patterns,
     default_level,
     host_argv,
     load_profile_arg,
