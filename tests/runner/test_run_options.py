@@ -117,6 +117,22 @@ def test_a_known_id_no_selected_scenario_covers_is_one_line(
                                          "WAKE-01 (see palace-conformance fixtures coverage)")
 
 
+def test_a_second_pattern_after_one_select_is_named_with_the_fix(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--select 'mail.*' 'feed.*'``: argparse takes the second value as a scenario path; the
+    message says so and shows the repeated flag, not "a problem in the scenario files"."""
+    code, out, err = run(capsys, "--list", "--select", "mail.*", "feed.*")
+    assert code == 2 and out == ""
+    assert err.strip() == ("palace-conformance run: 'feed.*' was read as a scenario path (it does "
+                           "not exist): --select takes one pattern per use; to pass two, repeat "
+                           "the flag: --select 'mail.*' --select 'feed.*'")
+    code, out, _ = run(capsys, "--list", "--select", "mail.*", "--select", "feed.*")
+    assert code == 0 and {i.split(".")[0] for i in listed_ids(out)} == {"mail", "feed"}
+    code, _, err = cli(capsys, "diff", "--bridge", "reference", "--bridge", "reference",
+                       "--select", "mail.*", "feed.*")  # diff and matrix read it alike
+    assert code == 2 and "'feed.*' was read as a scenario path" in err
+
+
 # -- --shard ----------------------------------------------------------------------------------
 
 

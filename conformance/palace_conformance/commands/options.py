@@ -36,6 +36,7 @@ def add_scenario_paths(parser: argparse.ArgumentParser) -> None:
                         help="scenario files or directories (default: the shipped scenarios)")
 
 
+
 def add_jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="runs in parallel (default: 4 per CPU, 2 to 12, as memory allows; "

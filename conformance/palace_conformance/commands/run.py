@@ -37,6 +37,7 @@ from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
     bridge_of,
+    check_stray_patterns,
     default_level,
     host_argv,
     load_profile_arg,
@@ -213,6 +214,7 @@ def _chosen(args: argparse.Namespace, baseline: BaselineFile | None,
         slow_scenarios_dir,
     )
 
+    check_stray_patterns(list(args.paths), list(args.select))
     roots = list(args.paths) or shipped_roots(slow=False)
     catalogue = load_catalogue([*roots, slow_scenarios_dir()] if args.slow else roots)
     if catalogue.problems:

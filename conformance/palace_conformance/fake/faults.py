@@ -11,7 +11,6 @@ The compact ``--fault`` syntax is ``ACTION[@TARGET][#NTH][xTIMES][,every=N][,key
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -333,6 +332,8 @@ def known_tools() -> frozenset[str]:
 
 
 def _nearest(word: str, choices: Iterable[str]) -> str:
+    import difflib  # only for a bad plan: not on every fake's start
+
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

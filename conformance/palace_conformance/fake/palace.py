@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,7 +63,7 @@ def _now() -> datetime:
 
 def new_replica_id() -> str:
     """A palace's replica id as 3.11 mints it: ``rep_`` and 32 random hex digits."""
-    return f"rep_{secrets.token_hex(16)}"
+    return f"rep_{os.urandom(16).hex()}"  # secrets.token_hex(16), without importing secrets
 
 
 def replica_id_for(path: str | os.PathLike[str]) -> str:

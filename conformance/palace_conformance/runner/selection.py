@@ -21,6 +21,24 @@ if TYPE_CHECKING:
     from palace_conformance.scenarios.model import Scenario
 
 
+#: characters that make a value a glob pattern rather than a file name
+GLOB_CHARS = frozenset("*?[")
+
+
+def check_stray_patterns(paths: list[str], patterns: list[str], flag: str = "--select") -> None:
+    """A usage error when a scenario path that does not exist looks like a ``--select`` pattern:
+    ``--select 'mail.*' 'feed.*'`` reads the second value as a path (the flag takes one value
+    per use), which would otherwise surface as a problem in the scenario files."""
+    if not patterns:
+        return
+    for path in paths:
+        if not os.path.exists(path) and GLOB_CHARS & set(path):
+            raise RunUsageError(
+                f"{path!r} was read as a scenario path (it does not exist): {flag} takes one "
+                f"pattern per use; to pass two, repeat the flag: {flag} {patterns[-1]!r} "
+                f"{flag} {path!r}")
+
+
 def host_argv(bridge: str) -> tuple[str, ...]:
     """``reference`` or a host command line; the program must exist."""
     if bridge == "reference":

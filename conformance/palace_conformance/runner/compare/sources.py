@@ -22,7 +22,12 @@ from palace_conformance.errors import RunUsageError
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.reports.redact import redacted_run, run_redactor
 from palace_conformance.runner.results import PARITY, RunResult
-from palace_conformance.runner.selection import host_argv, load_profile_arg, select
+from palace_conformance.runner.selection import (
+    check_stray_patterns,
+    host_argv,
+    load_profile_arg,
+    select,
+)
 
 if TYPE_CHECKING:
     from palace_conformance.runner.profile import Profile
@@ -192,6 +197,7 @@ def plan_runs(selection: Selection, paths: Sequence[str] = ()) -> tuple[Scenario
     """The selected scenarios; every problem is a one-line usage error."""
     from palace_conformance.scenarios.loader import load_catalogue
 
+    check_stray_patterns(list(paths), list(selection.patterns))
     catalogue = load_catalogue(list(paths) or None)
     if catalogue.problems:
         raise RunUsageError(f"{len(catalogue.problems)} problem(s) in the scenario files, first: "
