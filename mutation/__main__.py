@@ -22,9 +22,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from mutation import line_map
+from mutation.command_line import command_parser
 from mutation.measure import MeasureError, measure
 from mutation.module_map import (
     BRIDGE_DIR,
@@ -73,16 +74,8 @@ DEFAULT_OUT = ROOT / ".mutation"
 BASELINE_LIMIT_S = 900.0
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad flags get one line naming the problem and where the fix is, not the usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m mutation", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = command_parser("python -m mutation", __doc__)
     run = sub.add_parser("run", help="mutate, run the mapped scenarios per mutant, report")
     run.add_argument("--module", action="append", default=[], metavar="M",
                      help="a module of palace_bridge/ (e.g. backoff.py, features/feeding.py); "

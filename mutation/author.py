@@ -29,11 +29,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from mutation import line_map
 from mutation.anchors import AnchorError, anchor_of
 from mutation.author_ops import OPERATORS, Mutant, generate
+from mutation.command_line import command_parser
 from mutation.line_map import (
     NO_REACH,
     LineMap,
@@ -67,6 +68,7 @@ from mutation.report import (
     TriageError,
     load_triage,
 )
+from mutation.sessions import environment
 
 DEFAULT_OUT = ROOT / ".mutation-author"
 TRIAGE_PATH = Path(__file__).with_name("triage_author.json")
@@ -74,14 +76,8 @@ BASELINE_LIMIT_S = 900.0
 RESULTS = "results.json"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m mutation.author", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = command_parser("python -m mutation.author", __doc__)
     listing = sub.add_parser("list", help="count the mutants per module and operator")
     listing.add_argument("--module", action="append", default=[], metavar="M")
     run = sub.add_parser("run", help="judge the mutants by the scenarios covering their lines")
@@ -188,14 +184,6 @@ def _load_runs(out: Path) -> dict[str, dict[str, Any]]:
         return dict(json.loads((out / "runs.json").read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return {}
-
-
-def _environment(out: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    inherited = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = os.pathsep.join([str(out / "src"), *([inherited] if inherited else [])])
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
 
 
 def _copy_bridge(out: Path) -> None:
@@ -334,7 +322,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     _copy_bridge(out)
-    env = _environment(out)
+    env = environment(out)
     runner = _runner()
     chosen = selections(module_map)
     modules = args.module or sorted(module_map.modules)

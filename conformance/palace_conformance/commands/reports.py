@@ -14,6 +14,7 @@ import signal
 from datetime import date
 from pathlib import Path
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import (
     add_op_timeout,
     add_server_options,
@@ -30,6 +31,10 @@ DEFAULT_BASELINE = "conformance-baseline.json"
 
 
 def _replay_checked(args: argparse.Namespace) -> int:
+    """Re-run the scenario of a repro bundle (written by 'run --report-dir DIR' under
+    DIR/bundles/) on its transport, against the bridge given with --bridge (or --profile): a
+    bundle is data, so the bridge it recorded is shown, never run by itself. Reports and
+    exits like 'run': 0 passed, 1 failed, 2 usage problem."""
     from palace_conformance.runner.execution.suite import HostProbeError
     from palace_conformance.runner.reports.console import make_progress, render_summary
     from palace_conformance.runner.reports.replay import ReplayError, load_bundle, replay, verdict
@@ -137,12 +142,8 @@ def _baseline_update_checked(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    replay = sub.add_parser(
-        "replay", help="re-run a repro bundle against a bridge",
-        description="Re-run the scenario of a repro bundle (written by 'run --report-dir DIR' "
-        "under DIR/bundles/) on its transport, against the bridge given with --bridge (or "
-        "--profile): a bundle is data, so the bridge it recorded is shown, never run by itself. "
-        "Reports and exits like 'run': 0 passed, 1 failed, 2 usage problem.")
+    replay = declare(
+        sub, "replay", "re-run a repro bundle against a bridge", one_line(REPLAY)(_replay_checked))
     replay.add_argument("bundle", metavar="BUNDLE", help="the bundle directory")
     replay.add_argument("--bridge", metavar="reference|COMMAND",
                         help="the bridge to run against (required unless --profile names one; "
@@ -154,7 +155,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_op_timeout(replay)
     replay.add_argument("--json", metavar="FILE", help="write the replay's result model as JSON")
     add_server_options(replay)
-    replay.set_defaults(handler=one_line(REPLAY)(_replay_checked))
 
     baseline = sub.add_parser(
         "baseline", help="maintain an expected-failure baseline",

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import (
     add_jobs,
     add_op_timeout,
@@ -79,6 +80,9 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
 
 
 def _run_checked(args: argparse.Namespace) -> int:
+    """Run scenario fixtures against a bridge through its driver host (DRIVER.md) and report
+    every expectation it departs from. Exit 0 only when everything passed; not-applicable
+    scenarios are reported but do not fail the run."""
     from palace_conformance.runner import last_failed
     from palace_conformance.runner.compare import golden
     from palace_conformance.runner.execution import warm_client
@@ -312,11 +316,7 @@ def _add_outputs(run: argparse.ArgumentParser) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = sub.add_parser(
-        "run", help="run scenarios against a bridge host",
-        description="Run scenario fixtures against a bridge through its driver host (DRIVER.md) "
-        "and report every expectation it departs from. Exit 0 only when everything passed; "
-        "not-applicable scenarios are reported but do not fail the run.")
+    run = declare(sub, "run", "run scenarios against a bridge host", one_line(PROG)(_run_checked))
     add_scenario_paths(run)
     run.add_argument("--profile", metavar="FILE",
                      help="a bridge profile (JSON or TOML, docs/profiles.md): how the bridge "
@@ -377,4 +377,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      "(runs in flight finish; the rest are reported as not run)")
     _add_outputs(run)
     add_server_options(run)
-    run.set_defaults(handler=one_line(PROG)(_run_checked))
