@@ -68,7 +68,7 @@ from mutation.report import (
     TriageError,
     load_triage,
 )
-from mutation.sessions import environment
+from mutation.sessions import SessionError, environment, find_runner
 
 DEFAULT_OUT = ROOT / ".mutation-author"
 TRIAGE_PATH = Path(__file__).with_name("triage_author.json")
@@ -193,14 +193,6 @@ def _copy_bridge(out: Path) -> None:
     shutil.copytree(BRIDGE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
 
 
-def _runner() -> str:
-    found = shutil.which("palace-conformance", path=str(Path(sys.executable).parent)) or \
-        shutil.which("palace-conformance")
-    if found is None:
-        raise MapError("palace-conformance is not installed here (pip install -e '.[test]')")
-    return found
-
-
 def _command(argv: Sequence[str] | str, env: dict[str, str], limit_s: float) -> tuple[int, float]:
     """Run a command in its own process group; (exit code, seconds), -9 when it overran
     ``limit_s`` (the whole group is ended)."""
@@ -323,7 +315,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
     out.mkdir(parents=True, exist_ok=True)
     _copy_bridge(out)
     env = environment(out)
-    runner = _runner()
+    runner = find_runner()
     chosen = selections(module_map)
     modules = args.module or sorted(module_map.modules)
     results = _load_results(out)
@@ -449,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         _triage(known)  # a triage file the report would refuse stops the run first
         return _run(args, module_map, known, scenarios)
-    except (MapError, TriageError) as exc:
+    except (MapError, TriageError, SessionError) as exc:
         print(f"python -m mutation.author: {exc}", file=sys.stderr)
         return 2
 

@@ -26,8 +26,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
-import { callToolsWith } from "./lib/call-tools.mjs";
-import { childrenAfter, introspectLoaded, loadEnv, replaceEnvironment, setEnv, settleOn, stopChildren } from "./lib/common-ops.mjs";
+import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren } from "./lib/common-ops.mjs";
 import { entryFile, importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { contentText, FakePi } from "./lib/fake-pi.mjs";
 import { startObserving } from "./lib/observe.mjs";
@@ -129,21 +128,14 @@ function extensionPath() {
 }
 
 /** The host's state and ops: one loaded extension (a FakePi), replaced on reload. */
-class ExtensionOps {
-  fake;
+class ExtensionOps extends LoadingHost {
   validate;
   adapterDir;
-  shutDown = false;
   loadedFile;
   loadedFlags;
 
   constructor(recorder) {
-    this.recorder = recorder;
-  }
-
-  requireLoaded() {
-    if (!this.fake) throw new OpError("bad_request", "load the extension first");
-    return this.fake;
+    super(recorder, "extension");
   }
 
   async hello() {
@@ -385,18 +377,6 @@ async function runTool(loaded, tool, input, toolCallId) {
   return result;
 }
 
-function makeOps(recorder) {
-  const host = new ExtensionOps(recorder);
-  const callTool = (request) => host.callTool(request);
-  return {
-    ops: { hello: () => host.hello(), load: (request) => host.load(request),
-      set_session: (request) => host.setSession(request), set_env: setEnv,
-      event: (request) => host.event(request), list_tools: () => host.listTools(), call_tool: callTool,
-      call_tools: callToolsWith(callTool), command: (request) => host.command(request),
-      settle: settleOn(recorder), introspect: async () => introspectLoaded(host.fake),
-      shutdown: (request) => host.shutdown(request), reload: () => host.reload() },
-    close: () => host.close(),
-  };
-}
+const makeOps = (recorder) => opsOf(new ExtensionOps(recorder), recorder);
 
 await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

@@ -27,9 +27,8 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { callToolsWith } from "./lib/call-tools.mjs";
 import { children, killChildren } from "./lib/children.mjs";
-import { childrenAfter, loadEnv, replaceEnvironment, setEnv, settleOn } from "./lib/common-ops.mjs";
+import { childrenAfter, loadEnv, opsOf, replaceEnvironment } from "./lib/common-ops.mjs";
 import { importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { hostLog } from "./lib/output.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
@@ -210,44 +209,38 @@ class McpOps {
     return childrenAfter(request);
   }
 
+  async listTools() {
+    return [...this.tools.values()];
+  }
+
+  async hello() {
+    const version = packageVersion("@earendil-works/pi-mcp", nodeModules) ?? "?";
+    const bridgeName = mode === "raw"
+      ? `@earendil-works/pi-mcp ${version} (raw McpClient)`
+      : `@earendil-works/pi-mcp ${version} in @earendil-works/pi-coding-agent ` +
+        `${packageVersion("@earendil-works/pi-coding-agent", nodeModules) ?? "?"} McpServerConnection`;
+    return { protocol: PROTOCOL, impl: `palace-conformance-pi-mcp-host-${mode}`, bridge: bridgeName,
+      runtime: `node ${process.versions.node}`, capabilities: ["stdio", "http", "result_parts"] };
+  }
+
+  async command(request) {
+    throw new OpError("no_such_command", `no command registered as ${JSON.stringify(request.name)}`);
+  }
+
+  // pi's MCP client is no extension: /reload re-imports extensions, not this client, so there is
+  // nothing to reload; the runner reports a reload scenario not applicable on this answer
+  async reload() {
+    throw new OpError("bad_request", "pi's MCP client is not a pi extension: /reload has " +
+      "nothing to re-import here (run reload scenarios with --bridge pi-extension:FILE)");
+  }
+
   async close() {
     if (this.bridge) await this.bridge.close();
     killChildren();
   }
 }
 
-async function hello() {
-  const version = packageVersion("@earendil-works/pi-mcp", nodeModules) ?? "?";
-  const bridgeName = mode === "raw"
-    ? `@earendil-works/pi-mcp ${version} (raw McpClient)`
-    : `@earendil-works/pi-mcp ${version} in @earendil-works/pi-coding-agent ` +
-      `${packageVersion("@earendil-works/pi-coding-agent", nodeModules) ?? "?"} McpServerConnection`;
-  return { protocol: PROTOCOL, impl: `palace-conformance-pi-mcp-host-${mode}`, bridge: bridgeName,
-    runtime: `node ${process.versions.node}`, capabilities: ["stdio", "http", "result_parts"] };
-}
-
-async function command(request) {
-  throw new OpError("no_such_command", `no command registered as ${JSON.stringify(request.name)}`);
-}
-
-// pi's MCP client is no extension: /reload re-imports extensions, not this client, so there is
-// nothing to reload; the runner reports a reload scenario not applicable on this answer
-async function reload() {
-  throw new OpError("bad_request", "pi's MCP client is not a pi extension: /reload has " +
-    "nothing to re-import here (run reload scenarios with --bridge pi-extension:FILE)");
-}
-
-function makeOps(recorder) {
-  const host = new McpOps(recorder);
-  const callTool = (request) => host.callTool(request);
-  return {
-    ops: { hello, load: (request) => host.load(request), set_session: (request) => host.setSession(request),
-      set_env: setEnv, event: (request) => host.event(request), list_tools: async () => [...host.tools.values()],
-      call_tool: callTool, call_tools: callToolsWith(callTool), command, settle: settleOn(recorder),
-      introspect: async () => ({ children: children(), api_touched: [] }),
-      shutdown: (request) => host.shutdown(request), reload },
-    close: () => host.close(),
-  };
-}
+const makeOps = (recorder) => opsOf(new McpOps(recorder), recorder,
+  () => ({ children: children(), api_touched: [] }));
 
 await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

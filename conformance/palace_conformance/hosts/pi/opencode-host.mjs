@@ -29,8 +29,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { callToolsWith } from "./lib/call-tools.mjs";
-import { childrenAfter, introspectLoaded, loadEnv, replaceEnvironment, setEnv, settleOn, stopChildren } from "./lib/common-ops.mjs";
+import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren } from "./lib/common-ops.mjs";
 import { entryFile, importDep, packageVersion } from "./lib/deps.mjs";
 import { classify } from "./lib/errors.mjs";
 import { startObserving } from "./lib/observe.mjs";
@@ -201,22 +200,15 @@ function pluginFunctions(module, file) {
 }
 
 /** The host's state and ops: the loaded plugins' hooks, their tools and the merged config. */
-class OpenCodeOps {
-  fake;
+class OpenCodeOps extends LoadingHost {
   hooks = [];
   tools = new Map();
   z;
   config = { command: {} };
-  shutDown = false;
   prompts = 0;
 
   constructor(recorder) {
-    this.recorder = recorder;
-  }
-
-  requireLoaded() {
-    if (!this.fake) throw new OpError("bad_request", "load the plugin first");
-    return this.fake;
+    super(recorder, "plugin");
   }
 
   async hello() {
@@ -466,6 +458,10 @@ class OpenCodeOps {
     return childrenAfter(request);
   }
 
+  async reload() {
+    throw new OpError("bad_request", "OpenCode V1 server plugins cannot be reloaded (no /reload in OpenCode)");
+  }
+
   async close() {
     if (this.fake && !this.shutDown) {
       await Promise.race([this.dispose(), new Promise((resolve) => setTimeout(resolve, EXIT_SHUTDOWN_MS))]);
@@ -499,22 +495,6 @@ async function runPlugins(file, input, pluginOptions) {
   return loaded;
 }
 
-async function reload() {
-  throw new OpError("bad_request", "OpenCode V1 server plugins cannot be reloaded (no /reload in OpenCode)");
-}
-
-function makeOps(recorder) {
-  const host = new OpenCodeOps(recorder);
-  const callTool = (request) => host.callTool(request);
-  return {
-    ops: { hello: () => host.hello(), load: (request) => host.load(request),
-      set_session: (request) => host.setSession(request), set_env: setEnv,
-      event: (request) => host.event(request), list_tools: () => host.listTools(), call_tool: callTool,
-      call_tools: callToolsWith(callTool), command: (request) => host.command(request),
-      settle: settleOn(recorder), introspect: async () => introspectLoaded(host.fake),
-      shutdown: (request) => host.shutdown(request), reload },
-    close: () => host.close(),
-  };
-}
+const makeOps = (recorder) => opsOf(new OpenCodeOps(recorder), recorder);
 
 await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

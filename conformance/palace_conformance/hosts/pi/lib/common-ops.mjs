@@ -1,6 +1,7 @@
 // The ops every host answers the same way, whatever bridge it loads: the environment a `load`
 // hands the bridge, `set_env`, `settle`, and the children a host reports and stops.
 
+import { callToolsWith } from "./call-tools.mjs";
 import { children, killChildren, spawnAttempts, waitForChildren } from "./children.mjs";
 import { observedReads } from "./observe.mjs";
 import { OpError } from "./server.mjs";
@@ -64,4 +65,39 @@ export async function childrenAfter(request) {
 export async function stopChildren() {
   await waitForChildren(1000);
   killChildren();
+}
+
+/** What a host that loads one bridge object keeps: the recorder, the loaded object (`fake`, a
+ * stand-in for the harness the bridge was loaded into) and whether it was told to shut down. */
+export class LoadingHost {
+  fake;
+  shutDown = false;
+
+  constructor(recorder, what) {
+    this.recorder = recorder;
+    this.what = what;
+  }
+
+  requireLoaded() {
+    if (!this.fake) throw new OpError("bad_request", `load the ${this.what} first`);
+    return this.fake;
+  }
+}
+
+/** The driver ops of a host object, op by op its methods, with the ops every host answers
+ * alike (`set_env`, `settle`, `call_tools` as calls in order); `introspect` defaults to
+ * {@link introspectLoaded} of the host's loaded object. */
+export function opsOf(host, recorder, introspect = () => introspectLoaded(host.fake)) {
+  const callTool = (request) => host.callTool(request);
+  return {
+    ops: {
+      hello: () => host.hello(), load: (request) => host.load(request),
+      set_session: (request) => host.setSession(request), set_env: setEnv,
+      event: (request) => host.event(request), list_tools: () => host.listTools(), call_tool: callTool,
+      call_tools: callToolsWith(callTool), command: (request) => host.command(request),
+      settle: settleOn(recorder), introspect: async () => introspect(),
+      shutdown: (request) => host.shutdown(request), reload: () => host.reload(),
+    },
+    close: () => host.close(),
+  };
 }
