@@ -79,6 +79,17 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
     return 0
 
 
+def _checked_numbers(args: argparse.Namespace) -> float:
+    """The run's counts checked (``--jobs`` defaulted to the machine's), its slack factor read."""
+    if args.jobs is None:
+        args.jobs = default_jobs()
+    at_least_one("--jobs", args.jobs)
+    at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    if args.max_scenario_seconds is not None:
+        at_least_one("--max-scenario-seconds", args.max_scenario_seconds)
+    return slack_factor("--slack-factor", args.slack_factor)
+
+
 def _run_checked(args: argparse.Namespace) -> int:
     """Run scenario fixtures against a bridge through its driver host (DRIVER.md) and report
     every expectation it departs from. Exit 0 only when everything passed; not-applicable
@@ -93,13 +104,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.reports.hints import capability_hints
     from palace_conformance.runner.reports.report_dir import RUNS, clear_previous
 
-    if args.jobs is None:
-        args.jobs = default_jobs()
-    at_least_one("--jobs", args.jobs)
-    at_least_one("--op-timeout-ms", args.op_timeout_ms)
-    if args.max_scenario_seconds is not None:
-        at_least_one("--max-scenario-seconds", args.max_scenario_seconds)
-    factor = slack_factor("--slack-factor", args.slack_factor)
+    factor = _checked_numbers(args)
     shard = parse_shard(args.shard) if args.shard is not None else None
     profile = load_profile_arg(args.profile)
     args.bridge = bridge_of(args.bridge, profile)
