@@ -103,6 +103,10 @@ def _expires(value: str | None) -> date | None:
 
 
 def _baseline_update_checked(args: argparse.Namespace) -> int:
+    """Write a baseline that lists every failing result of REPORT (a 'run --json' or
+    report-dir results.json file). Entries of the existing baseline (--out, or --baseline)
+    that still cover a failure keep their reason, issue and expiry; entries whose results
+    pass now are dropped; entries for scenarios the report lacks are kept."""
     from palace_conformance.runner.compare.sources import load_result_file
     from palace_conformance.runner.verdict.baseline import (
         BaselineError,
@@ -161,12 +165,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         description="Expected-failure baselines (docs/baselines.md): known failures that keep "
         "'run --baseline FILE' green until fixed.")
     baseline_sub = add_subcommands(baseline, "baseline_command")
-    update = baseline_sub.add_parser(
-        "update", help="write a baseline listing a report's current failures",
-        description="Write a baseline that lists every failing result of REPORT (a 'run --json' "
-        "or report-dir results.json file). Entries of the existing baseline (--out, or "
-        "--baseline) that still cover a failure keep their reason, issue and expiry; entries "
-        "whose results pass now are dropped; entries for scenarios the report lacks are kept.")
+    update = declare(baseline_sub, "update", "write a baseline listing a report's current failures",
+                     one_line(f"{BASELINE} update")(_baseline_update_checked))
     update.add_argument("--from", dest="report", required=True, metavar="REPORT.json",
                         help="the run's JSON result")
     update.add_argument("--out", default=DEFAULT_BASELINE, metavar="FILE",
@@ -178,4 +178,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     update.add_argument("--issue", metavar="URL|ID", help="issue recorded on new entries")
     update.add_argument("--expires", metavar="YYYY-MM-DD",
                         help="expiry date recorded on new entries")
-    update.set_defaults(handler=one_line(f"{BASELINE} update")(_baseline_update_checked))
