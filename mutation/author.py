@@ -66,7 +66,9 @@ from mutation.report import (
     MutantRecord,
     Report,
     TriageError,
+    load_runs,
     load_triage,
+    save_runs,
 )
 from mutation.sessions import SessionError, environment, find_runner
 
@@ -161,11 +163,6 @@ def records(out: Path, modules: Sequence[str]) -> list[MutantRecord]:
     return found
 
 
-def _areas(module_map: ModuleMap, known: Sequence[str]) -> dict[str, list[str]]:
-    return {m: sorted({b.split("-")[0] for b in module_map.behaviours(m, known)})
-            for m in module_map.modules}
-
-
 def _triage(known: Sequence[str]) -> dict[str, Any]:
     return load_triage(TRIAGE_PATH, known=known, scenarios=shipped_scenario_ids(),
                        tests_root=REPO_ROOT, bridge_dir=BRIDGE_DIR)
@@ -174,16 +171,9 @@ def _triage(known: Sequence[str]) -> dict[str, Any]:
 def report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
     results = _load_results(out)
     ran = sorted({key.split(":")[0] for key in results})
-    facts = _load_runs(out)
-    return Report(records(out, ran), _areas(module_map, known), _triage(known),
+    facts = load_runs(out)
+    return Report(records(out, ran), module_map.areas(known), _triage(known),
                   [facts[m] | {"module": m} for m in sorted(facts)])
-
-
-def _load_runs(out: Path) -> dict[str, dict[str, Any]]:
-    try:
-        return dict(json.loads((out / "runs.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return {}
 
 
 def _copy_bridge(out: Path) -> None:
@@ -319,7 +309,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
     chosen = selections(module_map)
     modules = args.module or sorted(module_map.modules)
     results = _load_results(out)
-    runs = _load_runs(out)
+    runs = load_runs(out)
     failed = []
     plan: dict[str, tuple[str, list[Mutant]]] = {}
     for module in modules:
@@ -357,23 +347,11 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
                                                          args.min_timeout)),
                         "wall_s": round(float(previous.get("wall_s", 0.0))
                                         + time.monotonic() - started, 1)}
-        (out / "runs.json").write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
+        save_runs(out, runs)
     _copy_bridge(out)
     done = report(out, module_map, known)
-    _summary(done, out)
+    done.summarise(out, "mutation/triage_author.json")
     return 1 if failed or done.untriaged else 0
-
-
-def _summary(done: Report, out: Path) -> None:
-    json_path, md_path = done.write(out)
-    for module, tally in done.by_module().items():
-        print(f"  {module}: {tally.to_json()}")
-    print(f"total: {done.total().to_json()}")
-    print(f"report: {md_path} and {json_path}")
-    for record in done.untriaged:
-        why = f" ({record.note})" if record.note else ""
-        print(f"UNTRIAGED survivor {record.name} (line {record.line}){why} (add it to "
-              "mutation/triage_author.json)")
 
 
 def _list(module_map: ModuleMap, modules: Sequence[str]) -> int:
@@ -437,7 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "apply":
             return _apply(args.key, args.to)
         if args.command == "report":
-            _summary(report(args.out.resolve(), module_map, known), args.out.resolve())
+            report(args.out.resolve(), module_map, known).summarise(
+                args.out.resolve(), "mutation/triage_author.json")
             return 0
         _triage(known)  # a triage file the report would refuse stops the run first
         return _run(args, module_map, known, scenarios)
