@@ -18,15 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LIMIT = 80
-#: the functions still over the limit, each a Node host's ``makeOps`` (the host's ops as closures
-#: over its one loaded extension) or the fake pi's API: to be split; an entry that is no longer
-#: over the limit is itself reported, so the list only shrinks
-KNOWN = frozenset({
-    ("conformance/palace_conformance/hosts/pi/extension-host.mjs", "makeOps"),
-    ("conformance/palace_conformance/hosts/pi/opencode-host.mjs", "makeOps"),
-    ("conformance/palace_conformance/hosts/pi/mcp-host.mjs", "makeOps"),
-    ("conformance/palace_conformance/hosts/pi/lib/fake-pi.mjs", "buildApi"),
-})
 DEFAULT_ROOTS = ("conformance", "reference")
 _SKIPPED_DIRS = {"node_modules", "dist", "build", ".stryker-tmp", "__pycache__", "reports"}
 #: a line that opens a function body: ``function f(``, ``async function``, a method head
@@ -94,33 +85,16 @@ def script_offenders(path: Path) -> list[tuple[int, str, int]]:
 
 
 def offenders(roots: list[Path]) -> list[str]:
-    """One line per over-long function under ``roots`` that :data:`KNOWN` does not list, and one
-    per entry of it that is no longer over the limit."""
+    """One line per over-long function under ``roots``."""
     out = []
-    known_seen: set[tuple[str, str]] = set()
     for root in roots:
         for path in _files(root, (".py",)):
             out += [f"{path}:{line}: {name} is {length} lines (at most {LIMIT})"
                     for line, name, length in python_offenders(path)]
         for path in _files(root, (".ts", ".mjs")):
-            for line, head, length in script_offenders(path):
-                key = (path.as_posix(), _name(head))
-                if key in KNOWN:
-                    known_seen.add(key)
-                    continue
-                out.append(f"{path}:{line}: function `{head}` is {length} lines (at most "
-                           f"{LIMIT})")
-    scanned = [root.as_posix().rstrip("/") + "/" for root in roots]
-    out += [f"{file}: {name} is no longer over {LIMIT} lines: take it out of KNOWN"
-            for file, name in sorted(KNOWN - known_seen)
-            if any(file.startswith(prefix) for prefix in scanned)]
+            out += [f"{path}:{line}: function `{head}` is {length} lines (at most {LIMIT})"
+                    for line, head, length in script_offenders(path)]
     return out
-
-
-def _name(head: str) -> str:
-    """The function's name in the head of its line (``function makeOps(recorder) {``)."""
-    found = re.search(r"([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\(", head.replace("function ", " "))
-    return found.group(1) if found else head
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(found)} function(s) over {LIMIT} lines: split them (docs/layout.md)",
               file=sys.stderr)
         return 1
-    print(f"no function over {LIMIT} lines under {', '.join(str(r) for r in roots)} but the "
-          f"{len(KNOWN)} listed in lint/function_length.py (KNOWN, to be split)")
+    print(f"no function over {LIMIT} lines under {', '.join(str(r) for r in roots)}")
     return 0
 
 

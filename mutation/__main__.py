@@ -15,16 +15,16 @@ cosmic-ray and how to triage a survivor.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from mutation import line_map
+from mutation.command_line import command_parser
 from mutation.measure import MeasureError, measure
 from mutation.module_map import (
     BRIDGE_DIR,
@@ -46,7 +46,9 @@ from mutation.report import (
     VERDICT_OPEN,
     Report,
     TriageError,
+    load_runs,
     load_triage,
+    save_runs,
 )
 from mutation.sessions import (
     ModuleSession,
@@ -73,16 +75,8 @@ DEFAULT_OUT = ROOT / ".mutation"
 BASELINE_LIMIT_S = 900.0
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad flags get one line naming the problem and where the fix is, not the usage block."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m mutation", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = command_parser("python -m mutation", __doc__)
     run = sub.add_parser("run", help="mutate, run the mapped scenarios per mutant, report")
     run.add_argument("--module", action="append", default=[], metavar="M",
                      help="a module of palace_bridge/ (e.g. backoff.py, features/feeding.py); "
@@ -118,22 +112,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _areas(module_map: ModuleMap, known: Sequence[str]) -> dict[str, list[str]]:
-    return {m: sorted({b.split("-")[0] for b in module_map.behaviours(m, known)})
-            for m in module_map.modules}
-
-
-def _runs_file(out: Path) -> Path:
-    return out / "runs.json"
-
-
-def _load_runs(out: Path) -> dict[str, dict[str, object]]:
-    try:
-        return dict(json.loads(_runs_file(out).read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return {}
-
-
 def _report(out: Path, module_map: ModuleMap, known: Sequence[str],
             sources: Sequence[Path] = ()) -> Report:
     """The report of ``out``'s sessions, and of each module ``out`` did not run, from the first
@@ -145,27 +123,14 @@ def _report(out: Path, module_map: ModuleMap, known: Sequence[str],
             session = ModuleSession(module, directory)
             if session.db.exists():
                 every += records(session)
-                facts = _load_runs(directory).get(module)
+                facts = load_runs(directory).get(module)
                 if facts is not None:
                     runs[module] = facts | ({"from": str(directory)} if sources else {})
                 break
-    return Report(every, _areas(module_map, known),
+    return Report(every, module_map.areas(known),
                   load_triage(known=known, scenarios=shipped_scenario_ids(),
                               tests_root=REPO_ROOT, bridge_dir=BRIDGE_DIR),
                   [runs[m] | {"module": m} for m in sorted(runs)])
-
-
-def _summary(report: Report, out: Path) -> None:
-    json_path, md_path = report.write(out)
-    for module, tally in report.by_module().items():
-        print(f"  {module}: {tally.to_json()}")
-    total = report.total()
-    print(f"total: {total.to_json()}")
-    print(f"report: {md_path} and {json_path}")
-    for record in report.untriaged:
-        why = f" ({record.note})" if record.note else ""
-        print(f"UNTRIAGED survivor {record.name} (line {record.line}){why} (add it to "
-              "mutation/triage.json)")
 
 
 def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
@@ -200,7 +165,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
               f"equivalent (annotations); {len(pending_keys(session))} pending")
     if args.sample is not None:
         _sample(args, list(sessions.values()))
-    runs = _load_runs(out)
+    runs = load_runs(out)
     failed_baselines = []
     executed: list[str] = []  # modules whose mutants cosmic-ray ran in this invocation
     for module, session in sessions.items():
@@ -221,11 +186,11 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
                 fact[total] += int(str(previous.get(total, 0)))
         fact["wall_s"] = round(wall + float(str(previous.get("wall_s", 0.0))), 1)
         runs[module] = fact
-        _runs_file(out).write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
+        save_runs(out, runs)
         print(f"{module}: done in {wall:.0f} s", flush=True)
     copy_bridge(BRIDGE_DIR, out)  # leave no mutant behind, even from an interrupted session
     report = _report(out, module_map, known)
-    _summary(report, out)
+    report.summarise(out, "mutation/triage.json")
     unjudged = report.unjudged(executed)
     for record in unjudged:
         print(f"UNJUDGED mutant {record.key}: {record.status} after its module ran (see "
@@ -377,7 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "run's --out)", file=sys.stderr)
                 return 2
             out = args.out.resolve()
-            _summary(_report(out, module_map, known, [d.resolve() for d in args.sources]), out)
+            _report(out, module_map, known, [d.resolve() for d in args.sources]).summarise(
+                out, "mutation/triage.json")
             return 0
         # a triage file the run's report would refuse stops it before hours of mutants
         load_triage(known=known, scenarios=shipped_scenario_ids(), tests_root=REPO_ROOT,

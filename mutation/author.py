@@ -29,11 +29,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from mutation import line_map
 from mutation.anchors import AnchorError, anchor_of
 from mutation.author_ops import OPERATORS, Mutant, generate
+from mutation.command_line import command_parser
 from mutation.line_map import (
     NO_REACH,
     LineMap,
@@ -65,8 +66,11 @@ from mutation.report import (
     MutantRecord,
     Report,
     TriageError,
+    load_runs,
     load_triage,
+    save_runs,
 )
+from mutation.sessions import SessionError, environment, find_runner
 
 DEFAULT_OUT = ROOT / ".mutation-author"
 TRIAGE_PATH = Path(__file__).with_name("triage_author.json")
@@ -74,14 +78,8 @@ BASELINE_LIMIT_S = 900.0
 RESULTS = "results.json"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m mutation.author", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = command_parser("python -m mutation.author", __doc__)
     listing = sub.add_parser("list", help="count the mutants per module and operator")
     listing.add_argument("--module", action="append", default=[], metavar="M")
     run = sub.add_parser("run", help="judge the mutants by the scenarios covering their lines")
@@ -165,11 +163,6 @@ def records(out: Path, modules: Sequence[str]) -> list[MutantRecord]:
     return found
 
 
-def _areas(module_map: ModuleMap, known: Sequence[str]) -> dict[str, list[str]]:
-    return {m: sorted({b.split("-")[0] for b in module_map.behaviours(m, known)})
-            for m in module_map.modules}
-
-
 def _triage(known: Sequence[str]) -> dict[str, Any]:
     return load_triage(TRIAGE_PATH, known=known, scenarios=shipped_scenario_ids(),
                        tests_root=REPO_ROOT, bridge_dir=BRIDGE_DIR)
@@ -178,24 +171,9 @@ def _triage(known: Sequence[str]) -> dict[str, Any]:
 def report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
     results = _load_results(out)
     ran = sorted({key.split(":")[0] for key in results})
-    facts = _load_runs(out)
-    return Report(records(out, ran), _areas(module_map, known), _triage(known),
+    facts = load_runs(out)
+    return Report(records(out, ran), module_map.areas(known), _triage(known),
                   [facts[m] | {"module": m} for m in sorted(facts)])
-
-
-def _load_runs(out: Path) -> dict[str, dict[str, Any]]:
-    try:
-        return dict(json.loads((out / "runs.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return {}
-
-
-def _environment(out: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    inherited = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = os.pathsep.join([str(out / "src"), *([inherited] if inherited else [])])
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
 
 
 def _copy_bridge(out: Path) -> None:
@@ -203,14 +181,6 @@ def _copy_bridge(out: Path) -> None:
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(BRIDGE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
-
-
-def _runner() -> str:
-    found = shutil.which("palace-conformance", path=str(Path(sys.executable).parent)) or \
-        shutil.which("palace-conformance")
-    if found is None:
-        raise MapError("palace-conformance is not installed here (pip install -e '.[test]')")
-    return found
 
 
 def _command(argv: Sequence[str] | str, env: dict[str, str], limit_s: float) -> tuple[int, float]:
@@ -334,12 +304,12 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     _copy_bridge(out)
-    env = _environment(out)
-    runner = _runner()
+    env = environment(out)
+    runner = find_runner()
     chosen = selections(module_map)
     modules = args.module or sorted(module_map.modules)
     results = _load_results(out)
-    runs = _load_runs(out)
+    runs = load_runs(out)
     failed = []
     plan: dict[str, tuple[str, list[Mutant]]] = {}
     for module in modules:
@@ -377,23 +347,11 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
                                                          args.min_timeout)),
                         "wall_s": round(float(previous.get("wall_s", 0.0))
                                         + time.monotonic() - started, 1)}
-        (out / "runs.json").write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
+        save_runs(out, runs)
     _copy_bridge(out)
     done = report(out, module_map, known)
-    _summary(done, out)
+    done.summarise(out, "mutation/triage_author.json")
     return 1 if failed or done.untriaged else 0
-
-
-def _summary(done: Report, out: Path) -> None:
-    json_path, md_path = done.write(out)
-    for module, tally in done.by_module().items():
-        print(f"  {module}: {tally.to_json()}")
-    print(f"total: {done.total().to_json()}")
-    print(f"report: {md_path} and {json_path}")
-    for record in done.untriaged:
-        why = f" ({record.note})" if record.note else ""
-        print(f"UNTRIAGED survivor {record.name} (line {record.line}){why} (add it to "
-              "mutation/triage_author.json)")
 
 
 def _list(module_map: ModuleMap, modules: Sequence[str]) -> int:
@@ -457,11 +415,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "apply":
             return _apply(args.key, args.to)
         if args.command == "report":
-            _summary(report(args.out.resolve(), module_map, known), args.out.resolve())
+            report(args.out.resolve(), module_map, known).summarise(
+                args.out.resolve(), "mutation/triage_author.json")
             return 0
         _triage(known)  # a triage file the report would refuse stops the run first
         return _run(args, module_map, known, scenarios)
-    except (MapError, TriageError) as exc:
+    except (MapError, TriageError, SessionError) as exc:
         print(f"python -m mutation.author: {exc}", file=sys.stderr)
         return 2
 

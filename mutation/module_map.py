@@ -43,6 +43,12 @@ class ModuleMap:
         entries = set(self.modules[module])
         return [bid for bid in known if bid in entries or bid.split("-")[0] in entries]
 
+    def areas(self, known: Iterable[str]) -> dict[str, list[str]]:
+        """Each module's behaviour areas (``STDIO``, ``HTTP``, ...), for a report."""
+        known = list(known)
+        return {m: sorted({b.split("-")[0] for b in self.behaviours(m, known)})
+                for m in self.modules}
+
 
 def bridge_modules(bridge_dir: Path = BRIDGE_DIR) -> list[str]:
     """Every Python module of the bridge, as a path relative to the package, sorted."""

@@ -347,6 +347,35 @@ class Report:
         as_md.write_text(self.markdown(), encoding="utf-8")
         return as_json, as_md
 
+    def summarise(self, directory: Path, triage_file: str) -> None:
+        """Write the report into ``directory`` and print its tallies, where it went and each
+        untriaged survivor (to be added to ``triage_file``)."""
+        json_path, md_path = self.write(directory)
+        for module, tally in self.by_module().items():
+            print(f"  {module}: {tally.to_json()}")
+        print(f"total: {self.total().to_json()}")
+        print(f"report: {md_path} and {json_path}")
+        for record in self.untriaged:
+            why = f" ({record.note})" if record.note else ""
+            print(f"UNTRIAGED survivor {record.name} (line {record.line}){why} (add it to "
+                  f"{triage_file})")
+
+
+#: each module's run facts (baseline time, scenarios, ...) of a run directory
+RUNS_FILE = "runs.json"
+
+
+def load_runs(out: Path) -> dict[str, dict[str, Any]]:
+    """The run facts kept in ``out`` (none when there is no readable file)."""
+    try:
+        return dict(json.loads((out / RUNS_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def save_runs(out: Path, runs: Mapping[str, Any]) -> None:
+    (out / RUNS_FILE).write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
+
 
 def _verdict_json(verdict: Verdict | None) -> dict[str, str] | None:
     if verdict is None:

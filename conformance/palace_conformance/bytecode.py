@@ -9,12 +9,13 @@ a start, some 7 CPU-seconds of a reference run (docs/runner.md, "Where a run's C
 
 :func:`redirect` keeps the variable's promise (nothing is written beside the sources) and still
 compiles once: it points :data:`sys.pycache_prefix` at the kit's own cache,
-``$XDG_CACHE_HOME/palace-conformance/pycache`` (``~/.cache`` when unset), and lets Python write
+``$XDG_CACHE_HOME/palace-conformance/pycache`` (cache_home.py), and lets Python write
 there. Only when that cache directory's parent already exists (the kit ran here before), so a
 kit process started with a scenario's own ``HOME`` never writes into it. An explicit
 ``PYTHONPYCACHEPREFIX`` wins; ``PALACE_CONFORMANCE_PYCACHE`` names another directory, or ``off``.
 
-Standard library only: the package's ``__init__`` calls it before anything else is imported.
+Standard library and cache_home.py only: the package's ``__init__`` calls it before anything
+else is imported.
 """
 
 from __future__ import annotations
@@ -22,16 +23,11 @@ from __future__ import annotations
 import os
 import sys
 
+from palace_conformance.cache_home import kit_cache_root
+
 ENV = "PALACE_CONFORMANCE_PYCACHE"
 OFF = "off"
-KIT_CACHE = "palace-conformance"
 PYCACHE = "pycache"
-
-
-def kit_cache_root() -> str:
-    """``$XDG_CACHE_HOME/palace-conformance`` (``~/.cache`` when the variable is unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, KIT_CACHE)
 
 
 def redirect() -> str | None:
@@ -44,9 +40,9 @@ def redirect() -> str | None:
         return None
     if not chosen:
         root = kit_cache_root()
-        if not os.path.isdir(root):
+        if root is None or not root.is_dir():
             return None
-        chosen = os.path.join(root, PYCACHE)
+        chosen = str(root / PYCACHE)
     sys.pycache_prefix = chosen
     sys.dont_write_bytecode = False
     return chosen

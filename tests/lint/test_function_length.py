@@ -18,7 +18,7 @@ def _body(lines: int, indent: str) -> str:
 
 
 def test_the_tree_has_no_function_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(REPO)  # KNOWN names files relative to the repository root
+    monkeypatch.chdir(REPO)
     assert function_length.offenders([Path("conformance"), Path("reference")]) == []
 
 

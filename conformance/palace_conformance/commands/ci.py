@@ -16,6 +16,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from palace_conformance.commands.declare import declare
+
 PROG = "palace-conformance ci"
 #: where the report goes when --report-dir is blank: under $RUNNER_TEMP on a runner
 REPORT_NAME = "palace-conformance-report"
@@ -121,6 +123,10 @@ def _run_in_process(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _ci(args: argparse.Namespace) -> int:
+    """Run the catalogue with a report directory, then write the Markdown summary to
+    $GITHUB_STEP_SUMMARY, ::error annotations per failing check, and step outputs to
+    $GITHUB_OUTPUT (report-dir, junit, results, counts). Blank options count as not given
+    (workflow inputs left empty). docs/ci.md."""
     from palace_conformance.ci.workflow_commands import github_env
 
     env = github_env()
@@ -174,12 +180,8 @@ def _publish(args: argparse.Namespace, env: dict[str, str], report: Path, code: 
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ci = sub.add_parser(
-        "ci", help="the catalogue run as a GitHub Actions step (what action.yml calls)",
-        description="Run the catalogue with a report directory, then write the Markdown summary "
-        "to $GITHUB_STEP_SUMMARY, ::error annotations per failing check, and step outputs to "
-        "$GITHUB_OUTPUT (report-dir, junit, results, counts). Blank options count as not given "
-        "(workflow inputs left empty). docs/ci.md.")
+    ci = declare(sub, "ci", "the catalogue run as a GitHub Actions step (what action.yml calls)",
+                 _ci, sibling_commands=sub)
     ci.add_argument("--prepare", action="store_true",
                     help="write only the outputs the action needs before the run: node-hosts "
                     "(true/false), hosts-path and hosts-key (for actions/cache), report-dir, "
@@ -198,4 +200,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ci.add_argument("--report-dir", default="", metavar="DIR",
                     help=f"where the reports go (default $RUNNER_TEMP/{REPORT_NAME}, else "
                     f"./{REPORT_NAME})")
-    ci.set_defaults(handler=_ci, sibling_commands=sub)

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import add_op_timeout, add_server_options, chosen_server
 from palace_conformance.commands.usage import (
     RunUsageError,
@@ -92,6 +93,16 @@ def _save_runs(save_dir: Path | None, sources: Sequence[Source]) -> None:
 
 
 def _diff_checked(args: argparse.Namespace) -> int:
+    """Run two bridges on the same scenarios (or read their saved 'run --json' results:
+    --from) and print, for every (scenario, transport) where they differ, one line per
+    category that diverges (tool results, error kinds, injected context, registrations,
+    wire, processes, ...): its first divergent step, the JSON pointer and both values.
+    Per-run values (pids, ports, ids, times, temp paths, sessions, tokens) never count;
+    UI-only effects only with --include-ui. Only pairs whose verdicts or judged checks
+    differ are drift; pairs that differ in their traces alone are counted (--all lists
+    them). Not-applicable scenarios are listed apart. With three sources or more, the first
+    is compared with each of the others and runs once for all of them. Exit 1 on any drift,
+    0 when none, 2 on a usage problem."""
     import json
 
     from palace_conformance.runner.compare.diff import (
@@ -134,6 +145,10 @@ def _diff_checked(args: argparse.Namespace) -> int:
 
 
 def _matrix_checked(args: argparse.Namespace) -> int:
+    """Run several bridges (or read their saved 'run --json' results) and write a bridges x
+    scenarios matrix: pass / fail / known failure / not applicable / not testable per
+    transport, grouped by area, with the behaviour IDs and a drill-down into every red cell.
+    Exit 0 once written (a report, not a gate), 2 on a usage problem."""
     from palace_conformance.runner.compare.matrix import build, render_html, render_markdown
     from palace_conformance.runner.compare.sources import apply_baselines, collect, load_baselines
 
@@ -195,18 +210,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    diff = sub.add_parser(
-        "diff", help="show where two bridges' normalised traces part",
-        description="Run two bridges on the same scenarios (or read their saved 'run --json' "
-        "results: --from) and print, for every (scenario, transport) where they differ, one "
-        "line per category that diverges (tool results, error kinds, injected context, "
-        "registrations, wire, processes, ...): its first divergent step, the JSON pointer and "
-        "both values. Per-run values (pids, ports, ids, times, temp paths, sessions, tokens) "
-        "never count; UI-only effects only with --include-ui. Only pairs whose verdicts or "
-        "judged checks differ are drift; pairs that differ in their traces alone are counted "
-        "(--all lists them). Not-applicable scenarios are listed apart. With three sources or "
-        "more, the first is compared with each of the others and runs once for all of them. "
-        "Exit 1 on any drift, 0 when none, 2 on a usage problem.")
+    diff = declare(sub, "diff", "show where two bridges' normalised traces part",
+                   one_line("palace-conformance diff")(_diff_checked), sources=[])
     _common(diff)
     diff.add_argument("--json", metavar="FILE", help="write the drift report as JSON")
     diff.add_argument("--markdown", metavar="FILE", help="write the drift report as Markdown")
@@ -216,14 +221,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     diff.add_argument("--all", action="store_true", dest="every_pair",
                       help="also list the pairs whose verdicts and checks agree but whose "
                       "traces differ (counted, not listed, by default)")
-    diff.set_defaults(handler=one_line("palace-conformance diff")(_diff_checked), sources=[])
 
-    matrix = sub.add_parser(
-        "matrix", help="bridges x scenarios report (Markdown and/or one HTML page)",
-        description="Run several bridges (or read their saved 'run --json' results) and write "
-        "a bridges x scenarios matrix: pass / fail / known failure / not applicable / not "
-        "testable per transport, grouped by area, with the behaviour IDs and a drill-down into "
-        "every red cell. Exit 0 once written (a report, not a gate), 2 on a usage problem.")
+    matrix = declare(sub, "matrix", "bridges x scenarios report (Markdown and/or one HTML page)",
+                     one_line("palace-conformance matrix")(_matrix_checked), sources=[])
     _common(matrix)
     matrix.add_argument("--markdown", metavar="FILE", help="write the matrix as Markdown")
     matrix.add_argument("--html", metavar="FILE", help="write the matrix as one HTML page")
@@ -231,5 +231,4 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         help="expected-failure baseline (docs/baselines.md) for the bridge "
                         "labelled LABEL, or for every bridge; its failures show as known "
                         "failures; repeatable")
-    matrix.set_defaults(handler=one_line("palace-conformance matrix")(_matrix_checked), sources=[])
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from palace_conformance.commands.declare import declare
+
 
 def _fidelity(args: argparse.Namespace) -> int:
+    """Scripted stdio and HTTP sessions (handshake, every tool's validation and empty
+    answers, business errors, HTTP statuses and headers, auth order, writer-lock contention,
+    the CLI mine refusal) against the real server and the fake; exit 0 only when no
+    difference is left unexplained (docs/real-server.md#fidelity)."""
     from palace_conformance.fidelity.normalise import RulesError
     from palace_conformance.fidelity.run import run_fidelity
     from palace_conformance.fidelity.script import ScriptError
@@ -54,13 +60,9 @@ def _generated(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "fidelity", help="run the same scripted sessions against the real mempalace 3.11.0 and "
-        "the fake and report every difference the declared rules do not explain",
-        description="Scripted stdio and HTTP sessions (handshake, every tool's validation and "
-        "empty answers, business errors, HTTP statuses and headers, auth order, writer-lock "
-        "contention, the CLI mine refusal) against the real server and the fake; exit 0 only "
-        "when no difference is left unexplained (docs/real-server.md#fidelity).")
+    parser = declare(sub, "fidelity", "run the same scripted sessions against the real mempalace "
+                     "3.11.0 and the fake and report every difference the declared rules do not "
+                     "explain", _fidelity)
     parser.add_argument("--real-python", metavar="PY", help="a Python with mempalace==3.11.0 "
                         "installed (env PALACE_REAL_PYTHON; tox -e real-palace builds one)")
     parser.add_argument("--quick", action="store_true", help="only the sessions the script "
@@ -90,7 +92,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         "(default 12; sequences at most 6); 0 reports them as found")
     parser.add_argument("--seed", metavar="S", type=int, default=0, help="the generator's "
                         "seed for --generated (default 0): the same seed draws the same calls")
-    parser.set_defaults(handler=_fidelity)
 
 
 def _jobs(text: str) -> int:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import add_scenario_paths, add_subcommands
 from palace_conformance.scenarios.behaviours import (
     ID_PATTERN,
@@ -60,6 +61,9 @@ def _report_invalid(catalogue: Catalogue, command: str) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    """Validate scenario files: JSON syntax, schema_version, the JSON Schema, then ids (=
+    file name, unique), behaviour IDs, tool names and fault plans. One line per problem;
+    exit 1 when there is any."""
     from palace_conformance.scenarios.loader import shipped_roots
 
     # the slow tier is validated with the catalogue: CI runs validate, not the slow tier
@@ -188,13 +192,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         description="The language-neutral scenario fixtures (fixtures/scenarios/<area>/<id>.json).")
     fixtures_sub = add_subcommands(fixtures, "fixtures_command")
 
-    validate = fixtures_sub.add_parser(
-        "validate", help="check scenario files against the schema and the catalogue rules",
-        description="Validate scenario files: JSON syntax, schema_version, the JSON Schema, then "
-        "ids (= file name, unique), behaviour IDs, tool names and fault plans. One line per "
-        "problem; exit 1 when there is any.")
+    validate = declare(fixtures_sub, "validate",
+                       "check scenario files against the schema and the catalogue rules", _validate)
     add_scenario_paths(validate)
-    validate.set_defaults(handler=_validate)
 
     listing = fixtures_sub.add_parser("list", help="list scenarios, optionally filtered")
     listing.add_argument("--area", metavar="AREA", help=f"only this area ({', '.join(AREAS)})")

@@ -12,12 +12,17 @@ import argparse
 import json
 import sys
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.usage import RunUsageError, one_line, writable, write_text
 
 PROG = "palace-conformance merge"
 
 
 def _merge_checked(args: argparse.Namespace) -> int:
+    """Join the JSON results of 'palace-conformance run --shard K/N --json FILE' (one per CI
+    job, same bridge and level) into one result, and write it as JSON, JUnit, Markdown and
+    the HTML matrix. Prints the usual summary and exits like 'run' on the joined result: 0
+    green, 1 a failure, 2 a usage problem."""
     from palace_conformance.runner.compare.matrix import build, render_html
     from palace_conformance.runner.compare.sources import Source, bridge_label, load_result_file
     from palace_conformance.runner.reports.console import render_summary
@@ -54,12 +59,8 @@ def _merge_checked(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    merge = sub.add_parser(
-        "merge", help="join the shards' 'run --json' results into one report",
-        description="Join the JSON results of 'palace-conformance run --shard K/N --json FILE' "
-        "(one per CI job, same bridge and level) into one result, and write it as JSON, JUnit, "
-        "Markdown and the HTML matrix. Prints the usual summary and exits like 'run' on the "
-        "joined result: 0 green, 1 a failure, 2 a usage problem.")
+    merge = declare(sub, "merge", "join the shards' 'run --json' results into one report",
+                    one_line(PROG)(_merge_checked))
     merge.add_argument("results", nargs="+", metavar="RESULT.json",
                        help="the shards' 'run --json' files")
     merge.add_argument("--json", metavar="FILE", help="write the joined result model as JSON")
@@ -70,4 +71,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                        help="write the HTML matrix page (as 'palace-conformance matrix')")
     merge.add_argument("-q", "--quiet", action="store_true",
                        help="no table: only the failures and the totals")
-    merge.set_defaults(handler=one_line(PROG)(_merge_checked))

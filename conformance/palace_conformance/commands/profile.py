@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import add_subcommands
 from palace_conformance.commands.usage import (
     RunUsageError,
@@ -35,6 +36,12 @@ def _out_path(flag: str, value: str | None, force: bool) -> Path | None:
 
 
 def _init_checked(args: argparse.Namespace) -> int:
+    """Run one short observation session per transport (load, session start, a first prompt,
+    list the tools, call one, shut down) and draft a bridge profile from what the bridge
+    did: the variables it read, the files under HOME it looked for, the programs it tried to
+    start, the tools and commands it registered. The draft is schema-valid but a starting
+    point: the notes on stderr say what to review. Exit 0 drafted, 1 nothing observed, 2 a
+    usage problem."""
     from palace_conformance.runner.profiling.draft import NothingObserved, draft_profile
     from palace_conformance.runner.profiling.observe import sessions_json
 
@@ -68,14 +75,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     profile = sub.add_parser("profile", help="bridge profiles: draft one by watching a bridge",
                              description="Bridge profiles (docs/profiles.md).")
     actions = add_subcommands(profile, "profile_command", "ACTION")
-    init = actions.add_parser(
-        "init", help="draft a profile by watching the bridge against the fake",
-        description="Run one short observation session per transport (load, session start, a "
-        "first prompt, list the tools, call one, shut down) and draft a bridge profile from "
-        "what the bridge did: the variables it read, the files under HOME it looked for, the "
-        "programs it tried to start, the tools and commands it registered. The draft is "
-        "schema-valid but a starting point: the notes on stderr say what to review. Exit 0 "
-        "drafted, 1 nothing observed, 2 a usage problem.")
+    init = declare(actions, "init", "draft a profile by watching the bridge against the fake",
+                   one_line(PROG)(_init_checked))
     init.add_argument("--bridge", required=True, metavar="SPEC",
                       help="'reference', a Node host spec (pi-extension:FILE, ...) or a driver "
                       "host command")
@@ -91,4 +92,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                       help="which transports to observe (default both)")
     init.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                       help=f"an op's deadline (default {DEFAULT_OP_TIMEOUT_MS})")
-    init.set_defaults(handler=one_line(PROG)(_init_checked))

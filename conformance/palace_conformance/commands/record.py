@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.scenarios.model import AREAS
 
 DEFAULT_COMMAND = ("mempalace-mcp",)
@@ -19,17 +20,9 @@ ID_PATTERN = re.compile(r"^[a-z0-9]+(\.[a-z0-9-]+)+$")
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "record", help="stand in for the palace a bridge uses (stdio, or HTTP with --upstream), "
-        "relay the traffic to the real one and write a draft scenario from it",
-        description="Stdio: run as the palace a bridge spawns: start the real server (COMMAND, "
-        "default mempalace-mcp) and copy every line both ways unchanged. HTTP (--upstream URL): "
-        "listen on loopback as the palace a bridge in remote mode points at (it prints the "
-        "MEMPALACE_REMOTE_URL to give the bridge) and forward every request to URL, answers "
-        "streamed back unchanged, until Ctrl-C or SIGTERM. Either way it writes a draft "
-        "scenario: each tools/call becomes a call_tool step expecting what the palace answered "
-        "(volatile values left out, secrets and paths replaced). Validate it with 'fixtures "
-        "validate' and run it with 'run' before adding it to the catalogue (docs/record.md).")
+    parser = declare(sub, "record", "stand in for the palace a bridge uses (stdio, or HTTP with "
+                     "--upstream), relay the traffic to the real one and write a draft scenario "
+                     "from it", run_record)
     parser.add_argument("--out", required=True, metavar="DRAFT.json",
                         help="where the draft goes (rewritten after every answered call)")
     parser.add_argument("--id", dest="scenario_id", metavar="ID",
@@ -53,7 +46,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                       "gets 504 or the stream is cut (default 120000)")
     parser.add_argument("server", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="the real server to start (default: mempalace-mcp)")
-    parser.set_defaults(handler=run_record)
 
 
 def scenario_id_for(out: Path, given: str | None) -> str:
@@ -71,6 +63,14 @@ def scenario_id_for(out: Path, given: str | None) -> str:
 
 
 def run_record(args: argparse.Namespace) -> int:
+    """Stdio: run as the palace a bridge spawns: start the real server (COMMAND, default
+    mempalace-mcp) and copy every line both ways unchanged. HTTP (--upstream URL): listen on
+    loopback as the palace a bridge in remote mode points at (it prints the
+    MEMPALACE_REMOTE_URL to give the bridge) and forward every request to URL, answers
+    streamed back unchanged, until Ctrl-C or SIGTERM. Either way it writes a draft scenario:
+    each tools/call becomes a call_tool step expecting what the palace answered (volatile
+    values left out, secrets and paths replaced). Validate it with 'fixtures validate' and
+    run it with 'run' before adding it to the catalogue (docs/record.md)."""
     prog = "palace-conformance record"
     server = list(args.server)
     if server[:1] == ["--"]:

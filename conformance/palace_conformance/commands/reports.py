@@ -14,6 +14,7 @@ import signal
 from datetime import date
 from pathlib import Path
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import (
     add_op_timeout,
     add_server_options,
@@ -30,6 +31,10 @@ DEFAULT_BASELINE = "conformance-baseline.json"
 
 
 def _replay_checked(args: argparse.Namespace) -> int:
+    """Re-run the scenario of a repro bundle (written by 'run --report-dir DIR' under
+    DIR/bundles/) on its transport, against the bridge given with --bridge (or --profile): a
+    bundle is data, so the bridge it recorded is shown, never run by itself. Reports and
+    exits like 'run': 0 passed, 1 failed, 2 usage problem."""
     from palace_conformance.runner.execution.suite import HostProbeError
     from palace_conformance.runner.reports.console import make_progress, render_summary
     from palace_conformance.runner.reports.replay import ReplayError, load_bundle, replay, verdict
@@ -98,6 +103,10 @@ def _expires(value: str | None) -> date | None:
 
 
 def _baseline_update_checked(args: argparse.Namespace) -> int:
+    """Write a baseline that lists every failing result of REPORT (a 'run --json' or
+    report-dir results.json file). Entries of the existing baseline (--out, or --baseline)
+    that still cover a failure keep their reason, issue and expiry; entries whose results
+    pass now are dropped; entries for scenarios the report lacks are kept."""
     from palace_conformance.runner.compare.sources import load_result_file
     from palace_conformance.runner.verdict.baseline import (
         BaselineError,
@@ -137,12 +146,8 @@ def _baseline_update_checked(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    replay = sub.add_parser(
-        "replay", help="re-run a repro bundle against a bridge",
-        description="Re-run the scenario of a repro bundle (written by 'run --report-dir DIR' "
-        "under DIR/bundles/) on its transport, against the bridge given with --bridge (or "
-        "--profile): a bundle is data, so the bridge it recorded is shown, never run by itself. "
-        "Reports and exits like 'run': 0 passed, 1 failed, 2 usage problem.")
+    replay = declare(
+        sub, "replay", "re-run a repro bundle against a bridge", one_line(REPLAY)(_replay_checked))
     replay.add_argument("bundle", metavar="BUNDLE", help="the bundle directory")
     replay.add_argument("--bridge", metavar="reference|COMMAND",
                         help="the bridge to run against (required unless --profile names one; "
@@ -154,19 +159,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_op_timeout(replay)
     replay.add_argument("--json", metavar="FILE", help="write the replay's result model as JSON")
     add_server_options(replay)
-    replay.set_defaults(handler=one_line(REPLAY)(_replay_checked))
 
     baseline = sub.add_parser(
         "baseline", help="maintain an expected-failure baseline",
         description="Expected-failure baselines (docs/baselines.md): known failures that keep "
         "'run --baseline FILE' green until fixed.")
     baseline_sub = add_subcommands(baseline, "baseline_command")
-    update = baseline_sub.add_parser(
-        "update", help="write a baseline listing a report's current failures",
-        description="Write a baseline that lists every failing result of REPORT (a 'run --json' "
-        "or report-dir results.json file). Entries of the existing baseline (--out, or "
-        "--baseline) that still cover a failure keep their reason, issue and expiry; entries "
-        "whose results pass now are dropped; entries for scenarios the report lacks are kept.")
+    update = declare(baseline_sub, "update", "write a baseline listing a report's current failures",
+                     one_line(f"{BASELINE} update")(_baseline_update_checked))
     update.add_argument("--from", dest="report", required=True, metavar="REPORT.json",
                         help="the run's JSON result")
     update.add_argument("--out", default=DEFAULT_BASELINE, metavar="FILE",
@@ -178,4 +178,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     update.add_argument("--issue", metavar="URL|ID", help="issue recorded on new entries")
     update.add_argument("--expires", metavar="YYYY-MM-DD",
                         help="expiry date recorded on new entries")
-    update.set_defaults(handler=one_line(f"{BASELINE} update")(_baseline_update_checked))

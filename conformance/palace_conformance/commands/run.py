@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import (
     add_jobs,
     add_op_timeout,
@@ -79,7 +80,21 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
     return 0
 
 
+def _checked_numbers(args: argparse.Namespace) -> float:
+    """The run's counts checked (``--jobs`` defaulted to the machine's), its slack factor read."""
+    if args.jobs is None:
+        args.jobs = default_jobs()
+    at_least_one("--jobs", args.jobs)
+    at_least_one("--op-timeout-ms", args.op_timeout_ms)
+    if args.max_scenario_seconds is not None:
+        at_least_one("--max-scenario-seconds", args.max_scenario_seconds)
+    return slack_factor("--slack-factor", args.slack_factor)
+
+
 def _run_checked(args: argparse.Namespace) -> int:
+    """Run scenario fixtures against a bridge through its driver host (DRIVER.md) and report
+    every expectation it departs from. Exit 0 only when everything passed; not-applicable
+    scenarios are reported but do not fail the run."""
     from palace_conformance.runner import last_failed
     from palace_conformance.runner.compare import golden
     from palace_conformance.runner.execution import warm_client
@@ -90,13 +105,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     from palace_conformance.runner.reports.hints import capability_hints
     from palace_conformance.runner.reports.report_dir import RUNS, clear_previous
 
-    if args.jobs is None:
-        args.jobs = default_jobs()
-    at_least_one("--jobs", args.jobs)
-    at_least_one("--op-timeout-ms", args.op_timeout_ms)
-    if args.max_scenario_seconds is not None:
-        at_least_one("--max-scenario-seconds", args.max_scenario_seconds)
-    factor = slack_factor("--slack-factor", args.slack_factor)
+    factor = _checked_numbers(args)
     shard = parse_shard(args.shard) if args.shard is not None else None
     profile = load_profile_arg(args.profile)
     args.bridge = bridge_of(args.bridge, profile)
@@ -314,11 +323,7 @@ def _add_outputs(run: argparse.ArgumentParser) -> None:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = sub.add_parser(
-        "run", help="run scenarios against a bridge host",
-        description="Run scenario fixtures against a bridge through its driver host (DRIVER.md) "
-        "and report every expectation it departs from. Exit 0 only when everything passed; "
-        "not-applicable scenarios are reported but do not fail the run.")
+    run = declare(sub, "run", "run scenarios against a bridge host", one_line(PROG)(_run_checked))
     add_scenario_paths(run)
     run.add_argument("--profile", metavar="FILE",
                      help="a bridge profile (JSON or TOML, docs/profiles.md): how the bridge "
@@ -379,4 +384,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      "(runs in flight finish; the rest are reported as not run)")
     _add_outputs(run)
     add_server_options(run)
-    run.set_defaults(handler=one_line(PROG)(_run_checked))

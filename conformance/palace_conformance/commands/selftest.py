@@ -16,6 +16,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import add_jobs, add_op_timeout
 from palace_conformance.commands.usage import (
     RunUsageError,
@@ -63,6 +64,10 @@ def _list(stream: TextIO) -> int:
 
 
 def _run_checked(args: argparse.Namespace) -> int:
+    """Run mutants of the reference bridge (each the real palace_bridge with one rule
+    broken, patched inside the host process) against the scenarios covering what they break,
+    and the unmutated reference on the same runs. Exit 0 only when every mutant is killed
+    and the unmutated reference passes; 1 when a mutant survives."""
     if args.list:
         return _list(sys.stdout)
     if args.jobs is None:
@@ -115,12 +120,9 @@ def _run_checked(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    cmd = sub.add_parser(
-        "selftest", help="prove the suite: every mutant of the reference bridge must be killed",
-        description="Run mutants of the reference bridge (each the real palace_bridge with one "
-        "rule broken, patched inside the host process) against the scenarios covering what "
-        "they break, and the unmutated reference on the same runs. Exit 0 only when every "
-        "mutant is killed and the unmutated reference passes; 1 when a mutant survives.")
+    cmd = declare(sub, "selftest",
+                  "prove the suite: every mutant of the reference bridge must be killed",
+                  one_line(PROG)(_run_checked))
     cmd.add_argument("--mutant", action="append", default=[], metavar="NAME",
                      help="only this mutant (repeatable; default: all; see --list)")
     cmd.add_argument("--list", action="store_true", help="list the mutants and exit")
@@ -133,4 +135,3 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_op_timeout(cmd)
     cmd.add_argument("--json", metavar="FILE", help="write the kill matrix as JSON")
     cmd.add_argument("--markdown", metavar="FILE", help="write the kill matrix as Markdown")
-    cmd.set_defaults(handler=one_line(PROG)(_run_checked))

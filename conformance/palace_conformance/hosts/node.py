@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from palace_conformance.cache_home import kit_cache_root
 from palace_conformance.errors import HostError, UserError
 
 PI_DIR = Path(__file__).resolve().parent / "pi"
@@ -83,8 +84,11 @@ def node_home() -> Path:
     override = os.environ.get(ENV_HOME)
     if override:
         return Path(override).expanduser().resolve()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "palace-conformance" / "node-hosts" / lock_digest()
+    root = kit_cache_root()
+    if root is None:
+        raise HostError(f"no cache directory for the Node hosts: set HOME, an absolute "
+                        f"XDG_CACHE_HOME or {ENV_HOME}")
+    return root / "node-hosts" / lock_digest()
 
 
 def parse_version(text: str) -> tuple[int, int, int] | None:

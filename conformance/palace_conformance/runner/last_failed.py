@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from palace_conformance.cache_home import kit_cache_root
 from palace_conformance.contract import TRANSPORTS
+from palace_conformance.errors import RunUsageError
 from palace_conformance.runner.results import PARITY, RunResult
 
 if TYPE_CHECKING:
@@ -52,8 +54,11 @@ def record_path(bridge: str, server: str = DEFAULT_SERVER,
     chosen = os.environ.get(ENV_DIR)
     if chosen:
         return Path(chosen) / f"{digest}.json"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "palace-conformance" / "last-failed" / f"{digest}.json"
+    root = kit_cache_root()
+    if root is None:
+        raise RunUsageError(f"no cache directory for the --last-failed record: set HOME, an "
+                            f"absolute XDG_CACHE_HOME or {ENV_DIR}")
+    return root / "last-failed" / f"{digest}.json"
 
 
 def read_record(path: Path, bridge: str, server: str = DEFAULT_SERVER) -> set[Key] | None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import ModuleType
 
 from palace_conformance import __version__
+from palace_conformance.cache_home import kit_cache_root
 
 #: set to anything but "" or "0" to neither read nor write the cache
 NO_CACHE_ENV = "PALACE_CONFORMANCE_NO_CACHE"
@@ -44,13 +45,8 @@ def cache_dir() -> Path | None:
     """The directory for validation verdicts, or None when caching is switched off."""
     if os.environ.get(NO_CACHE_ENV, "") not in ("", "0"):
         return None
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # the XDG spec: a relative value is invalid and ignored
-        try:
-            base = str(Path.home() / ".cache")
-        except RuntimeError:  # no home directory to be found
-            return None
-    return Path(base) / "palace-conformance" / "scenarios"
+    root = kit_cache_root()
+    return None if root is None else root / "scenarios"
 
 
 def _versions() -> list[str]:

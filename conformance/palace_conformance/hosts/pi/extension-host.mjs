@@ -26,11 +26,10 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
-import { callToolsWith } from "./lib/call-tools.mjs";
-import { children, killChildren, spawnAttempts, waitForChildren } from "./lib/children.mjs";
+import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren } from "./lib/common-ops.mjs";
 import { entryFile, importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { contentText, FakePi } from "./lib/fake-pi.mjs";
-import { observedReads, startObserving } from "./lib/observe.mjs";
+import { startObserving } from "./lib/observe.mjs";
 import { hostLog } from "./lib/output.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
 
@@ -39,7 +38,6 @@ const HARNESS_CAPABILITIES = ["result_parts"];
 const ALL_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
   "session_preamble", "keepalive", "cli", "helper_group_kill", ...HARNESS_CAPABILITIES];
 const ADAPTER_CAPABILITIES = ["stdio", "http", ...HARNESS_CAPABILITIES];
-const DEFAULT_GRACE_MS = 5000;
 const EXIT_SHUTDOWN_MS = 3000;
 const ADAPTER_STATUS_EVENT = "pi-mcp-adapter/status/v1";
 const ADAPTER_START_WAIT_MS = 20000;
@@ -123,30 +121,24 @@ function adapterInitialized(fake, recorder) {
   });
 }
 
-function replaceEnvironment(env) {
-  for (const key of Object.keys(process.env)) delete process.env[key];
-  for (const [key, value] of Object.entries(env)) {
-    if (value !== null && value !== undefined) process.env[key] = String(value);
-  }
-}
 
 function extensionPath() {
   if (preset === "pi-mcp-adapter") return entryFile("pi-mcp-adapter", nodeModules);
   return typeof args.extension === "string" ? path.resolve(args.extension) : undefined;
 }
 
-function makeOps(recorder) {
-  let fake;
-  let validate;
-  let adapterDir;
-  let shutDown = false;
+/** The host's state and ops: one loaded extension (a FakePi), replaced on reload. */
+class ExtensionOps extends LoadingHost {
+  validate;
+  adapterDir;
+  loadedFile;
+  loadedFlags;
 
-  const requireLoaded = () => {
-    if (!fake) throw new OpError("bad_request", "load the extension first");
-    return fake;
-  };
+  constructor(recorder) {
+    super(recorder, "extension");
+  }
 
-  const hello = async () => {
+  async hello() {
     const file = extensionPath();
     const bridge = preset === "pi-mcp-adapter"
       ? `pi-mcp-adapter ${packageVersion("pi-mcp-adapter", nodeModules) ?? "?"}`
@@ -162,17 +154,11 @@ function makeOps(recorder) {
     return { protocol: PROTOCOL, impl: "palace-conformance-pi-extension-host", bridge,
       runtime: `node ${process.versions.node}`, capabilities,
       ...(source ? { capabilities_source: source } : {}) };
-  };
+  }
 
-  let loadedFile;
-  let loadedFlags;
-
-  const load = async (request) => {
-    if (fake) throw new OpError("bad_request", "the extension is already loaded");
-    const env = request.env;
-    if (!env || typeof env !== "object" || Array.isArray(env)) {
-      throw new OpError("bad_request", "load needs 'env': an object of strings");
-    }
+  async load(request) {
+    if (this.fake) throw new OpError("bad_request", "the extension is already loaded");
+    const env = loadEnv(request);
     const file = typeof request.options?.extension === "string"
       ? path.resolve(request.options.extension) : extensionPath();
     if (!file) throw new OpError("bad_request", "no extension file: start the host with --extension FILE");
@@ -183,27 +169,18 @@ function makeOps(recorder) {
       bridge: [preset === "pi-mcp-adapter" ? packageDir("pi-mcp-adapter", nodeModules) : path.dirname(file)] });
     if (request.cwd) process.chdir(String(request.cwd));
     const flags = { ...(request.options?.flags ?? {}) };
-    if (preset === "pi-mcp-adapter") {
-      adapterDir = fs.mkdtempSync(path.join(os.tmpdir(), "palace-pi-adapter-"));
-      const configFile = path.join(adapterDir, "mcp.json");
-      fs.writeFileSync(configFile, `${JSON.stringify(adapterConfig(process.env), null, 2)}\n`);
-      flags["mcp-config"] ??= configFile;
-      process.env.PI_MCP_CONFIG_MODE ??= "exclusive"; // read only our file, never the user's
-      // the adapter's own in-memory secret store: a run never reads or writes the OS keyring
-      // (on a machine without one, probing it costs a 10 s helper timeout)
-      process.env.PI_MCP_ADAPTER_TEST_AUTH_STORE ??= "memory";
-    }
-    validate = await loadValidator();
-    loadedFile = file;
-    loadedFlags = flags;
-    fake = await instantiate();
-    return registered(fake);
-  };
+    if (preset === "pi-mcp-adapter") this.adapterDir = prepareAdapter(flags);
+    this.validate = await loadValidator();
+    this.loadedFile = file;
+    this.loadedFlags = flags;
+    this.fake = await this.instantiate();
+    return registered(this.fake);
+  }
 
   /** Import the extension afresh (jiti without a module cache) and run its factory on a new `pi`. */
-  const instantiate = async () => {
-    const file = loadedFile;
-    const loading = new FakePi({ recorder, flags: loadedFlags, extensionPath: file });
+  async instantiate() {
+    const file = this.loadedFile;
+    const loading = new FakePi({ recorder: this.recorder, flags: this.loadedFlags, extensionPath: file });
     const { createJiti } = await importDep("jiti", nodeModules);
     const jiti = createJiti(import.meta.url, { moduleCache: false, alias: piAliases(),
       ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
@@ -222,92 +199,53 @@ function makeOps(recorder) {
       throw new OpError("exception", `${path.basename(file)}'s factory threw: ${error?.message ?? error}`);
     }
     return loading;
-  };
+  }
 
-  const registered = (loaded) => ({ tools: [...loaded.tools.keys()], commands: [...loaded.commands.keys()],
-    events: [...loaded.handlers.keys()] });
-
-  // a pi extension has no command-line program of its own: the runner reads bad_request as
-  // "not applicable" (DRIVER.md, the cli op)
-  const cli = async () => {
-    throw new OpError("bad_request", "a pi extension has no command-line program to run");
-  };
-
-  const reload = async () => {
-    const old = requireLoaded();
-    if (!shutDown) await old.emit("session_shutdown", { reason: "reload" });
+  async reload() {
+    const old = this.requireLoaded();
+    if (!this.shutDown) await old.emit("session_shutdown", { reason: "reload" });
     old.abort.abort();
-    fake = undefined; // pi forgets the old instance whatever happens next
-    shutDown = false;
-    const next = await instantiate();
+    this.fake = undefined; // pi forgets the old instance whatever happens next
+    this.shutDown = false;
+    const next = await this.instantiate();
     next.entries = old.entries; // pi's session outlives the reload
     next.sessionFile = old.sessionFile;
     next.sessionName = old.sessionName;
-    fake = next;
-    return registered(fake);
-  };
+    this.fake = next;
+    return registered(this.fake);
+  }
 
-  const setSession = async (request) => {
-    const loaded = requireLoaded();
+  async setSession(request) {
+    const loaded = this.requireLoaded();
     const messages = Array.isArray(request.messages) ? request.messages : [];
     return { entries: loaded.setSession(messages, request.session_file) };
-  };
+  }
 
-  const setEnv = async (request) => {
-    const changes = request.env;
-    if (!changes || typeof changes !== "object" || Array.isArray(changes)) {
-      throw new OpError("bad_request", "set_env needs 'env': an object");
-    }
-    for (const [key, value] of Object.entries(changes)) {
-      if (value === null) delete process.env[key];
-      else process.env[key] = String(value);
-    }
-    return null;
-  };
-
-  const event = async (request) => {
-    const loaded = requireLoaded();
+  async event(request) {
+    const loaded = this.requireLoaded();
     if (typeof request.name !== "string") throw new OpError("bad_request", "event needs 'name'");
     const payload = request.payload && typeof request.payload === "object" ? request.payload : {};
     const started = Date.now();
     let adapterReady;
     if (preset === "pi-mcp-adapter" && request.name === "session_start") {
-      adapterReady = adapterInitialized(loaded, recorder);
-      recorder.track(adapterReady);
+      adapterReady = adapterInitialized(loaded, this.recorder);
+      this.recorder.track(adapterReady);
     }
     const results = await loaded.emit(request.name, payload);
-    if (adapterReady) {
-      // pi's first prompt comes long after start-up; here the next op comes at once, so wait for
-      // the adapter's background start-up (within this op's deadline) before replying
-      const deadline = typeof request.timeout_ms === "number" ? request.timeout_ms : 30000;
-      const budget = Math.min(ADAPTER_START_WAIT_MS, deadline - 1000 - (Date.now() - started));
-      let timer;
-      await Promise.race([adapterReady, new Promise((resolve) => { timer = setTimeout(resolve, Math.max(0, budget)); })]);
-      clearTimeout(timer);
-    }
+    if (adapterReady) await adapterStarted(adapterReady, request, started);
     if (request.name !== "before_agent_start") return null;
-    const messages = [];
-    let systemPrompt;
-    for (const result of results) {
-      if (typeof result.systemPrompt === "string") systemPrompt = result.systemPrompt;
-      const message = result.message;
-      if (!message) continue;
-      const injected = { custom_type: message.customType ?? null, content: contentText(message.content) };
-      recorder.record("injected", injected);
-      messages.push(injected);
-    }
-    return systemPrompt === undefined ? { messages } : { messages, system_prompt: systemPrompt };
-  };
+    return injectedBy(results, this.recorder);
+  }
 
-  const listTools = async () => {
-    const loaded = requireLoaded();
+  async listTools() {
+    const loaded = this.requireLoaded();
     return [...loaded.tools.values()].map((tool) => ({
       name: tool.name, description: tool.description ?? "", parameters: JSON.parse(JSON.stringify(tool.parameters ?? {})),
     }));
-  };
+  }
 
-  const callTool = async (request) => {
-    const loaded = requireLoaded();
+  async callTool(request) {
+    const loaded = this.requireLoaded();
     const name = request.name;
     const tool = loaded.tools.get(name);
     if (!tool) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(name)}`);
@@ -316,98 +254,129 @@ function makeOps(recorder) {
       throw new OpError("bad_request", "call_tool 'args' must be an object");
     }
     if (typeof tool.prepareArguments === "function") input = tool.prepareArguments(input);
-    if (request.validate !== false && validate) {
+    if (request.validate !== false && this.validate) {
       try {
-        input = validate(tool, { type: "toolCall", id: "validation", name, arguments: input });
+        input = this.validate(tool, { type: "toolCall", id: "validation", name, arguments: input });
       } catch (error) {
         const problems = String(error.message).split("\n").filter((line) => line.startsWith("  - "))
           .map((line) => line.slice(4));
         return { content: [{ type: "text", text: error.message }], is_error: true, validation: problems };
       }
     }
-    const toolCallId = `call-${request.id}`;
-    const ctx = loaded.context();
-    await loaded.emit("tool_execution_start", { toolCallId, toolName: name, args: input }, ctx);
-    for (const verdict of await loaded.emit("tool_call", { toolCallId, toolName: name, input }, ctx)) {
-      if (verdict?.block) {
-        const text = verdict.reason ?? `Tool ${name} was blocked by an extension`;
-        await loaded.emit("tool_execution_end", { toolCallId, toolName: name, result: { content: [{ type: "text", text }] },
-          isError: true }, ctx);
-        return { content: [{ type: "text", text }], is_error: true, blocked: true };
-      }
-    }
-    let outcome;
-    let thrown;
-    try {
-      outcome = await tool.execute(toolCallId, input, new AbortController().signal, () => undefined, ctx);
-    } catch (error) {
-      thrown = error;
-    }
-    let content = thrown ? [{ type: "text", text: String(thrown?.message ?? thrown) }] : outcome?.content ?? [];
-    let details = thrown ? undefined : outcome?.details;
-    let isError = thrown ? true : Boolean(outcome?.isError);
-    for (const change of await loaded.emit("tool_result",
-      { toolCallId, toolName: name, input, content, details, isError }, ctx)) {
-      if (Array.isArray(change.content)) content = change.content;
-      if ("details" in change) details = change.details;
-      if (typeof change.isError === "boolean") isError = change.isError;
-    }
-    await loaded.emit("tool_execution_end", { toolCallId, toolName: name, result: { content, details }, isError }, ctx);
-    if (thrown) throw thrown;
-    if (preset === "pi-mcp-adapter") {
-      const failure = adapterResultError({ content, details, isError });
-      if (failure) throw new OpError(failure.kind, failure.message, failure.extra);
-    }
-    const result = { content, is_error: isError };
-    if (details !== undefined) result.details = details;
-    return result;
-  };
+    return runTool(loaded, tool, input, `call-${request.id}`);
+  }
 
-  const command = async (request) => {
-    const loaded = requireLoaded();
+  async command(request) {
+    const loaded = this.requireLoaded();
     const found = loaded.commands.get(request.name);
     if (!found) throw new OpError("no_such_command", `no command registered as ${JSON.stringify(request.name)}`);
     await found.handler(String(request.args ?? ""), loaded.commandContext());
     return null;
-  };
+  }
 
-  const settle = async (request) => {
-    await recorder.settle(Number(request.quiet_ms ?? 200), Number(request.max_ms ?? 5000));
-    return null;
-  };
-
-  const introspect = async () => ({
-    children: children(),
-    api_touched: fake ? [...fake.touched].sort() : [],
-    observed: { ...observedReads(), spawned: spawnAttempts() },
-  });
-
-  const shutdown = async (request) => {
-    const graceMs = Number(request.grace_ms ?? DEFAULT_GRACE_MS);
-    if (fake && !shutDown) {
-      shutDown = true;
-      await fake.emit("session_shutdown", { reason: request.reason ?? "quit" });
-      fake.abort.abort();
+  async shutdown(request) {
+    if (this.fake && !this.shutDown) {
+      this.shutDown = true;
+      await this.fake.emit("session_shutdown", { reason: request.reason ?? "quit" });
+      this.fake.abort.abort();
     }
-    return { children_alive: await waitForChildren(graceMs) };
-  };
+    return childrenAfter(request);
+  }
 
-  const close = async () => {
-    if (fake && !shutDown) {
-      shutDown = true;
-      await Promise.race([fake.emit("session_shutdown", { reason: "quit" }),
+  async close() {
+    if (this.fake && !this.shutDown) {
+      this.shutDown = true;
+      await Promise.race([this.fake.emit("session_shutdown", { reason: "quit" }),
         new Promise((resolve) => setTimeout(resolve, EXIT_SHUTDOWN_MS))]);
     }
-    await waitForChildren(1000);
-    killChildren();
-    if (adapterDir) fs.rmSync(adapterDir, { recursive: true, force: true });
-  };
-
-  return {
-    ops: { hello, load, set_session: setSession, set_env: setEnv, event, list_tools: listTools,
-      call_tool: callTool, call_tools: callToolsWith(callTool), command, settle, introspect, shutdown, reload, cli },
-    close,
-  };
+    await stopChildren();
+    if (this.adapterDir) fs.rmSync(this.adapterDir, { recursive: true, force: true });
+  }
 }
+
+const registered = (loaded) => ({ tools: [...loaded.tools.keys()], commands: [...loaded.commands.keys()],
+  events: [...loaded.handlers.keys()] });
+
+/** pi-mcp-adapter reads only a config file of ours: write it (into a directory of its own,
+ * returned) and point the adapter's flags and environment at it. */
+function prepareAdapter(flags) {
+  const adapterDir = fs.mkdtempSync(path.join(os.tmpdir(), "palace-pi-adapter-"));
+  const configFile = path.join(adapterDir, "mcp.json");
+  fs.writeFileSync(configFile, `${JSON.stringify(adapterConfig(process.env), null, 2)}\n`);
+  flags["mcp-config"] ??= configFile;
+  process.env.PI_MCP_CONFIG_MODE ??= "exclusive"; // read only our file, never the user's
+  // the adapter's own in-memory secret store: a run never reads or writes the OS keyring
+  // (on a machine without one, probing it costs a 10 s helper timeout)
+  process.env.PI_MCP_ADAPTER_TEST_AUTH_STORE ??= "memory";
+  return adapterDir;
+}
+
+/** pi's first prompt comes long after start-up; here the next op comes at once, so wait for
+ * the adapter's background start-up (within this op's deadline) before replying. */
+async function adapterStarted(adapterReady, request, started) {
+  const deadline = typeof request.timeout_ms === "number" ? request.timeout_ms : 30000;
+  const budget = Math.min(ADAPTER_START_WAIT_MS, deadline - 1000 - (Date.now() - started));
+  let timer;
+  await Promise.race([adapterReady, new Promise((resolve) => { timer = setTimeout(resolve, Math.max(0, budget)); })]);
+  clearTimeout(timer);
+}
+
+/** What `before_agent_start`'s handlers injected (each message recorded) and the system prompt. */
+function injectedBy(results, recorder) {
+  const messages = [];
+  let systemPrompt;
+  for (const result of results) {
+    if (typeof result.systemPrompt === "string") systemPrompt = result.systemPrompt;
+    const message = result.message;
+    if (!message) continue;
+    const injected = { custom_type: message.customType ?? null, content: contentText(message.content) };
+    recorder.record("injected", injected);
+    messages.push(injected);
+  }
+  return systemPrompt === undefined ? { messages } : { messages, system_prompt: systemPrompt };
+}
+
+/** One tool call as pi runs it: tool_execution_start, tool_call (which may block it), the
+ * tool's execute, tool_result (which may change its result), tool_execution_end. */
+async function runTool(loaded, tool, input, toolCallId) {
+  const name = tool.name;
+  const ctx = loaded.context();
+  await loaded.emit("tool_execution_start", { toolCallId, toolName: name, args: input }, ctx);
+  for (const verdict of await loaded.emit("tool_call", { toolCallId, toolName: name, input }, ctx)) {
+    if (verdict?.block) {
+      const text = verdict.reason ?? `Tool ${name} was blocked by an extension`;
+      await loaded.emit("tool_execution_end", { toolCallId, toolName: name, result: { content: [{ type: "text", text }] },
+        isError: true }, ctx);
+      return { content: [{ type: "text", text }], is_error: true, blocked: true };
+    }
+  }
+  let outcome;
+  let thrown;
+  try {
+    outcome = await tool.execute(toolCallId, input, new AbortController().signal, () => undefined, ctx);
+  } catch (error) {
+    thrown = error;
+  }
+  let content = thrown ? [{ type: "text", text: String(thrown?.message ?? thrown) }] : outcome?.content ?? [];
+  let details = thrown ? undefined : outcome?.details;
+  let isError = thrown ? true : Boolean(outcome?.isError);
+  for (const change of await loaded.emit("tool_result",
+    { toolCallId, toolName: name, input, content, details, isError }, ctx)) {
+    if (Array.isArray(change.content)) content = change.content;
+    if ("details" in change) details = change.details;
+    if (typeof change.isError === "boolean") isError = change.isError;
+  }
+  await loaded.emit("tool_execution_end", { toolCallId, toolName: name, result: { content, details }, isError }, ctx);
+  if (thrown) throw thrown;
+  if (preset === "pi-mcp-adapter") {
+    const failure = adapterResultError({ content, details, isError });
+    if (failure) throw new OpError(failure.kind, failure.message, failure.extra);
+  }
+  const result = { content, is_error: isError };
+  if (details !== undefined) result.details = details;
+  return result;
+}
+
+const makeOps = (recorder) => opsOf(new ExtensionOps(recorder), recorder);
 
 await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

@@ -27,14 +27,13 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { callToolsWith } from "./lib/call-tools.mjs";
-import { children, killChildren, waitForChildren } from "./lib/children.mjs";
+import { children, killChildren } from "./lib/children.mjs";
+import { childrenAfter, loadEnv, opsOf, replaceEnvironment } from "./lib/common-ops.mjs";
 import { importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { hostLog } from "./lib/output.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
 
 const SERVER_NAME = "mempalace";
-const DEFAULT_GRACE_MS = 5000;
 
 const args = parseArgs(process.argv.slice(2));
 const nodeModules = path.resolve(String(args["node-modules"] ?? path.join(import.meta.dirname, "node_modules")));
@@ -137,24 +136,84 @@ async function loadWrappedRuntime() {
   return import(pathToFileURL(path.join(agent, "dist", "extensions", "mcp", "runtime.js")).href);
 }
 
-function makeOps(recorder) {
-  let bridge;
-  let loaded = false;
-  const tools = new Map();
-  const entries = [];
+/** The host's state and ops: one MCP client (raw or wrapped) and the tools it found. */
+class McpOps {
+  bridge;
+  loaded = false;
+  tools = new Map();
+  entries = [];
 
-  const registerTools = (list) => {
+  constructor(recorder) {
+    this.recorder = recorder;
+  }
+
+  registerTools(list) {
     for (const tool of list ?? []) {
       const parameters = tool.inputSchema ?? { type: "object" };
-      const before = tools.get(tool.name);
-      tools.set(tool.name, { name: tool.name, description: tool.description ?? "", parameters });
+      const before = this.tools.get(tool.name);
+      this.tools.set(tool.name, { name: tool.name, description: tool.description ?? "", parameters });
       if (before && JSON.stringify(before.parameters) === JSON.stringify(parameters) &&
         before.description === (tool.description ?? "")) continue;
-      recorder.record("tool_registered", { name: tool.name, description: tool.description ?? "", parameters });
+      this.recorder.record("tool_registered", { name: tool.name, description: tool.description ?? "", parameters });
     }
-  };
+  }
 
-  const hello = async () => {
+  async load(request) {
+    if (this.loaded) throw new OpError("bad_request", "the bridge is already loaded");
+    replaceEnvironment(loadEnv(request));
+    if (request.cwd) process.chdir(String(request.cwd));
+    this.bridge = mode === "raw"
+      ? new RawBridge(await importDep("@earendil-works/pi-mcp", nodeModules))
+      : new WrappedBridge(await loadWrappedRuntime(), (list) => this.registerTools(list));
+    this.loaded = true;
+    return { tools: [], commands: [], events: ["session_start", "session_shutdown"] };
+  }
+
+  requireLoaded() {
+    if (!this.loaded) throw new OpError("bad_request", "load the bridge first");
+  }
+
+  async event(request) {
+    this.requireLoaded();
+    if (typeof request.name !== "string") throw new OpError("bad_request", "event needs 'name'");
+    if (request.name === "session_start") {
+      try {
+        this.registerTools(await this.bridge.connect());
+      } catch (error) {
+        this.recorder.record("error", { where: "session_start", message: `${error?.name ?? "Error"}: ${error?.message ?? error}` });
+      }
+    } else if (request.name === "session_shutdown") {
+      await this.bridge.close();
+    }
+    return request.name === "before_agent_start" ? { messages: [] } : null;
+  }
+
+  async callTool(request) {
+    this.requireLoaded();
+    if (!this.tools.has(request.name)) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(request.name)}`);
+    const input = request.args ?? {};
+    if (typeof input !== "object" || Array.isArray(input)) throw new OpError("bad_request", "call_tool 'args' must be an object");
+    const result = await this.bridge.callTool(request.name, input);
+    const reply = { content: result?.content ?? [], is_error: Boolean(result?.isError) };
+    if (result?.structuredContent !== undefined) reply.details = { structuredContent: result.structuredContent };
+    return reply;
+  }
+
+  async setSession(request) {
+    this.entries.splice(0, this.entries.length, ...(Array.isArray(request.messages) ? request.messages : []));
+    return { entries: this.entries.length };
+  }
+
+  async shutdown(request) {
+    if (this.bridge) await this.bridge.close();
+    return childrenAfter(request);
+  }
+
+  async listTools() {
+    return [...this.tools.values()];
+  }
+
+  async hello() {
     const version = packageVersion("@earendil-works/pi-mcp", nodeModules) ?? "?";
     const bridgeName = mode === "raw"
       ? `@earendil-works/pi-mcp ${version} (raw McpClient)`
@@ -162,102 +221,26 @@ function makeOps(recorder) {
         `${packageVersion("@earendil-works/pi-coding-agent", nodeModules) ?? "?"} McpServerConnection`;
     return { protocol: PROTOCOL, impl: `palace-conformance-pi-mcp-host-${mode}`, bridge: bridgeName,
       runtime: `node ${process.versions.node}`, capabilities: ["stdio", "http", "result_parts"] };
-  };
+  }
 
-  const load = async (request) => {
-    if (loaded) throw new OpError("bad_request", "the bridge is already loaded");
-    const env = request.env;
-    if (!env || typeof env !== "object" || Array.isArray(env)) {
-      throw new OpError("bad_request", "load needs 'env': an object of strings");
-    }
-    for (const key of Object.keys(process.env)) delete process.env[key];
-    for (const [key, value] of Object.entries(env)) {
-      if (value !== null && value !== undefined) process.env[key] = String(value);
-    }
-    if (request.cwd) process.chdir(String(request.cwd));
-    bridge = mode === "raw"
-      ? new RawBridge(await importDep("@earendil-works/pi-mcp", nodeModules))
-      : new WrappedBridge(await loadWrappedRuntime(), registerTools);
-    loaded = true;
-    return { tools: [], commands: [], events: ["session_start", "session_shutdown"] };
-  };
+  async command(request) {
+    throw new OpError("no_such_command", `no command registered as ${JSON.stringify(request.name)}`);
+  }
 
-  const requireLoaded = () => {
-    if (!loaded) throw new OpError("bad_request", "load the bridge first");
-  };
+  // pi's MCP client is no extension: /reload re-imports extensions, not this client, so there is
+  // nothing to reload; the runner reports a reload scenario not applicable on this answer
+  async reload() {
+    throw new OpError("bad_request", "pi's MCP client is not a pi extension: /reload has " +
+      "nothing to re-import here (run reload scenarios with --bridge pi-extension:FILE)");
+  }
 
-  const event = async (request) => {
-    requireLoaded();
-    if (typeof request.name !== "string") throw new OpError("bad_request", "event needs 'name'");
-    if (request.name === "session_start") {
-      try {
-        registerTools(await bridge.connect());
-      } catch (error) {
-        recorder.record("error", { where: "session_start", message: `${error?.name ?? "Error"}: ${error?.message ?? error}` });
-      }
-    } else if (request.name === "session_shutdown") {
-      await bridge.close();
-    }
-    return request.name === "before_agent_start" ? { messages: [] } : null;
-  };
-
-  const callTool = async (request) => {
-    requireLoaded();
-    if (!tools.has(request.name)) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(request.name)}`);
-    const input = request.args ?? {};
-    if (typeof input !== "object" || Array.isArray(input)) throw new OpError("bad_request", "call_tool 'args' must be an object");
-    const result = await bridge.callTool(request.name, input);
-    const reply = { content: result?.content ?? [], is_error: Boolean(result?.isError) };
-    if (result?.structuredContent !== undefined) reply.details = { structuredContent: result.structuredContent };
-    return reply;
-  };
-
-  const shutdown = async (request) => {
-    if (bridge) await bridge.close();
-    return { children_alive: await waitForChildren(Number(request.grace_ms ?? DEFAULT_GRACE_MS)) };
-  };
-
-  return {
-    ops: {
-      hello,
-      load,
-      set_session: async (request) => {
-        entries.splice(0, entries.length, ...(Array.isArray(request.messages) ? request.messages : []));
-        return { entries: entries.length };
-      },
-      set_env: async (request) => {
-        if (!request.env || typeof request.env !== "object") throw new OpError("bad_request", "set_env needs 'env': an object");
-        for (const [key, value] of Object.entries(request.env)) {
-          if (value === null) delete process.env[key];
-          else process.env[key] = String(value);
-        }
-        return null;
-      },
-      event,
-      list_tools: async () => [...tools.values()],
-      call_tool: callTool,
-      call_tools: callToolsWith(callTool),
-      command: async (request) => {
-        throw new OpError("no_such_command", `no command registered as ${JSON.stringify(request.name)}`);
-      },
-      settle: async (request) => {
-        await recorder.settle(Number(request.quiet_ms ?? 200), Number(request.max_ms ?? 5000));
-        return null;
-      },
-      introspect: async () => ({ children: children(), api_touched: [] }),
-      shutdown,
-      // pi's MCP client is no extension: /reload re-imports extensions, not this client, so there
-      // is nothing to reload; the runner reports a reload scenario not applicable on this answer
-      reload: async () => {
-        throw new OpError("bad_request", "pi's MCP client is not a pi extension: /reload has " +
-          "nothing to re-import here (run reload scenarios with --bridge pi-extension:FILE)");
-      },
-    },
-    close: async () => {
-      if (bridge) await bridge.close();
-      killChildren();
-    },
-  };
+  async close() {
+    if (this.bridge) await this.bridge.close();
+    killChildren();
+  }
 }
+
+const makeOps = (recorder) => opsOf(new McpOps(recorder), recorder,
+  () => ({ children: children(), api_touched: [] }));
 
 await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

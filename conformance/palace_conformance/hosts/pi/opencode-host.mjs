@@ -32,11 +32,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { callToolsWith } from "./lib/call-tools.mjs";
-import { children, killChildren, observeProgramRuns, spawnAttempts, waitForChildren } from "./lib/children.mjs";
+import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren } from "./lib/common-ops.mjs";
+import { observeProgramRuns } from "./lib/children.mjs";
 import { entryFile, importDep, packageVersion } from "./lib/deps.mjs";
 import { classify } from "./lib/errors.mjs";
-import { observedReads, startObserving } from "./lib/observe.mjs";
+import { startObserving } from "./lib/observe.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
 
 /**
@@ -45,7 +45,6 @@ import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
  */
 const OPENCODE_CAPABILITIES = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
   "session_preamble", "keepalive"];
-const DEFAULT_GRACE_MS = 5000;
 const EXIT_SHUTDOWN_MS = 3000;
 const SESSION_ID = "ses_palace_conformance";
 const SDK_SUBPATHS = ["client/index.js", "client/stdio.js", "client/streamableHttp.js", "client/sse.js",
@@ -66,13 +65,6 @@ function aliases() {
     table[`@modelcontextprotocol/sdk/${sub}`] = entryFile(`@modelcontextprotocol/sdk/${sub}`, nodeModules);
   }
   return table;
-}
-
-function replaceEnvironment(env) {
-  for (const key of Object.keys(process.env)) delete process.env[key];
-  for (const [key, value] of Object.entries(env)) {
-    if (value !== null && value !== undefined) process.env[key] = String(value);
-  }
 }
 
 /** The text of a tool result or message part list. */
@@ -214,26 +206,19 @@ function pluginFunctions(module, file) {
   return found;
 }
 
-function makeOps(recorder) {
-  // OpenCode hands a plugin no exec of its own (`$` is Bun's shell, which cannot bound a run):
-  // a program the plugin runs for its output is observed and recorded as pi's `exec` records it
-  observeProgramRuns((run) => recorder.record("exec", run));
-  let fake;
-  let hooks = [];
-  let tools = new Map();
-  let z;
-  let config = { command: {} };
-  let shutDown = false;
-  let prompts = 0;
+/** The host's state and ops: the loaded plugins' hooks, their tools and the merged config. */
+class OpenCodeOps extends LoadingHost {
+  hooks = [];
+  tools = new Map();
+  z;
+  config = { command: {} };
+  prompts = 0;
 
-  const requireLoaded = () => {
-    if (!fake) throw new OpError("bad_request", "load the plugin first");
-    return fake;
-  };
+  constructor(recorder) {
+    super(recorder, "plugin");
+  }
 
-  const pluginFile = () => (typeof args.plugin === "string" ? path.resolve(args.plugin) : undefined);
-
-  const hello = async () => {
+  async hello() {
     const file = pluginFile();
     let capabilities = OPENCODE_CAPABILITIES;
     let source = "default";
@@ -245,46 +230,43 @@ function makeOps(recorder) {
       bridge: `opencode-plugin ${file ? path.basename(file) : "(none)"} (@opencode-ai/plugin ${
         packageVersion("@opencode-ai/plugin", nodeModules) ?? "?"})`,
       runtime: `node ${process.versions.node}`, capabilities, ...(source ? { capabilities_source: source } : {}) };
-  };
+  }
 
   /** Every hook object's `name` function, in load order (OpenCode's `trigger`, one output object). */
-  const trigger = async (name, input, output) => {
-    for (const hook of hooks) {
+  async trigger(name, input, output) {
+    for (const hook of this.hooks) {
       const fn = hook?.[name];
       if (typeof fn === "function") await fn(input, output);
     }
     return output;
-  };
+  }
 
   /** A bus event: OpenCode delivers it with `void hook.event(...)`; `settle` waits for it here. */
-  const publish = (type, properties) => {
-    for (const hook of hooks) {
+  publish(type, properties) {
+    for (const hook of this.hooks) {
       if (typeof hook?.event !== "function") continue;
       const running = (async () => hook.event({ event: { id: `evt_${Date.now()}`, type, properties } }))()
-        .catch((error) => recorder.record("error", { where: type, message: String(error?.message ?? error) }));
-      recorder.track(running);
+        .catch((error) => this.recorder.record("error", { where: type, message: String(error?.message ?? error) }));
+      this.recorder.track(running);
     }
-  };
+  }
 
-  const describeTool = async (name, definition) => {
+  async describeTool(name, definition) {
     let parameters = {};
     try {
-      parameters = z.toJSONSchema(z.object(definition.args ?? {}), { io: "input", unrepresentable: "any" });
+      parameters = this.z.toJSONSchema(this.z.object(definition.args ?? {}), { io: "input", unrepresentable: "any" });
       delete parameters.$schema;
     } catch (error) {
-      recorder.record("error", { where: `tool ${name}`, message: `args are not a zod shape: ${error?.message ?? error}` });
+      this.recorder.record("error", { where: `tool ${name}`, message: `args are not a zod shape: ${error?.message ?? error}` });
     }
-    const output = await trigger("tool.definition", { toolID: name },
+    const output = await this.trigger("tool.definition", { toolID: name },
       { description: definition.description ?? "", parameters });
     return { name, description: String(output.description ?? ""), parameters: JSON.parse(JSON.stringify(output.parameters ?? {})) };
-  };
+  }
 
-  const load = async (request) => {
-    if (fake) throw new OpError("bad_request", "the plugin is already loaded");
-    const env = request.env;
-    if (!env || typeof env !== "object" || Array.isArray(env)) {
-      throw new OpError("bad_request", "load needs 'env': an object of strings");
-    }
+  async load(request) {
+    if (this.fake) throw new OpError("bad_request", "the plugin is already loaded");
+    const env = loadEnv(request);
     const file = typeof request.options?.plugin === "string" ? path.resolve(request.options.plugin) : pluginFile();
     if (!file) throw new OpError("bad_request", "no plugin file: start the host with --plugin FILE");
     if (!fs.existsSync(file)) throw new OpError("bad_request", `plugin file not found: ${file}`);
@@ -292,109 +274,85 @@ function makeOps(recorder) {
     startObserving({ host: [import.meta.dirname, nodeModules], bridge: [path.dirname(file)] });
     if (request.cwd) process.chdir(String(request.cwd));
     const toolModule = await import(pathToFileURL(entryFile("@opencode-ai/plugin/tool", nodeModules)).href);
-    z = toolModule.tool.schema;
-    const { createJiti } = await importDep("jiti", nodeModules);
-    const jiti = createJiti(import.meta.url, { moduleCache: false, alias: aliases(),
-      ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
-    let module;
-    try {
-      module = await jiti.import(file);
-    } catch (error) {
-      throw new OpError("exception", `loading ${path.basename(file)} failed: ${error?.message ?? error}`);
-    }
-    const loading = new FakeOpenCode(recorder);
-    const input = loading.input(process.cwd());
-    const loaded = [];
-    for (const plugin of pluginFunctions(module, file)) {
+    this.z = toolModule.tool.schema;
+    const loading = new FakeOpenCode(this.recorder);
+    const loaded = await runPlugins(file, loading.input(process.cwd()), request.options?.plugin_options);
+    this.fake = loading;
+    this.hooks = loaded.filter((hook) => hook && typeof hook === "object");
+    await this.registerHooks();
+    const events = [...new Set(this.hooks.flatMap((hook) => Object.keys(hook).filter((key) => key !== "tool")))];
+    return { tools: [...this.tools.keys()], commands: Object.keys(this.commands()), events };
+  }
+
+  /** One merged config object, handed to every hook object's `config` in turn (OpenCode's
+   * order), then the commands it declares and the hooks' tools, each recorded. */
+  async registerHooks() {
+    this.config = { command: {} };
+    for (const hook of this.hooks) {
       try {
-        loaded.push(await plugin(input, request.options?.plugin_options));
+        await hook.config?.(this.config);
       } catch (error) {
-        throw new OpError("exception", `${path.basename(file)}'s plugin function threw: ${error?.message ?? error}`);
+        this.recorder.record("error", { where: "config", message: String(error?.message ?? error) });
       }
     }
-    fake = loading;
-    hooks = loaded.filter((hook) => hook && typeof hook === "object");
-    // one merged config object, handed to every hook object's `config` in turn (OpenCode's order)
-    config = { command: {} };
-    for (const hook of hooks) {
-      try {
-        await hook.config?.(config);
-      } catch (error) {
-        recorder.record("error", { where: "config", message: String(error?.message ?? error) });
-      }
+    for (const [name, entry] of Object.entries(this.commands())) {
+      this.recorder.record("command_registered", { name, description: String(entry?.description ?? "") });
     }
-    for (const [name, entry] of Object.entries(commands())) {
-      recorder.record("command_registered", { name, description: String(entry?.description ?? "") });
-    }
-    tools = new Map();
-    for (const hook of hooks) {
+    this.tools = new Map();
+    for (const hook of this.hooks) {
       for (const [name, definition] of Object.entries(hook.tool ?? {})) {
         if (!definition || typeof definition.execute !== "function") continue;
-        tools.set(name, definition);
-        recorder.record("tool_registered", await describeTool(name, definition));
+        this.tools.set(name, definition);
+        this.recorder.record("tool_registered", await this.describeTool(name, definition));
       }
     }
-    const events = [...new Set(hooks.flatMap((hook) => Object.keys(hook).filter((key) => key !== "tool")))];
-    return { tools: [...tools.keys()], commands: Object.keys(commands()), events };
-  };
+  }
 
-  const setSession = async (request) => {
-    const loaded = requireLoaded();
+  async setSession(request) {
+    const loaded = this.requireLoaded();
     return { entries: loaded.setSession(Array.isArray(request.messages) ? request.messages : []) };
-  };
+  }
 
-  const setEnv = async (request) => {
-    const changes = request.env;
-    if (!changes || typeof changes !== "object" || Array.isArray(changes)) {
-      throw new OpError("bad_request", "set_env needs 'env': an object");
-    }
-    for (const [key, value] of Object.entries(changes)) {
-      if (value === null) delete process.env[key];
-      else process.env[key] = String(value);
-    }
-    return null;
-  };
-
-  const dispose = async () => {
-    if (shutDown) return;
-    shutDown = true;
-    publish("server.instance.disposed", { directory: process.cwd() });
-    fake.abort.abort();
-    for (const hook of hooks) {
+  async dispose() {
+    if (this.shutDown) return;
+    this.shutDown = true;
+    this.publish("server.instance.disposed", { directory: process.cwd() });
+    this.fake.abort.abort();
+    for (const hook of this.hooks) {
       try {
         await hook.dispose?.();
       } catch (error) {
-        recorder.record("error", { where: "dispose", message: String(error?.message ?? error) });
+        this.recorder.record("error", { where: "dispose", message: String(error?.message ?? error) });
       }
     }
-  };
+  }
 
-  const beforeAgentStart = async (payload) => {
-    prompts += 1;
-    const messageID = `msg_prompt_${prompts}`;
+  async beforeAgentStart(payload) {
+    this.prompts += 1;
+    const messageID = `msg_prompt_${this.prompts}`;
     const prompt = typeof payload.prompt === "string" ? payload.prompt : "";
-    const parts = [{ id: `prt_prompt_${prompts}`, sessionID: SESSION_ID, messageID, type: "text", text: prompt }];
+    const parts = [{ id: `prt_prompt_${this.prompts}`, sessionID: SESSION_ID, messageID, type: "text", text: prompt }];
     const model = { providerID: "palace-conformance", modelID: "fake" };
     const output = { message: { id: messageID, sessionID: SESSION_ID, role: "user", time: { created: Date.now() },
       agent: "build", model }, parts };
-    await trigger("chat.message", { sessionID: SESSION_ID, agent: "build", model, messageID }, output);
+    await this.trigger("chat.message", { sessionID: SESSION_ID, agent: "build", model, messageID }, output);
     const messages = [];
     for (const part of output.parts.slice(1)) {
       if (part?.type !== "text") continue;
       const injected = { custom_type: typeof part.metadata?.customType === "string" ? part.metadata.customType : null,
         content: String(part.text ?? "") };
-      recorder.record("injected", injected);
+      this.recorder.record("injected", injected);
       messages.push(injected);
     }
     const original = typeof payload.systemPrompt === "string" ? payload.systemPrompt : "";
-    const system = await trigger("experimental.chat.system.transform", { sessionID: SESSION_ID, model },
+    const system = await this.trigger("experimental.chat.system.transform", { sessionID: SESSION_ID, model },
       { system: original ? [original] : [] });
     const joined = system.system.join("\n");
     return joined === original ? { messages } : { messages, system_prompt: joined };
-  };
+  }
 
-  const event = async (request) => {
-    requireLoaded();
+  async event(request) {
+    this.requireLoaded();
     if (typeof request.name !== "string") throw new OpError("bad_request", "event needs 'name'");
     const payload = request.payload && typeof request.payload === "object" ? request.payload : {};
     switch (request.name) {
@@ -404,42 +362,42 @@ function makeOps(recorder) {
         const reason = payload.reason ?? "startup";
         if (!["startup", "new", "fork"].includes(reason)) return null;
         const parent = reason === "fork" ? { parentID: `${SESSION_ID}_parent` } : {};
-        publish("session.created", { info: { id: SESSION_ID, directory: process.cwd(), title: "palace-conformance",
+        this.publish("session.created", { info: { id: SESSION_ID, directory: process.cwd(), title: "palace-conformance",
           ...parent, time: { created: Date.now(), updated: Date.now() } } });
         return null;
       }
       case "before_agent_start":
-        return beforeAgentStart(payload);
+        return this.beforeAgentStart(payload);
       case "agent_settled":
         // OpenCode has one "the session went idle" moment: its session loop ends (nothing more
         // queued, pi's agent_settled) and `SessionStatus.set(idle)` publishes `session.status`
         // (idle), then `session.idle`, once (docs/typescript-hosts.md)
-        publish("session.status", { sessionID: SESSION_ID, status: { type: "idle" } });
-        publish("session.idle", { sessionID: SESSION_ID });
+        this.publish("session.status", { sessionID: SESSION_ID, status: { type: "idle" } });
+        this.publish("session.idle", { sessionID: SESSION_ID });
         return null;
       case "agent_end":
         // the end of one run with more queued: OpenCode's loop goes on to the queued message
         // and announces nothing a plugin could tell apart from a busy session
         return null;
       case "session_shutdown":
-        await dispose();
+        await this.dispose();
         return null;
       default:
         return null; // no OpenCode hook for this pi event: nothing reaches the plugin
     }
-  };
+  }
 
-  const listTools = async () => {
-    requireLoaded();
+  async listTools() {
+    this.requireLoaded();
     const described = [];
-    for (const [name, definition] of tools) described.push(await describeTool(name, definition));
+    for (const [name, definition] of this.tools) described.push(await this.describeTool(name, definition));
     return described;
-  };
+  }
 
-  const callTool = async (request) => {
-    const loaded = requireLoaded();
+  async callTool(request) {
+    const loaded = this.requireLoaded();
     const name = request.name;
-    const definition = tools.get(name);
+    const definition = this.tools.get(name);
     if (!definition) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(name)}`);
     const input = request.args ?? {};
     if (typeof input !== "object" || Array.isArray(input)) {
@@ -447,7 +405,7 @@ function makeOps(recorder) {
     }
     const params = input;
     if (request.validate !== false) {
-      const checked = z.object(definition.args ?? {}).safeParse(input);
+      const checked = this.z.object(definition.args ?? {}).safeParse(input);
       if (!checked.success) {
         const problems = checked.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
         const text = `The ${name} tool was called with invalid arguments: ${problems.join("; ")}`;
@@ -459,7 +417,7 @@ function makeOps(recorder) {
     const callID = `call-${request.id}`;
     const before = { args: params };
     try {
-      await trigger("tool.execute.before", { tool: name, sessionID: SESSION_ID, callID }, before);
+      await this.trigger("tool.execute.before", { tool: name, sessionID: SESSION_ID, callID }, before);
     } catch (error) {
       const text = String(error?.message ?? error);
       return { content: [{ type: "text", text }], is_error: true, blocked: true };
@@ -475,22 +433,24 @@ function makeOps(recorder) {
     }
     const result = typeof outcome === "string" ? { title: "", output: outcome, metadata: {} }
       : { title: outcome?.title ?? "", output: String(outcome?.output ?? ""), metadata: outcome?.metadata ?? {} };
-    await trigger("tool.execute.after", { tool: name, sessionID: SESSION_ID, callID, args: before.args }, result);
+    await this.trigger("tool.execute.after", { tool: name, sessionID: SESSION_ID, callID, args: before.args }, result);
     // OpenCode's ToolResult has no error flag; a plugin that relays an MCP `isError` result says so in metadata
     return { content: [{ type: "text", text: String(result.output) }], is_error: result.metadata?.isError === true };
-  };
+  }
 
-  const commands = () => (config.command && typeof config.command === "object" ? config.command : {});
+  commands() {
+    return this.config.command && typeof this.config.command === "object" ? this.config.command : {};
+  }
 
   /**
    * A slash command as OpenCode runs one: its config template with `$ARGUMENTS` (and `$1`..`$n`)
    * filled in as one text part, `command.execute.before` on that part list, then the parts sent
    * as the user's message (a turn starts: pi's sendUserMessage).
    */
-  const command = async (request) => {
-    requireLoaded();
+  async command(request) {
+    this.requireLoaded();
     const name = String(request.name ?? "");
-    const entry = Object.hasOwn(commands(), name) ? commands()[name] : undefined;
+    const entry = Object.hasOwn(this.commands(), name) ? this.commands()[name] : undefined;
     if (!entry || typeof entry.template !== "string") {
       throw new OpError("no_such_command", `no command registered as ${JSON.stringify(name)} (none in the config the plugins left)`);
     }
@@ -498,45 +458,59 @@ function makeOps(recorder) {
     const words = raw.split(/\s+/).filter(Boolean);
     const text = entry.template.replaceAll("$ARGUMENTS", raw).replace(/\$(\d+)/g, (_, n) => words[Number(n) - 1] ?? "");
     const output = { parts: [{ type: "text", text }] };
-    await trigger("command.execute.before", { command: name, sessionID: SESSION_ID, arguments: raw }, output);
+    await this.trigger("command.execute.before", { command: name, sessionID: SESSION_ID, arguments: raw }, output);
     const content = partsText(output.parts);
-    recorder.record("user_message", { content, deliver_as: null });
+    this.recorder.record("user_message", { content, deliver_as: null });
     return null;
-  };
+  }
 
-  const reload = async () => {
+  async shutdown(request) {
+    if (this.fake) await this.dispose();
+    return childrenAfter(request);
+  }
+
+  async reload() {
     throw new OpError("bad_request", "OpenCode V1 server plugins cannot be reloaded (no /reload in OpenCode)");
-  };
+  }
 
-  const settle = async (request) => {
-    await recorder.settle(Number(request.quiet_ms ?? 200), Number(request.max_ms ?? 5000));
-    return null;
-  };
-
-  const introspect = async () => ({
-    children: children(),
-    api_touched: fake ? [...fake.touched].sort() : [],
-    observed: { ...observedReads(), spawned: spawnAttempts() },
-  });
-
-  const shutdown = async (request) => {
-    if (fake) await dispose();
-    return { children_alive: await waitForChildren(Number(request.grace_ms ?? DEFAULT_GRACE_MS)) };
-  };
-
-  const close = async () => {
-    if (fake && !shutDown) {
-      await Promise.race([dispose(), new Promise((resolve) => setTimeout(resolve, EXIT_SHUTDOWN_MS))]);
+  async close() {
+    if (this.fake && !this.shutDown) {
+      await Promise.race([this.dispose(), new Promise((resolve) => setTimeout(resolve, EXIT_SHUTDOWN_MS))]);
     }
-    await waitForChildren(1000);
-    killChildren();
-  };
+    await stopChildren();
+  }
+}
 
-  return {
-    ops: { hello, load, set_session: setSession, set_env: setEnv, event, list_tools: listTools,
-      call_tool: callTool, call_tools: callToolsWith(callTool), command, settle, introspect, shutdown, reload },
-    close,
-  };
+const pluginFile = () => (typeof args.plugin === "string" ? path.resolve(args.plugin) : undefined);
+
+/** Import the plugin file (jiti without a module cache) and run each plugin function it
+ * exports on OpenCode's input: their hook objects, in order. */
+async function runPlugins(file, input, pluginOptions) {
+  const { createJiti } = await importDep("jiti", nodeModules);
+  const jiti = createJiti(import.meta.url, { moduleCache: false, alias: aliases(),
+    ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
+  let module;
+  try {
+    module = await jiti.import(file);
+  } catch (error) {
+    throw new OpError("exception", `loading ${path.basename(file)} failed: ${error?.message ?? error}`);
+  }
+  const loaded = [];
+  for (const plugin of pluginFunctions(module, file)) {
+    try {
+      loaded.push(await plugin(input, pluginOptions));
+    } catch (error) {
+      throw new OpError("exception", `${path.basename(file)}'s plugin function threw: ${error?.message ?? error}`);
+    }
+  }
+  return loaded;
+}
+
+function makeOps(recorder) {
+  // OpenCode hands a plugin no exec of its own (`$` is Bun's shell, which cannot bound a run):
+  // a program the plugin runs for its output is observed and recorded as pi's `exec` records it
+  observeProgramRuns((run) => recorder.record("exec", run));
+  return opsOf(new OpenCodeOps(recorder), recorder);
 }
 
 await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });

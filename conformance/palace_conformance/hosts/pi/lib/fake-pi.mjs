@@ -162,119 +162,11 @@ export class FakePi {
       baseDir: this.extensionPath ? path.dirname(this.extensionPath) : undefined };
   }
 
+  /** The `pi` an extension's factory is handed: what it registers, what it sends and appends
+   * to the session, and the tools, model and MCP servers it reads or sets. */
   buildApi() {
-    const self = this;
-    const record = (kind, fields) => self.recorder.record(kind, fields);
-    return {
-      on(event, handler) {
-        if (!self.handlers.has(event)) self.handlers.set(event, []);
-        self.handlers.get(event).push(handler);
-        return () => {
-          const list = self.handlers.get(event) ?? [];
-          const index = list.indexOf(handler);
-          if (index >= 0) list.splice(index, 1);
-        };
-      },
-      registerTool(tool) {
-        if (!tool || typeof tool.name !== "string") throw new TypeError("registerTool needs a tool with a name");
-        self.tools.set(tool.name, tool);
-        if (tool.defaultActive !== false) self.activeTools.add(tool.name);
-        record("tool_registered", { name: tool.name, description: tool.description ?? "",
-          parameters: plainSchema(tool.parameters) ?? { type: "object" } });
-      },
-      registerCommand(name, options = {}) {
-        self.commands.set(name, { name, ...options });
-        record("command_registered", { name, description: options.description ?? "" });
-      },
-      registerShortcut() {},
-      registerFlag(name, options = {}) {
-        if (!(name in self.flags) && options.default !== undefined) self.flags[name] = options.default;
-      },
-      getFlag(name) {
-        return self.flags[name];
-      },
-      registerMessageRenderer() {},
-      registerMarkdownTransformer() {},
-      registerEntryRenderer() {},
-      registerToolRenderer() {},
-      sendMessage(message = {}, options = {}) {
-        record("message", {
-          custom_type: message.customType ?? null, content: contentText(message.content),
-          display: message.display ?? true, details: message.details ?? null,
-          deliver_as: options.deliverAs ?? null, trigger_turn: Boolean(options.triggerTurn),
-        });
-        self.appendSessionEntry({ type: "custom_message", customType: message.customType,
-          content: message.content, display: message.display, details: message.details });
-      },
-      sendUserMessage(content, options = {}) {
-        record("user_message", { content: contentText(content), deliver_as: options.deliverAs ?? null });
-        self.appendSessionEntry({ type: "message",
-          message: { role: "user", content: typeof content === "string" ? [{ type: "text", text: content }] : content,
-            timestamp: Date.now() } });
-      },
-      appendEntry(customType, data) {
-        self.appendSessionEntry({ type: "custom", customType, data });
-      },
-      setSessionName(name) {
-        self.sessionName = name;
-      },
-      getSessionName() {
-        return self.sessionName;
-      },
-      setLabel() {},
-      async exec(command, args = [], options = {}) {
-        const result = await runExec(command, args, { cwd: options.cwd ?? process.cwd(),
-          timeout: options.timeout, signal: options.signal });
-        record("exec", { argv: [command, ...args], exit_code: result.code, timed_out: result.killed });
-        return result;
-      },
-      getActiveTools() {
-        return [...self.activeTools];
-      },
-      getAllTools() {
-        return [...self.tools.values()].map((tool) => ({
-          name: tool.name, description: tool.description, parameters: tool.parameters,
-          promptGuidelines: tool.promptGuidelines, exposure: tool.exposure ?? "direct",
-          sourceInfo: self.sourceInfo(),
-        }));
-      },
-      getSettings() {
-        return {};
-      },
-      setActiveTools(names) {
-        self.activeTools = new Set((names ?? []).filter((name) => self.tools.has(name)));
-      },
-      getCommands() {
-        return [...self.commands.values()].map((command) => ({
-          name: command.name, description: command.description, source: "extension",
-          sourceInfo: self.sourceInfo(),
-        }));
-      },
-      async setModel(model) {
-        if (model) self.model = model;
-        return true;
-      },
-      getThinkingLevel() {
-        return self.thinkingLevel;
-      },
-      setThinkingLevel(level) {
-        self.thinkingLevel = level;
-      },
-      registerProvider() {},
-      unregisterProvider() {},
-      registerMcpServer(name, config) {
-        self.mcpServers.set(name, { name, config, sourceInfo: self.sourceInfo() });
-      },
-      unregisterMcpServer(name) {
-        self.mcpServers.delete(name);
-      },
-      getMcpServers() {
-        return [...self.mcpServers.values()];
-      },
-      registerVirtualModel() {},
-      unregisterVirtualModel() {},
-      events: self.events,
-    };
+    const record = (kind, fields) => this.recorder.record(kind, fields);
+    return { ...registrationApi(this, record), ...sessionApi(this, record), ...runtimeApi(this) };
   }
 
   appendSessionEntry(entry) {
@@ -403,4 +295,130 @@ export class FakePi {
     }
     return results;
   }
+}
+
+/** The part of `pi` an extension registers its tools, commands, flags and renderers with. */
+function registrationApi(self, record) {
+  return {
+    on(event, handler) {
+      if (!self.handlers.has(event)) self.handlers.set(event, []);
+      self.handlers.get(event).push(handler);
+      return () => {
+        const list = self.handlers.get(event) ?? [];
+        const index = list.indexOf(handler);
+        if (index >= 0) list.splice(index, 1);
+      };
+    },
+    registerTool(tool) {
+      if (!tool || typeof tool.name !== "string") throw new TypeError("registerTool needs a tool with a name");
+      self.tools.set(tool.name, tool);
+      if (tool.defaultActive !== false) self.activeTools.add(tool.name);
+      record("tool_registered", { name: tool.name, description: tool.description ?? "",
+        parameters: plainSchema(tool.parameters) ?? { type: "object" } });
+    },
+    registerCommand(name, options = {}) {
+      self.commands.set(name, { name, ...options });
+      record("command_registered", { name, description: options.description ?? "" });
+    },
+    registerShortcut() {},
+    registerFlag(name, options = {}) {
+      if (!(name in self.flags) && options.default !== undefined) self.flags[name] = options.default;
+    },
+    getFlag(name) {
+      return self.flags[name];
+    },
+    registerMessageRenderer() {},
+    registerMarkdownTransformer() {},
+    registerEntryRenderer() {},
+    registerToolRenderer() {},
+  };
+}
+
+/** The part of `pi` that sends messages, appends to the session and runs commands. */
+function sessionApi(self, record) {
+  return {
+    sendMessage(message = {}, options = {}) {
+      record("message", {
+        custom_type: message.customType ?? null, content: contentText(message.content),
+        display: message.display ?? true, details: message.details ?? null,
+        deliver_as: options.deliverAs ?? null, trigger_turn: Boolean(options.triggerTurn),
+      });
+      self.appendSessionEntry({ type: "custom_message", customType: message.customType,
+        content: message.content, display: message.display, details: message.details });
+    },
+    sendUserMessage(content, options = {}) {
+      record("user_message", { content: contentText(content), deliver_as: options.deliverAs ?? null });
+      self.appendSessionEntry({ type: "message",
+        message: { role: "user", content: typeof content === "string" ? [{ type: "text", text: content }] : content,
+          timestamp: Date.now() } });
+    },
+    appendEntry(customType, data) {
+      self.appendSessionEntry({ type: "custom", customType, data });
+    },
+    setSessionName(name) {
+      self.sessionName = name;
+    },
+    getSessionName() {
+      return self.sessionName;
+    },
+    setLabel() {},
+    async exec(command, args = [], options = {}) {
+      const result = await runExec(command, args, { cwd: options.cwd ?? process.cwd(),
+        timeout: options.timeout, signal: options.signal });
+      record("exec", { argv: [command, ...args], exit_code: result.code, timed_out: result.killed });
+      return result;
+    },
+  };
+}
+
+/** The part of `pi` that reads and sets tools, settings, the model and MCP servers. */
+function runtimeApi(self) {
+  return {
+    getActiveTools() {
+      return [...self.activeTools];
+    },
+    getAllTools() {
+      return [...self.tools.values()].map((tool) => ({
+        name: tool.name, description: tool.description, parameters: tool.parameters,
+        promptGuidelines: tool.promptGuidelines, exposure: tool.exposure ?? "direct",
+        sourceInfo: self.sourceInfo(),
+      }));
+    },
+    getSettings() {
+      return {};
+    },
+    setActiveTools(names) {
+      self.activeTools = new Set((names ?? []).filter((name) => self.tools.has(name)));
+    },
+    getCommands() {
+      return [...self.commands.values()].map((command) => ({
+        name: command.name, description: command.description, source: "extension",
+        sourceInfo: self.sourceInfo(),
+      }));
+    },
+    async setModel(model) {
+      if (model) self.model = model;
+      return true;
+    },
+    getThinkingLevel() {
+      return self.thinkingLevel;
+    },
+    setThinkingLevel(level) {
+      self.thinkingLevel = level;
+    },
+    registerProvider() {},
+    unregisterProvider() {},
+    registerMcpServer(name, config) {
+      self.mcpServers.set(name, { name, config, sourceInfo: self.sourceInfo() });
+    },
+    unregisterMcpServer(name) {
+      self.mcpServers.delete(name);
+    },
+    getMcpServers() {
+      return [...self.mcpServers.values()];
+    },
+    registerVirtualModel() {},
+    unregisterVirtualModel() {},
+    events: self.events,
+  };
 }
