@@ -242,3 +242,51 @@ def test_a_bridge_with_no_palace_tool_is_quoted() -> None:
     assert said[0] == ("it registered no palace tool; it said: notify error: Incompatible "
                        "MemPalace 3.11.0 (need 4.x)")
     assert edges is not None and edges.extra_tools_allowed  # "weather" is no palace tool
+
+
+# -- a session that failed on a busy machine --------------------------------------------------
+
+def test_a_transport_whose_session_failed_is_judged_not_set_aside() -> None:
+    # stdio's session ran out of time loading the bridge; http's showed a wake-up: stdio is
+    # not a transport the bridge was seen to lack, so its scenarios are judged
+    sessions = [Session("stdio", status="not_testable",
+                        reason="Not testable: load did not finish within 15000 ms"),
+                Session("http", reached=True, events=["before_agent_start"])]
+    found = judged(sessions, ["stdio", "http"], 1.0)
+    assert found.capabilities == ("stdio", "http", "wakeup")
+    assert ("observation failed on stdio (Not testable: load did not finish within 15000 ms), "
+            "so stdio kept") in found.note
+    # a session that finished and never reached the fake still sets its transport aside
+    seen = judged([Session("stdio", reached=True), Session("http", reached=False)],
+                  ["stdio", "http"], 1.0)
+    assert seen.capabilities == ("stdio",) and "kept" not in seen.note
+
+
+def test_a_failed_session_is_watched_once_more_with_twice_the_deadline() -> None:
+    calls: list[dict[str, Any]] = []
+
+    def watch(argv: tuple[str, ...], catalogue: list[Any], **kwargs: Any) -> list[Session]:
+        calls.append(kwargs)
+        if len(calls) == 1:
+            return [Session("stdio", status="not_testable", reason="Not testable: slow load"),
+                    Session("http", reached=False)]
+        return [Session("stdio", reached=True, events=["before_agent_start"])]
+
+    host = HostInfo(capabilities=tuple(CAPABILITIES), capabilities_source=FROM_DEFAULT)
+    found = detect(host, options(("host",), op_timeout_ms=1000), ("stdio", "http"),
+                   watch=watch, clock=lambda: 0.0)
+    assert [c["transports"] for c in calls] == [["stdio", "http"], ["stdio"]]
+    assert [c["op_timeout_ms"] for c in calls] == [1000, 2000]
+    assert found.capabilities == ("stdio", "wakeup") and "observation failed" not in found.note
+
+
+def test_sessions_that_all_finished_are_watched_once() -> None:
+    calls: list[int] = []
+
+    def watch(argv: tuple[str, ...], catalogue: list[Any], **kwargs: Any) -> list[Session]:
+        calls.append(1)
+        return [Session("stdio", reached=True)]
+
+    host = HostInfo(capabilities=tuple(CAPABILITIES), capabilities_source=FROM_DEFAULT)
+    detect(host, options(("host",)), ("stdio",), watch=watch, clock=lambda: 0.0)
+    assert calls == [1]

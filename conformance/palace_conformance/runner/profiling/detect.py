@@ -33,7 +33,7 @@ from palace_conformance.runner.profile import Profile
 from palace_conformance.runner.profiling.derive import capabilities_of, channels_of, tools_seen
 from palace_conformance.runner.profiling.matching import match_tools
 from palace_conformance.runner.profiling.observe import Session, observe
-from palace_conformance.runner.results import FROM_DEFAULT, HostInfo
+from palace_conformance.runner.results import FROM_DEFAULT, NOT_TESTABLE, HostInfo
 
 CLAIM_MORE = "write a profile (palace-conformance profile init) to claim more"
 _REASON_MAX = 160
@@ -112,6 +112,10 @@ def observed_edges(sessions: Sequence[Session], bridge: str = "",
                    diagnostics_channel=channels.get("diagnostics", "stderr")), said
 
 
+def _capability_order(capability: str) -> int:
+    return CAPABILITIES.index(capability) if capability in CAPABILITIES else len(CAPABILITIES)
+
+
 def needs_detection(host: HostInfo, profile: Profile | None) -> bool:
     """Whether nobody stated the bridge's capabilities: no profile claims them and the host's
     list is a placeholder (anything else is authoritative)."""
@@ -145,6 +149,14 @@ def judged(sessions: Sequence[Session], watched: Sequence[str], seconds: float) 
                          f"{CLAIM_MORE}{took}", seconds)
     found = capabilities_of(sessions)
     edges, said = observed_edges(sessions)
+    # a transport whose session failed (a load over its deadline on a busy machine) showed
+    # nothing either way: judged, never set aside as a transport the bridge lacks
+    unknown = [s for s in sessions if s.status == NOT_TESTABLE and s.transport not in found]
+    if unknown:
+        found = sorted({*found, *(s.transport for s in unknown)}, key=_capability_order)
+        said.insert(0, "; ".join(f"observation failed on {s.transport} "
+                                 f"({_one_line(s.reason)}), so {s.transport} kept"
+                                 for s in unknown))
     if said:
         took = f"; {'; '.join(said)}{took}"
     if not any(t in found for t in TRANSPORTS):
@@ -167,4 +179,12 @@ def detect(host: HostInfo, options: RunOptions, transports: Sequence[str], *,
     sessions = watch(options.host_argv, tool_catalogue()["tools"], transports=watched,
                      op_timeout_ms=options.op_timeout_ms, base=options,
                      follow_stand_in=False)
+    failed = [s.transport for s in sessions if s.status == NOT_TESTABLE]
+    if failed:
+        # once more, with twice the deadline: a session that failed on a saturated machine
+        # must not decide which scenarios are judged
+        again = {s.transport: s for s in watch(
+            options.host_argv, tool_catalogue()["tools"], transports=failed,
+            op_timeout_ms=2 * options.op_timeout_ms, base=options, follow_stand_in=False)}
+        sessions = [again.get(s.transport, s) for s in sessions]
     return judged(sessions, watched, clock() - started)
