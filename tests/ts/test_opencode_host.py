@@ -28,7 +28,11 @@ COPY = HERE.parents[1] / "reference" / "opencode" / "mempalace.ts"
 # (docs/choices.md, "The OpenCode plugin copy"); the session preamble is there, so none is
 # not applicable
 DEPARTURES: set[tuple[str, str]] = set()
-NOT_APPLICABLE: set[tuple[str, str]] = set()
+#: a plugin has no command-line program of its own (the `cli` capability): its scenarios are
+#: not applicable, with that reason, never failed
+NOT_APPLICABLE: set[tuple[str, str]] = {("http.cli.palace-down-exits-three", "http"),
+                                        ("http.cli.refused-token-exits-six", "http"),
+                                        ("stdio.cli.palace-missing-exits-three", "stdio")}
 #: what the copy does of the seed (what a run without a profile detects by observation)
 OPENCODE_CLAIMS = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance", "mailbox",
                    "session_preamble", "keepalive"]

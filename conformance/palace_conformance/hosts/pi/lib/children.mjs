@@ -20,7 +20,6 @@ import childProcess from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import { syncBuiltinESMExports } from "node:module";
-import os from "node:os";
 import path from "node:path";
 import util from "node:util";
 
