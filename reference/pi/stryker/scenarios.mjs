@@ -9,6 +9,7 @@
 // PALACE_MUTATION_JOBS (default 2) is the run's --jobs; palace-conformance is found on PATH.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -17,6 +18,43 @@ const sandbox = process.cwd();
 const here = path.dirname(new URL(import.meta.url).pathname);
 const areas = JSON.parse(fs.readFileSync(path.join(here, "areas.json"), "utf8"));
 const active = process.env.__STRYKER_ACTIVE_MUTANT__;
+
+// A drawn sample (python -m mutation.stryker --draw N) names its state directory in
+// PALACE_STRYKER_STATE: draw.json (the drawn mutants' keys), plan.json (Stryker's id -> key, written
+// by the palace-journal reporter) and journal.jsonl (verdicts so far). A mutant outside the draw (Stryker made it because it shares a drawn one's
+// range) exits 0 at once and is not counted; a drawn one killed in an earlier run of the draw is
+// replayed (exit 1) rather than run again, so an interrupted draw resumes; a survivor runs again
+// (the catalogue may have grown a check since). A dry run is skipped when baseline.json holds a
+// passing run of the same scenarios under the same PALACE_STRYKER_DIGEST (copy, catalogue, kit).
+const state = process.env.PALACE_STRYKER_STATE;
+const readJson = (name, fallback) => {
+  try { return JSON.parse(fs.readFileSync(path.join(state, name), "utf8")); } catch { return fallback; }
+};
+function gateMutant() {
+  const key = readJson("plan.json", {})[active];
+  const drawn = new Set(readJson("draw.json", { mutants: [] }).mutants.map((m) => m.key));
+  if (key === undefined || !drawn.has(key)) {
+    console.log(`mutant ${active}: not drawn (${key ?? "not in plan.json"})`);
+    process.exit(0);
+  }
+  let earlier;
+  try {
+    for (const line of fs.readFileSync(path.join(state, "journal.jsonl"), "utf8").split("\n")) {
+      if (line.trim()) { const record = JSON.parse(line); if (record.key === key) earlier = record; }
+    }
+  } catch { /* no journal yet */ }
+  if (earlier && (earlier.status === "Killed" || earlier.status === "Timeout")) {
+    console.log(`palace-journal: replayed ${earlier.status} of ${key} from ${earlier.at}`);
+    process.exit(1);
+  }
+}
+function gateDryRun() {
+  // A draw skips Stryker's baseline (the union of every drawn file's scenarios, the whole catalogue
+  // on a loaded machine for a quarter of an hour): each kill is checked against the unmutated copy
+  // instead, on the scenario that killed it (below), which is the baseline that kill needs.
+  console.log("dry run: skipped in a draw; every kill is checked on the unmutated copy");
+  process.exit(0);
+}
 
 function instrumented(file) {
   const text = fs.readFileSync(path.join(sandbox, file), "utf8");
@@ -31,27 +69,94 @@ if (files.length === 0) {
   process.exit(2);
 }
 const covers = [...new Set(files.flatMap((file) => areas.files[file]))];
-const argv = ["run", "--bridge", `pi-extension:${path.join(sandbox, "mempalace.ts")}`,
+if (state && active) gateMutant();
+if (state && !active) gateDryRun();
+// A failure is believed only when it repeats: the run's failed results run again on their own
+// (--last-failed, twice for a mutant); where they pass, the failure was the machine (a timing window a loaded host
+// overran), not the mutant, and the selection runs again (at most ATTEMPTS times; a mutant
+// whose every failure failed to repeat survives, to be triaged by hand). So a flaky check neither
+// kills a mutant nor fails the dry run. The dry run runs without -x, so every failure is retried.
+const ATTEMPTS = 3;
+const reports = fs.mkdtempSync(path.join(os.tmpdir(), "palace-stryker-"));
+// The copy's capabilities, as observation finds them unmutated (all nine), claimed: a loaded
+// machine's observation (25 s a run, and it times out past 15 s loads) could otherwise judge the
+// run with no bridge feature, every feature scenario not applicable, and a mutant that hides a
+// feature from the observation must fail that feature's scenarios, not skip them. A load under
+// load takes longer than the 15 s default op deadline, hence --op-timeout-ms.
+const CAPABILITIES = "stdio,http,wakeup,feeding,diary_command,provenance,mailbox,session_preamble,keepalive";
+const argv = ["run", "--bridge", `pi-extension:${path.join(sandbox, "mempalace.ts")}?capabilities=${CAPABILITIES}`,
   "--level", "seed", "--transport", "both", "--jobs", process.env.PALACE_MUTATION_JOBS ?? "2",
-  "-x", "-q", ...covers.flatMap((id) => ["--covers", id])];
+  "--op-timeout-ms", "60000", "-q", "--report-dir", reports, ...covers.flatMap((id) => ["--covers", id])];
 console.log(`mutant ${active ?? "(dry run)"} in ${files.join(", ")}: palace-conformance ${argv.join(" ")}`);
 
 const activate = pathToFileURL(path.join(here, "activate.mjs")).href;
 const nodeOptions = [process.env.NODE_OPTIONS, `--import=${activate}`].filter(Boolean).join(" ");
-const child = spawn("palace-conformance", argv, {
-  cwd: path.resolve(here, "..", "..", ".."), // the repo root, where the catalogue lives
-  env: { ...process.env, NODE_OPTIONS: nodeOptions },
-  stdio: ["ignore", "pipe", "pipe"],
-});
 let tail = "";
 const keep = (chunk) => { tail = (tail + chunk).slice(-OUTPUT_CAP); };
-child.stdout.setEncoding("utf8").on("data", keep);
-child.stderr.setEncoding("utf8").on("data", keep);
-child.on("error", (error) => {
-  console.error(`cannot start palace-conformance (${error.message}): put the kit's venv on PATH`);
-  process.exit(2);
-});
-child.on("close", (code, signal) => {
-  process.stdout.write(tail);
-  process.exit(code ?? (signal ? 1 : 1));
-});
+
+function conformance(args, mutated = true) {
+  const env = { ...process.env, NODE_OPTIONS: nodeOptions };
+  if (!mutated) delete env.__STRYKER_ACTIVE_MUTANT__;
+  return new Promise((resolve) => {
+    const child = spawn("palace-conformance", args, {
+      cwd: path.resolve(here, "..", "..", ".."), // the copy's folder (the sandbox's parent's parent)
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.setEncoding("utf8").on("data", keep);
+    child.stderr.setEncoding("utf8").on("data", keep);
+    child.on("error", (error) => {
+      console.error(`cannot start palace-conformance (${error.message}): put the kit's venv on PATH`);
+      process.exit(2);
+    });
+    child.on("close", (code) => resolve(code ?? 1));
+  });
+}
+
+// A kill in a draw (which has no dry run) stands when the failed results pass on the unmutated
+// copy: once in UNMUTATED_TRIES runs (a loaded machine overruns a timing window unmutated too).
+const UNMUTATED_TRIES = 3;
+async function passesUnmutated() {
+  for (let i = 1; i <= UNMUTATED_TRIES; i += 1) {
+    if (await conformance([...argv, "--last-failed"], false) === 0) return true;
+    keep(`\n[unmutated try ${i}: failed too]\n`);
+  }
+  return false;
+}
+
+// A mutant's failure repeats when its failed results fail again in each of CONFIRMATIONS runs on
+// their own; the dry run's failures need to fail again once.
+const CONFIRMATIONS = 2;
+async function repeats() {
+  for (let i = 1; i <= (active ? CONFIRMATIONS : 1); i += 1) {
+    if (await conformance([...argv, "--last-failed"]) === 0) return false;
+  }
+  return true;
+}
+
+let code = 1;
+for (let attempt = 1; attempt <= ATTEMPTS; attempt += 1) {
+  code = await conformance(active ? [...argv, "-x"] : argv);
+  if (code === 0) break;
+  keep(`\n[attempt ${attempt}: failed; its failures run again on their own]\n`);
+  if (await repeats()) {
+    if (state && active && !(await passesUnmutated())) {
+      // it fails without the mutant too: no kill; the draw reports the mutant as not judged
+      keep("\n[the failure repeats on the unmutated copy: not a kill]\n");
+      fs.appendFileSync(path.join(state, "unmutated-failures.jsonl"), `${JSON.stringify({
+        key: readJson("plan.json", {})[active], at: new Date().toISOString(), output: tail.slice(-2000) })}\n`);
+      code = 0;
+    }
+    break;
+  }
+  keep(`\n[attempt ${attempt}: they passed again: the machine, not the mutant]\n`);
+  code = 0; // a failure that did not repeat: no kill, and no failed baseline
+  if (!active) break; // the dry run ran everything: its failures passed when run again
+}
+fs.rmSync(reports, { recursive: true, force: true });
+process.stdout.write(tail);
+if (state && active) { // what the catalogue said, for triage: a survivor's output Stryker keeps not
+  fs.appendFileSync(path.join(state, "outputs.jsonl"), `${JSON.stringify({
+    key: readJson("plan.json", {})[active], code, at: new Date().toISOString(), output: tail.slice(-3000) })}\n`);
+}
+process.exit(code);
