@@ -146,9 +146,13 @@ def run_draw(copy: Copy, size: int, seed: int, fresh: bool, concurrency: int) ->
     mutants = stryker_draw.list_mutants(installation.node, copy.folder, sorted(areas))
     equivalents(_load(copy.triage, "triage file"), (m["anchor"] for m in mutants))
     state = copy.folder / "reports" / "draw"
+    if size == 0:  # judge only: draw.json stays as it is (a run in progress reads it)
+        if not (state / "draw.json").exists():
+            raise StrykerError(f"no draw in {state}: run with --draw N first")
+        return _judge_draw(copy, state, areas)
     drawn = stryker_draw.prepare(state, mutants, size, seed, fresh)
     ranges = stryker_draw.pending_ranges(drawn, stryker_draw.read_journal(state))
-    if size and ranges:
+    if ranges:
         extra = ["--plugins", f"@stryker-mutator/*,{stryker_draw.JOURNAL_PLUGIN}",
                  "--reporters", "clear-text,progress-append-only,json,palace-journal",
                  "--concurrency", str(concurrency), "--timeoutMS", str(stryker_draw.TIMEOUT_MS)]
