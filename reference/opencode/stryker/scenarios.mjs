@@ -7,7 +7,7 @@
 // failure. In the dry run (no mutant active) it runs the union over every instrumented file, so
 // the baseline is green and its time sets Stryker's timeouts. Exit 0: survived; else killed.
 // PALACE_MUTATION_JOBS (default 2) is the run's --jobs; palace-conformance is found on PATH.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -87,6 +87,22 @@ const CAPABILITIES = "stdio,http,wakeup,feeding,diary_command,provenance,mailbox
 const argv = ["run", "--bridge", `opencode-plugin:${path.join(sandbox, "mempalace.ts")}?capabilities=${CAPABILITIES}`,
   "--level", "seed", "--transport", "both", "--jobs", process.env.PALACE_MUTATION_JOBS ?? "2",
   "--op-timeout-ms", "60000", "-q", "--report-dir", reports, ...covers.flatMap((id) => ["--covers", id])];
+// Scenarios a draw has set aside (they failed on the unmutated copy: unusable.json) are left out of
+// its later mutants' selections by name (--select every other covering scenario), so a mutant
+// pays for them neither a stop at -x nor the unmutated tries again.
+const setAside = state && active ? readJson("unusable.json", []) : [];
+if (setAside.length) {
+  const listed = spawnSync("palace-conformance", [...argv, "--list"], { encoding: "utf8" });
+  const ids = (listed.stdout ?? "").split("\n").map((line) => line.split(/\s+/)[0])
+    .filter((id) => /^[a-z]+\.[\w.-]+$/.test(id) && !setAside.includes(id));
+  if (ids.length === 0) {
+    console.log(`mutant ${active}: every covering scenario is set aside (${setAside.join(", ")})`);
+    fs.appendFileSync(path.join(state, "unmutated-failures.jsonl"), `${JSON.stringify({
+      key: readJson("plan.json", {})[active], at: new Date().toISOString(), results: setAside })}\n`);
+    process.exit(0);
+  }
+  argv.push(...ids.flatMap((id) => ["--select", id]));
+}
 console.log(`mutant ${active ?? "(dry run)"} in ${files.join(", ")}: palace-conformance ${argv.join(" ")}`);
 
 const activate = pathToFileURL(path.join(here, "activate.mjs")).href;
@@ -148,6 +164,8 @@ function keepOnly(results) {
 const unusable = new Set();
 function noteUnusable() {
   keep(`\n[fails unmutated too, set aside: ${[...unusable].join(", ")}]\n`);
+  const ids = new Set([...readJson("unusable.json", []), ...[...unusable].map((k) => k.split("@")[0])]);
+  fs.writeFileSync(path.join(state, "unusable.json"), JSON.stringify([...ids].sort()));
   fs.appendFileSync(path.join(state, "unmutated-failures.jsonl"), `${JSON.stringify({
     key: readJson("plan.json", {})[active], at: new Date().toISOString(), results: [...unusable] })}\n`);
 }
@@ -166,6 +184,8 @@ async function judgeMutant() {
     const confirmed = failedNow();
     if (await passesUnmutated()) return 1;
     for (const r of failedNow()) unusable.add(resultKey(r));
+    fs.writeFileSync(path.join(state, "unusable.json"), JSON.stringify([...new Set([
+      ...readJson("unusable.json", []), ...[...unusable].map((k) => k.split("@")[0])])].sort()));
     if (confirmed.some((r) => !unusable.has(resultKey(r)))) return 1; // passed unmutated at last try
   }
   if (unusable.size) noteUnusable();
