@@ -156,7 +156,9 @@ def run_draw(copy: Copy, size: int, seed: int, fresh: bool, concurrency: int) ->
         extra = ["--plugins", f"@stryker-mutator/*,{stryker_draw.JOURNAL_PLUGIN}",
                  "--reporters", "clear-text,progress-append-only,json,palace-journal",
                  "--concurrency", str(concurrency), "--timeoutMS", str(stryker_draw.TIMEOUT_MS)]
-        run_stryker(ranges, copy.folder, extra, {"PALACE_STRYKER_STATE": str(state)})
+        run_stryker(ranges, copy.folder, extra, {"PALACE_STRYKER_STATE": str(state),
+                                                 "PALACE_MUTATION_SLACK_FACTOR":
+                                                     stryker_draw.SLACK_FACTOR})
     return _judge_draw(copy, state, areas)
 
 

@@ -87,6 +87,11 @@ const CAPABILITIES = "stdio,http,wakeup,feeding,diary_command,provenance,mailbox
 const argv = ["run", "--bridge", `opencode-plugin:${path.join(sandbox, "mempalace.ts")}?capabilities=${CAPABILITIES}`,
   "--level", "seed", "--transport", "both", "--jobs", process.env.PALACE_MUTATION_JOBS ?? "2",
   "--op-timeout-ms", "60000", "-q", "--report-dir", reports, ...covers.flatMap((id) => ["--covers", id])];
+// A draw widens every timing window's slack (PALACE_MUTATION_SLACK_FACTOR, set by
+// python -m mutation.stryker --draw): on a machine at load 50 an unmutated retry step overruns
+// 250 + 250 ms, so three such overruns in a row with a mutant that cannot touch timing "killed" it.
+const slack = process.env.PALACE_MUTATION_SLACK_FACTOR ?? undefined;
+if (slack) argv.push("--slack-factor", slack);
 // Scenarios a draw has set aside (they failed on the unmutated copy: unusable.json) are left out of
 // its later mutants' selections by name (--select every other covering scenario), so a mutant
 // pays for them neither a stop at -x nor the unmutated tries again.
