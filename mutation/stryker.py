@@ -169,9 +169,15 @@ def _judge_draw(copy: Copy, state: Path, areas: dict[str, list[str]]) -> int:
         saved["mutants"], stryker_draw.read_journal(state), equivalent, saved["per_file"], areas)
     print(f"draw of {len(saved['mutants'])} of {saved['total']} mutants, seed {saved['seed']}")
     print("\n".join(stryker_draw.markdown(files, by_area, total)))
+    triage = _load(copy.triage, "triage file")
+    open_ = {e["mutant"]: e["behaviour"] for e in triage.get("not_yet_killed", [])}
     for m in untriaged:
-        print(f"UNTRIAGED survivor {m['anchor']} (line {m['start']['line']})")
-    return 1 if untriaged or total.pending or total.broken else 0
+        if m["anchor"] in open_:  # still a survivor in the score, with the check it asks for
+            print(f"NOT YET KILLED {m['anchor']} ({open_[m['anchor']]})")
+        else:
+            print(f"UNTRIAGED survivor {m['anchor']} (line {m['start']['line']})")
+    waiting = [m for m in untriaged if m["anchor"] not in open_]
+    return 1 if waiting or total.pending or total.broken else 0
 
 
 def _area(behaviour: str) -> str:
