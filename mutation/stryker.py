@@ -151,7 +151,8 @@ def run_draw(copy: Copy, size: int, seed: int, fresh: bool, concurrency: int) ->
             raise StrykerError(f"no draw in {state}: run with --draw N first")
         return _judge_draw(copy, state, areas)
     drawn = stryker_draw.prepare(state, mutants, size, seed, fresh)
-    ranges = stryker_draw.pending_ranges(drawn, stryker_draw.read_journal(state))
+    ranges = stryker_draw.pending_ranges(drawn, stryker_draw.read_journal(state),
+                                         equivalents(_load(copy.triage, "triage file")))
     if ranges:
         extra = ["--plugins", f"@stryker-mutator/*,{stryker_draw.JOURNAL_PLUGIN}",
                  "--reporters", "clear-text,progress-append-only,json,palace-journal",

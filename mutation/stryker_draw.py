@@ -89,9 +89,9 @@ def read_journal(state: Path) -> dict[str, dict[str, Any]]:
     for record in _records(state / "journal.jsonl"):
         latest[record["key"]] = record
     for failure in _records(state / "unmutated-failures.jsonl"):
-        record = latest.get(failure["key"])
-        if record is not None and record["status"] == "Survived" and record["at"] >= failure["at"]:
-            latest[failure["key"]] = {**record, "status": "UnmutatedFailure"}
+        verdict = latest.get(failure["key"])
+        if verdict and verdict["status"] == "Survived" and verdict["at"] >= failure["at"]:
+            latest[failure["key"]] = {**verdict, "status": "UnmutatedFailure"}
     return latest
 
 
@@ -117,10 +117,15 @@ def prepare(state: Path, mutants: list[dict[str, Any]], size: int, seed: int,
     return drawn
 
 
-def pending_ranges(drawn: Sequence[Mapping[str, Any]], journal: Mapping[str, Any]) -> list[str]:
-    """The ``--mutate`` ranges of the drawn mutants not yet killed (survivors run again)."""
+def pending_ranges(drawn: Sequence[Mapping[str, Any]], journal: Mapping[str, Any],
+                   equivalent: Mapping[str, str] | None = None) -> list[str]:
+    """The ``--mutate`` ranges of the drawn mutants not yet killed (survivors run again, but not
+    those triaged equivalent)."""
+    settled = set(equivalent or {})
     ranges = {mutate_range(m) for m in drawn
-              if journal.get(str(m["key"]), {}).get("status") not in KILLED}
+              if journal.get(str(m["key"]), {}).get("status") not in KILLED
+              and not (journal.get(str(m["key"]), {}).get("status") == "Survived"
+                       and m["anchor"] in settled)}
     return sorted(ranges)
 
 
