@@ -21,6 +21,7 @@ import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -81,16 +82,23 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _during(moment: str, verdict: Mapping[str, Any]) -> bool:
+    """Whether ``moment`` falls in the run that gave ``verdict`` (its end less its duration)."""
+    end = datetime.fromisoformat(str(verdict["at"]).replace("Z", "+00:00"))
+    start = end - timedelta(milliseconds=float(verdict.get("duration") or 0) + 1000)
+    return start <= datetime.fromisoformat(moment.replace("Z", "+00:00")) <= end
+
+
 def read_journal(state: Path) -> dict[str, dict[str, Any]]:
     """The latest verdict of each drawn mutant (by key). A survivor whose run had a failure that
-    repeated on the unmutated copy (``unmutated-failures.jsonl``, after the survivor's verdict
-    started) is ``UnmutatedFailure``: not judged."""
+    repeated on the unmutated copy (``unmutated-failures.jsonl``) during the run that gave that
+    verdict is ``UnmutatedFailure``: not judged."""
     latest: dict[str, dict[str, Any]] = {}
     for record in _records(state / "journal.jsonl"):
         latest[record["key"]] = record
     for failure in _records(state / "unmutated-failures.jsonl"):
         verdict = latest.get(failure["key"])
-        if verdict and verdict["status"] == "Survived" and verdict["at"] >= failure["at"]:
+        if verdict and verdict["status"] == "Survived" and _during(failure["at"], verdict):
             latest[failure["key"]] = {**verdict, "status": "UnmutatedFailure"}
     return latest
 

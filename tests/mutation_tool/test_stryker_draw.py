@@ -54,10 +54,16 @@ def test_a_draw_resumes_and_grows_but_refuses_another_seed(tmp_path: Path) -> No
 
 def test_a_survivor_failing_on_the_unmutated_copy_too_is_not_judged(tmp_path: Path) -> None:
     (tmp_path / "journal.jsonl").write_text(
-        json.dumps({"key": "k", "status": "Survived", "at": "2026-12-06T21:00:02Z"}) + "\n")
+        json.dumps({"key": "k", "status": "Survived", "at": "2026-12-06T21:00:02Z",
+                    "duration": 60000}) + "\n")
     (tmp_path / "unmutated-failures.jsonl").write_text(
         json.dumps({"key": "k", "at": "2026-12-06T21:00:01Z"}) + "\n")
     assert sd.read_journal(tmp_path)["k"]["status"] == "UnmutatedFailure"
+    # a later run of the same mutant that survived is a survivor again
+    with (tmp_path / "journal.jsonl").open("a") as journal:
+        journal.write(json.dumps({"key": "k", "status": "Survived", "at": "2026-12-06T22:00:00Z",
+                                  "duration": 60000}) + "\n")
+    assert sd.read_journal(tmp_path)["k"]["status"] == "Survived"
 
 
 def test_tally_scores_after_triage_with_the_wilson_bound() -> None:
