@@ -5,6 +5,8 @@
     python -m mutation.stryker --mutate src/x.ts:5-9 any Stryker --mutate selection
     python -m mutation.stryker --check REPORT.json   only judge a saved report
     python -m mutation.stryker --copy opencode ...   the same over reference/opencode
+    python -m mutation.stryker --draw 60 --seed 28   a seeded random draw over every file, resumable
+    python -m mutation.stryker --draw 0              re-judge the draw so far, run nothing
 
 Stryker (pinned in the copy's package.json) mutates a sandbox copy of the copy and runs
 ``stryker/scenarios.mjs`` per mutant: the scenarios covering the mutated file's behaviours
@@ -23,11 +25,12 @@ import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mutation import stryker_draw
 from palace_conformance.hosts import node
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,50 +112,124 @@ def _npm_ci(env: dict[str, str], folder: Path) -> None:
     stamp.write_text(digest)
 
 
-def run_stryker(mutate: Sequence[str], folder: Path = COPY) -> None:
+def run_stryker(mutate: Sequence[str], folder: Path = COPY, extra: Sequence[str] = (),
+                 more_env: dict[str, str] | None = None) -> None:
     """Run Stryker in the copy's folder (its own config), over ``mutate`` when given."""
     installation = _installation()
-    env = _environment(installation)
+    env = {**_environment(installation), **(more_env or {})}
     _npm_ci(env, folder)
     argv = [installation.node, str(folder / "node_modules" / "@stryker-mutator" / "core" / "bin"
                                    / "stryker.js"), "run"]
     if mutate:
         argv += ["--mutate", ",".join(mutate)]
-    done = subprocess.run(argv, cwd=folder, env=env, check=False)
+    done = subprocess.run([*argv, *extra], cwd=folder, env=env, check=False)
     if done.returncode != 0:
         raise StrykerError(f"stryker exited {done.returncode} (its log is above)")
+
+
+def _anchors(copy: Copy) -> dict[str, str]:
+    """Every mutant of the copy: key -> anchor; the triage file's anchors checked against them."""
+    installation = _installation()
+    _npm_ci(_environment(installation), copy.folder)
+    files = sorted(_load(copy.areas, "area map")["files"])
+    mutants = stryker_draw.list_mutants(installation.node, copy.folder, files)
+    equivalents(_load(copy.triage, "triage file"), (m["anchor"] for m in mutants))
+    return {m["key"]: m["anchor"] for m in mutants}
+
+
+def run_draw(copy: Copy, size: int, seed: int, fresh: bool, concurrency: int) -> int:
+    """Draw ``size`` mutants of the whole copy with ``seed`` (growing the draw kept in
+    ``reports/draw/``), run those not yet killed, and judge the draw; ``size`` 0 only judges."""
+    areas = _load(copy.areas, "area map")["files"]
+    installation = _installation()
+    _npm_ci(_environment(installation), copy.folder)
+    mutants = stryker_draw.list_mutants(installation.node, copy.folder, sorted(areas))
+    equivalents(_load(copy.triage, "triage file"), (m["anchor"] for m in mutants))
+    state = copy.folder / "reports" / "draw"
+    if size == 0:  # judge only: draw.json stays as it is (a run in progress reads it)
+        if not (state / "draw.json").exists():
+            raise StrykerError(f"no draw in {state}: run with --draw N first")
+        return _judge_draw(copy, state, areas)
+    drawn = stryker_draw.prepare(state, mutants, size, seed, fresh)
+    ranges = stryker_draw.pending_ranges(drawn, stryker_draw.read_journal(state),
+                                         equivalents(_load(copy.triage, "triage file")))
+    if ranges:
+        extra = ["--plugins", f"@stryker-mutator/*,{stryker_draw.JOURNAL_PLUGIN}",
+                 "--reporters", "clear-text,progress-append-only,json,palace-journal",
+                 "--concurrency", str(concurrency), "--timeoutMS", str(stryker_draw.TIMEOUT_MS)]
+        run_stryker(ranges, copy.folder, extra, {"PALACE_STRYKER_STATE": str(state),
+                                                 "PALACE_MUTATION_SLACK_FACTOR":
+                                                     stryker_draw.SLACK_FACTOR})
+    return _judge_draw(copy, state, areas)
+
+
+def _judge_draw(copy: Copy, state: Path, areas: dict[str, list[str]]) -> int:
+    saved = json.loads((state / "draw.json").read_text())
+    equivalent = equivalents(_load(copy.triage, "triage file"))
+    files, by_area, total, untriaged = stryker_draw.tally(
+        saved["mutants"], stryker_draw.read_journal(state), equivalent, saved["per_file"], areas)
+    print(f"draw of {len(saved['mutants'])} of {saved['total']} mutants, seed {saved['seed']}")
+    print("\n".join(stryker_draw.markdown(files, by_area, total)))
+    triage = _load(copy.triage, "triage file")
+    open_ = {e["mutant"]: e["behaviour"] for e in triage.get("not_yet_killed", [])}
+    for m in untriaged:
+        if m["anchor"] in open_:  # still a survivor in the score, with the check it asks for
+            print(f"NOT YET KILLED {m['anchor']} ({open_[m['anchor']]})")
+        else:
+            print(f"UNTRIAGED survivor {m['anchor']} (line {m['start']['line']})")
+    waiting = [m for m in untriaged if m["anchor"] not in open_]
+    return 1 if waiting or total.pending or total.broken else 0
 
 
 def _area(behaviour: str) -> str:
     return behaviour.split("-")[0]
 
 
-def judge(report: dict[str, Any], areas: dict[str, Any],
-          triage: dict[str, Any]) -> tuple[list[str], list[str]]:
+def report_key(file: str, mutant: dict[str, Any]) -> str:
+    """A Stryker JSON report mutant's key (its positions are 1-based; the key's columns 0-based)."""
+    s, e = mutant["location"]["start"], mutant["location"]["end"]
+    return (f"{file}:{s['line']}:{s['column'] - 1}-{e['line']}:{e['column'] - 1}:"
+            f"{mutant['mutatorName']}:{mutant.get('replacement', '')}")
+
+
+def equivalents(triage: dict[str, Any], anchors: Iterable[str] | None = None) -> dict[str, str]:
+    """The triage file's equivalent survivors, anchor -> reason; with ``anchors`` (every mutant of
+    the copy), an entry naming none of them is refused: the code changed, triage it again."""
+    found = {e["mutant"]: e["reason"] for e in triage.get("equivalent", [])}
+    if anchors is not None:
+        known = set(anchors)
+        for anchor in found:
+            if anchor not in known:
+                raise StrykerError(f"stale triage entry {anchor!r}: no mutant of the copy has that "
+                                   f"anchor now; triage it again under the anchor a run prints")
+    return found
+
+
+def judge(report: dict[str, Any], areas: dict[str, Any], triage: dict[str, Any],
+          anchors: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
     """Markdown lines of the scores per file and per area, and the problems (untriaged survivors,
-    broken runs, stale triage entries)."""
-    equivalent = {(e["file"], e["line"], e["mutator"], e["replacement"]): e["reason"]
-                  for e in triage.get("equivalent", [])}
+    broken runs). ``anchors`` maps each mutant's key to its anchor (mutation/stryker_list.mjs)."""
+    equivalent = equivalents(triage)
+    anchors = anchors or {}
     per_file: dict[str, Counter[str]] = defaultdict(Counter)
     per_area: dict[str, Counter[str]] = defaultdict(Counter)
     problems: list[str] = []
     for file, entry in sorted(report["files"].items()):
         for mutant in entry["mutants"]:
             line = mutant["location"]["start"]["line"]
-            key = (file, line, mutant["mutatorName"], mutant.get("replacement", ""))
+            anchor = anchors.get(report_key(file, mutant), f"{file}:{line}")
             status = mutant["status"]
             if status in KILLED:
                 verdict = "killed"
-            elif status == "Survived" and key in equivalent:
+            elif status == "Survived" and anchor in equivalent:
                 verdict = "equivalent"
             elif status == "Survived":
                 verdict = "survived"
-                problems.append(f"{file}:{line} {mutant['mutatorName']} -> "
-                                f"{mutant.get('replacement', '')!r} survived: kill it with a "
+                problems.append(f"UNTRIAGED survivor {anchor} (line {line}): kill it with a "
                                 f"catalogue check or triage it in stryker/triage.json")
             else:  # RuntimeError, CompileError, NoCoverage, ...: the run proved nothing
                 verdict = "broken"
-                problems.append(f"{file}:{line} {mutant['mutatorName']}: {status} "
+                problems.append(f"{anchor} (line {line}): {status} "
                                 f"({(mutant.get('statusReason') or '')[-200:]})")
             per_file[file][verdict] += 1
             for area in {_area(b) for b in areas["files"].get(file, [])}:
@@ -190,15 +267,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a Stryker --mutate pattern (file, glob or file:from-to)")
     parser.add_argument("--check", type=Path, metavar="REPORT",
                         help="judge this saved Stryker JSON report; run nothing")
+    parser.add_argument("--draw", type=int, metavar="N",
+                        help="a seeded random draw of N mutants over every file (reports/draw/, "
+                             "resumable, grows with a larger N); 0 judges the draw so far")
+    parser.add_argument("--seed", type=int, default=28, help="the draw's seed (default 28)")
+    parser.add_argument("--fresh", action="store_true", help="forget the draw kept so far")
+    parser.add_argument("--concurrency", type=int, default=1,
+                        help="mutants judged at once in a draw (default 1)")
     args = parser.parse_args(argv)
     copy = COPIES[args.copy]
     try:
+        if args.draw is not None:
+            return run_draw(copy, args.draw, args.seed, args.fresh, args.concurrency)
         if args.check is None:
             run_stryker([copy.sample] if args.sample else args.mutate, copy.folder)
         report = _load(args.check or copy.report, "Stryker report")
         lines, problems = judge(report, _load(copy.areas, "area map"),
-                                _load(copy.triage, "triage file"))
-    except StrykerError as exc:
+                                _load(copy.triage, "triage file"), _anchors(copy))
+    except (StrykerError, stryker_draw.DrawError) as exc:
         print(f"mutation.stryker: {exc}", file=sys.stderr)
         return 2
     print("\n".join(lines))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from mutation.module_map import load_catalogue_facts
-from mutation.stryker import AREAS, COPIES, judge
+from mutation.stryker import AREAS, COPIES, StrykerError, equivalents, judge
 
 
 def _areas(path: Path = AREAS) -> dict[str, Any]:
@@ -56,44 +56,56 @@ def test_each_copy_s_sample_names_a_line_of_a_mapped_file(name: str) -> None:
 
 def _mutant(line: int, status: str, replacement: str = "true") -> dict[str, Any]:
     return {"mutatorName": "ConditionalExpression", "replacement": replacement, "status": status,
-            "location": {"start": {"line": line, "column": 9}}, "statusReason": "why"}
+            "location": {"start": {"line": line, "column": 9}, "end": {"line": line, "column": 20}},
+            "statusReason": "why"}
+
+
+ANCHOR = "src/features/provenance.ts::Stamper.stamp::ConditionalExpression::this.active=>true"
 
 
 def test_judge_scores_per_file_and_area_and_flags_untriaged_survivors() -> None:
     report = {"files": {"src/features/provenance.ts": {"mutants": [
         _mutant(41, "Killed"), _mutant(42, "Timeout"), _mutant(43, "Survived"),
         _mutant(44, "Survived", "false"), _mutant(45, "RuntimeError")]}}}
-    triage = {"equivalent": [{"file": "src/features/provenance.ts", "line": 43,
-                              "mutator": "ConditionalExpression", "replacement": "true",
-                              "reason": "test"}]}
-    lines, problems = judge(report, _areas(), triage)
+    triage = {"equivalent": [{"mutant": ANCHOR, "reason": "test"}]}
+    anchors = {"src/features/provenance.ts:43:8-43:19:ConditionalExpression:true": ANCHOR}
+    lines, problems = judge(report, _areas(), triage, anchors)
     assert "| src/features/provenance.ts | 5 | 2 | 1 | 1 | 1 | 66.7 % |" in lines
     assert "| PROV | 5 | 2 | 1 | 1 | 1 | 66.7 % |" in lines
     assert len(problems) == 2
-    assert problems[0].startswith("src/features/provenance.ts:44 ConditionalExpression")
+    assert problems[0].startswith("UNTRIAGED survivor src/features/provenance.ts:44 (line 44)")
     assert "RuntimeError" in problems[1]
 
 
+def test_a_triage_entry_naming_no_mutant_of_the_copy_is_refused() -> None:
+    triage = {"equivalent": [{"mutant": ANCHOR, "reason": "test"}]}
+    assert equivalents(triage, [ANCHOR, "other"]) == {ANCHOR: "test"}
+    with pytest.raises(StrykerError, match="stale triage entry"):
+        equivalents(triage, ["other"])
+
+
 @pytest.mark.parametrize("name", sorted(COPIES))
-def test_the_shipped_triage_file_names_real_lines(name: str) -> None:
+def test_the_shipped_triage_file_names_anchors_with_reasons(name: str) -> None:
     copy = COPIES[name]
     triage = json.loads(copy.triage.read_text())
     for entry in triage["equivalent"]:
-        source = Path(copy.folder / entry["file"]).read_text().splitlines()
-        assert 1 <= entry["line"] <= len(source) and entry["reason"].strip()
+        file, scope, mutator, change = entry["mutant"].split("::", 3)
+        assert (copy.folder / file).exists() and scope and mutator and "=>" in change
+        assert entry["reason"].strip()
 
 
 def test_check_exits_1_on_an_untriaged_survivor_and_2_on_an_unreadable_report(
-        tmp_path: Path, capsys: Any) -> None:
-    from mutation.stryker import main
+        tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mutation import stryker
 
+    monkeypatch.setattr(stryker, "_anchors", lambda copy: {})
     report = tmp_path / "mutation.json"
     report.write_text(json.dumps({"files": {"src/features/diary.ts": {"mutants": [
         _mutant(3, "Killed"), _mutant(4, "Survived")]}}}))
-    assert main(["--check", str(report)]) == 1
+    assert stryker.main(["--check", str(report)]) == 1
     out = capsys.readouterr().out
     assert "| DIARY | 2 | 1 | 0 | 1 | 0 | 50.0 % |" in out
-    assert "PROBLEM src/features/diary.ts:4" in out
-    assert main(["--check", str(tmp_path / "missing.json")]) == 2
+    assert "PROBLEM UNTRIAGED survivor src/features/diary.ts:4" in out
+    assert stryker.main(["--check", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("mutation.stryker: cannot read Stryker report") and "\n" not in err
