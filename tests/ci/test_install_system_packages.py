@@ -100,8 +100,16 @@ def test_the_browser_test_fails_naming_this_script_instead_of_installing() -> No
     run_script = (SCRIPT.parent / "run").read_text()
     assert "apt-get" not in drift.replace("apt-get install chromium); run that script", "")
     assert ".ci/install-system-packages" in drift
-    # .ci/run installs before the first test command
-    assert run_script.index(".ci/install-system-packages") < run_script.index("tox -e")
+    # .ci/run installs before the first test command (the README's: tox run-parallel)
+    assert run_script.index(".ci/install-system-packages") < run_script.index("tox run-parallel")
+
+
+def test_ci_runs_the_readme_s_test_command() -> None:
+    readme = (SCRIPT.parents[1] / "README.md").read_text()
+    [command] = [line.split("&& ", 1)[1] for line in readme.splitlines()
+                 if line.startswith("pip install tox && ")]
+    run_script = (SCRIPT.parent / "run").read_text().replace("\\\n    ", "")
+    assert command in run_script
 
 
 def test_without_root_or_sudo_it_says_the_command_to_run(tmp_path: Path) -> None:

@@ -183,6 +183,8 @@ SKIPPED: dict[str, str] = {
                                                    "(tests/real/test_truth_table_real.py "
                                                    "records it)",
     "palace-bridge call TOOL": "synopsis: TOOL placeholder",
+    "palace-conformance run --profile tests/ts/extensions/realworld/NAME.profile.json": (
+        "NAME placeholder: one test bridge each (tests/ts/test_realworld_verdicts.py runs them)"),
     "palace-conformance baseline update --from REPORT.json": "synopsis: REPORT.json placeholder",
     "palace-conformance profile init --bridge B": "synopsis: B, FILE placeholders",
     "palace-conformance profile init --bridge pi-extension:mempalace.ts": (

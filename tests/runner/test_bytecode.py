@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import palace_conformance
-from palace_conformance.bytecode import ENV, KIT_CACHE, PYCACHE
+from palace_conformance.bytecode import ENV, PYCACHE
+from palace_conformance.cache_home import KIT_CACHE
 
 KIT_PARENT = Path(palace_conformance.__file__).resolve().parent.parent
 PROBE = ("import json, sys\nimport palace_conformance.json_pointer\n"

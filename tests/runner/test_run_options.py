@@ -69,7 +69,7 @@ def test_list_prints_what_would_run_and_starts_no_host(
                          "--bridge", shlex.join(scripted("crash:hello")))
     assert code == 0, err
     lines = out.strip().splitlines()
-    assert lines[-1] == ("3 scenarios: 4 runs (one scenario on one transport each) would run "
+    assert lines[-1] == ("4 scenarios: 6 runs (one scenario on one transport each) would run "
                          "(no host started)")
     row = next(line for line in lines if line.startswith(PASSING))
     assert row.split()[1:4] == ["stdio,http", "core", "covers"]
@@ -80,7 +80,7 @@ def test_list_prints_what_would_run_and_starts_no_host(
 def test_list_honours_the_transport(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--list", "--select", "life.transport.*", "--transport", "http")
     assert code == 0
-    assert out.strip().splitlines()[-1].startswith("2 scenarios: 2 runs")
+    assert out.strip().splitlines()[-1].startswith("3 scenarios: 3 runs")
     assert "life.transport.default-stdio-child" not in out
 
 
@@ -239,7 +239,7 @@ def test_exitfirst_does_not_stop_on_a_failure_the_baseline_expects() -> None:
 def test_exitfirst_reports_what_was_not_run_and_counts_none_of_it_as_passed(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     host = shlex.join(scripted("fail-load"))  # every run is not testable
-    planned = 4 + 1  # life.transport.*: four runs and one parity
+    planned = 6 + 2  # life.transport.*: six runs and two parity
     code, out, err = run(capsys, "-x", "--jobs", "1", "--select", "life.transport.*",
                          "--bridge", host, "--json", str(tmp_path / "r.json"),
                          "--junit", str(tmp_path / "j.xml"))
@@ -370,10 +370,10 @@ def test_two_shards_merged_give_the_unsharded_results(
     assert code == 1
     whole, merged = statuses(tmp_path / "whole.json"), statuses(tmp_path / "m.json")
     assert merged == whole and FAILED in whole.values() and PASSED in whole.values()
-    assert len(whole) == 11  # 8 runs and 3 parity results
-    assert out.strip().splitlines()[-1].startswith("FAILED: 5 scenarios, 11 results")
+    assert len(whole) == 14  # 10 runs and 4 parity results
+    assert out.strip().splitlines()[-1].startswith("FAILED: 6 scenarios, 14 results")
     suite = ET.parse(tmp_path / "m.xml").getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == "11"
+    assert suite is not None and suite.get("tests") == "14"
     assert "❌ palace-conformance" in (tmp_path / "m.md").read_text()
     from palace_conformance.runner.compare.matrix import read_html_cells
 
