@@ -4,15 +4,15 @@ httpx: 3-5 s of a real server's cold start on a loaded machine) and forks a real
 each spawn a fault relay asks it for, so a bridge's spawn of its palace costs about what a
 spawn of the fake does.
 
-Server side (:func:`serve`, run with the real Python; standard library only, as is this whole
-module): a listening Unix socket; each connection is one spawn. The relay sends a
-length-prefixed JSON request (the entry, argv, environment, working directory) with the
-child's stdin, stdout and stderr as descriptors; the zygote forks, answers ``pid N``, and writes
-``exit CODE`` on the connection when it reaps the child. The connection is the child's
-lifeline: when the relay goes (a bridge that SIGKILLs its child, or its group), the zygote
-SIGKILLs the real server, as ``PR_SET_PDEATHSIG`` did for a relay's own child. Mempalace
-itself is imported in the child, after its environment is set: ``mempalace.mcp_server`` reads
-its configuration (HOME, the palace path) at import.
+Server side (:func:`serve`, run with the real Python; standard library only, as are this whole
+module and :mod:`palace_conformance.forked_child`): a listening Unix socket; each connection is one
+spawn. The relay sends a length-prefixed JSON request (the entry, argv, environment, working
+directory) with the child's stdin, stdout and stderr as descriptors; the zygote forks, answers
+``pid N``, and writes ``exit CODE`` on the connection when it reaps the child. The connection is
+the child's lifeline: when the relay goes (a bridge that SIGKILLs its child, or its group), the
+zygote SIGKILLs the real server, as ``PR_SET_PDEATHSIG`` did for a relay's own child. Mempalace
+itself is imported in the child, after its environment is set: ``mempalace.mcp_server`` reads its
+configuration (HOME, the palace path) at import.
 
 Client side (:func:`spawn`): the relay's stand-in for :class:`subprocess.Popen`
 (:class:`ZygoteProcess`), or None when there is no zygote (the relay then starts the server
@@ -35,6 +35,8 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
+
+from palace_conformance.forked_child import run_as_main
 
 #: what the zygote imports before it serves: the real server's third-party dependencies (not
 #: mempalace, whose modules read the environment at import)
@@ -182,50 +184,18 @@ def _die_with(zygote: int) -> None:
 
 def _run(request: dict[str, Any]) -> int:
     """Become the real server the argv would have started; end as Python would."""
-    import atexit
-    import io
 
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True,
-                                  errors="backslashreplace")
-    code = 0
-    try:
+    def main() -> Any:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = list(request["argv"])
         if request.get("function"):
-            module = importlib.import_module(request["module"])
-            code = _exit_code(getattr(module, request["function"])())
-        else:
-            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
-    except SystemExit as exc:
-        code = _exit_code(exc.code)
-    except KeyboardInterrupt:
-        code = 128 + signal.SIGINT
-    except BaseException:
-        import traceback
+            return getattr(importlib.import_module(request["module"]), request["function"])()
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        return None
 
-        traceback.print_exc()
-        code = 1
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    return code
-
-
-def _exit_code(value: Any) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    print(value, file=sys.stderr)
-    return 1
+    return run_as_main(main)
 
 
 # -- the relay's side (the kit's Python) --------------------------------------------------------

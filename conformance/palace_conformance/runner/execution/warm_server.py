@@ -8,11 +8,9 @@ code to its status pipe when it reaps it. Only the standard library is imported 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import importlib
-import io
 import json
 import os
 import selectors
@@ -20,10 +18,10 @@ import signal
 import socket
 import struct
 import sys
-import threading
-import traceback
 from collections.abc import Sequence
 from typing import Any
+
+from palace_conformance.forked_child import run_as_main
 
 #: imported once by the warm server, so no warm child pays for them. Besides the entry points,
 #: what their children would otherwise import on first use: httpx's transport (httpcore, anyio's
@@ -164,40 +162,15 @@ def _max_fd() -> int:
 
 def _run_child(request: dict[str, Any]) -> int:
     """Become the process the argv would have started, run it, and end as Python would."""
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True,
-                                  errors="backslashreplace")
-    code = 0
-    try:
+
+    def main() -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
         module = importlib.import_module(request["module"])
         sys.argv = [request["argv0"] or str(module.__file__), *request["args"]]
-        module.main()
-    except SystemExit as exc:
-        code = _exit_code(exc.code)
-    except KeyboardInterrupt:
-        code = 128 + signal.SIGINT
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    for thread in threading.enumerate():  # the interpreter waits for non-daemon threads
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()  # os._exit skips them; a fresh interpreter would run them
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    return code
+        module.main()  # only a SystemExit sets the code (its return value never did)
 
+    return run_as_main(main)
 
-def _exit_code(value: Any) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    print(value, file=sys.stderr)
-    return 1
 
