@@ -23,6 +23,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 Z_95 = 1.6449  # one-sided 95 %: the normal quantile the Wilson lower bound uses
 
 
+def wilson_lower(p: float, n: int) -> float:
+    """The one-sided 95 % Wilson lower bound of a proportion ``p`` of ``n`` (n > 0) draws."""
+    z2 = Z_95 * Z_95
+    spread = Z_95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return (p + z2 / (2 * n) - spread) / (1 + z2 / n)
+
+
 class TriageError(Exception):
     """The triage file cannot be read or an entry is malformed; one line."""
 
@@ -209,9 +216,7 @@ class Tally:
         n, score = self.judged, self.score
         if not n or score is None:
             return None
-        p, z2 = score, Z_95 * Z_95
-        spread = Z_95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-        return (p + z2 / (2 * n) - spread) / (1 + z2 / n)
+        return wilson_lower(score, n)
 
     def to_json(self, lower: float | None = None) -> dict[str, Any]:
         score = self.score

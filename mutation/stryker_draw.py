@@ -15,7 +15,6 @@ without running a mutant twice (docs/mutation.md, "Drawn samples").
 from __future__ import annotations
 
 import json
-import math
 import random
 import subprocess
 from collections import Counter, defaultdict
@@ -25,10 +24,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from mutation.report import wilson_lower
+
 ROOT = Path(__file__).resolve().parents[1]
 LISTER = ROOT / "mutation" / "stryker_list.mjs"
 JOURNAL_PLUGIN = ROOT / "mutation" / "stryker_journal.mjs"
-Z_95 = 1.6449  # one-sided 95 %: the Wilson lower bound's normal quantile (as mutation/report.py)
 KILLED = ("Killed", "Timeout")
 #: a drawn mutant's limit: the draw skips Stryker's dry run (each kill is checked on the unmutated
 #: copy instead), so Stryker's timeout is this alone; the runner bounds each scenario itself
@@ -137,13 +137,9 @@ def pending_ranges(drawn: Sequence[Mapping[str, Any]], journal: Mapping[str, Any
     return sorted(ranges)
 
 
-def wilson_lower(killed: int, n: int) -> float | None:
-    """The one-sided 95 % Wilson lower bound of killed / n."""
-    if n == 0:
-        return None
-    p, z2 = killed / n, Z_95 * Z_95
-    spread = Z_95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return (p + z2 / (2 * n) - spread) / (1 + z2 / n)
+def killed_lower_bound(killed: int, n: int) -> float | None:
+    """The one-sided 95 % Wilson lower bound of killed / n (None when nothing was judged)."""
+    return wilson_lower(killed / n, n) if n else None
 
 
 @dataclass
@@ -166,7 +162,7 @@ class Row:
     def cells(self) -> list[str]:
         n = self.counted
         score = f"{100 * (self.killed + self.timeout) / n:.1f} %" if n else "-"
-        low = wilson_lower(self.killed + self.timeout, n) if self.drawn < self.total else None
+        low = killed_lower_bound(self.killed + self.timeout, n) if self.drawn < self.total else None
         bound = "-" if low is None else f"{100 * low:.1f} %"
         return [f"{self.drawn} of {self.total}", str(self.killed), str(self.timeout),
                 str(self.survived), str(self.equivalent), str(self.pending + self.broken), score,

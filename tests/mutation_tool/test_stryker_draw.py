@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from mutation import stryker_draw as sd
+from mutation.report import Z_95
 
 
 def _mutant(i: int, file: str = "src/a.ts") -> dict[str, Any]:
@@ -80,8 +81,8 @@ def test_tally_scores_after_triage_with_the_wilson_bound() -> None:
     assert [m["key"] for m in untriaged] == [drawn[8]["key"]]
     cells = total.cells()
     assert cells[0] == "10 of 40" and cells[6] == "88.9 %"
-    low = sd.wilson_lower(8, 9)
+    low = sd.killed_lower_bound(8, 9)
     assert low is not None and 0.6 < low < 0.889 and cells[7] == f"{100 * low:.1f} %"
     assert areas["PROV"].total == 40 and sum(r.drawn for r in files.values()) == 10
-    assert sd.wilson_lower(0, 0) is None
-    assert sd.wilson_lower(50, 50) == pytest.approx(50 / (50 + sd.Z_95 ** 2))
+    assert sd.killed_lower_bound(0, 0) is None
+    assert sd.killed_lower_bound(50, 50) == pytest.approx(50 / (50 + Z_95 ** 2))
