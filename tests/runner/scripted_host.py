@@ -20,6 +20,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
   a host whose bridge is no pi extension answers);
 * ``no-concurrency``: like ``good``, but ``call_tools`` is an op it does not know
   (``bad_request``, as a host that predates the op answers);
+* ``no-abandon``: like ``good``, but ``abandon`` is an op it does not know (``bad_request``, as
+  a host that predates the op answers);
 * ``linger:MS``: like ``good``, but after answering ``exit`` it stays alive MS milliseconds
   before it exits;
 * ``leak:OP``: when OP arrives, writes every secret-named variable of its environment to
@@ -144,7 +146,10 @@ def main() -> None:
             reply(request_id)
         elif op == "list_tools":
             reply(request_id, [])
-        elif op == "exit":
+        elif op == "abandon" and mode == "no-abandon":
+            reply(request_id, ok=False, error={"kind": "bad_request",
+                                               "message": "unknown op 'abandon'"})
+        elif op in ("exit", "abandon"):
             reply(request_id)
             if mode == "linger":
                 time.sleep(int(target) / 1000)

@@ -93,6 +93,23 @@ def test_a_reload_step_that_expects_the_refusal_is_judged(tmp_path: Path) -> Non
     assert any(c.pointer == "/steps/2/expect/error/kind" and c.passed for c in judged.checks)
 
 
+def test_a_host_that_cannot_abandon_makes_an_abrupt_exit_not_applicable(tmp_path: Path) -> None:
+    steps = [{"op": "load"}, {"op": "exit", "abrupt": True, "expect": {"ok": True}}]
+    scenario = write_scenario(tmp_path, {"id": "life.exit.scripted", "transports": ["stdio"],
+                                         "steps": steps})
+    refused = run_scenario(scenario, "stdio", options(scripted("no-abandon"),
+                                                      work_root=tmp_path / "work"))
+    assert refused.status == "not_applicable" and not refused.blocking and refused.checks == []
+    assert refused.reason == ("Not applicable: the host cannot end without stopping its bridge "
+                              "(driver op 'abandon'): unknown op 'abandon'")
+    served = run_scenario(scenario, "stdio", options(scripted("good"),
+                                                     work_root=tmp_path / "work"))
+    assert served.status == "passed", served.reason
+    assert served.steps[-1].request == {"op": "abandon", "timeout_ms": served.steps[-1].request[
+        "timeout_ms"]}  # the abrupt exit goes out as 'abandon', the flag itself is not sent
+    assert [s.op for s in served.steps] == ["load", "exit"]  # no teardown exit after it
+
+
 CONCURRENT = [{"op": "load"},
               {"op": "event", "name": "session_start", "payload": {"reason": "startup"}},
               {"op": "call_tools", "calls": [{"name": "mempalace_status"},

@@ -116,6 +116,18 @@ def test_an_exit_step_judges_what_outlived_the_host(tmp_path: Path) -> None:
     assert len(pids) == 2 and not any(procs.alive(pid) for pid in pids)  # cleanup ended them
 
 
+def test_an_abrupt_exit_leaves_the_children_to_the_bridges_exit_hook(tmp_path: Path) -> None:
+    scenario = shipped("life.exit.abrupt-end-leaves-no-child")
+    result = run_scenario(scenario, "stdio", options(work_root=tmp_path))
+    assert result.status == "passed", result.reason
+    assert result.steps[-1].request is not None and result.steps[-1].request["op"] == "abandon"
+    leaked = run_scenario(scenario, "stdio", options(mutant("no-kill-at-exit"),
+                                                     work_root=tmp_path))
+    assert failing(leaked) == {"/expect/processes/alive_after_shutdown":
+                               "processes: 1 fake process(es) alive after the host's exit; "
+                               "expected 0"}
+
+
 def test_a_host_that_lingers_after_exit_is_killed_at_the_steps_deadline(tmp_path: Path) -> None:
     data = {"id": "life.sample.exit", "transports": ["stdio"],
             "steps": [{"op": "load"}, {"op": "exit", "timeout_ms": 300}]}

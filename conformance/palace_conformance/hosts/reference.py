@@ -236,7 +236,7 @@ class ReferenceHost:
             "call_tool": self.call_tool, "call_tools": self.call_tools, "command": self.command,
             "settle": self.settle,
             "introspect": self.introspect, "shutdown": self.shutdown, "reload": self.reload,
-            "exit": self.exit, "cli": self.cli,
+            "exit": self.exit, "abandon": self.exit, "cli": self.cli,
         }
 
     # -- ops ----------------------------------------------------------------------------------
@@ -484,6 +484,7 @@ class ReferenceHost:
 async def serve(protocol_fd: int) -> int:
     out = os.fdopen(protocol_fd, "wb", buffering=0)
     host = ReferenceHost()
+    abandoned = False
     try:
         while True:
             # a thread, not connect_read_pipe: stdin may be a file or /dev/null, which epoll
@@ -501,10 +502,12 @@ async def serve(protocol_fd: int) -> int:
                 continue
             reply = await host.handle(request)
             out.write(_encode(reply))
-            if isinstance(request, dict) and request.get("op") == "exit":
+            if isinstance(request, dict) and request.get("op") in ("exit", "abandon"):
+                abandoned = request.get("op") == "abandon"
                 return 0
     finally:
-        await host.close()
+        if not abandoned:  # abandon: no stop; what ends the children is the bridge's atexit
+            await host.close()
 
 
 def _encode(reply: dict[str, Any]) -> bytes:

@@ -138,6 +138,11 @@ def op_deadline(step: Step, options: RunOptions) -> int:
     return deadline
 
 
+#: the driver op of an ``exit`` step with ``abrupt``: the host's process ends with no
+#: ``session_shutdown``, no stop of its bridge and no last resort of its own
+ABANDON = "abandon"
+
+
 def _refused_op(step: Step, record: StepRecord) -> bool:
     """A ``reload``, ``call_tools`` or ``cli`` the host refused as a request it does not serve
     (DRIVER.md: a host that cannot reload its bridge, make concurrent calls or run its bridge's
@@ -272,6 +277,11 @@ class _Execution:
                 self.result.steps = self.steps
                 return self._not_applicable("the host cannot make concurrent calls: "
                                             + str((record.error or {}).get("message", "")))
+            if step.op == "exit" and step.params.get("abrupt") and _refused_op(step, record):
+                self.result.steps = self.steps
+                return self._not_applicable("the host cannot end without stopping its bridge "
+                                            "(driver op 'abandon'): "
+                                            + str((record.error or {}).get("message", "")))
             if step.op == "cli" and _refused_op(step, record):
                 self.result.steps = self.steps
                 return self._not_applicable("the host cannot run its bridge's command-line "
@@ -350,6 +360,8 @@ class _Execution:
         elif step.op == "cli":  # the program gets the environment a load would
             request.update(env=self.world.env, cwd=str(self.world.root))
         op = request.pop("op")
+        if op == "exit" and request.pop("abrupt", False):
+            op = ABANDON  # the host ends with no stop of its own (DRIVER.md, ``abandon``)
         request = self.driver.outgoing(op, request)
         record.request = {"op": op, **request}
         if "env" in record.request and op in ("load", "cli"):
@@ -359,7 +371,8 @@ class _Execution:
             return
         reply = self.driver.request(op, request, deadline_ms=deadline)
         _fill(record, reply)
-        if op == "exit":  # the step lasts until the host's process has ended
+        if op == "exit" or (op == ABANDON and reply.ok):
+            # the step lasts until the host's process has ended
             record.elapsed_ms = reply.elapsed_ms + self.driver.wait_ended(op, deadline)
 
     def _settle(self, step: Step, request: dict[str, Any], record: StepRecord) -> None:

@@ -30,8 +30,17 @@ export function parseArgs(argv) {
 }
 
 /**
+ * Driver op `abandon`: the process just ends, as a harness does when it is ended without a quit of
+ * its own. No `session_shutdown`, no close and no last-resort kill of the children: only Node's
+ * ordinary exit runs (`process.on("exit")` handlers), so what is left is what the bridge left.
+ */
+function abandon() {
+  process.exit(0);
+}
+
+/**
  * Serve the protocol. `makeOps(recorder)` returns `{ops: {name: async (request) => result},
- * close: async () => void}`; `exit` and unknown ops are handled here.
+ * close: async () => void}`; `exit`, `abandon` and unknown ops are handled here.
  */
 export async function serve({ protocolFd = 1, makeOps }) {
   const recorder = new Recorder();
@@ -86,6 +95,11 @@ export async function serve({ protocolFd = 1, makeOps }) {
     if (op === "exit") {
       reply(id, started, { result: null });
       await shutdown(0);
+      return;
+    }
+    if (op === "abandon") {
+      reply(id, started, { result: null });
+      abandon();
       return;
     }
     const handler = typeof op === "string" && Object.hasOwn(ops, op) ? ops[op] : undefined;
