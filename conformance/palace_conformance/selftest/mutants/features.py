@@ -111,6 +111,13 @@ def _own_events_by_list(original: Any) -> Any:
     return owed
 
 
+def _owed_by_id(original: Any) -> Any:
+    def owed(me: str, inbox: Any, mine: Any) -> Any:
+        return sorted(original(me, inbox, mine), key=lambda e: str(e.get("id")))
+
+    return owed
+
+
 def _mailbox_failure_logged(original: Any) -> Any:
     async def fetch(self: Any) -> Any:
         items = await original(self)
@@ -328,6 +335,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("mail-broadcasts-owed", "MAIL-04",
        "broadcasts (to_agent '*') are counted as owed",
        (f"{MAILBOX}:owed", _broadcast_owed)),
+    mutant("mail-owed-by-id", "MAIL-05",
+       "the owed asks are listed in the order of their ids, not their seqs",
+       (f"{MAILBOX}:owed", _owed_by_id)),
     mutant("mail-poll-every-settle", "MAIL-05",
        "agent_settled polls the mailbox every time, ignoring the poll floor",
        (f"{MAILBOX}:Mailbox.due", _poll_every_settle)),
