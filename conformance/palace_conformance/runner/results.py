@@ -292,6 +292,10 @@ class RunResult:
     #: the bridge's own start-up words and the next step, when its palace tools were missing or
     #: a transport was never reached (``verdict/startup.py``); "" otherwise
     start_note: str = ""
+    #: the run's timer probe (``execution/lateness.py``): how late the machine woke a sleeper
+    #: (``samples``, ``p50_ms``, ``p95_ms``, ``max_ms``), whose worst in a gap's window, times
+    #: ``wakeups``, that gap's upper bound got; None when no probe ran
+    lateness: dict[str, Any] | None = None
 
     def counts(self, subject: str = "bridge") -> dict[str, int]:
         """Statuses of the bridge's results (``subject="fake"``: of the fake's self-tests); a
@@ -342,6 +346,7 @@ class RunResult:
                              for s, t, seconds in self.too_slow],
                 "bridge": self.bridge, "shard": self.shard, "slack_factor": self.slack_factor,
                 "server": self.server, "profile": self.profile, "start_note": self.start_note,
+                "lateness": self.lateness,
                 "results": [r.to_json(journal=journal) for r in self.results]}
 
     @classmethod
@@ -359,7 +364,8 @@ class RunResult:
                    slack_factor=float(data.get("slack_factor", 1.0)),
                    server=str(data.get("server") or "fake"),
                    profile=_profile_record(data.get("profile")),
-                   start_note=str(data.get("start_note") or ""))
+                   start_note=str(data.get("start_note") or ""),
+                   lateness=data.get("lateness"))
 
 
 def _profile_record(value: Any) -> dict[str, Any] | None:

@@ -61,8 +61,14 @@ def _indices(records: Sequence[Record], matcher: Any) -> list[int]:
     return [i for i, r in enumerate(records) if matches(matcher, r)]
 
 
-def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1.0) -> Verdict:
-    """Judge one check against records in stream order (``slack_factor`` widens a gap's slack)."""
+#: the machine's lateness over a window of monotonic seconds, in ms (a run's timer probe)
+Lateness = Callable[[float, float], int]
+
+
+def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1.0,
+             lateness: Lateness | None = None) -> Verdict:
+    """Judge one check against records in stream order (``slack_factor`` widens a gap's slack;
+    ``lateness`` adds what the machine's wake-ups lost during the gap to its upper bound)."""
     raw = check.raw
     kind = check.kind
     if kind == "sequence":
@@ -91,7 +97,7 @@ def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1
                        f"{len(values)} distinct value(s) at {raw['field']}; "
                        f"expected {bounds.describe()}")
     if kind == "gap":
-        return _gap(raw, records, slack_factor)
+        return _gap(raw, records, slack_factor, lateness)
     raise ValueError(f"unknown check {kind!r}")
 
 
@@ -141,7 +147,8 @@ def _is_time(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float = 1.0) -> Verdict:
+def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float = 1.0,
+         lateness: Lateness | None = None) -> Verdict:
     nth = raw.get("from_nth", 1)
     starts = _indices(records, raw["from"])
     if len(starts) < nth:
@@ -162,9 +169,10 @@ def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float 
     timing = Timing.from_json(raw["ms"])
     elapsed = (t1 - t0) * 1000.0
     to = f"#{end}'s creation" if spawned else f"#{end}"
-    return Verdict(timing.admits(elapsed, slack_factor),
+    late = lateness(t0, t1) if lateness is not None and timing.slack_ms is not None else 0
+    return Verdict(timing.admits(elapsed, slack_factor, late_ms=late),
                    f"{elapsed:.0f} ms from record #{start} to {to}; "
-                   f"expected {timing.describe(slack_factor)}")
+                   f"expected {timing.describe(slack_factor, late_ms=late)}")
 
 
 # --- tools, processes, secrets ------------------------------------------------------------

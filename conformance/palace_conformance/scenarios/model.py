@@ -74,22 +74,28 @@ class Timing:
     def at_most(self) -> int | None:
         return self.upper(1.0)
 
-    def upper(self, slack_factor: float = 1.0, allowance_ms: int = 0) -> int | None:
+    def upper(self, slack_factor: float = 1.0, allowance_ms: int = 0,
+              late_ms: int = 0) -> int | None:
         """The upper bound with the slack multiplied by ``slack_factor``, plus the server's own
-        ``allowance_ms`` (a real server's stop; None: unbounded)."""
+        ``allowance_ms`` (a real server's stop) and the machine's measured ``late_ms`` (the
+        run's timer probe, runner/execution/lateness.py); None: unbounded."""
         if self.slack_ms is None:
             return None
-        return self.at_least + round(self.slack_ms * slack_factor) + allowance_ms
+        return self.at_least + round(self.slack_ms * slack_factor) + allowance_ms + late_ms
 
-    def admits(self, ms: float, slack_factor: float = 1.0, allowance_ms: int = 0) -> bool:
-        upper = self.upper(slack_factor, allowance_ms)
+    def admits(self, ms: float, slack_factor: float = 1.0, allowance_ms: int = 0,
+               late_ms: int = 0) -> bool:
+        upper = self.upper(slack_factor, allowance_ms, late_ms)
         return ms >= self.at_least and (upper is None or ms <= upper)
 
-    def describe(self, slack_factor: float = 1.0, allowance_ms: int = 0) -> str:
-        upper = self.upper(slack_factor, allowance_ms)
+    def describe(self, slack_factor: float = 1.0, allowance_ms: int = 0,
+                 late_ms: int = 0) -> str:
+        upper = self.upper(slack_factor, allowance_ms, late_ms)
         if upper is None:
             return f">= {self.at_least} ms"
         server = f" + {allowance_ms} the server's stop" if allowance_ms else ""
+        if late_ms:
+            server += f" + {late_ms} machine lateness"
         if slack_factor == 1.0:
             return f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack{server})"
         return (f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack "

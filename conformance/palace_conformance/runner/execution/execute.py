@@ -25,6 +25,7 @@ from palace_conformance.redaction import Redactor, environment_secrets, scenario
 from palace_conformance.runner.execution import pace
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
 from palace_conformance.runner.execution.fake_client import FakeClient, Outcome
+from palace_conformance.runner.execution.lateness import TimerProbe
 from palace_conformance.runner.execution.settle import EventSettle, window_end
 from palace_conformance.runner.execution.translation import TranslatedDriver, translation_for
 from palace_conformance.runner.execution.world import (
@@ -92,6 +93,9 @@ class RunOptions:
     #: the palace behind the bridge: the fake (a fresh one in every world) unless the run is
     #: handed another (``run --server real``: palace_conformance.real.world.RealServerSetup)
     server: PalaceServer = FAKE_PALACE
+    #: the run's timer probe (execution/lateness.py): what the machine's wake-ups lost during a
+    #: journal gap is added to its upper bound; None (a lone run, a test): nothing is added
+    lateness: TimerProbe | None = None
 
 
 def not_applicable_reason(scenario: Scenario, transport: str, capabilities: Iterable[str],
@@ -481,7 +485,9 @@ class _Execution:
                                   catalogue=self.translation.catalogue,
                                   errors_channel=self.translation.errors_channel,
                                   slack_factor=self.options.slack_factor,
-                                  stop_allowance_ms=self.options.server.stop_allowance_ms)
+                                  stop_allowance_ms=self.options.server.stop_allowance_ms,
+                                  lateness=(self.options.lateness.allowance_ms
+                                            if self.options.lateness is not None else None))
         tampered = world.tampered()
         if tampered:  # whatever the run showed, it ran with the runner's own files changed
             return self._not_testable(tampered)

@@ -20,6 +20,7 @@ from palace_conformance.errors import HostError
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
+from palace_conformance.runner.execution.lateness import TimerProbe
 from palace_conformance.runner.execution.translation import translation_for
 from palace_conformance.runner.execution.world import claim, clean_stale, scrubbed_environ
 from palace_conformance.runner.jobs import default_jobs
@@ -194,6 +195,9 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
 
     run_options = _judged_capabilities(host, options)
     capabilities = host.capabilities
+    probe = _start_probe()
+    if probe is not None:
+        run_options = replace(run_options, lateness=probe)
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
         finished = list(pool.map(one, jobs))
@@ -204,6 +208,8 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         raise
     finally:
         pool.shutdown(wait=True)
+        if probe is not None:
+            probe.stop()
         if progress is not None:
             progress.close()
     results = [r for r in finished if r is not None]
@@ -224,8 +230,18 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     not_run.sort(key=lambda key: (key[0], TRANSPORT_ORDER.index(key[1])))
     run = RunResult(host=host, results=results, started_at=stamp,
                     duration_ms=(time.monotonic() - started) * 1000.0, level=options.run.level,
-                    not_run=not_run, too_slow=sorted(too_slow), start_note=note)
+                    not_run=not_run, too_slow=sorted(too_slow), start_note=note,
+                    lateness=probe.summary() if probe is not None else None)
     return apply_baseline(run, options.baseline)
+
+
+def _start_probe() -> TimerProbe | None:
+    """The run's timer probe (execution/lateness.py); None when it cannot start (the run then
+    judges every upper bound with its declared slack alone)."""
+    try:
+        return TimerProbe().start()
+    except OSError:
+        return None
 
 
 def _added_seconds(scenario: Scenario, options: RunOptions) -> float:

@@ -152,6 +152,10 @@ def _totals(run: RunResult) -> str:
             f"{run.level} level")
     if run.slack_factor != 1.0:
         text += f", every declared slack x {run.slack_factor:g} (--slack-factor)"
+    if run.lateness and run.lateness.get("samples"):
+        late = run.lateness
+        text += (f"; timer lateness p95 {late['p95_ms']:g} ms, worst {late['max_ms']:g} ms "
+                 f"(a gap's upper bound got {late['wakeups']}x the worst in its window)")
     self_tests = self_tests_phrase(run)
     if self_tests:
         text += f"; {self_tests}"

@@ -24,6 +24,7 @@ from palace_conformance.runner.verdict.levels import check_level, scenario_level
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
 from palace_conformance.runner.verdict.surfaced import NO_DATA, SurfacedError, surfaced_error
 from palace_conformance.scenarios.checks import (
+    Lateness,
     Verdict,
     evaluate,
     evaluate_processes,
@@ -68,6 +69,9 @@ class Observation:
     #: added to the upper bound of a stdio ``shutdown`` or ``reload``: the palace server's own
     #: stop (``PalaceServer.stop_allowance_ms``; 0 for the fake)
     stop_allowance_ms: int = 0
+    #: the machine's measured lateness over a window (the run's timer probe,
+    #: execution/lateness.py), added to a journal gap's upper bound; None: nothing added
+    lateness: Lateness | None = None
 
 
 def _brief(value: Any, limit: int = 100) -> str:
@@ -234,7 +238,8 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
     for index, check in enumerate(expect.journal):
         if check.applies_to(observation.transport):
             recorder.verdict(f"{at}/journal/{index}", f"journal {describe_check(check)}",
-                             evaluate(check, window, slack_factor=observation.slack_factor),
+                             evaluate(check, window, slack_factor=observation.slack_factor,
+                                      lateness=observation.lateness),
                              step=key, expected=dict(check.raw))
     if expect.tools is not None:
         _judge_tools(recorder, f"{at}/tools", key, expect.tools,
@@ -446,7 +451,8 @@ def _judge_scenario(recorder: _Recorder, observation: Observation) -> None:
         if check.applies_to(transport):
             recorder.verdict(f"/expect/journal/{index}", f"journal {describe_check(check)}",
                              evaluate(check, observation.journal,
-                                      slack_factor=observation.slack_factor),
+                                      slack_factor=observation.slack_factor,
+                                      lateness=observation.lateness),
                              expected=dict(check.raw))
     effects = [e for s in observation.steps for e in s.effects]
     for index, check in enumerate(expect.effects):
