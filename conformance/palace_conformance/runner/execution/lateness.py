@@ -1,18 +1,21 @@
-"""How late the machine wakes a sleeper, measured through the run: the allowance an upper bound
+"""How much the machine delays a bridge, measured through the run: the allowance an upper bound
 gets under load (fixtures/README.md, Timing).
 
 A gap's upper bound (``at_least + slack_ms``) is the behaviour's own number plus a declared
-slack. What the slack must absorb is the bridge's own work and a few wake-ups: the bridge reading
-the answer that starts its wait, its timer firing, the fake reading the next request. On an idle
-machine each wake-up is late by well under a millisecond; on a saturated one by tens or hundreds,
-which no fixed slack can both absorb and stay meaningful. So one probe process per run sleeps
-:data:`PERIOD_MS` again and again and reports how late each wake-up was; a gap's upper bound gets
-:data:`WAKEUPS` times the worst lateness of the wake-ups during that gap. The lower bound never
-moves, and on an idle machine the allowance is a millisecond or two: a bridge that waits four
-times its backoff still fails (tests/runner/test_lateness.py).
+slack. Between the two journal records of a gap the bridge wakes up a few times (reading the
+answer that starts its wait, its timer, the other side reading what ends it) and does a little
+work of its own. On an idle machine that costs a few milliseconds; on a saturated one each wake-up
+is late and each millisecond of work takes many, which no fixed slack can both absorb and stay
+meaningful. So one probe process per run sleeps :data:`PERIOD_MS` again and again and reports how
+late each wake-up was, and every :data:`BURST_EVERY` sleeps it does :data:`BURST_MS` of CPU work
+and reports how much longer than that it took. A gap's upper bound gets :data:`WAKEUPS` times the
+worst wake-up lateness in its window plus :data:`WORK_MS` of work stretched as the probe's worst
+burst near the window was. The lower bound never moves, and on an idle machine the allowance is a
+millisecond or two: a bridge that waits four times its backoff still fails
+(tests/runner/test_lateness.py).
 
 The probe is a process of its own (not a thread of the runner's, which the GIL would delay), on
-the same ``CLOCK_MONOTONIC`` as the journal's ``t``.
+the same ``CLOCK_MONOTONIC`` as the journal's ``t``; its bursts cost about 2 % of one CPU.
 """
 
 from __future__ import annotations
@@ -33,39 +36,77 @@ PERIOD_MS = 10
 #: wake-ups a gap between two journal records includes besides the bridge's own wait: the
 #: bridge reading what started the wait, its timer, the other side reading what ended it
 WAKEUPS = 3
-_SAMPLE = struct.Struct("<dd")  # the wake-up's monotonic time, its lateness (s)
+#: the probe's CPU burst, every BURST_EVERY sleeps (about 2 % of one CPU)
+BURST_MS = 2
+BURST_EVERY = 10
+#: the bridge's own CPU work in a gap, on an idle machine (parsing an answer, a timer, a request)
+WORK_MS = 10
+#: one record: kind (0 a wake-up, 1 a burst), when it began and ended (monotonic s), how much
+#: longer than asked it took (s)
+_SAMPLE = struct.Struct("<dddd")
 _PROBE = r"""
 import struct, sys, time
-period = float(sys.argv[1]) / 1000.0
+period, burst, every = float(sys.argv[1]) / 1000.0, float(sys.argv[2]) / 1000.0, int(sys.argv[3])
 out = sys.stdout.buffer
-pack = struct.Struct("<dd").pack
+pack = struct.Struct("<dddd").pack
+count = 0
 while True:
     before = time.monotonic()
     time.sleep(period)
     after = time.monotonic()
+    record = pack(0.0, before, after, max(0.0, after - before - period))
+    count += 1
+    if count % every == 0:
+        began, cpu = time.monotonic(), time.thread_time()
+        while time.thread_time() - cpu < burst:
+            pass
+        ended = time.monotonic()
+        record += pack(1.0, began, ended, max(0.0, (ended - began) - (time.thread_time() - cpu)))
     try:
-        out.write(pack(after, max(0.0, after - before - period)))
+        out.write(record)
         out.flush()
     except OSError:
         break
 """
 
 
+class _Series:
+    """Samples of one kind in time order: when each began and ended, how late it was (s)."""
+
+    def __init__(self) -> None:
+        self.began = array("d")
+        self.ended = array("d")
+        self.late = array("d")
+
+    def add(self, began: float, ended: float, late: float) -> None:
+        self.began.append(began)
+        self.ended.append(ended)
+        self.late.append(late)
+
+    def worst(self, start: float, end: float) -> float | None:
+        """The worst lateness of the samples that overlapped ``start``..``end``; None: none."""
+        worst: float | None = None
+        for index in range(bisect.bisect_left(self.ended, start), len(self.ended)):
+            if self.began[index] > end:
+                break
+            late = self.late[index]
+            worst = late if worst is None else max(worst, late)
+        return worst
+
+
 class TimerProbe:
     """One run's probe: :meth:`start` it, ask :meth:`allowance_ms` for a window, :meth:`stop`."""
 
-    def __init__(self, period_ms: int = PERIOD_MS, wakeups: int = WAKEUPS) -> None:
-        self.period_ms = period_ms
-        self.wakeups = wakeups
-        self._wakes = array("d")
-        self._lates = array("d")
+    def __init__(self) -> None:
+        self._wakes = _Series()
+        self._bursts = _Series()
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> TimerProbe:
         self._proc = subprocess.Popen(
-            [sys.executable, "-S", "-c", _PROBE, str(self.period_ms)],
+            [sys.executable, "-S", "-c", _PROBE, str(PERIOD_MS), str(BURST_MS), str(BURST_EVERY)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True)
         assert self._proc.stdout is not None
@@ -79,48 +120,55 @@ class TimerProbe:
         while chunk := os.read(stream.fileno(), 4096):
             pending += chunk
             whole = len(pending) - len(pending) % _SAMPLE.size
-            for wake, late in _SAMPLE.iter_unpack(pending[:whole]):
-                self.add(wake, late)
+            for kind, began, ended, late in _SAMPLE.iter_unpack(pending[:whole]):
+                if kind:
+                    self.add_burst(began, ended, late)
+                else:
+                    self.add_wake(began, ended, late)
             pending = pending[whole:]
 
-    def add(self, wake: float, late: float) -> None:
-        """One wake-up (``wake`` monotonic s, ``late`` s); what the probe process reports."""
+    def add_wake(self, began: float, ended: float, late: float) -> None:
+        """A sleep of :data:`PERIOD_MS` from ``began`` that ended ``late`` s after its time."""
         with self._lock:
-            self._wakes.append(wake)
-            self._lates.append(late)
+            self._wakes.add(began, ended, late)
 
-    def worst_ms(self, start: float, end: float) -> float | None:
-        """The worst lateness (ms) of the probe's sleeps that overlapped ``start``..``end``
-        (monotonic seconds); None when no sleep of the probe's covers the window."""
-        period = self.period_ms / 1000.0
+    def add_burst(self, began: float, ended: float, late: float) -> None:
+        """A burst of :data:`BURST_MS` of CPU that took ``late`` s longer than that."""
         with self._lock:
-            first = bisect.bisect_left(self._wakes, start)
-            worst: float | None = None
-            for index in range(first, len(self._wakes)):
-                wake, late = self._wakes[index], self._lates[index]
-                if wake - late - period > end:  # this sleep began after the window
-                    break
-                worst = late if worst is None else max(worst, late)
-        return None if worst is None else worst * 1000.0
+            self._bursts.add(began, ended, late)
 
     def allowance_ms(self, start: float, end: float) -> int:
-        """What a timing's upper bound gets for the window: :data:`WAKEUPS` times the worst
-        lateness in it, rounded up (0 when the probe saw nothing of it)."""
-        worst = self.worst_ms(start, end)
-        return 0 if worst is None else math.ceil(self.wakeups * worst)
+        """What a timing's upper bound gets for the window ``start``..``end`` (monotonic s):
+        :data:`WAKEUPS` times the worst wake-up lateness of the sleeps overlapping it, plus
+        :data:`WORK_MS` stretched as the worst burst within a burst's spacing of it was; rounded
+        up, 0 when the probe saw nothing of it."""
+        spacing = BURST_EVERY * PERIOD_MS / 1000.0
+        with self._lock:
+            wake = self._wakes.worst(start, end)
+            burst = self._bursts.worst(start - spacing, end + spacing)
+        wake_ms = WAKEUPS * (wake or 0.0) * 1000.0
+        work_ms = WORK_MS * (burst or 0.0) / (BURST_MS / 1000.0)
+        return math.ceil(wake_ms + work_ms)
 
     def summary(self) -> dict[str, Any]:
-        """The run's figures: wake-ups seen, their median, 95th percentile and worst lateness."""
+        """The run's figures: wake-ups and bursts seen, the wake-ups' median, 95th percentile
+        and worst lateness, the bursts' worst stretch (wall time over CPU time)."""
         with self._lock:
-            lates = sorted(self._lates)
+            lates = sorted(self._wakes.late)
+            bursts = max(self._bursts.late, default=0.0)
+            burst_count = len(self._bursts.late)
+        figures: dict[str, Any] = {"period_ms": PERIOD_MS, "wakeups": WAKEUPS,
+                                   "work_ms": WORK_MS, "samples": len(lates),
+                                   "bursts": burst_count}
         if not lates:
-            return {"period_ms": self.period_ms, "wakeups": self.wakeups, "samples": 0}
+            return figures
 
         def at(q: float) -> float:
             return round(lates[min(len(lates) - 1, int(q * len(lates)))] * 1000.0, 1)
 
-        return {"period_ms": self.period_ms, "wakeups": self.wakeups, "samples": len(lates),
-                "p50_ms": at(0.5), "p95_ms": at(0.95), "max_ms": round(lates[-1] * 1000.0, 1)}
+        return {**figures, "p50_ms": at(0.5), "p95_ms": at(0.95),
+                "max_ms": round(lates[-1] * 1000.0, 1),
+                "worst_stretch": round(1 + bursts / (BURST_MS / 1000.0), 1)}
 
     def stop(self) -> None:
         proc = self._proc

@@ -154,8 +154,9 @@ def _totals(run: RunResult) -> str:
         text += f", every declared slack x {run.slack_factor:g} (--slack-factor)"
     if run.lateness and run.lateness.get("samples"):
         late = run.lateness
-        text += (f"; timer lateness p95 {late['p95_ms']:g} ms, worst {late['max_ms']:g} ms "
-                 f"(a gap's upper bound got {late['wakeups']}x the worst in its window)")
+        text += (f"; machine lateness: wake-ups p95 {late['p95_ms']:g} ms, worst "
+                 f"{late['max_ms']:g} ms, CPU work stretched up to "
+                 f"{late.get('worst_stretch', 1):g}x (added to each gap's upper bound)")
     self_tests = self_tests_phrase(run)
     if self_tests:
         text += f"; {self_tests}"
