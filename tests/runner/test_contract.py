@@ -91,4 +91,6 @@ def test_every_op_in_driver_md_is_served_by_the_reference_and_extension_hosts() 
     block = re.search(r"ops: \{(.*?)\n    \},", node, re.S)
     assert block is not None
     served = set(re.findall(r"(?:^|,)\s*(\w+):", block.group(1)))
-    assert served | {"exit"} == documented  # lib/server.mjs answers exit itself
+    assert served | {"exit", "abandon"} == documented  # lib/server.mjs answers both itself
+    server = (HOSTS / "lib" / "server.mjs").read_text()
+    assert 'op === "exit"' in server and 'op === "abandon"' in server
