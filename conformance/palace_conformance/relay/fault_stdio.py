@@ -39,7 +39,7 @@ from palace_conformance.fake.stdio import StdioPort, log, run_to_end
 from palace_conformance.relay import zygote
 from palace_conformance.relay.fault_brain import RelayBrain
 from palace_conformance.relay.stdio import lines, write_all
-from palace_conformance.relay.zygote import ZygoteProcess
+from palace_conformance.relay.zygote import ZygoteProcess, server_environment
 
 #: the relay's configuration, written by the world beside the launcher
 CONFIG_NAME = ".fault-relay.json"
@@ -53,16 +53,6 @@ def die_with_parent() -> None:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def server_environment(config: Mapping[str, Any], inherited: Mapping[str, str]) -> dict[str, str]:
-    """The bridge's environment for its child, made a real-server world: no ``PYTHON*``
-    (the kit's path must not reach the server's interpreter), the world's palace unless the
-    bridge named one, and the configured extras (embedding stub, hub forwarding off)."""
-    env = {k: v for k, v in inherited.items() if not k.startswith("PYTHON")}
-    env.setdefault("MEMPALACE_PALACE_PATH", str(config["palace"]))
-    env.update({str(k): str(v) for k, v in dict(config.get("env") or {}).items()})
-    return env
 
 
 def _id_key(value: Any) -> str:
@@ -110,8 +100,9 @@ class RelayPort(StdioPort):
 class FaultRelay:
     """One relayed server; :meth:`run` returns the exit code the relay ends with."""
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(self, config: Mapping[str, Any], early: ZygoteProcess | None = None) -> None:
         self.config = config
+        self.early = early  # the real server the launcher already asked the zygote for
         journal = Journal(config["journal"], "stdio")
         plan = load_plan(config["plan"])
         self.brain = RelayBrain(transport="stdio", plan=plan, journal=journal,
@@ -131,8 +122,9 @@ class FaultRelay:
     def start_server(self) -> bool:
         env = server_environment(self.config, os.environ)
         command = [str(part) for part in self.config["command"]]
-        # the pre-started real server, if the run has one: a fork of a warm zygote
-        self.proc = zygote.spawn(self.config, env, stdin=True, stdout=True)
+        # the pre-started real server, if the run has one: a fork of a warm zygote (asked for
+        # by the launcher before the relay's imports, else now)
+        self.proc = self.early or zygote.spawn(self.config, env, stdin=True, stdout=True)
         if self.proc is not None:
             threading.Thread(target=self._down, daemon=True, name="relay-down").start()
             return True
@@ -289,9 +281,10 @@ class FaultRelay:
         return 0  # not reached: end() exits
 
 
-def main(config_path: str) -> None:
-    """The launcher's entry: read the configuration, relay, exit with the server's code."""
+def main(config_path: str, early: ZygoteProcess | None = None) -> None:
+    """The launcher's entry: read the configuration, relay, exit with the server's code;
+    ``early``: the real server the launcher already started (:func:`zygote.spawn_early`)."""
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    code = FaultRelay(config).run()
+    code = FaultRelay(config, early).run()
     sys.stdout.flush()
     os._exit(code)

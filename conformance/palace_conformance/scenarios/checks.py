@@ -61,8 +61,11 @@ def _indices(records: Sequence[Record], matcher: Any) -> list[int]:
     return [i for i, r in enumerate(records) if matches(matcher, r)]
 
 
-def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1.0) -> Verdict:
-    """Judge one check against records in stream order (``slack_factor`` widens a gap's slack)."""
+def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1.0,
+             start_allowance_ms: int = 0) -> Verdict:
+    """Judge one check against records in stream order (``slack_factor`` widens a gap's slack;
+    ``start_allowance_ms``, the palace server's own start, is added to a gap across a palace
+    start: :func:`palace_started`)."""
     raw = check.raw
     kind = check.kind
     if kind == "sequence":
@@ -91,7 +94,7 @@ def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1
                        f"{len(values)} distinct value(s) at {raw['field']}; "
                        f"expected {bounds.describe()}")
     if kind == "gap":
-        return _gap(raw, records, slack_factor)
+        return _gap(raw, records, slack_factor, start_allowance_ms)
     raise ValueError(f"unknown check {kind!r}")
 
 
@@ -141,7 +144,20 @@ def _is_time(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float = 1.0) -> Verdict:
+#: what a start allowance is, in a bound's words
+START_ALLOWANCE = "the real server's measured start"
+
+
+def palace_started(records: Sequence[Record]) -> bool:
+    """Whether a palace started among ``records``: a child's ``process_start``, or the
+    ``initialize`` it was sent (a real server's start runs until it answers that)."""
+    return any(r.get("kind") == "process_start"
+               or (r.get("kind") == "recv" and r.get("method") == "initialize")
+               for r in records)
+
+
+def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float = 1.0,
+         start_allowance_ms: int = 0) -> Verdict:
     nth = raw.get("from_nth", 1)
     starts = _indices(records, raw["from"])
     if len(starts) < nth:
@@ -162,9 +178,12 @@ def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float 
     timing = Timing.from_json(raw["ms"])
     elapsed = (t1 - t0) * 1000.0
     to = f"#{end}'s creation" if spawned else f"#{end}"
-    return Verdict(timing.admits(elapsed, slack_factor),
+    # a child measured to its creation has not started yet; any other record it spans has
+    across = records[start:end] if spawned else records[start:end + 1]
+    allowance = start_allowance_ms if start_allowance_ms and palace_started(across) else 0
+    return Verdict(timing.admits(elapsed, slack_factor, allowance),
                    f"{elapsed:.0f} ms from record #{start} to {to}; "
-                   f"expected {timing.describe(slack_factor)}")
+                   f"expected {timing.describe(slack_factor, allowance, START_ALLOWANCE)}")
 
 
 # --- tools, processes, secrets ------------------------------------------------------------

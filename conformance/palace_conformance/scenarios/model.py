@@ -85,11 +85,13 @@ class Timing:
         upper = self.upper(slack_factor, allowance_ms)
         return ms >= self.at_least and (upper is None or ms <= upper)
 
-    def describe(self, slack_factor: float = 1.0, allowance_ms: int = 0) -> str:
+    def describe(self, slack_factor: float = 1.0, allowance_ms: int = 0,
+                 allowance: str = "the server's stop") -> str:
+        """The bounds in words; ``allowance`` names what ``allowance_ms`` is the server's."""
         upper = self.upper(slack_factor, allowance_ms)
         if upper is None:
             return f">= {self.at_least} ms"
-        server = f" + {allowance_ms} the server's stop" if allowance_ms else ""
+        server = f" + {allowance_ms} {allowance}" if allowance_ms else ""
         if slack_factor == 1.0:
             return f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack{server})"
         return (f"{self.at_least}..{upper} ms ({self.at_least} + {self.slack_ms} slack "
