@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,6 +156,22 @@ def _ready_line(proc: subprocess.Popen[bytes], budget_s: float) -> bool:
     return bool(found) and found[0].strip() == b"ready"
 
 
+def widened_init_budget(env: Mapping[str, str], scenario: Scenario, transport: str,
+                        start_ms: int) -> str | None:
+    """The bridge's stdio init budget is a bound that includes a palace start (its child's, to
+    the ``initialize`` answer): a budget the scenario sets gets the real server's measured
+    start, unless a ``delay`` fault of the scenario is timed against it (a delay past the
+    budget must still run past it), or it means "no budget" (0) or is the largest there is.
+    The widened value, or None when it stays."""
+    value = env.get(INIT_BUDGET, "")
+    delays = any(f.action == "delay" for f in scenario.faults.for_transport(transport).faults)
+    if (transport != "stdio" or start_ms <= 0 or not value.isascii() or not value.isdigit()
+            or scenario.env.get(INIT_BUDGET) != value or delays
+            or not 0 < int(value) <= LARGEST_BUDGET - start_ms):
+        return None
+    return str(int(value) + start_ms)
+
+
 class RealWorld(World):
     """:class:`World` with the real server; create with ``RealWorld(setup, scenario, ...)``."""
 
@@ -221,21 +237,13 @@ class RealWorld(World):
         return self._with_start_in_init_budget(self._with_remote_and_scenario_env(env))
 
     def _with_start_in_init_budget(self, env: dict[str, str]) -> dict[str, str]:
-        """The bridge's stdio init budget is a bound that includes a palace start (its child's,
-        to the ``initialize`` answer): a budget the scenario sets gets the real server's
-        measured start, unless a ``delay`` fault of the scenario is timed against it (a delay
-        past the budget must still run past it) or it means "no budget" (0) or the largest."""
-        start = self.setup.palace_start_ms
-        value = env.get(INIT_BUDGET, "")
-        delays = any(f.action == "delay"
-                     for f in self.scenario.faults.for_transport(self.transport).faults)
-        if (self.transport != "stdio" or not start or not value.isascii() or not value.isdigit()
-                or INIT_BUDGET not in self.scenario.env or delays
-                or not 0 < int(value) <= LARGEST_BUDGET - start):
-            return env
-        env[INIT_BUDGET] = str(int(value) + start)
-        self.server_notes.append(f"{INIT_BUDGET} {value} -> {env[INIT_BUDGET]} ms: the bridge's "
-                                 "init budget includes its child's start")
+        """The bridge's env with its stdio init budget widened (:func:`widened_init_budget`)."""
+        widened = widened_init_budget(env, self.scenario, self.transport,
+                                      self.setup.palace_start_ms)
+        if widened is not None:
+            self.server_notes.append(f"{INIT_BUDGET} {env[INIT_BUDGET]} -> {widened} ms: the "
+                                     "bridge's init budget includes its child's start")
+            env[INIT_BUDGET] = widened
         return env
 
     def _hold_lock(self) -> None:
