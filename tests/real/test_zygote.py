@@ -119,8 +119,8 @@ def test_the_start_is_measured_through_the_zygote_and_cold(
 def test_the_launcher_asks_for_its_server_before_the_relay_imports(
         zygote_socket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "probe_env.py").write_text(
-        "import os; print(os.environ['MEMPALACE_PALACE_PATH'], os.environ['EXTRA'], "
-        "'PYTHONPATH' in os.environ)", encoding="utf-8")
+        "import os, sys; print(os.environ['MEMPALACE_PALACE_PATH'], os.environ['EXTRA'], "
+        "'PYTHONPATH' in os.environ); print('starting', file=sys.stderr)", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", "/nowhere")  # the kit's path never reaches the server
     config = tmp_path / "relay.json"
@@ -130,6 +130,8 @@ def test_the_launcher_asks_for_its_server_before_the_relay_imports(
     assert proc is not None and proc.stdout is not None
     assert proc.stdout.read().split() == [b"/p", b"x", b"False"]
     assert proc.wait(30) == 0
+    # its stderr is held for the relay to pass on after its own start-up writes
+    assert proc.stderr is not None and proc.stderr.read() == b"starting\n"
     no_zygote = tmp_path / "cold.json"
     no_zygote.write_text(json.dumps({"command": ["mempalace-mcp"], "palace": "/p"}),
                          encoding="utf-8")

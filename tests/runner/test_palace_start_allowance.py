@@ -92,3 +92,16 @@ def test_the_figure_is_kept_in_the_results_and_shown_in_the_summary() -> None:
     assert "bounds that include a palace start get the real server's start" in summary_line(run)
     assert "palace start" not in summary_line(RunResult())
     assert RealServerSetup.__dataclass_fields__["palace_start"].default is None
+
+
+def test_a_start_the_relay_saw_take_longer_than_the_measured_figure_counts_instead() -> None:
+    respawned = [{"kind": "process_start", "t": 1.0},
+                 {"kind": "recv", "t": 1.1, "method": "initialize"},
+                 {"kind": "server_start", "t": 1.9, "ms": 800}]
+    assert "/steps/1/expect/elapsed_ms" not in _failed(respawned, 400)  # 3000 <= 2500 + 800
+    quicker = [*respawned[:2], {"kind": "server_start", "t": 1.9, "ms": 300}]
+    assert "/steps/1/expect/elapsed_ms" in _failed(quicker, 400)  # the larger: 400 < 500
+    assert "/steps/1/expect/elapsed_ms" not in _failed(quicker, 600)
+    assert "/steps/1/expect/elapsed_ms" in _failed(respawned, 0)  # the fake: never
+    unstarted = [{"kind": "server_start", "t": 1.9, "ms": 9000}]  # no start in the window
+    assert "/steps/1/expect/elapsed_ms" in _failed(unstarted, 400)

@@ -30,7 +30,7 @@ from palace_conformance.scenarios.checks import (
     evaluate_processes,
     evaluate_tools,
     leaked_secrets,
-    palace_started,
+    start_allowance,
 )
 from palace_conformance.scenarios.matching import json_equal, why_not
 from palace_conformance.scenarios.model import (
@@ -270,8 +270,7 @@ def _server_allowance(step: Step, observation: Observation,
     parts: list[tuple[int, str]] = []
     if step.op in ("shutdown", "reload") and observation.transport == "stdio":
         parts.append((observation.stop_allowance_ms, "the server's stop"))
-    if observation.palace_start_ms and palace_started(window):
-        parts.append((observation.palace_start_ms, START_ALLOWANCE))
+    parts.append((start_allowance(window, observation.palace_start_ms), START_ALLOWANCE))
     parts = [(ms, why) for ms, why in parts if ms]
     if len(parts) == 1:
         return parts[0]
