@@ -105,3 +105,21 @@ def test_a_start_the_relay_saw_take_longer_than_the_measured_figure_counts_inste
     assert "/steps/1/expect/elapsed_ms" in _failed(respawned, 0)  # the fake: never
     unstarted = [{"kind": "server_start", "t": 1.9, "ms": 9000}]  # no start in the window
     assert "/steps/1/expect/elapsed_ms" in _failed(unstarted, 400)
+
+
+def test_the_figure_follows_the_starts_the_relays_saw_never_below_the_first_measure() -> None:
+    from palace_conformance.real.start_time import StartTracker
+
+    first = StartFigure(ms=1000, samples=(900, 1000, 1100), load="15", how="cold")
+    tracker = StartTracker(first)
+    assert tracker.ms == 1000 and tracker.describe() == first.describe()
+    tracker.observe([400, 500])  # a quieter machine: the first measure stays the floor
+    assert tracker.ms == 1000
+    tracker.observe([2500, 2600, 2700])  # the load rose: the median of the latest
+    assert tracker.ms == 2500 and "now 2,500 ms (median of the last 5 starts" in \
+        tracker.describe()
+    tracker.observe([3000] * StartTracker.RECENT)  # only the latest count
+    assert tracker.ms == 3000
+    budget = widened_init_budget({INIT_BUDGET: "1500"}, _scenario({INIT_BUDGET: "1500"}),
+                                 "stdio", tracker.ms)
+    assert budget == "4500"

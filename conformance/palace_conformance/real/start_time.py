@@ -20,8 +20,9 @@ import os
 import select
 import statistics
 import subprocess
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -53,6 +54,41 @@ class StartFigure:
         shown = ", ".join(f"{s:,}" for s in self.samples)
         return (f"the real server's start, measured {self.how}: {self.ms:,} ms (median of "
                 f"{shown} ms; load average {self.load})")
+
+
+class StartTracker:
+    """The figure as the run goes on: the load changes during a run (15 to 55 in one of 20
+    minutes here), so every finished real-server world reports how long its bridges'
+    ``initialize`` waited on a real server (the relay's ``server_start`` records), and the
+    figure is the larger of the run's first measure and the median of the latest
+    :data:`RECENT` such waits. Used for what must be fixed before a run starts (the bridge's
+    init budget); a step or gap across a start also gets the wait its own journal shows."""
+
+    RECENT = 9
+
+    def __init__(self, first: StartFigure) -> None:
+        self.first = first
+        self._recent: list[int] = []
+        self._lock = threading.Lock()
+
+    def observe(self, waits: Iterable[int]) -> None:
+        with self._lock:
+            self._recent = [*self._recent, *waits][-self.RECENT:]
+
+    @property
+    def ms(self) -> int:
+        with self._lock:
+            recent = round(statistics.median(self._recent)) if self._recent else 0
+        return max(self.first.ms, recent)
+
+    def describe(self) -> str:
+        with self._lock:
+            count = len(self._recent)
+        now = self.ms
+        if not count or now == self.first.ms:
+            return self.first.describe()
+        return (f"{self.first.describe()}, now {now:,} ms (median of the last {count} starts "
+                f"the relays saw)")
 
 
 def load_average() -> str:

@@ -34,7 +34,7 @@ from palace_conformance.fake.shims import write_script
 from palace_conformance.loopback import free_port
 from palace_conformance.real import embedding, install, seeding, start_time
 from palace_conformance.real.traits import REAL_SERVER
-from palace_conformance.relay.fault_stdio import CONFIG_NAME
+from palace_conformance.relay.fault_stdio import CONFIG_NAME, START_RECORD
 from palace_conformance.relay.zygote import CONFIG_KEY
 from palace_conformance.runner.execution.world import (
     SetupError,
@@ -76,7 +76,7 @@ class RealServerSetup:
     zygote: str | None = None
     #: the real server's start as measured at the run's beginning (``real/start_time.py``):
     #: added to the upper bounds that include a palace start; None: not measured (0)
-    palace_start: start_time.StartFigure | None = None
+    palace_start: start_time.StartTracker | None = None
 
     @property
     def palace_start_ms(self) -> int:
@@ -112,7 +112,8 @@ def real_server_setup(real_python: str | None) -> Iterator[RealServerSetup]:
                 raise install.RealServerMissing(
                     f"the real server could not initialise a palace ({exc}); check "
                     f"{server.python} runs mempalace") from None
-            yield dataclasses.replace(setup, palace_start=start_time.measure(server, env, path))
+            yield dataclasses.replace(setup, palace_start=start_time.StartTracker(
+                start_time.measure(server, env, path)))
 
 
 @contextlib.contextmanager
@@ -186,6 +187,30 @@ class RealWorld(World):
             self.server_notes.append(
                 f"bounds that include a palace start (a step or journal gap during which a "
                 f"child started) get {setup.palace_start.describe()}")
+
+    def close(self) -> None:
+        """The world's end; first its relays' ``server_start`` waits go to the run's figure."""
+        if self.setup.palace_start is not None:
+            self.setup.palace_start.observe(self._start_waits())
+        super().close()
+
+    def _start_waits(self) -> list[int]:
+        try:
+            text = self.journal.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        waits = []
+        for line in text.splitlines():
+            if START_RECORD not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if (isinstance(record, dict) and record.get("kind") == START_RECORD
+                    and isinstance(record.get("ms"), int)):
+                waits.append(int(record["ms"]))
+        return waits
 
     def _lay_out(self, early: StartParts) -> None:
         self.plan.write_text(json.dumps(early.faults.for_transport(self.transport).to_json()))
