@@ -67,6 +67,9 @@ def test_untouched_answers_pass_byte_for_byte_and_a_stall_never_reaches_upstream
         faults_fired = proc.records("fault")
         assert {f["fault_id"] for f in faults_fired} == {"hold", "older"}
         assert proc.records("stall_end")
+        # how long the initialize waited on the upstream's start, once (the judge's allowance)
+        started = proc.records("server_start")
+        assert len(started) == 1 and isinstance(started[0]["ms"], int) and started[0]["ms"] >= 0
 
 
 def test_a_crash_ends_the_relay_and_the_upstream_with_the_faults_code(tmp_path: Path) -> None:

@@ -177,3 +177,24 @@ def test_a_batch_resolves_its_ids_first_and_a_number_as_source_file_raises() -> 
     with pytest.raises(TypeError, match="expected string or bytes-like object, got 'int'"):
         call(store, "mempalace_add_drawer", {"wing": "w", "room": "r", "content": "c",
                                              "source_file": 12345})
+
+
+def test_a_cli_compatible_search_with_matching_rows_answers_the_clis_printout() -> None:
+    store = initialised()
+    call(store, "mempalace_add_drawer", {"wing": "probe", "room": "plans",
+                                         "content": "Plans.\nA second line."})
+    answer = call(store, "mempalace_search", {"query": "note", "wing": "probe", "limit": 1,
+                                              "cli_compatible": True})
+    assert set(answer) == {"query", "cli_output"} and answer["query"] == "note"
+    rule = "=" * 60
+    assert answer["cli_output"] == (
+        f'\n{rule}\n  Results for: "note"\n  Wing: probe\n{rule}\n\n'
+        "  [1] probe / notes\n      Source: ?\n      Match:  cosine_sim=1.0  bm25=1.0\n\n"
+        f"      A note.\n\n  {'-' * 56}\n\n")
+    both = call(store, "mempalace_search", {"query": "plans", "cli_compatible": True})
+    printout = both["cli_output"]
+    assert printout.count("  [") == 2 and "      Plans.\n      A second line.\n" in printout
+    # no row filed in the window: the CLI's no-results line
+    assert call(store, "mempalace_search", {"query": "x", "before": "2000-01-01",
+                                            "cli_compatible": True}) == {
+        "query": "x", "cli_output": '\n  No results found for: "x"\n'}

@@ -107,3 +107,22 @@ def test_the_prose_and_host_keys_are_the_ones_the_truth_table_masks() -> None:
     [rule] = [r for r in RULES if r.id == "prose-and-embedder"]
     prose_and_host = {key for key, mask in MASKED_KEYS.items() if mask != "<SCORE>"}
     assert set(rule.keys) == prose_and_host
+
+
+def test_a_cli_search_printout_keeps_its_header_and_count_not_its_hits() -> None:
+    from palace_conformance.fake.palace import cli_printout
+
+    def hit(wing: str, text: str, score: float) -> dict[str, object]:
+        return {"wing": wing, "room": "r", "source_file": "?", "similarity": score,
+                "bm25_score": score * 2, "text": text}
+
+    args = {"wing": "w"}
+    one = cli_printout("q", args, [hit("w", "a", 0.5), hit("w", "b\nc", 0.25)])
+    other = cli_printout("q", args, [hit("v", "d", 0.9), hit("w", "e", 0.1)])
+    masked, fired = _masked(one)
+    assert masked == _masked(other)[0] and fired == {"cli-search-hits-under-another-embedder"}
+    assert isinstance(masked, str) and "[1] <HIT>" in masked and "[2] <HIT>" in masked
+    assert 'Results for: "q"\n  Wing: w' in masked
+    assert _masked(cli_printout("q", args, [hit("w", "a", 0.5)]))[0] != masked  # the count
+    assert _masked(cli_printout("p", args, [hit("w", "a", 0.5), hit("w", "b", 0.5)]))[0] != \
+        masked  # the header

@@ -15,7 +15,7 @@ import pytest
 
 from palace_conformance.fake.journal import read_journal
 from palace_conformance.real.journal_relay import recv_fields, send_fields
-from palace_conformance.relay.fault_stdio import server_environment
+from palace_conformance.relay.zygote import server_environment
 
 #: answers every request line with an empty result, exits 0 on EOF and 3 on SIGTERM
 STAND_IN = """

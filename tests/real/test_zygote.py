@@ -86,3 +86,53 @@ def test_no_zygote_or_an_unknown_command_starts_cold() -> None:
                                         "http"])) == json.dumps(
         {"module": "mempalace.mcp_server", "function": None,
          "argv": ["mempalace.mcp_server", "--transport", "http"]})
+
+
+ANSWER_INITIALIZE = ("import json, sys\n"
+                     "for line in sys.stdin:\n"
+                     "    if json.loads(line).get('method') == 'initialize':\n"
+                     "        print(json.dumps({'jsonrpc': '2.0', 'id': 1, 'result': {}}), "
+                     "flush=True)\n")
+
+
+class _StandIn:
+    """A server whose stdio command is a module answering initialize (what measure() runs)."""
+
+    def stdio_command(self) -> list[str]:
+        return [sys.executable, "-m", "answer_initialize"]
+
+
+def test_the_start_is_measured_through_the_zygote_and_cold(
+        zygote_socket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from palace_conformance.real import start_time
+
+    (tmp_path / "answer_initialize.py").write_text(ANSWER_INITIALIZE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    for path, how in ((zygote_socket, "through the pre-started server"), (None, "cold")):
+        figure = start_time.measure(_StandIn(), env, path)  # type: ignore[arg-type]
+        assert figure.how == how and len(figure.samples) == start_time.SAMPLES
+        assert 0 < figure.ms < start_time.SAMPLE_LIMIT_S * 1000  # answered, not timed out
+        assert sorted(figure.samples)[1] == figure.ms
+
+
+def test_the_launcher_asks_for_its_server_before_the_relay_imports(
+        zygote_socket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "probe_env.py").write_text(
+        "import os, sys; print(os.environ['MEMPALACE_PALACE_PATH'], os.environ['EXTRA'], "
+        "'PYTHONPATH' in os.environ); print('starting', file=sys.stderr)", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", "/nowhere")  # the kit's path never reaches the server
+    config = tmp_path / "relay.json"
+    config.write_text(json.dumps({**_config(zygote_socket, "probe_env"), "palace": "/p",
+                                  "env": {"EXTRA": "x"}}), encoding="utf-8")
+    proc = zygote.spawn_early(str(config))
+    assert proc is not None and proc.stdout is not None
+    assert proc.stdout.read().split() == [b"/p", b"x", b"False"]
+    assert proc.wait(30) == 0
+    # its stderr is held for the relay to pass on after its own start-up writes
+    assert proc.stderr is not None and proc.stderr.read() == b"starting\n"
+    no_zygote = tmp_path / "cold.json"
+    no_zygote.write_text(json.dumps({"command": ["mempalace-mcp"], "palace": "/p"}),
+                         encoding="utf-8")
+    assert zygote.spawn_early(str(no_zygote)) is None  # the relay starts it cold itself

@@ -151,6 +151,8 @@ def _run_checked(args: argparse.Namespace) -> int:
     run.bridge = args.bridge
     run.profile = profile.record() if profile is not None else None
     run.server = args.server
+    if real is not None and real.palace_start is not None:
+        run.server_start = real.palace_start.describe()
     run.shard = f"{shard[0]}/{shard[1]}" if shard is not None else ""
     run.slack_factor = factor
     render_summary(run, human, quiet=args.quiet)

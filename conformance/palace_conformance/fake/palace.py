@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -682,15 +682,42 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cli_search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any] | None:
-    """3.11's CLI-compatible search: the CLI's printout as ``cli_output``. Modelled for a
-    fresh palace and for no matching rows; None (searched as usual) when rows match."""
+    """3.11's CLI-compatible search: the CLI's printout as ``cli_output`` (the fake's own
+    ranking and scores in the CLI's layout: fidelity's ``cli-search-hits-under-another-embedder``
+    rule masks which rows and their scores, as for a search's results); None (searched as
+    usual) when the date window is refused."""
     if not state.initialised:
         return fresh(state, args)
-    if any(args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])
-           for d in state.drawers):
-        return None
     query = args["query"]
-    return {"query": query, "cli_output": f'\n  No results found for: "{query}"\n'}
+    none = {"query": query, "cli_output": f'\n  No results found for: "{query}"\n'}
+    if not any(args.get("wing") in (None, d["wing"]) and args.get("room") in (None, d["room"])
+               for d in state.drawers):
+        return none
+    searched = _searched(state, args)
+    if "results" not in searched:
+        return None
+    if not searched["results"]:
+        return none
+    return {"query": query, "cli_output": cli_printout(query, args, searched["results"])}
+
+
+def cli_printout(query: str, args: Mapping[str, Any], hits: list[dict[str, Any]]) -> str:
+    """The CLI's search printout (3.11's ``cli_search``) of ranked ``hits`` (search results)."""
+    rule = "=" * 60
+    lines = ["", rule, f'  Results for: "{query}"']
+    for label, key in (("Wing", "wing"), ("Room", "room"), ("Since", "since"),
+                       ("Before", "before")):
+        if args.get(key):
+            lines.append(f"  {label}: {args[key]}")
+    lines += [rule, ""]
+    for number, hit in enumerate(hits, 1):
+        lines += [f"  [{number}] {hit['wing']} / {hit['room']}",
+                  f"      Source: {hit['source_file']}",
+                  f"      Match:  cosine_sim={round(hit['similarity'], 3)}  "
+                  f"bm25={hit['bm25_score']}", ""]
+        lines += [f"      {line}" for line in str(hit["text"]).strip().split("\n")]
+        lines += ["", "  " + "-" * 56]
+    return "\n".join(lines) + "\n\n"
 
 
 def _searched(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:

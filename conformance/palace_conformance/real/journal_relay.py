@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.journal import Journal, start_fields
-from palace_conformance.relay.fault_stdio import die_with_parent, server_environment
+from palace_conformance.relay.fault_stdio import die_with_parent
 from palace_conformance.relay.stdio import lines, write_all
+from palace_conformance.relay.zygote import server_environment
 
 #: the relay's configuration, written by the world beside the launcher
 CONFIG_NAME = ".real-relay.json"

@@ -26,15 +26,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from palace_conformance.fake.shims import write_script
 from palace_conformance.loopback import free_port
-from palace_conformance.real import embedding, install, seeding
+from palace_conformance.real import embedding, install, seeding, start_time
 from palace_conformance.real.traits import REAL_SERVER
-from palace_conformance.relay.fault_stdio import CONFIG_NAME
+from palace_conformance.relay.fault_stdio import CONFIG_NAME, START_RECORD
 from palace_conformance.relay.zygote import CONFIG_KEY
 from palace_conformance.runner.execution.world import (
     SetupError,
@@ -49,6 +49,8 @@ from palace_conformance.scenarios.server_needs import ServerTraits
 ZYGOTE_READY_S = 120.0
 HTTP_READY_S = 60.0  # the real HTTP server's cold start: 1.6-2.7 s, far more on a loaded machine
 TOKEN_VARIABLE = "MEMPALACE_MCP_HTTP_TOKEN"
+INIT_BUDGET = "MEMPALACE_MCP_INIT_TIMEOUT_MS"  # the bridge's budget for its child's start
+LARGEST_BUDGET = 2**31 - 1  # a budget this large means "as long as it takes": left alone
 KIT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -72,6 +74,13 @@ class RealServerSetup:
     stop_allowance_ms: int = 3500
     #: the socket of the run's pre-started real server (``relay/zygote.py``), or None
     zygote: str | None = None
+    #: the real server's start as measured at the run's beginning (``real/start_time.py``):
+    #: added to the upper bounds that include a palace start; None: not measured (0)
+    palace_start: start_time.StartTracker | None = None
+
+    @property
+    def palace_start_ms(self) -> int:
+        return self.palace_start.ms if self.palace_start is not None else 0
 
     def world(self, scenario: Scenario, transport: str, *,
               work_root: str | os.PathLike[str] | None = None,
@@ -103,7 +112,8 @@ def real_server_setup(real_python: str | None) -> Iterator[RealServerSetup]:
                 raise install.RealServerMissing(
                     f"the real server could not initialise a palace ({exc}); check "
                     f"{server.python} runs mempalace") from None
-            yield setup
+            yield dataclasses.replace(setup, palace_start=start_time.StartTracker(
+                start_time.measure(server, env, path)))
 
 
 @contextlib.contextmanager
@@ -147,6 +157,22 @@ def _ready_line(proc: subprocess.Popen[bytes], budget_s: float) -> bool:
     return bool(found) and found[0].strip() == b"ready"
 
 
+def widened_init_budget(env: Mapping[str, str], scenario: Scenario, transport: str,
+                        start_ms: int) -> str | None:
+    """The bridge's stdio init budget is a bound that includes a palace start (its child's, to
+    the ``initialize`` answer): a budget the scenario sets gets the real server's measured
+    start, unless a ``delay`` fault of the scenario is timed against it (a delay past the
+    budget must still run past it), or it means "no budget" (0) or is the largest there is.
+    The widened value, or None when it stays."""
+    value = env.get(INIT_BUDGET, "")
+    delays = any(f.action == "delay" for f in scenario.faults.for_transport(transport).faults)
+    if (transport != "stdio" or start_ms <= 0 or not value.isascii() or not value.isdigit()
+            or scenario.env.get(INIT_BUDGET) != value or delays
+            or not 0 < int(value) <= LARGEST_BUDGET - start_ms):
+        return None
+    return str(int(value) + start_ms)
+
+
 class RealWorld(World):
     """:class:`World` with the real server; create with ``RealWorld(setup, scenario, ...)``."""
 
@@ -157,6 +183,34 @@ class RealWorld(World):
                          warm_start=warm_start)
         self.setup = setup
         self.palace = seeding.palace_of(self.home)
+        if setup.palace_start is not None:
+            self.server_notes.append(
+                f"bounds that include a palace start (a step or journal gap during which a "
+                f"child started) get {setup.palace_start.describe()}")
+
+    def close(self) -> None:
+        """The world's end; first its relays' ``server_start`` waits go to the run's figure."""
+        if self.setup.palace_start is not None:
+            self.setup.palace_start.observe(self._start_waits())
+        super().close()
+
+    def _start_waits(self) -> list[int]:
+        try:
+            text = self.journal.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        waits = []
+        for line in text.splitlines():
+            if START_RECORD not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if (isinstance(record, dict) and record.get("kind") == START_RECORD
+                    and isinstance(record.get("ms"), int)):
+                waits.append(int(record["ms"]))
+        return waits
 
     def _lay_out(self, early: StartParts) -> None:
         self.plan.write_text(json.dumps(early.faults.for_transport(self.transport).to_json()))
@@ -195,14 +249,27 @@ class RealWorld(World):
         write_script(self.bin / "mempalace-mcp", sys.executable,
                      "palace-conformance: a fault relay to the real mempalace-mcp",
                      f"import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
+                     # the real server first (standard library only), the relay's imports after
+                     "from palace_conformance.relay.zygote import spawn_early\n\n"
+                     f"early = spawn_early({str(config)!r})\n"
                      "from palace_conformance.relay.fault_stdio import main\n\n"
-                     f"main({str(config)!r})\n")
+                     f"main({str(config)!r}, early)\n")
 
     def _bridge_env(self) -> dict[str, str]:
         env = self._base_env()
         if not self.scenario.palace.installed:  # nothing that starts a palace is in reach
             env["PATH"] = os.environ.get("PATH", os.defpath)
-        return self._with_remote_and_scenario_env(env)
+        return self._with_start_in_init_budget(self._with_remote_and_scenario_env(env))
+
+    def _with_start_in_init_budget(self, env: dict[str, str]) -> dict[str, str]:
+        """The bridge's env with its stdio init budget widened (:func:`widened_init_budget`)."""
+        widened = widened_init_budget(env, self.scenario, self.transport,
+                                      self.setup.palace_start_ms)
+        if widened is not None:
+            self.server_notes.append(f"{INIT_BUDGET} {env[INIT_BUDGET]} -> {widened} ms: the "
+                                     "bridge's init budget includes its child's start")
+            env[INIT_BUDGET] = widened
+        return env
 
     def _hold_lock(self) -> None:
         """The fake's holder on the real server's lock file: the real palace path, named."""

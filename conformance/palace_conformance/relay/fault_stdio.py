@@ -17,6 +17,7 @@ passed on to it (unless the plan says to ignore SIGTERM), and the relay ends wit
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -28,7 +29,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from palace_conformance.fake.brain import Exchange
 from palace_conformance.fake.faults import load_plan
@@ -39,11 +40,14 @@ from palace_conformance.fake.stdio import StdioPort, log, run_to_end
 from palace_conformance.relay import zygote
 from palace_conformance.relay.fault_brain import RelayBrain
 from palace_conformance.relay.stdio import lines, write_all
-from palace_conformance.relay.zygote import ZygoteProcess
+from palace_conformance.relay.zygote import ZygoteProcess, server_environment
 
 #: the relay's configuration, written by the world beside the launcher
 CONFIG_NAME = ".fault-relay.json"
+#: the journal record of the real server's start as the bridge waited on it (``ms``)
+START_RECORD = "server_start"
 EXIT_WAIT_S = 10.0  # how long the server may take to exit after EOF or a signal
+ANSWERS_POLL_S = 0.01  # how often a wait for the server takes the bridge's answers meanwhile
 POLL_S = 0.2  # how often a wait for the server looks whether the bridge is still there
 
 
@@ -55,14 +59,12 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def server_environment(config: Mapping[str, Any], inherited: Mapping[str, str]) -> dict[str, str]:
-    """The bridge's environment for its child, made a real-server world: no ``PYTHON*``
-    (the kit's path must not reach the server's interpreter), the world's palace unless the
-    bridge named one, and the configured extras (embedding stub, hub forwarding off)."""
-    env = {k: v for k, v in inherited.items() if not k.startswith("PYTHON")}
-    env.setdefault("MEMPALACE_PALACE_PATH", str(config["palace"]))
-    env.update({str(k): str(v) for k, v in dict(config.get("env") or {}).items()})
-    return env
+def _drain(stream: IO[bytes]) -> None:
+    """Copy the server's held-back stderr to the relay's, as it comes, until it ends."""
+    while chunk := stream.read(65536):
+        with contextlib.suppress(OSError):
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.buffer.flush()
 
 
 def _id_key(value: Any) -> str:
@@ -110,8 +112,9 @@ class RelayPort(StdioPort):
 class FaultRelay:
     """One relayed server; :meth:`run` returns the exit code the relay ends with."""
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
+    def __init__(self, config: Mapping[str, Any], early: ZygoteProcess | None = None) -> None:
         self.config = config
+        self.early = early  # the real server the launcher already asked the zygote for
         journal = Journal(config["journal"], "stdio")
         plan = load_plan(config["plan"])
         self.brain = RelayBrain(transport="stdio", plan=plan, journal=journal,
@@ -124,6 +127,9 @@ class FaultRelay:
         self.port = RelayPort(self)
         self.ignore_sigterm = False
         self.reason: str | None = None  # why the server was asked to end: EOF, a signal
+        self.started = False  # the server answered an initialize (its start was journaled)
+        self.inbound: queue.Queue[bytes] = queue.Queue()  # the bridge's lines (_read_bridge)
+        self.pending: collections.deque[bytes] = collections.deque()  # read, not yet played
         self._ending = threading.Lock()
 
     # -- the real server -------------------------------------------------------------------
@@ -131,9 +137,13 @@ class FaultRelay:
     def start_server(self) -> bool:
         env = server_environment(self.config, os.environ)
         command = [str(part) for part in self.config["command"]]
-        # the pre-started real server, if the run has one: a fork of a warm zygote
-        self.proc = zygote.spawn(self.config, env, stdin=True, stdout=True)
+        # the pre-started real server, if the run has one: a fork of a warm zygote (asked for
+        # by the launcher before the relay's imports, else now)
+        self.proc = self.early or zygote.spawn(self.config, env, stdin=True, stdout=True)
         if self.proc is not None:
+            if self.proc.stderr is not None:  # held back while the relay started: now its turn
+                threading.Thread(target=_drain, args=(self.proc.stderr,), daemon=True,
+                                 name="relay-stderr").start()
             threading.Thread(target=self._down, daemon=True, name="relay-down").start()
             return True
         try:
@@ -210,6 +220,7 @@ class FaultRelay:
         key = expected_reply(exchange)
         with self.waiting_lock:
             self.waiting = key
+        began = time.monotonic()
         if not write_all(self.proc.stdin.fileno(), text.encode("utf-8", "surrogateescape")
                          + b"\n"):
             return None  # the server is gone; its end is the relay's (see _down)
@@ -217,15 +228,56 @@ class FaultRelay:
             return None
         parent = os.getppid()
         while True:
+            self._answers_meanwhile()
             try:
-                reply, line = self.replies.get(timeout=POLL_S)
+                reply, line = self.replies.get(
+                    timeout=ANSWERS_POLL_S if self.brain.issued_requests else POLL_S)
             except queue.Empty:
                 if os.getppid() != parent:
                     self.kill_server()
                     self.end(0, "parent gone")
                 continue
             self.last = (reply, line)
+            if exchange.method == "initialize" and not self.started:
+                # how long the bridge's initialize waited on the real server: its start, which
+                # the fake's does not have (the judge widens a bound across it by this much)
+                self.started = True
+                self.brain.journal.record(
+                    START_RECORD, ms=round((time.monotonic() - began) * 1000))
             return reply
+
+    def _read_bridge(self) -> None:
+        """The bridge's lines, as they come, for the loop (``b""``: EOF)."""
+        stdin = sys.stdin.buffer
+        while True:
+            line = stdin.readline()
+            self.inbound.put(line)
+            if not line:
+                return
+
+    def _answers_meanwhile(self) -> None:
+        """While a request waits on the real server: the bridge's answers to the requests the
+        relay sent it (a ``server_request`` fault), received as they come, as the fake (whose
+        replies take no time) would; anything else waits its turn, in order."""
+        while True:
+            try:
+                line = self.inbound.get_nowait()
+            except queue.Empty:
+                return
+            if not self.pending and line and self._answers_ours(line):
+                self.brain.receive(line.decode("utf-8", errors="replace").strip())
+            else:
+                self.pending.append(line)
+
+    def _answers_ours(self, line: bytes) -> bool:
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+        return (isinstance(message, dict) and "method" not in message
+                and ("result" in message or "error" in message)
+                and isinstance(message.get("id"), str)
+                and message["id"] in self.brain.issued_requests)
 
     def original_line(self, message: dict[str, Any]) -> bytes | None:
         """The server's own bytes for ``message`` when it is the reply as it came."""
@@ -271,9 +323,9 @@ class FaultRelay:
         if not self.start_server():
             self.brain.journal.record("process_exit", code=127, reason="real server did not start")
             return 127
-        stdin = sys.stdin.buffer
+        threading.Thread(target=self._read_bridge, daemon=True, name="relay-up").start()
         while True:
-            line = stdin.readline()
+            line = self.pending.popleft() if self.pending else self.inbound.get()
             if not line:
                 break
             text = line.decode("utf-8", errors="replace").strip()
@@ -289,9 +341,10 @@ class FaultRelay:
         return 0  # not reached: end() exits
 
 
-def main(config_path: str) -> None:
-    """The launcher's entry: read the configuration, relay, exit with the server's code."""
+def main(config_path: str, early: ZygoteProcess | None = None) -> None:
+    """The launcher's entry: read the configuration, relay, exit with the server's code;
+    ``early``: the real server the launcher already started (:func:`zygote.spawn_early`)."""
     config = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    code = FaultRelay(config).run()
+    code = FaultRelay(config, early).run()
     sys.stdout.flush()
     os._exit(code)

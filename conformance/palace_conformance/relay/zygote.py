@@ -221,6 +221,8 @@ class ZygoteProcess:
         self.pid = pid
         self.stdin = stdin
         self.stdout = stdout
+        #: the server's stderr held back in a pipe (:func:`spawn_early`), or None: the relay's
+        self.stderr: IO[bytes] | None = None
         self.returncode: int | None = None
         self._conn = conn
         self._buffer = b""
@@ -263,6 +265,40 @@ class ZygoteProcess:
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
+
+
+def server_environment(config: Mapping[str, Any], inherited: Mapping[str, str]) -> dict[str, str]:
+    """The bridge's environment for its child, made a real-server world: no ``PYTHON*``
+    (the kit's path must not reach the server's interpreter), the world's palace unless the
+    bridge named one, and the configured extras (embedding stub, hub forwarding off)."""
+    env = {k: v for k, v in inherited.items() if not k.startswith("PYTHON")}
+    env.setdefault("MEMPALACE_PALACE_PATH", str(config["palace"]))
+    env.update({str(k): str(v) for k, v in dict(config.get("env") or {}).items()})
+    return env
+
+
+def spawn_early(config_path: str) -> ZygoteProcess | None:
+    """The stdio relay's real server, asked of the zygote before the relay imports the rest of
+    the kit: mempalace's own import (about 1 s, more under load) then runs while the relay
+    starts, instead of after it, as a palace's start does for the fake. None without a zygote
+    (the relay starts the server cold once it runs). The relay's ``$startup`` faults still come
+    first for the bridge: a failed start ends the relay, and the zygote kills this server; the
+    server's stderr waits in a pipe until they are done (``ZygoteProcess.stderr``)."""
+    with open(config_path, encoding="utf-8") as handle:
+        config = json.load(handle)
+    # its stderr is held in a pipe the relay drains once its own start-up is done: what a
+    # ``$startup`` fault writes to stderr is never cut by the server's start-up lines
+    read, write = os.pipe()
+    try:
+        proc = spawn(config, server_environment(config, os.environ), stdin=True, stdout=True,
+                     stderr=write)
+    finally:
+        os.close(write)
+    if proc is None:
+        os.close(read)
+        return None
+    proc.stderr = os.fdopen(read, "rb", buffering=0)
+    return proc
 
 
 def spawn(config: Mapping[str, Any], env: Mapping[str, str], *, stdin: bool,

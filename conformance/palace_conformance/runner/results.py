@@ -285,6 +285,9 @@ class RunResult:
     shard: str = ""  # ``K/N`` when the run was one shard of a split catalogue (``run --shard``)
     slack_factor: float = 1.0  # ``run --slack-factor``: every declared slack was multiplied by it
     server: str = "fake"  # the palace behind the bridge (``run --server``)
+    #: ``run --server real``: the real server's start as measured at the run's beginning, the
+    #: allowance of the bounds that include a palace start (``real/start_time.py``); "" otherwise
+    server_start: str = ""
     #: the profile it was judged with (``run --profile``): ``name``, ``path`` and ``offered``
     #: (the catalogue tools its ``tools.map`` offers, sorted; None without a map), so ``diff
     #: --from`` compares a saved run as the profile did; None: no profile
@@ -345,7 +348,8 @@ class RunResult:
                 "too_slow": [{"scenario": s, "transport": t, "seconds": seconds}
                              for s, t, seconds in self.too_slow],
                 "bridge": self.bridge, "shard": self.shard, "slack_factor": self.slack_factor,
-                "server": self.server, "profile": self.profile, "start_note": self.start_note,
+                "server": self.server, "server_start": self.server_start,
+                "profile": self.profile, "start_note": self.start_note,
                 "lateness": self.lateness,
                 "results": [r.to_json(journal=journal) for r in self.results]}
 
@@ -363,6 +367,7 @@ class RunResult:
                    bridge=str(data.get("bridge") or ""), shard=str(data.get("shard") or ""),
                    slack_factor=float(data.get("slack_factor", 1.0)),
                    server=str(data.get("server") or "fake"),
+                   server_start=str(data.get("server_start") or ""),
                    profile=_profile_record(data.get("profile")),
                    start_note=str(data.get("start_note") or ""),
                    lateness=data.get("lateness"))

@@ -66,9 +66,11 @@ Lateness = Callable[[float, float], int]
 
 
 def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1.0,
-             lateness: Lateness | None = None) -> Verdict:
+             lateness: Lateness | None = None, start_allowance_ms: int = 0) -> Verdict:
     """Judge one check against records in stream order (``slack_factor`` widens a gap's slack;
-    ``lateness`` adds what the machine's wake-ups lost during the gap to its upper bound)."""
+    ``lateness`` adds what the machine's wake-ups lost during the gap to its upper bound;
+    ``start_allowance_ms``, the palace server's own start, is added to a gap across a palace
+    start: :func:`palace_started`)."""
     raw = check.raw
     kind = check.kind
     if kind == "sequence":
@@ -97,7 +99,7 @@ def evaluate(check: Check, records: Sequence[Record], *, slack_factor: float = 1
                        f"{len(values)} distinct value(s) at {raw['field']}; "
                        f"expected {bounds.describe()}")
     if kind == "gap":
-        return _gap(raw, records, slack_factor, lateness)
+        return _gap(raw, records, slack_factor, lateness, start_allowance_ms)
     raise ValueError(f"unknown check {kind!r}")
 
 
@@ -147,8 +149,32 @@ def _is_time(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+#: what a start allowance is, in a bound's words
+START_ALLOWANCE = "the real server's measured start"
+
+
+def palace_started(records: Sequence[Record]) -> bool:
+    """Whether a palace started among ``records``: a child's ``process_start``, or the
+    ``initialize`` it was sent (a real server's start runs until it answers that)."""
+    return any(r.get("kind") == "process_start"
+               or (r.get("kind") == "recv" and r.get("method") == "initialize")
+               for r in records)
+
+
+def start_allowance(records: Sequence[Record], measured_ms: int) -> int:
+    """What a bound across ``records`` gets for a palace's start: nothing when none started
+    among them or the server has no start of its own (the fake: ``measured_ms`` 0); else the
+    larger of the run's measured start and the longest the relay saw a real server of these
+    records take to answer ``initialize`` (its ``server_start`` records: the load now, not at
+    the run's beginning)."""
+    if not measured_ms or not palace_started(records):
+        return 0
+    seen = [r["ms"] for r in records if r.get("kind") == "server_start" and _is_time(r.get("ms"))]
+    return int(max([measured_ms, *(round(ms) for ms in seen)]))
+
+
 def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float = 1.0,
-         lateness: Lateness | None = None) -> Verdict:
+         lateness: Lateness | None = None, start_allowance_ms: int = 0) -> Verdict:
     nth = raw.get("from_nth", 1)
     starts = _indices(records, raw["from"])
     if len(starts) < nth:
@@ -169,10 +195,13 @@ def _gap(raw: Mapping[str, Any], records: Sequence[Record], slack_factor: float 
     timing = Timing.from_json(raw["ms"])
     elapsed = (t1 - t0) * 1000.0
     to = f"#{end}'s creation" if spawned else f"#{end}"
+    # a child measured to its creation has not started yet; any other record it spans has
+    across = records[start:end] if spawned else records[start:end + 1]
+    allowance = start_allowance(across, start_allowance_ms)
     late = lateness(t0, t1) if lateness is not None and timing.slack_ms is not None else 0
-    return Verdict(timing.admits(elapsed, slack_factor, late_ms=late),
-                   f"{elapsed:.0f} ms from record #{start} to {to}; "
-                   f"expected {timing.describe(slack_factor, late_ms=late)}")
+    bounds = timing.describe(slack_factor, allowance, late_ms=late, allowance=START_ALLOWANCE)
+    return Verdict(timing.admits(elapsed, slack_factor, allowance, late_ms=late),
+                   f"{elapsed:.0f} ms from record #{start} to {to}; expected {bounds}")
 
 
 # --- tools, processes, secrets ------------------------------------------------------------

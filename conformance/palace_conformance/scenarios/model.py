@@ -89,11 +89,12 @@ class Timing:
         return ms >= self.at_least and (upper is None or ms <= upper)
 
     def describe(self, slack_factor: float = 1.0, allowance_ms: int = 0,
-                 late_ms: int = 0) -> str:
+                 late_ms: int = 0, allowance: str = "the server's stop") -> str:
+        """The bounds in words; ``allowance`` names what ``allowance_ms`` is the server's."""
         upper = self.upper(slack_factor, allowance_ms, late_ms)
         if upper is None:
             return f">= {self.at_least} ms"
-        server = f" + {allowance_ms} the server's stop" if allowance_ms else ""
+        server = f" + {allowance_ms} {allowance}" if allowance_ms else ""
         if late_ms:
             server += f" + {late_ms} machine lateness"
         if slack_factor == 1.0:

@@ -487,7 +487,8 @@ class _Execution:
                                   slack_factor=self.options.slack_factor,
                                   stop_allowance_ms=self.options.server.stop_allowance_ms,
                                   lateness=(self.options.lateness.allowance_ms
-                                            if self.options.lateness is not None else None))
+                                            if self.options.lateness is not None else None),
+                                  palace_start_ms=self.options.server.palace_start_ms)
         tampered = world.tampered()
         if tampered:  # whatever the run showed, it ran with the runner's own files changed
             return self._not_testable(tampered)
@@ -501,6 +502,10 @@ class _Execution:
         for note in retried:
             self.result.checks.append(CheckRecord(
                 scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
+                message=note, covers=scenario.covers, level=CORE))
+        for note in world.server_notes:  # the real server's measured start, where it counted
+            self.result.checks.append(CheckRecord(
+                scenario=scenario.id, transport=self.transport, pointer="/server", status=PASS,
                 message=note, covers=scenario.covers, level=CORE))
         if self.paced.changes:
             self.result.checks.append(CheckRecord(

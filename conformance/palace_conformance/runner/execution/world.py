@@ -214,6 +214,8 @@ class World:
         self.values: dict[str, str] = {}
         self._http: httpx.Client | None = None
         self.sealed: dict[str, str] | None = None  # bin/'s digest once sealed (seal)
+        #: what the palace server changed in this run's bounds, for the report (the fake: none)
+        self.server_notes: list[str] = []
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -596,6 +598,9 @@ class PalaceServer(Protocol):
     @property
     def stop_allowance_ms(self) -> int: ...
 
+    @property
+    def palace_start_ms(self) -> int: ...
+
     def world(self, scenario: Scenario, transport: str, *,
               work_root: str | os.PathLike[str] | None = None,
               warm_start: bool = True) -> World: ...
@@ -609,6 +614,7 @@ class FakePalace:
     traits: ServerTraits = FAKE_SERVER
     start_allowance_ms: int = 0
     stop_allowance_ms: int = 0
+    palace_start_ms: int = 0  # the fake's bounds never move
 
     def world(self, scenario: Scenario, transport: str, *,
               work_root: str | os.PathLike[str] | None = None,

@@ -162,6 +162,8 @@ def _totals(run: RunResult) -> str:
         text += f"; {self_tests}"
     if run.server != "fake":
         text += f"; against the {run.server} mempalace server"
+        if run.server_start:
+            text += f"\nbounds that include a palace start get {run.server_start}"
         reasons = not_applicable_by_reason(run)
         if reasons:
             text += "\nnot applicable, by reason: " + "; ".join(

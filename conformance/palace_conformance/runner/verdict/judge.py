@@ -24,12 +24,14 @@ from palace_conformance.runner.verdict.levels import check_level, scenario_level
 from palace_conformance.runner.verdict.normalise import _NOT_JSON, parse_text
 from palace_conformance.runner.verdict.surfaced import NO_DATA, SurfacedError, surfaced_error
 from palace_conformance.scenarios.checks import (
+    START_ALLOWANCE,
     Lateness,
     Verdict,
     evaluate,
     evaluate_processes,
     evaluate_tools,
     leaked_secrets,
+    start_allowance,
 )
 from palace_conformance.scenarios.matching import json_equal, why_not
 from palace_conformance.scenarios.model import (
@@ -72,6 +74,10 @@ class Observation:
     #: the machine's measured lateness over a window (the run's timer probe,
     #: execution/lateness.py), added to a journal gap's upper bound; None: nothing added
     lateness: Lateness | None = None
+    #: added to the upper bound of a step's ``elapsed_ms`` or a journal gap across a palace's
+    #: start: the palace server's own start (``PalaceServer.palace_start_ms``, measured at the
+    #: run's beginning; 0 for the fake)
+    palace_start_ms: int = 0
 
 
 def _brief(value: Any, limit: int = 100) -> str:
@@ -239,7 +245,8 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
         if check.applies_to(observation.transport):
             recorder.verdict(f"{at}/journal/{index}", f"journal {describe_check(check)}",
                              evaluate(check, window, slack_factor=observation.slack_factor,
-                                      lateness=observation.lateness),
+                                      lateness=observation.lateness,
+                                      start_allowance_ms=observation.palace_start_ms),
                              step=key, expected=dict(check.raw))
     if expect.tools is not None:
         _judge_tools(recorder, f"{at}/tools", key, expect.tools,
@@ -248,15 +255,32 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
     if expect.elapsed_ms is not None:
         ms = record.elapsed_ms
         factor = observation.slack_factor
-        stops = step.op in ("shutdown", "reload") and observation.transport == "stdio"
-        allowance = observation.stop_allowance_ms if stops else 0
+        allowance, why = _server_allowance(step, observation,
+                                           observation.journal[start:record.journal_end])
         passed = ms is not None and expect.elapsed_ms.admits(ms, factor, allowance)
         shown = f"{ms:.0f} ms" if ms is not None else "no duration"
         recorder.add(f"{at}/elapsed_ms", passed,
-                     f"took {shown}; expected {expect.elapsed_ms.describe(factor, allowance)}",
+                     f"took {shown}; expected "
+                     f"{expect.elapsed_ms.describe(factor, allowance, allowance=why)}",
                      step=key,
                      expected=dataclasses.asdict(expect.elapsed_ms),
                      got=round(ms, 1) if ms is not None else None)
+
+
+def _server_allowance(step: Step, observation: Observation,
+                      window: Sequence[Mapping[str, Any]]) -> tuple[int, str]:
+    """What the palace server adds to a step's ``elapsed_ms`` upper bound, and its name: its
+    stop for a stdio ``shutdown``/``reload``, its measured start when a palace started during
+    the step (the fake: nothing)."""
+    parts: list[tuple[int, str]] = []
+    if step.op in ("shutdown", "reload") and observation.transport == "stdio":
+        parts.append((observation.stop_allowance_ms, "the server's stop"))
+    parts.append((start_allowance(window, observation.palace_start_ms), START_ALLOWANCE))
+    parts = [(ms, why) for ms, why in parts if ms]
+    if len(parts) == 1:
+        return parts[0]
+    return (sum(ms for ms, _ in parts),
+            "for " + " and ".join(f"{ms} {why}" for ms, why in parts))
 
 
 def _judge_reply(recorder: _Recorder, at: str, key: str, expect: StepExpect, record: StepRecord,
@@ -452,7 +476,8 @@ def _judge_scenario(recorder: _Recorder, observation: Observation) -> None:
             recorder.verdict(f"/expect/journal/{index}", f"journal {describe_check(check)}",
                              evaluate(check, observation.journal,
                                       slack_factor=observation.slack_factor,
-                                      lateness=observation.lateness),
+                                      lateness=observation.lateness,
+                                      start_allowance_ms=observation.palace_start_ms),
                              expected=dict(check.raw))
     effects = [e for s in observation.steps for e in s.effects]
     for index, check in enumerate(expect.effects):
