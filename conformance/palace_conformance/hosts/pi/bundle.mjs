@@ -5,7 +5,9 @@
 // `<node_modules>/.cache/palace-bundles/<package>/` with a manifest mapping the file Node
 // resolves each entry to onto its bundle. Run once by `palace-conformance hosts install`.
 //
-//   node bundle.mjs --node-modules DIR
+//   node bundle.mjs --node-modules DIR [--packages a,b]
+//
+// `--packages` names other packages than BUNDLED_PACKAGES (the tests bundle one of their own).
 //
 // Prints one JSON line ({"packages": [...], "ms": N}); a failure is one line on stderr and exit
 // 1, and leaves no manifest (the hosts then load the packages from their files, as before).
@@ -78,7 +80,8 @@ try {
   fs.mkdirSync(staging, { recursive: true });
   const resolve = await resolverInside();
   const packages = {};
-  for (const name of BUNDLED_PACKAGES) packages[name] = await bundlePackage(esbuild, name, resolve);
+  const names = typeof args.packages === "string" ? args.packages.split(",").filter(Boolean) : BUNDLED_PACKAGES;
+  for (const name of names) packages[name] = await bundlePackage(esbuild, name, resolve);
   fs.rmSync(path.join(staging, "resolve-probe.mjs"));
   fs.writeFileSync(path.join(staging, "manifest.json"), `${JSON.stringify({ format: BUNDLE_FORMAT,
     esbuild: esbuild.version, packages }, null, 2)}\n`);
