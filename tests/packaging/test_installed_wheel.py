@@ -36,7 +36,8 @@ def test_the_wheel_carries_the_fixtures_the_catalogue_and_the_node_hosts() -> No
         assert (fixtures / "schema" / f"{name}.schema.json").is_file()
     assert resources.tool_catalogue()["tools"]
     hosts = SITE / "palace_conformance" / "hosts" / "pi"
-    for name in ("package.json", "package-lock.json", "extension-host.mjs", "mcp-host.mjs"):
+    for name in ("package.json", "package-lock.json", "extension-host.mjs", "mcp-host.mjs",
+                 "bundle.mjs", "lib/bundles.mjs"):
         assert (hosts / name).is_file(), name
     official = SITE / "palace_conformance" / "official"
     for name in ("suite/package.json", "suite/package-lock.json", "baseline.yaml"):

@@ -104,3 +104,4 @@ def test_install_warms_the_transpile_cache(node_hosts: node.Installation,
     assert took > 0 and any(cache.rglob("*")), "the adapter's transpiled modules are cached"
     again = cli("hosts", "install")  # warms the real cache if it is cold, else says it is warm
     assert again.returncode == 0 and "transpile cache: warm" in again.stdout, again.stderr
+    assert "bundles: @earendil-works/pi-mcp, @earendil-works/pi-schema, typebox" in again.stdout

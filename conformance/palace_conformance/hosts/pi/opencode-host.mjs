@@ -32,6 +32,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { useBundles } from "./lib/bundles.mjs";
 import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren } from "./lib/common-ops.mjs";
 import { observeProgramRuns } from "./lib/children.mjs";
 import { entryFile, importDep, packageVersion } from "./lib/deps.mjs";
@@ -55,6 +56,8 @@ const SDK_REQUEST_TIMEOUT = -32001;
 
 const args = parseArgs(process.argv.slice(2));
 const nodeModules = path.resolve(String(args["node-modules"] ?? path.join(import.meta.dirname, "node_modules")));
+// the fixed packages from their one-file bundles, when built (lib/bundles.mjs); --no-bundles: from their files
+if (args["no-bundles"] !== true) useBundles(nodeModules);
 
 function aliases() {
   const table = {

@@ -86,6 +86,20 @@ export function entryFile(specifier, fromDir) {
   return path.join(dir, target);
 }
 
+/** The subpaths `name` exports ("." for the root), without patterns ("./x/*"), as found from
+ * `fromDir`; undefined when it has no `exports` map or the map has a pattern (its entries
+ * cannot be listed). */
+export function exportSubpaths(name, fromDir) {
+  const manifest = JSON.parse(fs.readFileSync(path.join(packageDir(name, fromDir), "package.json"), "utf8"));
+  const exportsField = manifest.exports;
+  if (exportsField === undefined || exportsField === null) return undefined;
+  if (typeof exportsField === "string" || Array.isArray(exportsField) ||
+    !Object.keys(exportsField).some((key) => key.startsWith("."))) return ["."];
+  const keys = Object.keys(exportsField);
+  if (keys.some((key) => key.includes("*"))) return undefined;
+  return keys.filter((key) => key !== "./package.json");
+}
+
 /** The version of `name` installed as seen from `fromDir` (undefined when missing). */
 export function packageVersion(name, fromDir) {
   try {

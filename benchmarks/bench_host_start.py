@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""CPU (user+sys) of one Node host start with and without the package bundles, side by side.
+
+Each sample starts the host for ``SPEC`` as the runner does, sends ``hello``, a ``load`` (the
+bridge imported and its factory run, under a temporary HOME) and ``exit``, and takes the CPU
+the host process used from ``RUSAGE_CHILDREN``. Variants alternate within each round, so a
+loaded machine weighs on both alike: ``bundles`` (the default argv) and ``files``
+(``--no-bundles``: every package loaded from its own files, as before the bundles).
+
+Usage::
+
+    python benchmarks/bench_host_start.py [--rounds 8] [SPEC]
+
+``SPEC`` defaults to ``pi-extension:reference/pi/mempalace.ts``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from palace_conformance.hosts.node import host_command
+
+ROOT = Path(__file__).resolve().parent.parent
+VARIANTS = {"bundles": [], "files": ["--no-bundles"]}
+
+
+def one_start(argv: list[str]) -> tuple[float, float]:
+    """(CPU s, wall s) of one host start, load and exit; raises when a reply is not ok."""
+    with tempfile.TemporaryDirectory(prefix="palace-bench-host-") as home:
+        requests = [{"id": 1, "op": "hello"},
+                    {"id": 2, "op": "load", "env": {"HOME": home, "PATH": os.environ["PATH"]},
+                     "cwd": home},
+                    {"id": 3, "op": "exit"}]
+        payload = "".join(json.dumps(r) + "\n" for r in requests)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        done = subprocess.run(argv, input=payload, capture_output=True, text=True, cwd=home,
+                              check=False, timeout=120)
+        wall = time.monotonic() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    replies = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if len(replies) != len(requests) or not all(r.get("ok") for r in replies):
+        raise SystemExit(f"bench_host_start.py: the host failed: {done.stderr.strip()[-300:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec", nargs="?",
+                        default=f"pi-extension:{ROOT / 'reference' / 'pi' / 'mempalace.ts'}")
+    parser.add_argument("--rounds", type=int, default=8)
+    args = parser.parse_args()
+    argv = host_command(args.spec)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in VARIANTS}
+    with open("/proc/loadavg") as handle:
+        load_before = " ".join(handle.read().split()[:3])
+    for _ in range(args.rounds):
+        for name, extra in VARIANTS.items():
+            samples[name].append(one_start([*argv, *extra]))
+    with open("/proc/loadavg") as handle:
+        load_after = " ".join(handle.read().split()[:3])
+    print(f"{args.spec}, {args.rounds} rounds, load {load_before} -> {load_after}")
+    for name, rows in samples.items():
+        cpus = [cpu for cpu, _ in rows]
+        walls = [wall for _, wall in rows]
+        print(f"  {name:8} CPU median {statistics.median(cpus) * 1000:4.0f} ms "
+              f"(min {min(cpus) * 1000:.0f}), wall median {statistics.median(walls) * 1000:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
