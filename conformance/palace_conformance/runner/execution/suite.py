@@ -20,6 +20,7 @@ from palace_conformance.errors import HostError
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
+from palace_conformance.runner.execution.order import longest_first
 from palace_conformance.runner.execution.translation import translation_for
 from palace_conformance.runner.execution.world import claim, clean_stale, scrubbed_environ
 from palace_conformance.runner.jobs import default_jobs
@@ -165,7 +166,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     clean_stale()  # what a runner killed with SIGKILL left in the temp dir
     host = host or probe_host(options.run.host_argv, options.run.grace_ms,
                               options.run.hello_timeout_ms, options.run.warm_start)
-    jobs = plan(scenarios, options.transports, options.only)
+    jobs = longest_first(plan(scenarios, options.transports, options.only))
     if progress is not None:
         progress.start(len(jobs))
     stop = threading.Event()  # set by -x: runs not started yet are not started
