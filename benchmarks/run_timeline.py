@@ -39,7 +39,7 @@ PR_SET_CHILD_SUBREAPER = 36
 
 #: the child: timers around the run's phases, then the CLI's main, events to the file in argv[1]
 INNER = r"""
-import json, sys, threading, time
+import json, resource, sys, threading, time
 T = [("exec", float(sys.argv[2]), time.time())]
 OUT = sys.argv[1]
 sys.argv = ["palace-conformance", *sys.argv[3:]]
@@ -96,7 +96,9 @@ import atexit
 def dump():
     T.append(("main returned", main_end, main_end))
     with open(OUT, "w") as handle:
+        own = resource.getrusage(resource.RUSAGE_SELF)
         json.dump({"phases": T, "runs": RUNS, "atexit": time.time(),
+                   "runner_cpu": own.ru_utime + own.ru_stime,
                    "jobs": getattr(run_cmd, "JOBS_USED", None)}, handle)
 main_end = 0.0
 atexit.register(dump)
@@ -152,7 +154,8 @@ def main(argv: list[str]) -> int:
     longest = sorted(runs, key=lambda r: -r["length"])[:5]
     print(f"exit {code}: wall {exited - t0:.1f} s, CPU {usage.ru_utime + usage.ru_stime:.1f} s "
           f"(user {usage.ru_utime:.1f}, sys {usage.ru_stime:.1f}), load "
-          f"{Path('/proc/loadavg').read_text().split()[0]}")
+          f"{Path('/proc/loadavg').read_text().split()[0]}; the runner process alone "
+          f"{data.get('runner_cpu', 0.0):.1f} s")
     print("| at (s) | phase | length (s) |\n|---:|---|---:|")
     for name, at, length in sorted(phases, key=lambda p: p[1]):
         print(f"| {at:.2f} | {name} | {length:.2f} |")
@@ -165,6 +168,7 @@ def main(argv: list[str]) -> int:
     if json_out:
         with open(json_out, "w", encoding="utf-8") as handle:
             json.dump({"exit": code, "wall": exited - t0, "phases": phases, "runs": runs,
+                       "runner_cpu": data.get("runner_cpu"),
                        "cpu": usage.ru_utime + usage.ru_stime, "jobs": jobs}, handle, indent=1)
     return code
 

@@ -46,3 +46,27 @@ def test_the_shipped_durations_name_most_of_the_catalogues_runs() -> None:
                              ("stdio", "http"))}
     named = set(order.expected_durations()) & runs
     assert len(named) >= 0.8 * len(runs), f"{len(named)} of {len(runs)} runs have a duration"
+
+
+def test_a_suite_starts_its_runs_longest_first_by_default() -> None:
+    """run_suite's default order is order.longest_first over the shipped durations: with one
+    worker, the runs start in that order, not the catalogue's."""
+    from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
+    from palace_conformance.runner.results import PASSED, HostInfo, ScenarioResult
+
+    from .support import options, shipped
+
+    scenarios = [shipped("life.handshake.initialize-first"),
+                 shipped("life.transport.chosen-once-at-load")]
+    started: list[str] = []
+
+    def runner(scenario: Scenario, transport: str, *_: object) -> ScenarioResult:
+        started.append(order.key(scenario.id, transport))
+        return ScenarioResult(scenario=scenario.id, transport=transport, status=PASSED)
+
+    run_suite(scenarios, SuiteOptions(run=options(), jobs=1),
+              host=HostInfo(capabilities=("stdio", "http")), runner=runner)
+    durations = order.expected_durations()
+    assert all(k in durations for k in started)
+    assert started == sorted(started, key=lambda k: -durations[k])
+    assert started != [order.key(s.id, t) for s, t in plan(scenarios, ("stdio", "http"))]

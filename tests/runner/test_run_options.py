@@ -210,7 +210,8 @@ def test_exitfirst_starts_nothing_after_a_failure_and_lets_runs_in_flight_finish
             return _result(scenario.id, transport, PASSED)
         return _result(scenario.id, transport, PASSED)
 
-    found = run_suite(scenarios, SuiteOptions(run=options(), jobs=2, exitfirst=True),
+    found = run_suite(scenarios, SuiteOptions(run=options(), jobs=2, exitfirst=True,
+                                              order=list),  # in catalogue order
                       progress=watch, host=HostInfo(capabilities=("stdio", "http")),
                       runner=runner)
     assert [(r.scenario, r.transport, r.status) for r in found.results

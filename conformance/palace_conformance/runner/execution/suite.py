@@ -76,6 +76,9 @@ class SuiteOptions:
     #: ``run`` passes the golden traces' (runner/compare/golden.py), which a stage below it
     #: cannot import
     judges: tuple[Callable[[list[ScenarioResult], Sequence[str]], None], ...] = ()
+    #: the order runs start in (order.py: the longest first); ``list`` keeps the catalogue's
+    order: Callable[[Sequence[tuple[Scenario, str]]], list[tuple[Scenario, str]]] = \
+        longest_first
 
 
 def probe_host(argv: Sequence[str], grace_ms: int = 3000,
@@ -166,7 +169,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     clean_stale()  # what a runner killed with SIGKILL left in the temp dir
     host = host or probe_host(options.run.host_argv, options.run.grace_ms,
                               options.run.hello_timeout_ms, options.run.warm_start)
-    jobs = longest_first(plan(scenarios, options.transports, options.only))
+    jobs = options.order(plan(scenarios, options.transports, options.only))
     if progress is not None:
         progress.start(len(jobs))
     stop = threading.Event()  # set by -x: runs not started yet are not started
