@@ -68,3 +68,49 @@ def test_the_console_writer_redacts_across_writes(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "s3cret-value-1234" not in out and GHP not in out
     assert out.count("<redacted-secret-1>") == 2 and SHAPE_MARKER in out
+
+
+def test_the_anchored_scan_masks_exactly_what_a_whole_text_scan_masks() -> None:
+    """mask_token_shapes tries the shapes only where one may start (SHAPE_STARTS, after
+    SHAPE_AFTER): a shape whose start is not listed there would go unmasked. Checked against the
+    plain re.sub over the whole text, on texts packed with shapes' beginnings and near misses."""
+    import random
+    import re
+
+    from palace_conformance import redaction
+
+    def whole_text(text: str) -> str:
+        def one(match: re.Match[str]) -> str:
+            kind = redaction.TOKEN_SHAPES[int((match.lastgroup or "s0")[1:])][0]
+            if kind == "bearer value" and not redaction._high_entropy(match.group(0)):
+                return match.group(0)
+            return SHAPE_MARKER
+        return redaction._SHAPES.sub(one, text)
+
+    parts = [*SHAPED, "gh", "ghp_", "sk-", "xox", "xoxb-", "eyJ", "Bearer ", "github_pat_", ".",
+             "_", " ", "-", "a", "Z", "0", "é", "\\n", "AbC1x2Y3z4W5v6U7t8S9"]
+    chance = random.Random(30)
+    for _ in range(3000):
+        text = "".join(chance.choice(parts) for _ in range(chance.randint(0, 40)))
+        assert mask_token_shapes(text)[0] == whole_text(text), text
+
+
+def test_a_long_text_is_redacted_as_its_pieces_are() -> None:
+    """Redactor.text looks only for the forms present in a long text (LONG_TEXT): each secret,
+    its JSON-escaped and base64 forms, and one secret inside another, are still replaced there
+    exactly as in a short text."""
+    import base64
+
+    from palace_conformance.redaction import LONG_TEXT
+
+    secrets = ["tok-secret-31d9ae", "zq-zq-7c41d9e2a8f0zq", "zq-zq-7c41", 'quo"te-secret-1']
+    redactor = Redactor(secrets)
+    pieces = ["filler " * 40, "Authorization: Basic "
+              + base64.b64encode(b"user:tok-secret-31d9ae").decode(), " zq-zq-7c41d9e2a8f0zq ",
+              " zq-zq-7c41 ", json.dumps({"v": 'quo"te-secret-1'}), " plain"]
+    piece = "".join(pieces)
+    long_text = piece * (LONG_TEXT // len(piece) + 1)
+    assert len(long_text) >= LONG_TEXT
+    assert redactor.text(long_text) == redactor.text(piece) * (LONG_TEXT // len(piece) + 1)
+    assert not redactor.leaks(redactor.text(long_text))
+    assert "<redacted-secret-" in redactor.text(piece)

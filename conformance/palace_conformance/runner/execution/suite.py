@@ -21,6 +21,7 @@ from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
 from palace_conformance.runner.execution.lateness import TimerProbe
+from palace_conformance.runner.execution.order import longest_first
 from palace_conformance.runner.execution.translation import translation_for
 from palace_conformance.runner.execution.world import claim, clean_stale, scrubbed_environ
 from palace_conformance.runner.jobs import default_jobs
@@ -76,6 +77,9 @@ class SuiteOptions:
     #: ``run`` passes the golden traces' (runner/compare/golden.py), which a stage below it
     #: cannot import
     judges: tuple[Callable[[list[ScenarioResult], Sequence[str]], None], ...] = ()
+    #: the order runs start in (order.py: the longest first); ``list`` keeps the catalogue's
+    order: Callable[[Sequence[tuple[Scenario, str]]], list[tuple[Scenario, str]]] = \
+        longest_first
 
 
 def probe_host(argv: Sequence[str], grace_ms: int = 3000,
@@ -166,7 +170,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     clean_stale()  # what a runner killed with SIGKILL left in the temp dir
     host = host or probe_host(options.run.host_argv, options.run.grace_ms,
                               options.run.hello_timeout_ms, options.run.warm_start)
-    jobs = plan(scenarios, options.transports, options.only)
+    jobs = options.order(plan(scenarios, options.transports, options.only))
     if progress is not None:
         progress.start(len(jobs))
     stop = threading.Event()  # set by -x: runs not started yet are not started

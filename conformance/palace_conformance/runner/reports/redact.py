@@ -54,14 +54,16 @@ def run_redactor(raws: Iterable[Mapping[str, Any]],
     return Redactor([*found, *environment_secrets(environ)], shapes=True)
 
 
-def redacted_run(run: RunResult, redactor: Redactor) -> RunResult:
-    """A copy of ``run`` with every secret replaced by its marker, journals included: what a
-    report is rendered from (the run itself stays as it was, for the bundles)."""
+def redacted_run(run: RunResult, redactor: Redactor, *, journal: bool = True) -> RunResult:
+    """A copy of ``run`` with every secret replaced by its marker, journals included unless
+    ``journal`` is false (the copy then has none: ``run``'s reports never show them, and they
+    are most of a catalogue's text): what a report is rendered from (the run itself stays as it
+    was, for the bundles)."""
     if not redactor.markers and not redactor.shapes:
         return run
     # one pass over the JSON text (the redactor knows each secret's JSON-escaped form too): a
     # fraction of walking every string of a whole catalogue's results
-    text = json.dumps(run.to_json(journal=True), ensure_ascii=False, default=str)
+    text = json.dumps(run.to_json(journal=journal), ensure_ascii=False, default=str)
     return RunResult.from_json(json.loads(redactor.text(text)))
 
 

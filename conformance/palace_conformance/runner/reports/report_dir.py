@@ -45,10 +45,12 @@ def clear_previous(report_dir: Path) -> list[str]:
 
 
 def public_run(run: RunResult, scenarios: Mapping[str, Scenario],
-               environ: Mapping[str, str] | None = None) -> RunResult:
+               environ: Mapping[str, str] | None = None, *, journal: bool = True) -> RunResult:
     """``run`` as a report may show it: every secret of its scenarios and of the runner's
-    environment replaced by a marker."""
-    return redacted_run(run, run_redactor((s.raw for s in scenarios.values()), environ))
+    environment replaced by a marker; without the journals when ``journal`` is false (no report
+    of ``run`` shows them)."""
+    return redacted_run(run, run_redactor((s.raw for s in scenarios.values()), environ),
+                        journal=journal)
 
 
 def write_reports(run: RunResult, *, scenarios: Mapping[str, Scenario], bridge: str,
