@@ -21,7 +21,13 @@ from palace_conformance.commands.options import (
     add_subcommands,
     chosen_server,
 )
-from palace_conformance.commands.usage import RunUsageError, at_least_one, one_line, writable
+from palace_conformance.commands.usage import (
+    RunUsageError,
+    as_usage_error,
+    at_least_one,
+    one_line,
+    writable,
+)
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.selection import default_level, host_argv, load_profile_arg
 
@@ -42,10 +48,8 @@ def _replay_checked(args: argparse.Namespace) -> int:
 
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     json_path = writable("--json", args.json)
-    try:
+    with as_usage_error(ReplayError):
         bundle = load_bundle(args.bundle)
-    except ReplayError as exc:
-        raise RunUsageError(str(exc)) from None
     profile = load_profile_arg(args.profile)
     recorded = shown_bridge(bundle.bridge)
     bridge = args.bridge or (profile.bridge if profile is not None else None)
@@ -124,10 +128,8 @@ def _baseline_update_checked(args: argparse.Namespace) -> int:
     old_path = args.baseline or (args.out if out.exists() else None)
     old = None
     if old_path is not None:
-        try:
+        with as_usage_error(BaselineError):
             old = load_baseline(old_path, flag="--baseline" if args.baseline else "--out")
-        except BaselineError as exc:
-            raise RunUsageError(str(exc)) from None
     reason = args.reason or (f"failing in {Path(args.report).name} on "
                              f"{date.today().isoformat()} (say why it is accepted)")
     update = update_baseline(run, old, reason=reason, issue=args.issue, expires=expires)

@@ -27,6 +27,7 @@ from palace_conformance.commands.options import (
 )
 from palace_conformance.commands.usage import (
     RunUsageError,
+    as_usage_error,
     at_least_one,
     directory,
     one_line,
@@ -185,10 +186,9 @@ def _baseline(path: str | None) -> BaselineFile | None:
 
     if path is None:
         return None
-    try:
-        return load_baseline(path)
-    except BaselineError as exc:
-        raise RunUsageError(str(exc)) from None
+    with as_usage_error(BaselineError):
+        baseline = load_baseline(path)
+    return baseline
 
 
 def _run_suite(scenarios: list[Scenario], options: SuiteOptions,

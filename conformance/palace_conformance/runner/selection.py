@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from palace_conformance.errors import RunUsageError
+from palace_conformance.errors import RunUsageError, as_usage_error
 from palace_conformance.hosts import REFERENCE_HOST
 
 if TYPE_CHECKING:
@@ -155,10 +155,9 @@ def load_profile_arg(path: str | None) -> Profile | None:
         return None
     from palace_conformance.runner.profile import ProfileError, load_profile
 
-    try:
-        return load_profile(path)
-    except ProfileError as exc:
-        raise RunUsageError(str(exc)) from None
+    with as_usage_error(ProfileError):
+        profile = load_profile(path)
+    return profile
 
 
 def bridge_of(bridge: str | None, profile: Profile | None) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from palace_conformance.contract import TRANSPORTS
-from palace_conformance.errors import RunUsageError
+from palace_conformance.errors import RunUsageError, as_usage_error
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.reports.redact import redacted_run, run_redactor
 from palace_conformance.runner.results import PARITY, RunResult
@@ -305,10 +305,8 @@ def load_baselines(values: Sequence[str]) -> dict[str | None, Any]:
         if label in found:
             raise RunUsageError(f"--baseline {value}: a second baseline for "
                                 f"{label or 'every bridge'} (give one per bridge)")
-        try:
+        with as_usage_error(BaselineError):
             found[label] = load_baseline(path)
-        except BaselineError as exc:
-            raise RunUsageError(str(exc)) from None
     return found
 
 
