@@ -1,7 +1,6 @@
 """The option sets several commands share, defined once: ``--server fake|real`` and
 ``--real-python PY`` (the palace behind the bridge, for ``run``, ``replay``, ``diff`` and
-``matrix``; docs/real-server.md), ``--jobs``, ``--op-timeout-ms``, the scenario paths, and a
-command's sub-commands.
+``matrix``; docs/real-server.md), ``--jobs``, ``--op-timeout-ms`` and the scenario paths.
 
 Argparse only at import time; the real server's machinery is imported when it is asked for.
 """
@@ -47,16 +46,6 @@ def add_op_timeout(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
                         help="an op's deadline when its step sets no timeout_ms "
                         f"(default {DEFAULT_OP_TIMEOUT_MS})")
-
-
-def add_subcommands(parser: argparse.ArgumentParser, dest: str,
-                    metavar: str = "SUBCOMMAND") -> argparse._SubParsersAction[
-                        argparse.ArgumentParser]:
-    """A command's required sub-commands, parsed by the same parser class as the command (the
-    CLI's, whose mistakes are one line)."""
-    sub = parser.add_subparsers(dest=dest, metavar=metavar, parser_class=type(parser))
-    sub.required = True
-    return sub
 
 
 @contextlib.contextmanager

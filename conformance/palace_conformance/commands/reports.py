@@ -14,11 +14,10 @@ import signal
 from datetime import date
 from pathlib import Path
 
-from palace_conformance.commands.declare import declare
+from palace_conformance.commands.declare import declare, declare_group
 from palace_conformance.commands.options import (
     add_op_timeout,
     add_server_options,
-    add_subcommands,
     chosen_server,
 )
 from palace_conformance.commands.usage import (
@@ -162,11 +161,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     replay.add_argument("--json", metavar="FILE", help="write the replay's result model as JSON")
     add_server_options(replay)
 
-    baseline = sub.add_parser(
-        "baseline", help="maintain an expected-failure baseline",
-        description="Expected-failure baselines (docs/baselines.md): known failures that keep "
-        "'run --baseline FILE' green until fixed.")
-    baseline_sub = add_subcommands(baseline, "baseline_command")
+    _, baseline_sub = declare_group(
+        sub, "baseline", "maintain an expected-failure baseline",
+        "Expected-failure baselines (docs/baselines.md): known failures that keep "
+        "'run --baseline FILE' green until fixed.", "baseline_command")
     update = declare(baseline_sub, "update", "write a baseline listing a report's current failures",
                      one_line(f"{BASELINE} update")(_baseline_update_checked))
     update.add_argument("--from", dest="report", required=True, metavar="REPORT.json",
