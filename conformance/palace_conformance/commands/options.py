@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from palace_conformance.commands.usage import RunUsageError
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
 from palace_conformance.runner.jobs import default_jobs
+from palace_conformance.runner.selection import SHARED_RUN_OPTIONS
 
 if TYPE_CHECKING:
     from palace_conformance.real.world import RealServerSetup
@@ -43,9 +43,7 @@ def add_jobs(parser: argparse.ArgumentParser) -> None:
 
 
 def add_op_timeout(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
-                        help="an op's deadline when its step sets no timeout_ms "
-                        f"(default {DEFAULT_OP_TIMEOUT_MS})")
+    parser.add_argument("--op-timeout-ms", **SHARED_RUN_OPTIONS["op-timeout-ms"])
 
 
 @contextlib.contextmanager

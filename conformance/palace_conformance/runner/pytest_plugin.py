@@ -30,6 +30,7 @@ import pytest
 
 from palace_conformance.contract import TRANSPORTS
 from palace_conformance.errors import ConformanceError
+from palace_conformance.runner.selection import SHARED_RUN_OPTIONS
 
 if TYPE_CHECKING:
     from palace_conformance.runner.execution.execute import RunOptions
@@ -46,22 +47,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the palace-conformance scenarios against this bridge host "
                     "('reference', a Node host spec, or a driver host command); without it the "
                     "plugin does nothing")
-    group.addoption("--palace-transport", choices=(*TRANSPORTS, "both"), default="both",
-                    help="which transports to run (default both)")
-    group.addoption("--palace-select", action="append", default=[], metavar="PATTERN",
-                    help="only scenario ids matching this glob; repeatable")
-    group.addoption("--palace-baseline", metavar="FILE", default=None,
-                    help="expected-failure baseline (docs/baselines.md)")
     group.addoption("--palace-scenarios", action="append", default=[], metavar="PATH",
                     help="scenario files or directories (default: the shipped scenarios)")
-    group.addoption("--palace-op-timeout-ms", type=int, default=15000, metavar="MS",
-                    help="an op's deadline when its step sets no timeout_ms (default 15000)")
     group.addoption("--palace-profile", metavar="FILE", default=None,
                     help="a bridge profile (docs/profiles.md); its entry is the bridge unless "
                     "--palace-bridge names one")
-    group.addoption("--palace-level", choices=("core", "seed"), default=None,
-                    help="judge at core or seed (default: seed for the reference bridge or a "
-                    "profile that is a copy of the seed, else core)")
+    for name, spec in SHARED_RUN_OPTIONS.items():
+        group.addoption(f"--palace-{name}", **spec)
 
 
 def pytest_configure(config: pytest.Config) -> None:
