@@ -26,7 +26,6 @@ from palace_conformance.commands.options import (
 )
 from palace_conformance.commands.usage import (
     RunUsageError,
-    as_usage_error,
     at_least_one,
     directory,
     one_line,
@@ -42,6 +41,7 @@ from palace_conformance.runner.selection import (
     check_stray_patterns,
     default_level,
     host_argv,
+    load_baseline_arg,
     load_profile_arg,
     parse_shard,
     select,
@@ -118,7 +118,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     human = sys.stderr if json_stdout else sys.stdout  # stdout stays pure JSON
     junit_path = writable("--junit", args.junit)
     markdown_path = writable("--markdown", args.markdown)
-    baseline = _baseline(args.baseline)
+    baseline = load_baseline_arg(args.baseline)
     report_dir = directory("--report-dir", args.report_dir)
     if not args.cold_start and not args.list:  # the warm server imports while the catalogue is read
         threading.Thread(target=warm_client.prestart, daemon=True).start()
@@ -179,16 +179,6 @@ def _golden_usage(args: argparse.Namespace, profile: object) -> None:
     if wrong is not None:
         raise RunUsageError(f"--update-golden writes the reference bridge's traces at the seed "
                             f"level against the fake: run it with {wrong}")
-
-
-def _baseline(path: str | None) -> BaselineFile | None:
-    from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
-
-    if path is None:
-        return None
-    with as_usage_error(BaselineError):
-        baseline = load_baseline(path)
-    return baseline
 
 
 def _run_suite(scenarios: list[Scenario], options: SuiteOptions,

@@ -193,14 +193,15 @@ class PalaceSuite:
         return catalogue.scenarios
 
     def _baseline(self, path: str | None) -> BaselineFile | None:
-        if path is None:
-            return None
-        from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
+        from palace_conformance.errors import RunUsageError
+        from palace_conformance.runner.selection import load_baseline_arg
 
         try:
-            baseline = load_baseline(path, flag="--palace-baseline")
-        except BaselineError as exc:
+            baseline = load_baseline_arg(path, flag="--palace-baseline")
+        except RunUsageError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if baseline is None:
+            return None
         baseline.add_known({s.id: s.transports for s in self.scenarios})
         return baseline
 
