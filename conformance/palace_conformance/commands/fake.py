@@ -9,6 +9,7 @@ import sys
 import time
 
 from palace_conformance.commands.declare import SubCommands, declare, declare_group
+from palace_conformance.commands.options import add_real_python
 from palace_conformance.fake.faults import COMPACT_HELP, FakeSetupError
 from palace_conformance.fake.lease import Lease, default_palace_path
 from palace_conformance.fake.mempalace_cli import contention_text, run_cli_mine
@@ -279,8 +280,7 @@ def _add_helpers(fake_sub: SubCommands) -> None:
     catalog.add_argument("--from-real", action="store_true", help="start the real server (an "
                          "isolated world, offline embeddings) and record it: writes the fake's "
                          "catalogue and truth table under fixtures/catalogue/")
-    catalog.add_argument("--real-python", metavar="PY", help="a Python with mempalace installed "
-                         "(default: $PALACE_REAL_PYTHON)")
+    add_real_python(catalog, "with --from-real")
     catalog.add_argument("--check", action="store_true", help="write nothing: exit 1 with the "
                          "differences when the recording differs from the checked-in data")
 

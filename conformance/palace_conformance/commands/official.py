@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance.commands.declare import declare, declare_group
+from palace_conformance.commands.options import add_real_python
 
 #: the client scenarios that apply to a tools-only, static-bearer client (docs/official-suite.md)
 CLIENT_SCENARIOS = ("initialize", "tools_call", "sse-retry",
@@ -34,10 +35,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         "repeatable")
     server.add_argument("--fake", action="store_true", help="start the fake HTTP server")
     server.add_argument("--real", action="store_true",
-                        help="start the real mempalace HTTP server (PALACE_REAL_PYTHON or "
-                        "--real-python; docs/real-server.md)")
-    server.add_argument("--real-python", metavar="PYTHON",
-                        help="the Python of a venv with mempalace 3.11.0")
+                        help="start the real mempalace HTTP server (see --real-python)")
+    add_real_python(server, "with --real")
     server.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="only this scenario (repeatable; default: all, pending included)")
     _common(server)

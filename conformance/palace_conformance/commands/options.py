@@ -25,9 +25,16 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
                         help="the palace behind the bridge: the fake (default; every scenario) "
                         "or the real mempalace 3.11.0 (scenarios it cannot serve are not "
                         "applicable, with the reason; docs/real-server.md)")
+    add_real_python(parser, "with --server real")
+
+
+def add_real_python(parser: argparse.ArgumentParser, used: str = "") -> None:
+    """``--real-python PY``: where the real mempalace is, for every command that starts it
+    (``used``: when, e.g. "with --server real")."""
     parser.add_argument("--real-python", metavar="PY", default=None,
-                        help="with --server real: a Python with mempalace==3.11.0 installed "
-                        "(default: $PALACE_REAL_PYTHON; `tox -e real-palace` provisions one)")
+                        help=(f"{used}: " if used else "") + "a Python with mempalace==3.11.0 "
+                        "installed (default: $PALACE_REAL_PYTHON; `tox -e real-palace` "
+                        "provisions one; docs/real-server.md)")
 
 
 def add_scenario_paths(parser: argparse.ArgumentParser) -> None:
