@@ -70,6 +70,7 @@ def fields_forced(**changes: Any) -> Make:
     def make(original: Any) -> Any:
         construct = original.__func__
 
+        @functools.wraps(construct)  # the original's signature: (cls, env) or (cls, config)
         def forced(cls: Any, source: Any) -> Any:
             return dataclasses.replace(construct(cls, source), **changes)
 
