@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from palace_conformance.commands.usage import RunUsageError
+from palace_conformance.contract import SHARED_RUN_OPTIONS
 from palace_conformance.runner.jobs import default_jobs
-from palace_conformance.runner.selection import SHARED_RUN_OPTIONS
 
 if TYPE_CHECKING:
     from palace_conformance.real.world import RealServerSetup

@@ -32,11 +32,10 @@ from palace_conformance.commands.usage import (
     slack_factor,
     writable,
 )
-from palace_conformance.contract import TRANSPORTS
+from palace_conformance.contract import SHARED_RUN_OPTIONS, TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
-    SHARED_RUN_OPTIONS,
     bridge_of,
     check_stray_patterns,
     default_level,

@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from palace_conformance.contract import TRANSPORTS
+from palace_conformance.contract import SHARED_RUN_OPTIONS, TRANSPORTS
 from palace_conformance.errors import ConformanceError
-from palace_conformance.runner.selection import SHARED_RUN_OPTIONS
 
 if TYPE_CHECKING:
     from palace_conformance.runner.execution.execute import RunOptions

@@ -12,9 +12,8 @@ import os
 import shlex
 import shutil
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, TRANSPORTS
 from palace_conformance.errors import RunUsageError, as_usage_error
 from palace_conformance.hosts import REFERENCE_HOST
 
@@ -25,26 +24,6 @@ if TYPE_CHECKING:
 
 
 Loaded = TypeVar("Loaded")
-
-#: the options ``palace-conformance run`` and the pytest plugin share, each defined once (its
-#: argparse keywords): ``run`` spells them ``--NAME``, the plugin ``--palace-NAME`` (pytest's
-#: options are one namespace, so the plugin's are prefixed)
-SHARED_RUN_OPTIONS: dict[str, dict[str, Any]] = {
-    "transport": {"choices": (*TRANSPORTS, "both"), "default": "both",
-                  "help": "which transports to run (default both)"},
-    "select": {"action": "append", "default": [], "metavar": "PATTERN",
-               "help": "only scenario ids matching this glob (e.g. 'stdio.*'); repeatable"},
-    "op-timeout-ms": {"type": int, "default": DEFAULT_OP_TIMEOUT_MS, "metavar": "MS",
-                      "help": "an op's deadline when its step sets no timeout_ms "
-                      f"(default {DEFAULT_OP_TIMEOUT_MS})"},
-    "level": {"choices": ("core", "seed"), "default": None,
-              "help": "judge what any MemPalace bridge must do (core), or that plus the seed "
-              "bridge's conventions (seed); default: seed for the reference bridge or a "
-              "profile that is a copy of the seed, core for any other (docs/profiles.md)"},
-    "baseline": {"metavar": "FILE", "default": None,
-                 "help": "expected-failure baseline (docs/baselines.md): listed failures pass "
-                 "as known; stale, unknown or expired entries fail the run"},
-}
 
 #: characters that make a value a glob pattern rather than a file name
 GLOB_CHARS = frozenset("*?[")
