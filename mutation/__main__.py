@@ -15,7 +15,6 @@ cosmic-ray and how to triage a survivor.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -24,14 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from mutation import line_map
-from mutation.command_line import command_parser
+from mutation.command_line import add_run_options, checked_main, command_parser
 from mutation.measure import MeasureError, measure
 from mutation.module_map import (
     BRIDGE_DIR,
     ROOT,
-    MapError,
     ModuleMap,
-    checked_facts,
     selections,
     shipped_scenario_ids,
 )
@@ -45,9 +42,9 @@ from mutation.report import (
     VERDICT_KILLED,
     VERDICT_OPEN,
     Report,
-    TriageError,
     load_runs,
     load_triage,
+    print_open,
     save_runs,
 )
 from mutation.sessions import (
@@ -56,10 +53,8 @@ from mutation.sessions import (
     baseline,
     choose_sample,
     copy_bridge,
-    environment,
     execute,
     execute_selected,
-    find_runner,
     init,
     mark_equivalents,
     pending_keys,
@@ -68,6 +63,7 @@ from mutation.sessions import (
     retime,
     scenario_command,
     skip_unsampled,
+    start_work,
     unsampled_keys,
 )
 
@@ -78,21 +74,13 @@ BASELINE_LIMIT_S = 900.0
 def _parser() -> argparse.ArgumentParser:
     parser, sub = command_parser("python -m mutation", __doc__)
     run = sub.add_parser("run", help="mutate, run the mapped scenarios per mutant, report")
-    run.add_argument("--module", action="append", default=[], metavar="M",
-                     help="a module of palace_bridge/ (e.g. backoff.py, features/feeding.py); "
-                          "repeatable; default: every mapped module")
-    run.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                     help="work directory: sessions, scratch copy, report (default .mutation/); "
-                          "a second run resumes the mutants still pending there")
-    run.add_argument("--fresh", action="store_true", help="delete --out first")
-    run.add_argument("--jobs", type=int, default=2, help="the runner's --jobs (default 2)")
+    add_run_options(run, default_out=DEFAULT_OUT, seed=12,
+                    module_help="a module of palace_bridge/ (e.g. backoff.py, "
+                    "features/feeding.py); repeatable; default: every mapped module",
+                    out_help="work directory: sessions, scratch copy, report (default "
+                    ".mutation/); a second run resumes the mutants still pending there")
     run.add_argument("--sample", type=int, metavar="N",
                      help="run only N mutants, chosen with --seed among the selected modules")
-    run.add_argument("--seed", type=int, default=12, help="the sample's seed (default 12)")
-    run.add_argument("--timeout-factor", type=float, default=3.0,
-                     help="a mutant's timeout: this many times the unmutated run (default 3)")
-    run.add_argument("--min-timeout", type=float, default=60.0,
-                     help="... and never under this many seconds (default 60)")
     run.add_argument("--selection", choices=("lines", "module"), default="lines",
                      help="which scenarios judge a mutant: 'lines' (default), the module's "
                           "scenario runs that execute the mutant's lines, measured once per "
@@ -135,11 +123,6 @@ def _report(out: Path, module_map: ModuleMap, known: Sequence[str],
 
 def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
          scenarios: list[Any]) -> int:
-    unknown = [m for m in args.module if m not in module_map.modules]
-    if unknown:
-        print(f"python -m mutation run: unknown module {unknown[0]!r} (see 'python -m mutation "
-              "selections' for the mapped ones)", file=sys.stderr)
-        return 2
     if args.sample is not None and args.sample < 1:
         print("python -m mutation run: --sample must be at least 1", file=sys.stderr)
         return 2
@@ -147,15 +130,9 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
         print("python -m mutation run: --jobs must be at least 1, --timeout-factor above 0 and "
               "--min-timeout at least 0", file=sys.stderr)
         return 2
-    out: Path = args.out.resolve()
-    if args.fresh and out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    copy_bridge(BRIDGE_DIR, out)
-    env = environment(out)
-    runner = find_runner()
+    work = start_work(args, module_map.modules, BRIDGE_DIR)
+    out, env, runner, modules = work.out, work.env, work.runner, work.modules
     chosen = selections(module_map)
-    modules = args.module or sorted(module_map.modules)
     sessions = {m: ModuleSession(m, out) for m in modules}
     for module, session in sessions.items():
         command = scenario_command(chosen[module], args.jobs, runner)
@@ -321,37 +298,34 @@ def _triage(known: list[str]) -> int:
               + f" | {sum(row.values())} |")
     totals = [sum(row[c] for row in counts.values()) for c in columns]
     print("| **all** | " + " | ".join(str(t) for t in totals) + f" | {sum(totals)} |")
-    for anchor, verdict in sorted(verdicts.items()):
-        if verdict.verdict == VERDICT_OPEN:
-            print(f"not yet killed ({verdict.behaviour}): {anchor}")
+    print_open(verdicts)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        module_map, known, scenarios = checked_facts()
-        if args.command == "selections":
-            return _selections(module_map, known)
-        if args.command == "triage":
-            return _triage(known)
-        if args.command == "report":
-            missing = [d for d in args.sources if not d.is_dir()]
-            if missing:
-                print(f"python -m mutation: --from {missing[0]} is not a directory (give a "
-                      "run's --out)", file=sys.stderr)
-                return 2
-            out = args.out.resolve()
-            _report(out, module_map, known, [d.resolve() for d in args.sources]).summarise(
-                out, "mutation/triage.json")
-            return 0
-        # a triage file the run's report would refuse stops it before hours of mutants
-        load_triage(known=known, scenarios=shipped_scenario_ids(), tests_root=REPO_ROOT,
-                    bridge_dir=BRIDGE_DIR)
-        return _run(args, module_map, known, scenarios)
-    except (MapError, TriageError, SessionError) as exc:
-        print(f"python -m mutation: {exc}", file=sys.stderr)
-        return 2
+    return checked_main("python -m mutation", _parser(), argv, _dispatch)
+
+
+def _dispatch(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
+              scenarios: list[Any]) -> int:
+    if args.command == "selections":
+        return _selections(module_map, known)
+    if args.command == "triage":
+        return _triage(known)
+    if args.command == "report":
+        missing = [d for d in args.sources if not d.is_dir()]
+        if missing:
+            print(f"python -m mutation: --from {missing[0]} is not a directory (give a "
+                  "run's --out)", file=sys.stderr)
+            return 2
+        out = args.out.resolve()
+        _report(out, module_map, known, [d.resolve() for d in args.sources]).summarise(
+            out, "mutation/triage.json")
+        return 0
+    # a triage file the run's report would refuse stops it before hours of mutants
+    load_triage(known=known, scenarios=shipped_scenario_ids(), tests_root=REPO_ROOT,
+                bridge_dir=BRIDGE_DIR)
+    return _run(args, module_map, known, scenarios)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from typing import Any
 from mutation import line_map
 from mutation.anchors import AnchorError, anchor_of
 from mutation.author_ops import OPERATORS, Mutant, generate
-from mutation.command_line import command_parser
+from mutation.command_line import add_run_options, checked_main, command_parser
 from mutation.line_map import (
     NO_REACH,
     LineMap,
@@ -49,9 +49,7 @@ from mutation.measure import MeasureError, measure, measure_shared
 from mutation.module_map import (
     BRIDGE_DIR,
     ROOT,
-    MapError,
     ModuleMap,
-    checked_facts,
     selections,
     shipped_scenario_ids,
 )
@@ -62,15 +60,14 @@ from mutation.report import (
     REPO_ROOT,
     SURVIVED,
     TIMEOUT,
-    VERDICT_OPEN,
     MutantRecord,
     Report,
-    TriageError,
     load_runs,
     load_triage,
+    print_open,
     save_runs,
 )
-from mutation.sessions import SessionError, environment, find_runner
+from mutation.sessions import copy_bridge, scenario_command, start_work
 
 DEFAULT_OUT = ROOT / ".mutation-author"
 TRIAGE_PATH = Path(__file__).with_name("triage_author.json")
@@ -83,24 +80,19 @@ def _parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="count the mutants per module and operator")
     listing.add_argument("--module", action="append", default=[], metavar="M")
     run = sub.add_parser("run", help="judge the mutants by the scenarios covering their lines")
-    run.add_argument("--module", action="append", default=[], metavar="M",
-                     help="a module of palace_bridge/; repeatable; default: every mapped one")
-    run.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                     help="work directory (default .mutation-author/); a second run resumes")
-    run.add_argument("--fresh", action="store_true", help="delete --out first")
-    run.add_argument("--jobs", type=int, default=2, help="the runner's --jobs (default 2)")
+    add_run_options(run, default_out=DEFAULT_OUT, seed=27,
+                    module_help="a module of palace_bridge/; repeatable; default: every "
+                    "mapped one",
+                    out_help="work directory (default .mutation-author/); a second run resumes")
     run.add_argument("--sample-each", type=int, metavar="N",
                      help="run N mutants of each module, the first N of its mutants shuffled "
                           "with --seed (a larger N in the same --out runs only the difference)")
-    run.add_argument("--seed", type=int, default=27, help="the sample's seed (default 27)")
     run.add_argument("--only", action="append", default=[], metavar="KEY",
                      help="run only this mutant (MODULE:LINE:COLUMN:OPERATOR); repeatable")
     run.add_argument("--measure-together", action="store_true",
                      help="measure the line maps of every module to run in one pass over the "
                           "union of their selections (each run once, every module measured; "
                           "no separate baseline), instead of one measurement per module")
-    run.add_argument("--timeout-factor", type=float, default=3.0)
-    run.add_argument("--min-timeout", type=float, default=60.0)
     report = sub.add_parser("report", help="write the report of --out")
     report.add_argument("--out", type=Path, default=DEFAULT_OUT)
     sub.add_parser("triage", help="check mutation/triage_author.json against the checkout")
@@ -176,13 +168,6 @@ def report(out: Path, module_map: ModuleMap, known: Sequence[str]) -> Report:
                   [facts[m] | {"module": m} for m in sorted(facts)])
 
 
-def _copy_bridge(out: Path) -> None:
-    target = out / "src" / "palace_bridge"
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(BRIDGE_DIR, target, ignore=shutil.ignore_patterns("__pycache__"))
-
-
 def _command(argv: Sequence[str] | str, env: dict[str, str], limit_s: float) -> tuple[int, float]:
     """Run a command in its own process group; (exit code, seconds), -9 when it overran
     ``limit_s`` (the whole group is ended)."""
@@ -209,9 +194,7 @@ def _line_map(module: str, out: Path, chosen: list[str], scenarios: list[Any], r
     found = line_map.load(saved, stamp)
     if found is not None:
         return found
-    argv = [runner, "run", "--bridge", "reference", "--transport", "both", "--jobs", str(jobs)]
-    for scenario in chosen:
-        argv += ["--select", scenario]
+    argv = scenario_command(chosen, jobs, runner)
     code, took = _command(argv, env, BASELINE_LIMIT_S)
     if code != 0:  # once more: a timing window the machine's load overran (see measure_files)
         code, took = _command(argv, env, BASELINE_LIMIT_S)
@@ -294,20 +277,9 @@ def _shared_maps(modules: Sequence[str], out: Path, chosen: dict[str, list[str]]
 
 def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
          scenarios: list[Any]) -> int:
-    unknown = [m for m in args.module if m not in module_map.modules]
-    if unknown:
-        print(f"python -m mutation.author run: unknown module {unknown[0]!r} (see "
-              "'python -m mutation selections')", file=sys.stderr)
-        return 2
-    out: Path = args.out.resolve()
-    if args.fresh and out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _copy_bridge(out)
-    env = environment(out)
-    runner = find_runner()
+    work = start_work(args, module_map.modules, BRIDGE_DIR)
+    out, env, runner, modules = work.out, work.env, work.runner, work.modules
     chosen = selections(module_map)
-    modules = args.module or sorted(module_map.modules)
     results = _load_results(out)
     runs = load_runs(out)
     failed = []
@@ -348,7 +320,7 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
                         "wall_s": round(float(previous.get("wall_s", 0.0))
                                         + time.monotonic() - started, 1)}
         save_runs(out, runs)
-    _copy_bridge(out)
+    copy_bridge(BRIDGE_DIR, out)
     done = report(out, module_map, known)
     done.summarise(out, "mutation/triage_author.json")
     return 1 if failed or done.untriaged else 0
@@ -374,9 +346,7 @@ def _check_triage(known: list[str]) -> int:
     counts: Counter[str] = Counter(v.verdict for v in verdicts.values())
     print(f"{len(verdicts)} triaged survivor(s): "
           + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
-    for anchor, verdict in sorted(verdicts.items()):
-        if verdict.verdict == VERDICT_OPEN:
-            print(f"not yet killed ({verdict.behaviour}): {anchor}")
+    print_open(verdicts)
     return 0
 
 
@@ -405,24 +375,23 @@ def _apply(wanted: str, to: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        module_map, known, scenarios = checked_facts()
-        if args.command == "list":
-            return _list(module_map, args.module)
-        if args.command == "triage":
-            return _check_triage(known)
-        if args.command == "apply":
-            return _apply(args.key, args.to)
-        if args.command == "report":
-            report(args.out.resolve(), module_map, known).summarise(
-                args.out.resolve(), "mutation/triage_author.json")
-            return 0
-        _triage(known)  # a triage file the report would refuse stops the run first
-        return _run(args, module_map, known, scenarios)
-    except (MapError, TriageError, SessionError) as exc:
-        print(f"python -m mutation.author: {exc}", file=sys.stderr)
-        return 2
+    return checked_main("python -m mutation.author", _parser(), argv, _dispatch)
+
+
+def _dispatch(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
+              scenarios: list[Any]) -> int:
+    if args.command == "list":
+        return _list(module_map, args.module)
+    if args.command == "triage":
+        return _check_triage(known)
+    if args.command == "apply":
+        return _apply(args.key, args.to)
+    if args.command == "report":
+        report(args.out.resolve(), module_map, known).summarise(
+            args.out.resolve(), "mutation/triage_author.json")
+        return 0
+    _triage(known)  # a triage file the report would refuse stops the run first
+    return _run(args, module_map, known, scenarios)
 
 
 if __name__ == "__main__":

@@ -420,3 +420,10 @@ def _row(name: str, tally: Tally, lower: float | None) -> str:
             f"{c[INCOMPETENT]} | "
             f"{c[EQUIVALENT]} | "
             f"{c[NOT_SAMPLED]} | {c[PENDING]} | {_percent(lower)} |")
+
+
+def print_open(verdicts: Mapping[str, Verdict]) -> None:
+    """One line per survivor triaged as not yet killed, with the behaviour it names."""
+    for anchor, verdict in sorted(verdicts.items()):
+        if verdict.verdict == VERDICT_OPEN:
+            print(f"not yet killed ({verdict.behaviour}): {anchor}")

@@ -91,6 +91,33 @@ def copy_bridge(bridge_dir: Path, work: Path) -> None:
     shutil.copytree(bridge_dir, target, ignore=shutil.ignore_patterns("__pycache__"))
 
 
+@dataclass(frozen=True)
+class WorkRun:
+    """What both tools' ``run`` starts from: the work directory (holding a fresh unmutated copy
+    of the bridge), the runner's environment and command, and the modules to run."""
+
+    out: Path
+    env: dict[str, str]
+    runner: str
+    modules: list[str]
+
+
+def start_work(args: Any, mapped: Iterable[str], bridge_dir: Path) -> WorkRun:
+    """``args``' modules checked against ``mapped`` (default: every one of them), ``--out``
+    made (emptied first with ``--fresh``) and the bridge copied into it."""
+    known = sorted(mapped)
+    unknown = [m for m in args.module if m not in known]
+    if unknown:
+        raise SessionError(f"run: unknown module {unknown[0]!r} (see "
+                           "'python -m mutation selections' for the mapped ones)")
+    out: Path = args.out.resolve()
+    if args.fresh and out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    copy_bridge(bridge_dir, out)
+    return WorkRun(out, environment(out), find_runner(), list(args.module) or known)
+
+
 def environment(work: Path) -> dict[str, str]:
     """The runner's environment: the scratch copy first on ``PYTHONPATH``."""
     env = dict(os.environ)

@@ -79,3 +79,24 @@ DEFAULT_OP_TIMEOUT_MS: Final = 15000
 FEED_SESSION_PROGRAM: Final = "mempalace-pi-session"
 FEED_SESSION_MODES: Final = ("source", "none", "hang", "fail")
 FEED_SESSION_STEP_KEYS: Final = ("mode", "delay_ms", "exit")
+
+
+#: the options ``palace-conformance run`` and the pytest plugin share, each defined once (its
+#: argparse keywords): ``run`` spells them ``--NAME``, the plugin ``--palace-NAME`` (pytest's
+#: options are one namespace, so the plugin's are prefixed)
+SHARED_RUN_OPTIONS: dict[str, dict[str, Any]] = {
+    "transport": {"choices": (*TRANSPORTS, "both"), "default": "both",
+                  "help": "which transports to run (default both)"},
+    "select": {"action": "append", "default": [], "metavar": "PATTERN",
+               "help": "only scenario ids matching this glob (e.g. 'stdio.*'); repeatable"},
+    "op-timeout-ms": {"type": int, "default": DEFAULT_OP_TIMEOUT_MS, "metavar": "MS",
+                      "help": "an op's deadline when its step sets no timeout_ms "
+                      f"(default {DEFAULT_OP_TIMEOUT_MS})"},
+    "level": {"choices": ("core", "seed"), "default": None,
+              "help": "judge what any MemPalace bridge must do (core), or that plus the seed "
+              "bridge's conventions (seed); default: seed for the reference bridge or a "
+              "profile that is a copy of the seed, core for any other (docs/profiles.md)"},
+    "baseline": {"metavar": "FILE", "default": None,
+                 "help": "expected-failure baseline (docs/baselines.md): listed failures pass "
+                 "as known; stale, unknown or expired entries fail the run"},
+}

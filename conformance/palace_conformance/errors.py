@@ -16,6 +16,9 @@ imports nothing of the kit.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class ConformanceError(Exception):
     """Any error of the kit; its message is the one line to show."""
@@ -39,6 +42,16 @@ class PalaceError(ConformanceError):
 
 class RunUsageError(UserError):
     """One line for the user, exit 2 (the runner's commands and their helpers)."""
+
+
+@contextlib.contextmanager
+def as_usage_error(*kinds: type[Exception]) -> Iterator[None]:
+    """A ``kinds`` error raised inside becomes a :class:`RunUsageError` of the same line: a file
+    or name the user gave that could not be used is their mistake to fix, exit 2."""
+    try:
+        yield
+    except kinds as exc:
+        raise RunUsageError(str(exc)) from None
 
 
 class UsageError(UserError):

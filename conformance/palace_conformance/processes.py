@@ -186,6 +186,19 @@ def stop(proc: Stoppable | None,
     return proc.returncode
 
 
+def ended_by_eof(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+    """Close ``proc``'s stdin (the EOF a stdio server ends on) and wait up to ``wait_s`` for it
+    to exit; whether it did (the caller says what happens to one that did not)."""
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def reaped(pid: int) -> bool:
     """Gone from the process table: its parent has reaped it (a zombie is dead, not reaped)."""
     return not os.path.exists(f"/proc/{pid}")

@@ -18,6 +18,7 @@ import errno
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +183,24 @@ def load(path: str | os.PathLike[str], *, what: str, fix: str, max_bytes: int = 
     if Path(os.fspath(path)).suffix.lower() == ".toml":
         return parse_toml(data, what=what, path=path, fix=fix, max_depth=max_depth)
     return parse_json(data, what=what, path=path, fix=fix, max_depth=max_depth)
+
+
+def named_json(path: str | os.PathLike[str], *, flag: str, what: str, max_bytes: int,
+               error: Callable[[str], Exception], unreadable: str,
+               unparsable: str) -> tuple[str, Any]:
+    """A JSON file a command's ``flag`` named (``--baseline``, ``--from``; empty for a bare
+    argument), read and parsed within the bounds above, and where it was named (``FLAG PATH``,
+    for the caller's later messages). A failure raises ``error`` of one line ``FLAG PATH: ...``,
+    worded by ``unreadable`` (the file could not be read) or ``unparsable`` (not JSON), whose
+    ``{problem}`` is the reader's problem and ``{bare}`` the same without a leading "is "."""
+    shown = short(os.fspath(path), 200)[1:-1]
+    where = f"{flag} {shown}" if flag else shown
+    try:
+        raw = read_bytes(path, what=what, fix="", max_bytes=max_bytes)
+    except UntrustedFileError as exc:
+        raise error(f"{where}: " + unreadable.format(problem=exc.problem)) from None
+    try:
+        return where, parse_json(raw, what=what, path=path, fix="")
+    except UntrustedFileError as exc:
+        raise error(f"{where}: " + unparsable.format(
+            problem=exc.problem, bare=exc.problem.removeprefix("is "))) from None

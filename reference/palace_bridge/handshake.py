@@ -34,16 +34,26 @@ def initialize_params() -> dict[str, Any]:
     return {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}
 
 
+def _result_holding(response: Response, method: str, key: str, kind: type,
+                    missing: str) -> dict[str, Any]:
+    """The result object of ``method``'s answer, which must hold ``key`` of type ``kind``: an
+    error answer is the server's :class:`PalaceToolError`, any other result a
+    :class:`PalaceProtocolError` saying ``missing``."""
+    if response.error is not None:
+        raise PalaceToolError(response.error["code"], response.error["message"],
+                              response.error.get("data"), method)
+    result = response.result
+    if not isinstance(result, dict) or not isinstance(result.get(key), kind):
+        raise PalaceProtocolError(missing)
+    return result
+
+
 def check_initialize(response: Response) -> Initialized:
     """Validate the ``initialize`` answer; an unsupported version ends the connect.
 
     MCP: a client that does not support the version the server chose disconnects."""
-    if response.error is not None:
-        raise PalaceToolError(response.error["code"], response.error["message"],
-                              response.error.get("data"), "initialize")
-    result = response.result
-    if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
-        raise PalaceProtocolError("initialize result has no protocolVersion")
+    result = _result_holding(response, "initialize", "protocolVersion", str,
+                             "initialize result has no protocolVersion")
     version = result["protocolVersion"]
     if version not in SUPPORTED_VERSIONS:
         raise PalaceProtocolError(
@@ -64,12 +74,8 @@ async def list_tools(send: Send, deadline: Deadline, log: Log) -> list[ToolSpec]
     for _ in range(MAX_PAGES):
         params = {"cursor": cursor} if cursor is not None else None
         response = await send("tools/list", params, deadline)
-        if response.error is not None:
-            raise PalaceToolError(response.error["code"], response.error["message"],
-                                  response.error.get("data"), "tools/list")
-        result = response.result
-        if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
-            raise PalaceProtocolError("tools/list result has no 'tools' list")
+        result = _result_holding(response, "tools/list", "tools", list,
+                                 "tools/list result has no 'tools' list")
         for entry in result["tools"]:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"]:
                 tools.append(ToolSpec.from_wire(entry))

@@ -193,9 +193,12 @@ def test_the_selection_flag_picks_how_a_module_runs(tmp_path: Path, monkeypatch:
             return None  # as when the unmutated runs fail: the module is not run
         return run
 
+    import mutation.sessions as sessions
+
     for name in ("init", "mark_equivalents", "copy_bridge"):
         monkeypatch.setattr(cli, name, lambda *args: 0)
-    monkeypatch.setattr(cli, "find_runner", lambda: "pc")
+    monkeypatch.setattr(sessions, "copy_bridge", lambda *args: 0)  # start_work's copy
+    monkeypatch.setattr(sessions, "find_runner", lambda: "pc")
     monkeypatch.setattr(cli, "pending_keys", lambda session: {"diary.py:1:0:Op": "job"})
     monkeypatch.setattr(cli, "_run_module", fake("module"))
     monkeypatch.setattr(cli, "_run_lines", fake("lines"))

@@ -8,7 +8,8 @@ import shlex
 import sys
 import time
 
-from palace_conformance.commands.options import add_subcommands
+from palace_conformance.commands.declare import SubCommands, declare, declare_group
+from palace_conformance.commands.options import add_real_python
 from palace_conformance.fake.faults import COMPACT_HELP, FakeSetupError
 from palace_conformance.fake.lease import Lease, default_palace_path
 from palace_conformance.fake.mempalace_cli import contention_text, run_cli_mine
@@ -54,6 +55,8 @@ def _served_preset(name: str | None) -> None:
 
 
 def _stdio(args: argparse.Namespace) -> int:
+    """Serve MCP over stdin/stdout as mempalace-mcp would, faults from the plan, the compact
+    --fault specs and a preset (or their environment variables)."""
     from palace_conformance.fake.cli import run_stdio
 
     prog = "palace-conformance fake stdio"
@@ -66,6 +69,8 @@ def _stdio(args: argparse.Namespace) -> int:
 
 
 def _http(args: argparse.Namespace) -> int:
+    """Serve MCP over HTTP on a loopback port as mempalace's HTTP server would, with the /_fake
+    control API (fake ctl) unless --no-control; faults as for stdio."""
     from palace_conformance.fake.http.serve import run_http
 
     try:
@@ -79,6 +84,9 @@ def _http(args: argparse.Namespace) -> int:
 
 
 def _install_shim(args: argparse.Namespace) -> int:
+    """Write launchers that stand in for mempalace's own in DIR: DIR/mempalace-mcp,
+    DIR/mempalace-light-mcp and DIR/mempalace (the fake), DIR/mempalace-pi-session (a
+    scriptable stand-in) and the fake mempalace Python package; put DIR first on PATH."""
     prog = "palace-conformance fake install-shim"
     if args.preset:
         from palace_conformance.fake.presets import find_preset
@@ -109,6 +117,8 @@ def _install_shim(args: argparse.Namespace) -> int:
 
 
 def _uninstall_shim(args: argparse.Namespace) -> int:
+    """Remove exactly what install-shim placed in DIR; a shim changed since is kept, and
+    said."""
     from palace_conformance.fake.shims import uninstall_shim
 
     prog = "palace-conformance fake uninstall-shim"
@@ -128,6 +138,8 @@ def _uninstall_shim(args: argparse.Namespace) -> int:
 
 
 def _presets(args: argparse.Namespace) -> int:
+    """List the named fault presets (for --preset), one line each: name, transports, what the
+    harness sees."""
     from palace_conformance.fake.presets import presets_table
 
     print(presets_table())
@@ -135,6 +147,7 @@ def _presets(args: argparse.Namespace) -> int:
 
 
 def _hold_lock(args: argparse.Namespace) -> int:
+    """Hold the palace's writer lock as another writer would, until killed or for --seconds."""
     palace = os.path.abspath(args.palace) if args.palace else default_palace_path()
     lease = Lease(palace)
     contention = lease.acquire()
@@ -153,6 +166,8 @@ def _hold_lock(args: argparse.Namespace) -> int:
 
 
 def _cli_mine(args: argparse.Namespace) -> int:
+    """Act like 'mempalace mine DIR': exit 1 with mempalace's holder message while another
+    writer holds the palace."""
     palace = os.path.abspath(args.palace) if args.palace else default_palace_path()
     return run_cli_mine(args.source, palace, args.journal or os.environ.get(ENV_JOURNAL),
                         args.state or os.environ.get(ENV_STATE),
@@ -160,6 +175,8 @@ def _cli_mine(args: argparse.Namespace) -> int:
 
 
 def _catalog(args: argparse.Namespace) -> int:
+    """Record the real mempalace's catalogue and its answers to fixed probe calls
+    (--from-real), or check the fake against the recorded answers (--check)."""
     from palace_conformance.fidelity.truth_table import TruthTableError, run_catalog
     from palace_conformance.real.install import RealServerMissing
 
@@ -179,15 +196,15 @@ def _catalog(args: argparse.Namespace) -> int:
 
 
 def _faults_help(args: argparse.Namespace) -> int:
+    """Print the compact fault syntax (--fault, fake ctl inject)."""
     print(COMPACT_HELP)
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    fake = sub.add_parser("fake", help="run the fake MemPalace server and its helpers",
-                          description="The fake MemPalace server (behaves like mempalace 3.11.0 "
-                          "until a fault plan says otherwise).")
-    fake_sub = add_subcommands(fake, "fake_command")
+def add_commands(sub: SubCommands) -> None:
+    _, fake_sub = declare_group(sub, "fake", "run the fake MemPalace server and its helpers",
+                                "The fake MemPalace server (behaves like mempalace 3.11.0 "
+                                "until a fault plan says otherwise).", "fake_command")
 
     _add_servers(fake_sub)
     _add_shims(fake_sub)
@@ -199,17 +216,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     add_journal(fake_sub)
 
 
-def _add_servers(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_servers(fake_sub: SubCommands) -> None:
     """``fake stdio`` and ``fake http``."""
-    stdio = fake_sub.add_parser("stdio", help="serve MCP over stdin/stdout",
-                                epilog=COMPACT_HELP,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    stdio = declare(fake_sub, "stdio", "serve MCP over stdin/stdout", _stdio, epilog=COMPACT_HELP)
     _common(stdio)
-    stdio.set_defaults(handler=_stdio)
 
-    http = fake_sub.add_parser("http", help="serve MCP over HTTP on loopback",
-                               epilog=COMPACT_HELP,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    http = declare(fake_sub, "http", "serve MCP over HTTP on loopback", _http,
+                   epilog=COMPACT_HELP)
     _common(http)
     http.add_argument("--host", default="127.0.0.1",
                       help="loopback address to bind (default 127.0.0.1)")
@@ -223,63 +236,53 @@ def _add_servers(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     http.add_argument("--ready-file", metavar="FILE",
                       help="write {\"url\", \"port\", \"pid\"} here once listening")
     http.add_argument("--no-control", action="store_true", help="disable the /_fake control API")
-    http.set_defaults(handler=_http)
 
 
-def _add_shims(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_shims(fake_sub: SubCommands) -> None:
     """``fake install-shim`` and ``fake uninstall-shim``."""
-    shim = fake_sub.add_parser("install-shim", help="write DIR/mempalace-mcp, "
-                               "DIR/mempalace-light-mcp and DIR/mempalace (the fake), "
-                               "DIR/mempalace-pi-session (a scriptable stand-in) and the fake "
-                               "mempalace Python package (PYTHONPATH=DIR/.palace/lib/python*/"
-                               "site-packages)")
+    shim = declare(fake_sub, "install-shim", "write DIR/mempalace-mcp, DIR/mempalace-light-mcp "
+                   "and DIR/mempalace (the fake), DIR/mempalace-pi-session (a scriptable "
+                   "stand-in) and the fake mempalace Python package "
+                   "(PYTHONPATH=DIR/.palace/lib/python*/site-packages)", _install_shim)
     shim.add_argument("dir", metavar="DIR")
     shim.add_argument("--preset", metavar="NAME", help="bake a fault preset into the server "
                       "shims (PALACE_FAKE_PRESET in the environment still wins)")
-    shim.set_defaults(handler=_install_shim)
 
-    unshim = fake_sub.add_parser("uninstall-shim", help="remove exactly what install-shim "
-                                 "placed in DIR (a shim changed since is kept, and said)")
+    unshim = declare(fake_sub, "uninstall-shim", "remove exactly what install-shim placed in "
+                     "DIR (a shim changed since is kept, and said)", _uninstall_shim)
     unshim.add_argument("dir", metavar="DIR")
-    unshim.set_defaults(handler=_uninstall_shim)
 
 
-def _add_helpers(fake_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_helpers(fake_sub: SubCommands) -> None:
     """``hold-lock``, ``cli-mine``, ``faults``, ``presets`` and ``catalog``."""
-    hold = fake_sub.add_parser("hold-lock", help="hold the palace writer lock like another writer")
+    hold = declare(fake_sub, "hold-lock", "hold the palace writer lock like another writer",
+                   _hold_lock)
     hold.add_argument("--palace", metavar="DIR")
     hold.add_argument("--seconds", type=float, default=0,
                       help="release after this long (0: until killed)")
-    hold.set_defaults(handler=_hold_lock)
 
-    mine = fake_sub.add_parser("cli-mine", help="act like 'mempalace mine DIR': exit 1 with "
-                               "mempalace's holder message while another writer holds the palace")
+    mine = declare(fake_sub, "cli-mine", "act like 'mempalace mine DIR': exit 1 with "
+                   "mempalace's holder message while another writer holds the palace", _cli_mine)
     mine.add_argument("source", metavar="DIR", nargs="?", help="directory (or file) to mine")
     mine.add_argument("--palace", metavar="DIR")
     mine.add_argument("--journal", metavar="FILE", help="journal the run here "
                       "(env PALACE_FAKE_JOURNAL)")
     mine.add_argument("--state", metavar="FILE", help="palace contents file "
                       "(env PALACE_FAKE_STATE)")
-    mine.set_defaults(handler=_cli_mine)
 
-    faults = fake_sub.add_parser("faults", help="print the compact fault syntax")
-    faults.set_defaults(handler=_faults_help)
+    declare(fake_sub, "faults", "print the compact fault syntax", _faults_help)
+    declare(fake_sub, "presets", "list the named fault presets (for --preset), one line each: "
+            "name, transports, what the harness sees", _presets)
 
-    presets = fake_sub.add_parser("presets", help="list the named fault presets (for --preset), "
-                                  "one line each: name, transports, what the harness sees")
-    presets.set_defaults(handler=_presets)
-
-    catalog = fake_sub.add_parser(
-        "catalog", help="record the real mempalace's catalogue and its answers to fixed probe "
-        "calls (--from-real), or check the fake against the recorded answers")
+    catalog = declare(fake_sub, "catalog", "record the real mempalace's catalogue and its "
+                      "answers to fixed probe calls (--from-real), or check the fake against "
+                      "the recorded answers", _catalog)
     catalog.add_argument("--from-real", action="store_true", help="start the real server (an "
                          "isolated world, offline embeddings) and record it: writes the fake's "
                          "catalogue and truth table under fixtures/catalogue/")
-    catalog.add_argument("--real-python", metavar="PY", help="a Python with mempalace installed "
-                         "(default: $PALACE_REAL_PYTHON)")
+    add_real_python(catalog, "with --from-real")
     catalog.add_argument("--check", action="store_true", help="write nothing: exit 1 with the "
                          "differences when the recording differs from the checked-in data")
-    catalog.set_defaults(handler=_catalog)
 
 
 def _port(text: str) -> int:

@@ -9,14 +9,17 @@ request is sent; the fake's own refusal (HTTP 400) is shown as its one line too.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from palace_conformance.commands.options import add_subcommands
+from palace_conformance.commands.declare import SubCommands, declare, declare_group
+from palace_conformance.commands.usage import Handler
 from palace_conformance.errors import PalaceError
 from palace_conformance.fake.faults import FakeSetupError, parse_compact
 
@@ -176,65 +179,106 @@ def _status(base: str) -> str:
             f"{max(opened - gone, 0)} live session(s)")
 
 
-def run_ctl(args: argparse.Namespace) -> int:
-    """The ``ctl`` subcommands; every failure is one line on stderr and exit 1 (2: bad input)."""
+def _action(act: Callable[[argparse.Namespace, str], int]) -> Handler:
+    """A ``ctl`` action as a command's handler: the fake's base URL found first (``--url`` or
+    ``--ready-file``); a failed control call is one line on stderr, exit 1."""
+
+    @functools.wraps(act)
+    def handler(args: argparse.Namespace) -> int:
+        try:
+            return act(args, base_url(args))
+        except CtlError as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 1
+
+    return handler
+
+
+@_action
+def _inject(args: argparse.Namespace, base: str) -> int:
+    """Arm fault(s) now, in the compact syntax (see 'palace-conformance fake faults') or a
+    preset's; they count requests from now on. A fault that does not parse is one line before
+    any request is sent, exit 2."""
     try:
-        base = base_url(args)
-        if args.ctl_command == "inject":
-            try:
-                faults = _faults(args)
-            except FakeSetupError as exc:
-                print(f"{PROG}: {exc}", file=sys.stderr)
-                return 2
-            armed = call(base, "POST", "/_fake/faults", faults)
-            print(f"armed {', '.join(armed.get('armed', []))}")
-        elif args.ctl_command == "clear":
-            cleared = call(base, "DELETE", "/_fake/faults").get("cleared", 0)
-            print(f"cleared {cleared} fault(s); the token is not a fault and stays as it is "
-                  "(rotate-token TOKEN or --none changes it)")
-        elif args.ctl_command == "forget-sessions":
-            body = {"id": args.id} if args.id else None
-            forgotten = call(base, "POST", "/_fake/sessions/forget", body).get("forgotten", [])
-            print(f"forgot {len(forgotten)} session(s)")
-        elif args.ctl_command == "rotate-token":
-            token = None if args.no_token else args.token
-            if token is None and not args.no_token:
-                print(f"{PROG}: rotate-token needs TOKEN or --none", file=sys.stderr)
-                return 2
-            auth = call(base, "POST", "/_fake/token", {"token": token}).get("auth")
-            print("token replaced" if auth else "token removed: no auth")
-        elif args.ctl_command == "url":
-            call(base, "GET", "/healthz")
-            print(f"{base}/mcp")
-        else:
-            call(base, "GET", "/healthz")
-            print(_status(base))
-    except CtlError as exc:
+        faults = _faults(args)
+    except FakeSetupError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
+        return 2
+    armed = call(base, "POST", "/_fake/faults", faults)
+    print(f"armed {', '.join(armed.get('armed', []))}")
     return 0
 
 
-def add_ctl(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ctl = sub.add_parser("ctl", help="steer a running fake http: inject, clear, "
-                         "forget-sessions, rotate-token, status, url")
+@_action
+def _clear(args: argparse.Namespace, base: str) -> int:
+    """Disarm every fault; the token is not a fault and stays as it is (rotate-token)."""
+    cleared = call(base, "DELETE", "/_fake/faults").get("cleared", 0)
+    print(f"cleared {cleared} fault(s); the token is not a fault and stays as it is "
+          "(rotate-token TOKEN or --none changes it)")
+    return 0
+
+
+@_action
+def _forget(args: argparse.Namespace, base: str) -> int:
+    """Forget every session (or only --id ID): the next request on it gets 404."""
+    body = {"id": args.id} if args.id else None
+    forgotten = call(base, "POST", "/_fake/sessions/forget", body).get("forgotten", [])
+    print(f"forgot {len(forgotten)} session(s)")
+    return 0
+
+
+@_action
+def _rotate(args: argparse.Namespace, base: str) -> int:
+    """Replace the bearer token the fake requires with TOKEN, or with --none require none."""
+    token = None if args.no_token else args.token
+    if token is None and not args.no_token:
+        print(f"{PROG}: rotate-token needs TOKEN or --none", file=sys.stderr)
+        return 2
+    auth = call(base, "POST", "/_fake/token", {"token": token}).get("auth")
+    print("token replaced" if auth else "token removed: no auth")
+    return 0
+
+
+@_action
+def _url(args: argparse.Namespace, base: str) -> int:
+    """Print the fake's MCP URL (for MEMPALACE_REMOTE_URL), once it answers /healthz."""
+    call(base, "GET", "/healthz")
+    print(f"{base}/mcp")
+    return 0
+
+
+@_action
+def _status_line(args: argparse.Namespace, base: str) -> int:
+    """One line: up, MCP messages seen, faults fired (the last one named), live sessions."""
+    call(base, "GET", "/healthz")
+    print(_status(base))
+    return 0
+
+
+def add_ctl(sub: SubCommands) -> None:
+    ctl, verbs = declare_group(sub, "ctl", "steer a running fake http: inject, clear, "
+                               "forget-sessions, rotate-token, status, url",
+                               "Steer a running HTTP fake through its control API "
+                               "(docs/fake-control-api.md): arm faults in the middle of a "
+                               "session, forget sessions, swap the token.", "ctl_command",
+                               "ACTION")
     where = ctl.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="the fake's URL (its /mcp URL will do)")
     where.add_argument("--ready-file", metavar="FILE", help="the fake's --ready-file (waited for)")
     ctl.add_argument("--wait", type=float, default=10.0, metavar="S",
                      help="how long to wait for --ready-file to appear (default 10)")
-    verbs = add_subcommands(ctl, "ctl_command", "ACTION")
-    inject = verbs.add_parser("inject", help="arm fault(s) now; they count requests from now on")
+    inject = declare(verbs, "inject", "arm fault(s) now; they count requests from now on",
+                     _inject)
     inject.add_argument("spec", metavar="SPEC", nargs="*", help="compact fault spec(s)")
     inject.add_argument("--preset", metavar="NAME", help="arm a preset's faults")
-    verbs.add_parser("clear", help="disarm every fault (the token is separate: rotate-token)")
-    forget = verbs.add_parser("forget-sessions", help="forget every session (or --id ID): the "
-                              "next request on it gets 404")
+    declare(verbs, "clear", "disarm every fault (the token is separate: rotate-token)", _clear)
+    forget = declare(verbs, "forget-sessions", "forget every session (or --id ID): the next "
+                     "request on it gets 404", _forget)
     forget.add_argument("--id", help="only this session")
-    rotate = verbs.add_parser("rotate-token", help="replace the bearer token (--none: no auth)")
+    rotate = declare(verbs, "rotate-token", "replace the bearer token (--none: no auth)",
+                     _rotate)
     rotate.add_argument("token", metavar="TOKEN", nargs="?")
     rotate.add_argument("--none", dest="no_token", action="store_true")
-    verbs.add_parser("status", help="one line: up, messages seen, faults fired, live sessions")
-    verbs.add_parser("url", help="print the fake's MCP URL (for MEMPALACE_REMOTE_URL)")
-    for parser in (ctl, *verbs.choices.values()):
-        parser.set_defaults(handler=run_ctl)
+    declare(verbs, "status", "one line: up, messages seen, faults fired, live sessions",
+            _status_line)
+    declare(verbs, "url", "print the fake's MCP URL (for MEMPALACE_REMOTE_URL)", _url)

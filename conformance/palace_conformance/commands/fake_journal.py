@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from palace_conformance.commands.declare import SubCommands, declare
 from palace_conformance.redaction import REDACTED, Redactor, environment_secrets, name_looks_secret
 
 PROG = "palace-conformance fake journal"
@@ -156,7 +157,9 @@ def show(records: Iterable[dict[str, Any] | None], redactor: Redactor, seconds: 
 
 
 def run_journal(args: argparse.Namespace) -> int:
-    """``fake journal FILE`` / ``--url URL``; Ctrl-C exits 130, a lost fake is one line."""
+    """Show a fake's journal (a FILE it writes, or a running fake http's --url), one readable
+    line per record, secrets hidden; --follow watches it live (Ctrl-C exits 130), a lost fake
+    is one line."""
     redactor = Redactor([*args.secret, *environment_secrets()], shapes=True)
     seconds = args.seconds if args.follow else None
 
@@ -203,9 +206,9 @@ def run_journal(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_journal(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    view = sub.add_parser("journal", help="show a fake's journal, one readable line per record "
-                          "(secrets hidden); --follow to watch it live")
+def add_journal(sub: SubCommands) -> None:
+    view = declare(sub, "journal", "show a fake's journal, one readable line per record (secrets "
+                   "hidden); --follow to watch it live", run_journal)
     where = view.add_mutually_exclusive_group(required=True)
     where.add_argument("file", metavar="FILE", nargs="?", help="a journal file (--journal, "
                        "PALACE_FAKE_JOURNAL)")
@@ -217,4 +220,4 @@ def add_journal(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     view.add_argument("--secret", action="append", default=[], metavar="VALUE",
                       help="also hide this value (repeatable); secret-looking variables of "
                       "this environment are hidden already")
-    view.set_defaults(handler=run_journal)
+

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from palace_conformance.commands.declare import declare
+from palace_conformance.commands.options import add_real_python
 
 
 def _fidelity(args: argparse.Namespace) -> int:
@@ -63,8 +64,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     parser = declare(sub, "fidelity", "run the same scripted sessions against the real mempalace "
                      "3.11.0 and the fake and report every difference the declared rules do not "
                      "explain", _fidelity)
-    parser.add_argument("--real-python", metavar="PY", help="a Python with mempalace==3.11.0 "
-                        "installed (env PALACE_REAL_PYTHON; tox -e real-palace builds one)")
+    add_real_python(parser)
     parser.add_argument("--quick", action="store_true", help="only the sessions the script "
                         "marks quick (handshake, protocol, HTTP, auth, lock): the CI subset")
     parser.add_argument("--select", metavar="GLOB", action="append", default=[],

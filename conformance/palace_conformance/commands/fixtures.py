@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from palace_conformance.commands.declare import declare
-from palace_conformance.commands.options import add_scenario_paths, add_subcommands
+from palace_conformance.commands.declare import declare, declare_group
+from palace_conformance.commands.options import add_scenario_paths
 from palace_conformance.scenarios.behaviours import (
     ID_PATTERN,
     Behaviour,
@@ -86,6 +86,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    """List the scenarios (id, transports, behaviour IDs, title), optionally only one area's or
+    those citing one behaviour ID; as a table, or as JSON."""
     if args.area is not None and args.area not in AREAS:
         print(f"palace-conformance fixtures list: unknown area {args.area!r} "
               f"(use one of: {', '.join(AREAS)})", file=sys.stderr)
@@ -139,6 +141,8 @@ def _dimensions(args: argparse.Namespace) -> int:
 
 
 def _coverage(args: argparse.Namespace) -> int:
+    """Each behaviour ID with the scenarios that cite it; exit 1 when one has none. With
+    --dimensions, the behaviour x dimension table derived from the scenarios, with its gaps."""
     if args.dimensions:
         return _dimensions(args)
     try:
@@ -187,34 +191,35 @@ def _behaviour_id(text: str) -> str:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    fixtures = sub.add_parser(
-        "fixtures", help="validate and list scenario fixtures",
-        description="The language-neutral scenario fixtures (fixtures/scenarios/<area>/<id>.json).")
-    fixtures_sub = add_subcommands(fixtures, "fixtures_command")
+    _, fixtures_sub = declare_group(
+        sub, "fixtures", "validate and list scenario fixtures",
+        "The language-neutral scenario fixtures (fixtures/scenarios/<area>/<id>.json).",
+        "fixtures_command")
 
     validate = declare(fixtures_sub, "validate",
                        "check scenario files against the schema and the catalogue rules", _validate)
     add_scenario_paths(validate)
 
-    listing = fixtures_sub.add_parser("list", help="list scenarios, optionally filtered")
+    listing = declare(fixtures_sub, "list", "list scenarios, optionally filtered", _list)
     listing.add_argument("--area", metavar="AREA", help=f"only this area ({', '.join(AREAS)})")
     listing.add_argument("--covers", metavar="ID", type=_behaviour_id,
                          help="only scenarios citing this behaviour ID")
-    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    listing.add_argument("--scenarios", metavar="DIR", action="append",
-                         help="read scenarios from DIR instead of the shipped ones (repeatable)")
-    listing.set_defaults(handler=_list)
+    _add_listing_options(listing, "a table")
 
-    coverage = fixtures_sub.add_parser(
-        "coverage", help="each behaviour ID with its scenarios; exit 1 when one has none")
+    coverage = declare(fixtures_sub, "coverage",
+                       "each behaviour ID with its scenarios; exit 1 when one has none", _coverage)
     coverage.add_argument("--behaviours", metavar="FILE",
                           help="behaviours.json or a BEHAVIOURS.md checklist "
                           "(default: the shipped fixtures/behaviours.json)")
-    coverage.add_argument("--json", action="store_true", help="print JSON instead of text")
     coverage.add_argument("--dimensions", action="store_true",
                           help="print the behaviour x dimension table (knob value classes, feature "
                           "pairs, failure sequences, ...) derived from the scenarios, slow tier "
                           "included, with its gaps (Markdown; --json for JSON); exit 0 with gaps")
-    coverage.add_argument("--scenarios", metavar="DIR", action="append",
-                          help="read scenarios from DIR instead of the shipped ones (repeatable)")
-    coverage.set_defaults(handler=_coverage)
+    _add_listing_options(coverage, "text")
+
+
+def _add_listing_options(parser: argparse.ArgumentParser, instead_of: str) -> None:
+    """What both listings take: JSON output, and scenario folders other than the shipped."""
+    parser.add_argument("--json", action="store_true", help=f"print JSON instead of {instead_of}")
+    parser.add_argument("--scenarios", metavar="DIR", action="append",
+                        help="read scenarios from DIR instead of the shipped ones (repeatable)")

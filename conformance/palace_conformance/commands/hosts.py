@@ -9,10 +9,12 @@ import argparse
 import json
 import sys
 
-from palace_conformance.commands.options import add_subcommands
+from palace_conformance.commands.declare import declare, declare_group
 
 
 def _install(args: argparse.Namespace) -> int:
+    """Install Node (when the system's is missing or too old) and the hosts' npm dependencies
+    from the pinned lockfile, then warm the transpile cache; idempotent."""
     from palace_conformance.hosts import node
 
     try:
@@ -40,6 +42,8 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    """Where the hosts live and what is installed: Node, npm, the cache and its CI key, the
+    pinned packages; exit 1 when the hosts are not installed."""
     from palace_conformance.hosts import node
 
     info = node.status()
@@ -73,15 +77,13 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    hosts = sub.add_parser("hosts", help="install or inspect the Node hosts for TypeScript bridges",
-                           description="The Node runtime and npm dependencies of the hosts that "
-                           "drive TypeScript bridges (pi extensions, pi-mcp, pi-mcp-adapter).")
-    hosts_sub = add_subcommands(hosts, "hosts_command")
-    install = hosts_sub.add_parser("install", help="install Node (if needed) and the hosts' npm "
-                                   "dependencies from the pinned lockfile; idempotent")
+    _, hosts_sub = declare_group(
+        sub, "hosts", "install or inspect the Node hosts for TypeScript bridges",
+        "The Node runtime and npm dependencies of the hosts that drive TypeScript bridges (pi "
+        "extensions, pi-mcp, pi-mcp-adapter).", "hosts_command")
+    install = declare(hosts_sub, "install", "install Node (if needed) and the hosts' npm "
+                      "dependencies from the pinned lockfile; idempotent", _install)
     install.add_argument("--force", action="store_true", help="reinstall even if present")
-    install.set_defaults(handler=_install)
-    status = hosts_sub.add_parser("status", help="where the hosts live and what is installed "
-                                  "(exit 1 when not installed)")
+    status = declare(hosts_sub, "status", "where the hosts live and what is installed (exit 1 "
+                     "when not installed)", _status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
-    status.set_defaults(handler=_status)

@@ -13,7 +13,13 @@ import json
 import sys
 
 from palace_conformance.commands.declare import declare
-from palace_conformance.commands.usage import RunUsageError, one_line, writable, write_text
+from palace_conformance.commands.usage import (
+    RunUsageError,
+    as_usage_error,
+    one_line,
+    writable,
+    write_text,
+)
 
 PROG = "palace-conformance merge"
 
@@ -35,10 +41,8 @@ def _merge_checked(args: argparse.Namespace) -> int:
     markdown_path = writable("--markdown", args.markdown)
     html_path = writable("--html", args.html)
     named = [(path, load_result_file(path, flag="")) for path in args.results]
-    try:
+    with as_usage_error(MergeError):
         run = merge_runs(named)
-    except MergeError as exc:
-        raise RunUsageError(str(exc)) from None
     render_summary(run, sys.stdout, quiet=args.quiet)
     outcome = f"the merged run {'passed' if run.ok else 'failed'}"
     write_text(json_path, json.dumps(run.to_json(), indent=1, ensure_ascii=False, default=str),

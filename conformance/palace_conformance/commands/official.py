@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from palace_conformance.commands.options import add_subcommands
+from palace_conformance.commands.declare import declare, declare_group
+from palace_conformance.commands.options import add_real_python
 
 #: the client scenarios that apply to a tools-only, static-bearer client (docs/official-suite.md)
 CLIENT_SCENARIOS = ("initialize", "tools_call", "sse-retry",
@@ -19,43 +20,38 @@ CLIENT_SCENARIOS = ("initialize", "tools_call", "sse-retry",
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    official = sub.add_parser(
-        "official", help="run the official MCP conformance suite (Node >= 22 from npm, pinned)",
-        description="The official MCP conformance suite (@modelcontextprotocol/conformance, "
-        "pinned), installed on first use into the Node hosts' cache. Verdicts are judged "
-        "against an expected-verdict baseline with a reason per entry (docs/official-suite.md).")
-    official_sub = add_subcommands(official, "official_command")
+    _, official_sub = declare_group(
+        sub, "official", "run the official MCP conformance suite (Node >= 22 from npm, pinned)",
+        "The official MCP conformance suite (@modelcontextprotocol/conformance, pinned), "
+        "installed on first use into the Node hosts' cache. Verdicts are judged against an "
+        "expected-verdict baseline with a reason per entry (docs/official-suite.md).",
+        "official_command")
 
-    server = official_sub.add_parser(
-        "server", help="server scenarios against --url, --fake and/or --real; with two or "
-        "more, their verdicts and masked checks must be identical")
+    server = declare(official_sub, "server", "server scenarios against --url, --fake and/or "
+                     "--real; with two or more, their verdicts and masked checks must be "
+                     "identical", _server)
     server.add_argument("--url", action="append", default=[], metavar="URL",
                         help="a running MCP server (loopback, no token: the suite sends none); "
                         "repeatable")
     server.add_argument("--fake", action="store_true", help="start the fake HTTP server")
     server.add_argument("--real", action="store_true",
-                        help="start the real mempalace HTTP server (PALACE_REAL_PYTHON or "
-                        "--real-python; docs/real-server.md)")
-    server.add_argument("--real-python", metavar="PYTHON",
-                        help="the Python of a venv with mempalace 3.11.0")
+                        help="start the real mempalace HTTP server (see --real-python)")
+    add_real_python(server, "with --real")
     server.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="only this scenario (repeatable; default: all, pending included)")
     _common(server)
-    server.set_defaults(handler=_server)
 
-    client = official_sub.add_parser(
-        "client", help="client scenarios against the reference bridge through the adapter")
+    client = declare(official_sub, "client", "client scenarios against the reference bridge "
+                     "through the adapter", _client)
     client.add_argument("--bridge", default="reference", choices=["reference"],
                         help="the client under test (only the reference bridge has an adapter)")
     client.add_argument("--scenario", action="append", default=[], metavar="NAME",
                         help="only this scenario (repeatable; default: "
                         f"{', '.join(CLIENT_SCENARIOS)})")
     _common(client)
-    client.set_defaults(handler=_client)
 
-    install = official_sub.add_parser("install", help="install the pinned suite (and Node >= 22 "
-                                      "when the system's is older); idempotent")
-    install.set_defaults(handler=_install)
+    declare(official_sub, "install", "install the pinned suite (and Node >= 22 when the "
+            "system's is older); idempotent", _install)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -73,6 +69,8 @@ def _fail(message: str) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
+    """Install the pinned suite into the Node hosts' cache (and Node >= 22 when the system's is
+    older); idempotent."""
     from palace_conformance.official.suite import SuiteError, ensure_suite
 
     try:
@@ -85,6 +83,9 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _server(args: argparse.Namespace) -> int:
+    """Run the suite's server scenarios against each server given (a running --url, the fake,
+    the real mempalace) and judge the verdicts against the baseline; with two or more servers,
+    their verdicts and masked checks must be identical."""
     from palace_conformance.official import baseline as baselines
     from palace_conformance.official import results, suite, targets
     from palace_conformance.real.install import RealServerMissing
@@ -142,6 +143,8 @@ def _server(args: argparse.Namespace) -> int:
 
 
 def _client(args: argparse.Namespace) -> int:
+    """Run the suite's client scenarios against the reference bridge, through the adapter that
+    execs palace-bridge, and judge the verdicts against the baseline."""
     from palace_conformance.official import baseline as baselines
     from palace_conformance.official import results, suite, targets
 

@@ -1,7 +1,6 @@
 """The option sets several commands share, defined once: ``--server fake|real`` and
 ``--real-python PY`` (the palace behind the bridge, for ``run``, ``replay``, ``diff`` and
-``matrix``; docs/real-server.md), ``--jobs``, ``--op-timeout-ms``, the scenario paths, and a
-command's sub-commands.
+``matrix``; docs/real-server.md), ``--jobs``, ``--op-timeout-ms`` and the scenario paths.
 
 Argparse only at import time; the real server's machinery is imported when it is asked for.
 """
@@ -14,7 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from palace_conformance.commands.usage import RunUsageError
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS
+from palace_conformance.contract import SHARED_RUN_OPTIONS
 from palace_conformance.runner.jobs import default_jobs
 
 if TYPE_CHECKING:
@@ -26,9 +25,16 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
                         help="the palace behind the bridge: the fake (default; every scenario) "
                         "or the real mempalace 3.11.0 (scenarios it cannot serve are not "
                         "applicable, with the reason; docs/real-server.md)")
+    add_real_python(parser, "with --server real")
+
+
+def add_real_python(parser: argparse.ArgumentParser, used: str = "") -> None:
+    """``--real-python PY``: where the real mempalace is, for every command that starts it
+    (``used``: when, e.g. "with --server real")."""
     parser.add_argument("--real-python", metavar="PY", default=None,
-                        help="with --server real: a Python with mempalace==3.11.0 installed "
-                        "(default: $PALACE_REAL_PYTHON; `tox -e real-palace` provisions one)")
+                        help=(f"{used}: " if used else "") + "a Python with mempalace==3.11.0 "
+                        "installed (default: $PALACE_REAL_PYTHON; `tox -e real-palace` "
+                        "provisions one; docs/real-server.md)")
 
 
 def add_scenario_paths(parser: argparse.ArgumentParser) -> None:
@@ -44,19 +50,7 @@ def add_jobs(parser: argparse.ArgumentParser) -> None:
 
 
 def add_op_timeout(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--op-timeout-ms", type=int, default=DEFAULT_OP_TIMEOUT_MS, metavar="MS",
-                        help="an op's deadline when its step sets no timeout_ms "
-                        f"(default {DEFAULT_OP_TIMEOUT_MS})")
-
-
-def add_subcommands(parser: argparse.ArgumentParser, dest: str,
-                    metavar: str = "SUBCOMMAND") -> argparse._SubParsersAction[
-                        argparse.ArgumentParser]:
-    """A command's required sub-commands, parsed by the same parser class as the command (the
-    CLI's, whose mistakes are one line)."""
-    sub = parser.add_subparsers(dest=dest, metavar=metavar, parser_class=type(parser))
-    sub.required = True
-    return sub
+    parser.add_argument("--op-timeout-ms", **SHARED_RUN_OPTIONS["op-timeout-ms"])
 
 
 @contextlib.contextmanager

@@ -13,8 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from palace_conformance.commands.declare import declare
-from palace_conformance.commands.options import add_subcommands
+from palace_conformance.commands.declare import declare, declare_group
 from palace_conformance.commands.usage import (
     RunUsageError,
     at_least_one,
@@ -72,9 +71,8 @@ def _init_checked(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    profile = sub.add_parser("profile", help="bridge profiles: draft one by watching a bridge",
-                             description="Bridge profiles (docs/profiles.md).")
-    actions = add_subcommands(profile, "profile_command", "ACTION")
+    _, actions = declare_group(sub, "profile", "bridge profiles: draft one by watching a bridge",
+                               "Bridge profiles (docs/profiles.md).", "profile_command", "ACTION")
     init = declare(actions, "init", "draft a profile by watching the bridge against the fake",
                    one_line(PROG)(_init_checked))
     init.add_argument("--bridge", required=True, metavar="SPEC",

@@ -14,14 +14,19 @@ import signal
 from datetime import date
 from pathlib import Path
 
-from palace_conformance.commands.declare import declare
+from palace_conformance.commands.declare import declare, declare_group
 from palace_conformance.commands.options import (
     add_op_timeout,
     add_server_options,
-    add_subcommands,
     chosen_server,
 )
-from palace_conformance.commands.usage import RunUsageError, at_least_one, one_line, writable
+from palace_conformance.commands.usage import (
+    RunUsageError,
+    as_usage_error,
+    at_least_one,
+    one_line,
+    writable,
+)
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.selection import default_level, host_argv, load_profile_arg
 
@@ -42,10 +47,8 @@ def _replay_checked(args: argparse.Namespace) -> int:
 
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     json_path = writable("--json", args.json)
-    try:
+    with as_usage_error(ReplayError):
         bundle = load_bundle(args.bundle)
-    except ReplayError as exc:
-        raise RunUsageError(str(exc)) from None
     profile = load_profile_arg(args.profile)
     recorded = shown_bridge(bundle.bridge)
     bridge = args.bridge or (profile.bridge if profile is not None else None)
@@ -124,10 +127,8 @@ def _baseline_update_checked(args: argparse.Namespace) -> int:
     old_path = args.baseline or (args.out if out.exists() else None)
     old = None
     if old_path is not None:
-        try:
+        with as_usage_error(BaselineError):
             old = load_baseline(old_path, flag="--baseline" if args.baseline else "--out")
-        except BaselineError as exc:
-            raise RunUsageError(str(exc)) from None
     reason = args.reason or (f"failing in {Path(args.report).name} on "
                              f"{date.today().isoformat()} (say why it is accepted)")
     update = update_baseline(run, old, reason=reason, issue=args.issue, expires=expires)
@@ -160,11 +161,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     replay.add_argument("--json", metavar="FILE", help="write the replay's result model as JSON")
     add_server_options(replay)
 
-    baseline = sub.add_parser(
-        "baseline", help="maintain an expected-failure baseline",
-        description="Expected-failure baselines (docs/baselines.md): known failures that keep "
-        "'run --baseline FILE' green until fixed.")
-    baseline_sub = add_subcommands(baseline, "baseline_command")
+    _, baseline_sub = declare_group(
+        sub, "baseline", "maintain an expected-failure baseline",
+        "Expected-failure baselines (docs/baselines.md): known failures that keep "
+        "'run --baseline FILE' green until fixed.", "baseline_command")
     update = declare(baseline_sub, "update", "write a baseline listing a report's current failures",
                      one_line(f"{BASELINE} update")(_baseline_update_checked))
     update.add_argument("--from", dest="report", required=True, metavar="REPORT.json",

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, TextIO
 from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import (
     add_jobs,
-    add_op_timeout,
     add_scenario_paths,
     add_server_options,
     chosen_server,
@@ -34,7 +33,7 @@ from palace_conformance.commands.usage import (
     slack_factor,
     writable,
 )
-from palace_conformance.contract import TRANSPORTS
+from palace_conformance.contract import SHARED_RUN_OPTIONS, TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.jobs import default_jobs
 from palace_conformance.runner.selection import (
@@ -42,6 +41,7 @@ from palace_conformance.runner.selection import (
     check_stray_patterns,
     default_level,
     host_argv,
+    load_baseline_arg,
     load_profile_arg,
     parse_shard,
     select,
@@ -118,7 +118,7 @@ def _run_checked(args: argparse.Namespace) -> int:
     human = sys.stderr if json_stdout else sys.stdout  # stdout stays pure JSON
     junit_path = writable("--junit", args.junit)
     markdown_path = writable("--markdown", args.markdown)
-    baseline = _baseline(args.baseline)
+    baseline = load_baseline_arg(args.baseline)
     report_dir = directory("--report-dir", args.report_dir)
     if not args.cold_start and not args.list:  # the warm server imports while the catalogue is read
         threading.Thread(target=warm_client.prestart, daemon=True).start()
@@ -196,17 +196,6 @@ def _golden_usage(args: argparse.Namespace, profile: object) -> None:
     if wrong is not None:
         raise RunUsageError(f"--update-golden writes the reference bridge's traces at the seed "
                             f"level against the fake: run it with {wrong}")
-
-
-def _baseline(path: str | None) -> BaselineFile | None:
-    from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
-
-    if path is None:
-        return None
-    try:
-        return load_baseline(path)
-    except BaselineError as exc:
-        raise RunUsageError(str(exc)) from None
 
 
 def _run_suite(scenarios: list[Scenario], options: SuiteOptions,
@@ -355,16 +344,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      "spec (pi-extension:FILE, pi-mcp, pi-mcp:wrapped, pi-mcp-adapter; see "
                      "'palace-conformance hosts'), or the host command to start, e.g. "
                      "'node host.mjs'")
-    run.add_argument("--transport", choices=(*TRANSPORTS, "both"), default="both",
-                     help="which transports to run (default both)")
-    run.add_argument("--select", action="append", default=[], metavar="PATTERN",
-                     help="only scenario ids matching this glob (e.g. 'stdio.*'); repeatable")
+    for name, spec in SHARED_RUN_OPTIONS.items():
+        run.add_argument(f"--{name}", **spec)
     add_jobs(run)
     run.add_argument("--cold-start", action="store_true",
                      help="start every reference host and HTTP fake as a fresh interpreter "
                      "(slower); by default they are forked from a warm server that imported "
                      "them once (docs/runner.md)")
-    add_op_timeout(run)
     run.add_argument("--slow", action="store_true",
                      help="also run the slow tier (fixtures/slow/): scenarios that wait out a "
                      "seed default of 30 s or more, e.g. the 60 s request timeout; minutes, not "
@@ -382,13 +368,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                      help="multiply every declared timing slack (a fixture's slack_ms) by F >= 1 "
                      "for a slow or loaded machine; lower bounds never move, and the factor is "
                      "recorded in the results (default 1)")
-    run.add_argument("--level", choices=("core", "seed"), default=None,
-                     help="judge what any MemPalace bridge must do (core), or that plus the "
-                     "seed bridge's conventions (seed); default: seed for the reference bridge, "
-                     "core for any other (docs/profiles.md)")
-    run.add_argument("--baseline", metavar="FILE",
-                     help="expected-failure baseline (docs/baselines.md): listed failures pass "
-                     "as known; stale, unknown or expired entries fail the run")
     run.add_argument("--covers", action="append", default=[], metavar="ID",
                      help="only scenarios covering this behaviour ID (e.g. STDIO-05) or any ID "
                      "of this area (e.g. STDIO); repeatable (fixtures/behaviours.json)")

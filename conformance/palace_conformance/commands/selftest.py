@@ -20,6 +20,7 @@ from palace_conformance.commands.declare import declare
 from palace_conformance.commands.options import add_jobs, add_op_timeout
 from palace_conformance.commands.usage import (
     RunUsageError,
+    as_usage_error,
     at_least_one,
     one_line,
     writable,
@@ -42,10 +43,8 @@ def chosen(names: list[str]) -> list[Mutant]:
         return list(mutants.MUTANTS)
     picked: list[Mutant] = []
     for name in names:
-        try:
+        with as_usage_error(mutants.MutantError):
             mutant = mutants.find(name)
-        except mutants.MutantError as exc:
-            raise RunUsageError(str(exc)) from None
         if mutant not in picked:
             picked.append(mutant)
     return picked

@@ -10,9 +10,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from palace_conformance.errors import RunUsageError
+from palace_conformance.errors import RunUsageError, as_usage_error
 
-__all__ = ["Handler", "RunUsageError", "at_least_one", "directory", "one_line",
+__all__ = ["Handler", "RunUsageError", "as_usage_error", "at_least_one", "directory", "one_line",
            "slack_factor", "writable", "write_text"]
 
 Handler = Callable[[argparse.Namespace], int]

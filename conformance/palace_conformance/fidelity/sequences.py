@@ -145,6 +145,10 @@ _NO_ARGUMENTS = {"wings": "mempalace_list_wings", "taxonomy": "mempalace_get_tax
                  "kg_stats": "mempalace_kg_stats", "tunnels": "mempalace_list_tunnels",
                  "find_tunnels": "mempalace_find_tunnels", "graph": "mempalace_graph_stats",
                  "mesh": "mempalace_mesh_peers", "reconnect": "mempalace_reconnect"}
+#: the calls on one drawer, on one to three drawers, and the listings of one wing or all, by kind
+_ONE_DRAWER = {"get": "mempalace_get_drawer", "delete": "mempalace_delete_drawer"}
+_SOME_DRAWERS = {"get_many": "mempalace_get_drawers", "delete_many": "mempalace_delete_drawers"}
+_BY_WING = {"list": "mempalace_list_drawers", "rooms": "mempalace_list_rooms"}
 #: the kinds :func:`_drawer_step` draws (drawers, their listings, search, mining)
 _DRAWER_KINDS = ("add", "get", "get_many", "update", "delete", "delete_many", "list", "rooms",
                  "search", "duplicate", "mine", "by_source", "sync")
@@ -155,11 +159,14 @@ def _drawer_step(draw: st.DrawFn, model: _Model, label: str,
     """A call on drawers: added, read, changed, listed, searched or mined."""
     if kind == "add":
         return _add_drawer(draw, model, label)
-    if kind == "get":
-        return "mempalace_get_drawer", {"drawer_id": _drawer_ref(draw, model)}
-    if kind == "get_many":
+    if kind in _ONE_DRAWER:
+        return _ONE_DRAWER[kind], {"drawer_id": _drawer_ref(draw, model)}
+    if kind in _SOME_DRAWERS:
         ids = [_drawer_ref(draw, model) for _ in range(draw(st.integers(1, 3)))]
-        return "mempalace_get_drawers", {"drawer_ids": ids}
+        return _SOME_DRAWERS[kind], {"drawer_ids": ids}
+    if kind in _BY_WING:
+        wing = draw(st.sampled_from((None, *WINGS)))
+        return _BY_WING[kind], ({"wing": wing} if wing else {})
     if kind == "update":
         changes: Arguments = {}
         if draw(st.booleans()):
@@ -169,17 +176,6 @@ def _drawer_step(draw: st.DrawFn, model: _Model, label: str,
         if draw(st.booleans()):
             changes["room"] = draw(st.sampled_from(ROOMS))
         return "mempalace_update_drawer", {"drawer_id": _drawer_ref(draw, model), **changes}
-    if kind == "delete":
-        return "mempalace_delete_drawer", {"drawer_id": _drawer_ref(draw, model)}
-    if kind == "delete_many":
-        ids = [_drawer_ref(draw, model) for _ in range(draw(st.integers(1, 3)))]
-        return "mempalace_delete_drawers", {"drawer_ids": ids}
-    if kind == "list":
-        wing = draw(st.sampled_from((None, *WINGS)))
-        return "mempalace_list_drawers", ({"wing": wing} if wing else {})
-    if kind == "rooms":
-        wing = draw(st.sampled_from((None, *WINGS)))
-        return "mempalace_list_rooms", ({"wing": wing} if wing else {})
     if kind == "search":
         arguments: Arguments = {"query": draw(st.sampled_from(WORDS)), "limit": 3}
         if draw(st.booleans()):

@@ -18,7 +18,6 @@ the state a probe leaves behind is part of what is pinned.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
@@ -32,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from palace_conformance import processes as procs
 from palace_conformance.errors import PalaceError
 from palace_conformance.resources import CATALOGUES, fixtures_dir
 
@@ -293,12 +293,7 @@ class StdioSession:
         return f"exit {self.proc.poll()}; stderr: {tail[-300:]!r}"
 
     def close(self) -> None:
-        if self.proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
+        if not procs.ended_by_eof(self.proc, 10):
             self.proc.kill()
             self.proc.wait(10)
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from palace_conformance import processes as procs
 from palace_conformance.errors import PalaceError
 from palace_conformance.real.install import RealServer
 from palace_conformance.scenarios.palace_state import LABEL, resolve_event_ids
@@ -97,11 +98,7 @@ class StdioSession:
 
     def close(self) -> None:
         """EOF, then the server exits 0 (1-2 s); its group is killed if it does not."""
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(EXIT_S)
-        except subprocess.TimeoutExpired:
+        if not procs.ended_by_eof(self.proc, EXIT_S):
             os.killpg(self.proc.pid, 9)
             self.proc.wait(EXIT_S)
         if self.proc.stdout is not None:

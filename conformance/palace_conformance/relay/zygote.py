@@ -30,13 +30,12 @@ import selectors
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from palace_conformance.forked_child import run_as_main
+from palace_conformance.forked_child import ForkedProcess, ended_children, run_as_main
 
 #: what the zygote imports before it serves: the real server's third-party dependencies (not
 #: mempalace, whose modules read the environment at import)
@@ -128,20 +127,14 @@ def _relay_gone(conn: socket.socket, selector: selectors.BaseSelector,
 
 
 def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
-    while children:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    for pid, code in ended_children(children):
         conn = children.pop(pid, None)
         if conn is None:
             continue
         with contextlib.suppress(OSError, KeyError, ValueError):
             selector.unregister(conn)
         with contextlib.suppress(OSError):
-            conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+            conn.sendall(f"exit {code}\n".encode())
         conn.close()
 
 
@@ -212,9 +205,11 @@ def entry_for(command: Sequence[str]) -> dict[str, Any] | None:
     return None
 
 
-class ZygoteProcess:
+class ZygoteProcess(ForkedProcess):
     """The part of :class:`subprocess.Popen` the relays use, for a real server the zygote
     forked: its exit code comes on the spawn's connection."""
+
+    args = "mempalace"
 
     def __init__(self, pid: int, conn: socket.socket, stdin: IO[bytes] | None,
                  stdout: IO[bytes] | None) -> None:
@@ -228,7 +223,7 @@ class ZygoteProcess:
         self._buffer = b""
         self._lock = threading.Lock()
 
-    def _read(self, timeout: float | None) -> int | None:
+    def _exit_status(self, timeout: float | None) -> int | None:
         with self._lock:
             if self.returncode is not None:
                 return self.returncode
@@ -246,25 +241,6 @@ class ZygoteProcess:
             self.returncode = int(words[1]) if len(words) == 2 else 255
             return self.returncode
 
-    def poll(self) -> int | None:
-        return self._read(0.0)
-
-    def wait(self, timeout: float | None = None) -> int:
-        code = self._read(timeout)
-        if code is None:
-            raise subprocess.TimeoutExpired("mempalace", timeout or 0.0)
-        return code
-
-    def send_signal(self, number: int) -> None:
-        if self.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, number)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
 
 
 def server_environment(config: Mapping[str, Any], inherited: Mapping[str, str]) -> dict[str, str]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from palace_conformance.contract import TRANSPORTS
+from palace_conformance.contract import SHARED_RUN_OPTIONS, TRANSPORTS
 from palace_conformance.errors import ConformanceError
 
 if TYPE_CHECKING:
@@ -46,22 +46,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the palace-conformance scenarios against this bridge host "
                     "('reference', a Node host spec, or a driver host command); without it the "
                     "plugin does nothing")
-    group.addoption("--palace-transport", choices=(*TRANSPORTS, "both"), default="both",
-                    help="which transports to run (default both)")
-    group.addoption("--palace-select", action="append", default=[], metavar="PATTERN",
-                    help="only scenario ids matching this glob; repeatable")
-    group.addoption("--palace-baseline", metavar="FILE", default=None,
-                    help="expected-failure baseline (docs/baselines.md)")
     group.addoption("--palace-scenarios", action="append", default=[], metavar="PATH",
                     help="scenario files or directories (default: the shipped scenarios)")
-    group.addoption("--palace-op-timeout-ms", type=int, default=15000, metavar="MS",
-                    help="an op's deadline when its step sets no timeout_ms (default 15000)")
     group.addoption("--palace-profile", metavar="FILE", default=None,
                     help="a bridge profile (docs/profiles.md); its entry is the bridge unless "
                     "--palace-bridge names one")
-    group.addoption("--palace-level", choices=("core", "seed"), default=None,
-                    help="judge at core or seed (default: seed for the reference bridge or a "
-                    "profile that is a copy of the seed, else core)")
+    for name, spec in SHARED_RUN_OPTIONS.items():
+        group.addoption(f"--palace-{name}", **spec)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -201,14 +192,15 @@ class PalaceSuite:
         return catalogue.scenarios
 
     def _baseline(self, path: str | None) -> BaselineFile | None:
-        if path is None:
-            return None
-        from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
+        from palace_conformance.errors import RunUsageError
+        from palace_conformance.runner.selection import load_baseline_arg
 
         try:
-            baseline = load_baseline(path, flag="--palace-baseline")
-        except BaselineError as exc:
+            baseline = load_baseline_arg(path, flag="--palace-baseline")
+        except RunUsageError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if baseline is None:
+            return None
         baseline.add_known({s.id: s.transports for s in self.scenarios})
         return baseline
 

@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import hashlib
 import os
 import shlex
 import shutil
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
-from palace_conformance.errors import RunUsageError
+from palace_conformance.errors import RunUsageError, as_usage_error
 from palace_conformance.hosts import REFERENCE_HOST
 
 if TYPE_CHECKING:
     from palace_conformance.runner.profile import Profile
+    from palace_conformance.runner.verdict.baseline import BaselineFile
     from palace_conformance.scenarios.model import Scenario
 
+
+Loaded = TypeVar("Loaded")
 
 #: characters that make a value a glob pattern rather than a file name
 GLOB_CHARS = frozenset("*?[")
@@ -149,16 +153,29 @@ def select_shard(scenarios: list[Scenario], index: int, total: int) -> list[Scen
     return [s for s in scenarios if shard_of(s.id, total) == index]
 
 
-def load_profile_arg(path: str | None) -> Profile | None:
-    """The ``--profile`` given, loaded; a bad one is a one-line usage error."""
+def flag_file(path: str | None, load: Callable[[str], Loaded],
+              *errors: type[Exception]) -> Loaded | None:
+    """What the file a flag names holds, read by ``load``; None without the flag; ``errors``
+    of the reading are one-line usage errors."""
     if path is None:
         return None
+    with as_usage_error(*errors):
+        loaded = load(path)
+    return loaded
+
+
+def load_profile_arg(path: str | None) -> Profile | None:
+    """The ``--profile`` given, loaded; a bad one is a one-line usage error."""
     from palace_conformance.runner.profile import ProfileError, load_profile
 
-    try:
-        return load_profile(path)
-    except ProfileError as exc:
-        raise RunUsageError(str(exc)) from None
+    return flag_file(path, load_profile, ProfileError)
+
+
+def load_baseline_arg(path: str | None, flag: str = "--baseline") -> BaselineFile | None:
+    """The ``--baseline`` given, loaded; a bad one is a one-line usage error."""
+    from palace_conformance.runner.verdict.baseline import BaselineError, load_baseline
+
+    return flag_file(path, functools.partial(load_baseline, flag=flag), BaselineError)
 
 
 def bridge_of(bridge: str | None, profile: Profile | None) -> str:

@@ -45,16 +45,20 @@ class Outcome(Enum):
         return self in (Outcome.MINED, Outcome.NOTHING)
 
 
+#: the seed's defaults, written once (config.py): a feed set up without a config uses them too
+_SEED = BridgeConfig()
+
+
 @dataclass(frozen=True)
 class FeedSettings:
-    enabled: bool = True
-    bin: str = "mempalace-pi-session"
-    wing: str = "wing_conversations"
-    debounce_ms: int = 600000
-    prepare_timeout_ms: int = 120000
-    mine_timeout_ms: int = 30000
-    remote: bool = False
-    ssh_target: str | None = None
+    enabled: bool = _SEED.feed
+    bin: str = _SEED.feed_bin
+    wing: str = _SEED.feed_wing
+    debounce_ms: int = _SEED.feed_debounce_ms
+    prepare_timeout_ms: int = _SEED.feed_prepare_timeout_ms
+    mine_timeout_ms: int = _SEED.feed_mine_timeout_ms
+    remote: bool = _SEED.remote
+    ssh_target: str | None = _SEED.ssh_target
 
     @classmethod
     def from_config(cls, config: BridgeConfig) -> FeedSettings:

@@ -27,7 +27,7 @@ import { pathToFileURL } from "node:url";
 
 import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
 import { useBundles } from "./lib/bundles.mjs";
-import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren } from "./lib/common-ops.mjs";
+import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren, toolCall } from "./lib/common-ops.mjs";
 import { entryFile, importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { contentText, FakePi } from "./lib/fake-pi.mjs";
 import { startObserving } from "./lib/observe.mjs";
@@ -250,12 +250,8 @@ class ExtensionOps extends LoadingHost {
   async callTool(request) {
     const loaded = this.requireLoaded();
     const name = request.name;
-    const tool = loaded.tools.get(name);
-    if (!tool) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(name)}`);
-    let input = request.args ?? {};
-    if (typeof input !== "object" || Array.isArray(input)) {
-      throw new OpError("bad_request", "call_tool 'args' must be an object");
-    }
+    const { tool, input: given } = toolCall(request, loaded.tools);
+    let input = given;
     if (typeof tool.prepareArguments === "function") input = tool.prepareArguments(input);
     if (request.validate !== false && this.validate) {
       try {

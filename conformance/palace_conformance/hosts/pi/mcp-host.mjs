@@ -29,7 +29,7 @@ import { pathToFileURL } from "node:url";
 
 import { useBundles } from "./lib/bundles.mjs";
 import { children, killChildren } from "./lib/children.mjs";
-import { childrenAfter, loadEnv, opsOf, replaceEnvironment } from "./lib/common-ops.mjs";
+import { childrenAfter, loadEnv, opsOf, replaceEnvironment, toolCall } from "./lib/common-ops.mjs";
 import { importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { hostLog } from "./lib/output.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
@@ -193,9 +193,7 @@ class McpOps {
 
   async callTool(request) {
     this.requireLoaded();
-    if (!this.tools.has(request.name)) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(request.name)}`);
-    const input = request.args ?? {};
-    if (typeof input !== "object" || Array.isArray(input)) throw new OpError("bad_request", "call_tool 'args' must be an object");
+    const { input } = toolCall(request, this.tools);
     const result = await this.bridge.callTool(request.name, input);
     const reply = { content: result?.content ?? [], is_error: Boolean(result?.isError) };
     if (result?.structuredContent !== undefined) reply.details = { structuredContent: result.structuredContent };

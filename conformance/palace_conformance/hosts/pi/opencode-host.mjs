@@ -33,7 +33,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { useBundles } from "./lib/bundles.mjs";
-import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren } from "./lib/common-ops.mjs";
+import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren, toolCall } from "./lib/common-ops.mjs";
 import { observeProgramRuns } from "./lib/children.mjs";
 import { entryFile, importDep, packageVersion } from "./lib/deps.mjs";
 import { classify } from "./lib/errors.mjs";
@@ -400,12 +400,7 @@ class OpenCodeOps extends LoadingHost {
   async callTool(request) {
     const loaded = this.requireLoaded();
     const name = request.name;
-    const definition = this.tools.get(name);
-    if (!definition) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(name)}`);
-    const input = request.args ?? {};
-    if (typeof input !== "object" || Array.isArray(input)) {
-      throw new OpError("bad_request", "call_tool 'args' must be an object");
-    }
+    const { tool: definition, input } = toolCall(request, this.tools);
     const params = input;
     if (request.validate !== false) {
       const checked = this.z.object(definition.args ?? {}).safeParse(input);

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from palace_conformance.contract import TRANSPORTS
-from palace_conformance.errors import RunUsageError
+from palace_conformance.errors import RunUsageError, as_usage_error
 from palace_conformance.runner.interrupts import interrupt
 from palace_conformance.runner.reports.redact import redacted_run, run_redactor
 from palace_conformance.runner.results import PARITY, RunResult
@@ -104,18 +104,10 @@ def load_result_file(path: str, flag: str = "--from") -> RunResult:
     (just ``PATH`` when ``flag`` is empty)."""
     from palace_conformance import untrusted_file as untrusted
 
-    shown = untrusted.short(path, 200)[1:-1]
-    where = f"{flag} {shown}" if flag else shown
-    try:
-        raw = untrusted.read_bytes(path, what="result", fix="", max_bytes=RESULT_MAX_BYTES)
-    except untrusted.UntrustedFileError as exc:
-        raise RunUsageError(f"{where}: {exc.problem} (write one with 'palace-conformance "
-                            "run --json FILE')") from None
-    try:
-        data = untrusted.parse_json(raw, what="result", path=path, fix="")
-    except untrusted.UntrustedFileError as exc:
-        raise RunUsageError(f"{where}: not a JSON report ({exc.problem}); give a 'run --json' "
-                            "file") from None
+    where, data = untrusted.named_json(
+        path, flag=flag, what="result", max_bytes=RESULT_MAX_BYTES, error=RunUsageError,
+        unreadable="{problem} (write one with 'palace-conformance run --json FILE')",
+        unparsable="not a JSON report ({problem}); give a 'run --json' file")
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise RunUsageError(f"{where}: not a 'palace-conformance run --json' result (no "
                             "'results' list)")
@@ -313,10 +305,8 @@ def load_baselines(values: Sequence[str]) -> dict[str | None, Any]:
         if label in found:
             raise RunUsageError(f"--baseline {value}: a second baseline for "
                                 f"{label or 'every bridge'} (give one per bridge)")
-        try:
+        with as_usage_error(BaselineError):
             found[label] = load_baseline(path)
-        except BaselineError as exc:
-            raise RunUsageError(str(exc)) from None
     return found
 
 

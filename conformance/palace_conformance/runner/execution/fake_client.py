@@ -226,12 +226,7 @@ class FakeClient:
         if self._http is not None:
             self._http.close()
         if self.proc is not None:
-            if self.proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    self.proc.stdin.close()
-            try:
-                self.proc.wait(3)
-            except subprocess.TimeoutExpired:
+            if not procs.ended_by_eof(self.proc, 3):
                 procs.stop(self.proc, grace_s=1.0)
             if self.proc.stdout is not None:
                 with contextlib.suppress(OSError):

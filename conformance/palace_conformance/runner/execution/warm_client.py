@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import select
-import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from typing import IO, Any
 
 from palace_conformance import processes as procs
 from palace_conformance.errors import ConformanceError
+from palace_conformance.forked_child import ForkedProcess
 from palace_conformance.hosts import REFERENCE_HOST, SAFE_PATH
 from palace_conformance.runner.execution.warm_server import REQUEST_HEADER
 
@@ -82,7 +82,7 @@ def entry_for(argv: Sequence[str]) -> Entry | None:
 # -- the runner's side -------------------------------------------------------------------------
 
 
-class WarmProcess:
+class WarmProcess(ForkedProcess):
     """The part of :class:`subprocess.Popen` the runner uses, for a child of the warm server.
 
     The server writes the child's exit code to ``status`` (a pipe) when it reaps it."""
@@ -99,7 +99,7 @@ class WarmProcess:
         self._orphaned = False
         self._lock = threading.Lock()
 
-    def _read_status(self, timeout: float | None) -> int | None:
+    def _exit_status(self, timeout: float | None) -> int | None:
         if self.returncode is None and not self._orphaned:
             poller = select.poll()  # not select(): no limit on the descriptor's number
             poller.register(self._status, select.POLLIN)
@@ -121,25 +121,6 @@ class WarmProcess:
             self.returncode = UNKNOWN_EXIT
         return self.returncode
 
-    def poll(self) -> int | None:
-        return self._read_status(0)
-
-    def wait(self, timeout: float | None = None) -> int:
-        code = self._read_status(timeout)
-        if code is None:
-            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
-        return code
-
-    def send_signal(self, signum: int) -> None:
-        if self.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signum)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
 
     def __del__(self) -> None:
         with contextlib.suppress(OSError):

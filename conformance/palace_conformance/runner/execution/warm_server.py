@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from palace_conformance.forked_child import run_as_main
+from palace_conformance.forked_child import ended_children, run_as_main
 
 #: imported once by the warm server, so no warm child pays for them. Besides the entry points,
 #: what their children would otherwise import on first use: httpx's transport (httpcore, anyio's
@@ -93,17 +93,11 @@ def serve() -> None:
 
 
 def _reap(statuses: dict[int, int]) -> None:
-    while statuses:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    for pid, code in ended_children(statuses):
         fd = statuses.pop(pid, None)
         if fd is not None:
             with contextlib.suppress(OSError):
-                os.write(fd, f"{os.waitstatus_to_exitcode(status)}\n".encode())
+                os.write(fd, f"{code}\n".encode())
             os.close(fd)
 
 

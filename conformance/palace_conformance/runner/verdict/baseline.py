@@ -276,18 +276,11 @@ def load_baseline(path: str | Path, *, flag: str = "--baseline", today: date | N
     """Read a baseline file; :class:`BaselineError` is one line starting ``FLAG PATH:``."""
     from palace_conformance import untrusted_file as untrusted
 
-    shown = untrusted.short(str(path), 200)[1:-1]
-    where = f"{flag} {shown}" if flag else shown
-    try:
-        raw = untrusted.read_bytes(path, what="baseline", fix="", max_bytes=BASELINE_MAX_BYTES)
-    except untrusted.UntrustedFileError as exc:
-        raise BaselineError(f"{where}: {exc.problem} (write one with 'palace-conformance "
-                            "baseline update --from REPORT.json --out FILE')") from None
-    try:
-        data = untrusted.parse_json(raw, what="baseline", path=path, fix="")
-    except untrusted.UntrustedFileError as exc:
-        raise BaselineError(f"{where}: {exc.problem.removeprefix('is ')}; see "
-                            "docs/baselines.md") from None
+    where, data = untrusted.named_json(
+        path, flag=flag, what="baseline", max_bytes=BASELINE_MAX_BYTES, error=BaselineError,
+        unreadable="{problem} (write one with 'palace-conformance baseline update --from "
+        "REPORT.json --out FILE')",
+        unparsable="{bare}; see docs/baselines.md")
     baseline = parse_baseline(data, where, today=today, known=known)
     baseline.source = str(path)
     return baseline

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
 from typing import Any
 
 from palace_conformance.errors import ConformanceError
@@ -64,30 +63,18 @@ def succeeded_on(*names: str) -> Make:
     return make
 
 
-def config_override(**changes: Any) -> Make:
-    """``BridgeConfig.from_env`` (a classmethod) with some fields forced after reading."""
+def fields_forced(**changes: Any) -> Make:
+    """A dataclass's classmethod constructor (``BridgeConfig.from_env``,
+    ``FeedSettings.from_config``) with some fields of what it makes forced."""
 
     def make(original: Any) -> Any:
-        read = original.__func__
+        construct = original.__func__
 
-        def from_env(cls: Any, env: Mapping[str, str]) -> Any:
-            return dataclasses.replace(read(cls, env), **changes)
+        @functools.wraps(construct)  # the original's signature: (cls, env) or (cls, config)
+        def forced(cls: Any, source: Any) -> Any:
+            return dataclasses.replace(construct(cls, source), **changes)
 
-        return classmethod(from_env)
-
-    return make
-
-
-def feed_settings_override(**changes: Any) -> Make:
-    """``FeedSettings.from_config`` (a classmethod) with some fields forced."""
-
-    def make(original: Any) -> Any:
-        read = original.__func__
-
-        def from_config(cls: Any, config: Any) -> Any:
-            return dataclasses.replace(read(cls, config), **changes)
-
-        return classmethod(from_config)
+        return classmethod(forced)
 
     return make
 

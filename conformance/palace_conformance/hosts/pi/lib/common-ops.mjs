@@ -25,6 +25,18 @@ export function replaceEnvironment(env) {
   }
 }
 
+/** `call_tool`'s tool, found by name among those the bridge registered (`tools`, a Map), and
+ * its arguments, which must be an object: `no_such_tool` and `bad_request` otherwise. */
+export function toolCall(request, tools) {
+  const tool = tools.get(request.name);
+  if (!tool) throw new OpError("no_such_tool", `no tool registered as ${JSON.stringify(request.name)}`);
+  const input = request.args ?? {};
+  if (typeof input !== "object" || Array.isArray(input)) {
+    throw new OpError("bad_request", "call_tool 'args' must be an object");
+  }
+  return { tool, input };
+}
+
 /** `set_env`: set each variable, remove those given as null. */
 export async function setEnv(request) {
   const changes = request.env;
