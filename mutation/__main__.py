@@ -24,7 +24,7 @@ from typing import Any
 
 from mutation import line_map
 from mutation.command_line import add_run_options, checked_main, command_parser
-from mutation.measure import MeasureError, measure
+from mutation.measure import MeasureError, measure, missing_coverage
 from mutation.module_map import (
     BRIDGE_DIR,
     ROOT,
@@ -142,6 +142,12 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
               f"equivalent (annotations); {len(pending_keys(session))} pending")
     if args.sample is not None:
         _sample(args, list(sessions.values()))
+    if args.selection == "lines" and any(pending_keys(s) for s in sessions.values()):
+        missing = missing_coverage(runner, env)  # before a baseline, not after a measurement
+        if missing is not None:
+            print(f"python -m mutation run: {missing}; --selection module needs no coverage",
+                  file=sys.stderr)
+            return 2
     runs = load_runs(out)
     failed_baselines = []
     executed: list[str] = []  # modules whose mutants cosmic-ray ran in this invocation
@@ -231,10 +237,15 @@ def _run_lines(args: argparse.Namespace, session: ModuleSession, chosen: list[st
     every = line_map.scenario_runs(scenarios, chosen)
     files = [Path(s.path) for s in scenarios if s.id in set(chosen)]
     stamp = line_map.fingerprint(BRIDGE_DIR, files, chosen)
+    now = line_map.parts(BRIDGE_DIR, files, chosen)
     saved = _line_map_file(session)
     found = line_map.load(saved, stamp)
     how = "reused from " + str(saved)
     if found is None:
+        why = line_map.stale(saved, stamp, now)
+        if why is not None:
+            print(f"{session.module}: saved line map is stale ({why}): measuring it again",
+                  flush=True)
         print(f"{session.module}: baseline, then {len(every)} scenario run(s) under coverage",
               flush=True)
         try:
@@ -244,7 +255,7 @@ def _run_lines(args: argparse.Namespace, session: ModuleSession, chosen: list[st
         except (SessionError, MeasureError) as exc:
             print(f"{session.module}: not run: {exc}", file=sys.stderr)
             return None
-        found = replace(found, module_s=took)
+        found = replace(found, module_s=took, parts=now)
         found.save(saved)
         how = "measured"
     cap = found.timeout(every, args.timeout_factor, args.min_timeout)

@@ -45,7 +45,7 @@ from mutation.line_map import (
     statement_spans,
     with_parity,
 )
-from mutation.measure import MeasureError, measure, measure_shared
+from mutation.measure import MeasureError, measure, measure_shared, missing_coverage
 from mutation.module_map import (
     BRIDGE_DIR,
     ROOT,
@@ -189,11 +189,13 @@ def _line_map(module: str, out: Path, chosen: list[str], scenarios: list[Any], r
     every = line_map.scenario_runs(scenarios, chosen)
     files = [Path(s.path) for s in scenarios if s.id in set(chosen)]
     stamp = line_map.fingerprint(BRIDGE_DIR, files, chosen)
+    now = line_map.parts(BRIDGE_DIR, files, chosen)
     stem = module.removesuffix(".py").replace("/", ".")
     saved = out / "coverage" / f"{stem}.json"
     found = line_map.load(saved, stamp)
     if found is not None:
         return found
+    _say_stale(module, saved, stamp, now)
     argv = scenario_command(chosen, jobs, runner)
     code, took = _command(argv, env, BASELINE_LIMIT_S)
     if code != 0:  # once more: a timing window the machine's load overran (see measure_files)
@@ -202,9 +204,17 @@ def _line_map(module: str, out: Path, chosen: list[str], scenarios: list[Any], r
         raise MeasureError(f"{module}: the unmutated selection fails twice (exit {code})")
     source = out / "src" / "palace_bridge" / module
     found = measure(every, source, out, stem, runner, env, jobs, BASELINE_LIMIT_S, stamp)
-    found = replace(found, module_s=took)
+    found = replace(found, module_s=took, parts=now)
     found.save(saved)
     return found
+
+
+def _say_stale(module: str, saved: Path, stamp: str, now: dict[str, str]) -> None:
+    """One line when ``module``'s saved line map is stale, saying what changed: it is measured
+    again (the results already in the work directory were judged with the old scenarios)."""
+    why = line_map.stale(saved, stamp, now)
+    if why is not None:
+        print(f"{module}: saved line map is stale ({why}): measuring it again", flush=True)
 
 
 def _judge(module: str, source: str, todo: Sequence[Mutant], found: LineMap, out: Path,
@@ -246,16 +256,19 @@ def _shared_maps(modules: Sequence[str], out: Path, chosen: dict[str, list[str]]
     saved as :func:`_line_map` would find it. The pass is the baseline (every run must pass,
     each retried once); ``module_s`` is the selection's runs' seconds added up. Returns the
     modules left out (a run of their selection failed twice), with the first such error."""
-    wanted: dict[str, tuple[list[ScenarioRun], str, Path]] = {}
+    wanted: dict[str, tuple[list[ScenarioRun], str, Path, dict[str, str]]] = {}
     for module in modules:
         files = [Path(s.path) for s in scenarios if s.id in set(chosen[module])]
         stamp = line_map.fingerprint(BRIDGE_DIR, files, chosen[module])
         saved = out / "coverage" / f"{module.removesuffix('.py').replace('/', '.')}.json"
         if line_map.load(saved, stamp) is None:
-            wanted[module] = (line_map.scenario_runs(scenarios, chosen[module]), stamp, saved)
+            now = line_map.parts(BRIDGE_DIR, files, chosen[module])
+            _say_stale(module, saved, stamp, now)
+            wanted[module] = (line_map.scenario_runs(scenarios, chosen[module]), stamp, saved,
+                              now)
     if not wanted:
         return {}
-    every = sorted({run for runs, _, _ in wanted.values() for run in runs})
+    every = sorted({run for runs, _, _, _ in wanted.values() for run in runs})
     sources = {m: out / "src" / "palace_bridge" / m for m in wanted}
     print(f"measuring {len(every)} run(s) once for {len(wanted)} module(s)", flush=True)
     started = time.monotonic()
@@ -263,7 +276,7 @@ def _shared_maps(modules: Sequence[str], out: Path, chosen: dict[str, list[str]]
                                   BASELINE_LIMIT_S)
     wall = time.monotonic() - started
     left_out: dict[str, str] = {}
-    for module, (runs, stamp, saved) in wanted.items():
+    for module, (runs, stamp, saved, now) in wanted.items():
         bad = [failed[run] for run in runs if run in failed]
         if bad:
             left_out[module] = bad[0]
@@ -271,8 +284,26 @@ def _shared_maps(modules: Sequence[str], out: Path, chosen: dict[str, list[str]]
         lines = {run: done[run][0][sources[module]] for run in runs}
         seconds = {run: done[run][1] for run in runs}
         LineMap(fingerprint=stamp, lines=lines, seconds=seconds, wall_s=wall,
-                module_s=sum(seconds.values())).save(saved)
+                module_s=sum(seconds.values()), parts=now).save(saved)
     return left_out
+
+
+def stale_notes(out: Path, chosen: dict[str, list[str]], scenarios: list[Any]) -> list[str]:
+    """A line for each module of ``out``'s results whose saved line map is stale: its mutants
+    were judged with scenarios (or a bridge) other than the checkout's, so a survivor may die
+    now ('run' with the same --out measures again and judges only new mutants)."""
+    notes = []
+    for module in sorted({key.split(":")[0] for key in _load_results(out)}):
+        if module not in chosen:
+            continue
+        files = [Path(s.path) for s in scenarios if s.id in set(chosen[module])]
+        saved = out / "coverage" / f"{module.removesuffix('.py').replace('/', '.')}.json"
+        why = line_map.stale(saved, line_map.fingerprint(BRIDGE_DIR, files, chosen[module]),
+                             line_map.parts(BRIDGE_DIR, files, chosen[module]))
+        if why is not None:
+            notes.append(f"note: {module}'s results were judged before {why} (its saved line "
+                         "map is stale): a survivor may be killed now")
+    return notes
 
 
 def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
@@ -298,6 +329,11 @@ def _run(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
               flush=True)
         if todo:
             plan[module] = (source, [mutants[k] for k in todo])
+    if plan:  # every mutant needs its module's line map: coverage.py, checked before any run
+        missing = missing_coverage(runner, env)
+        if missing is not None:
+            print(f"python -m mutation.author run: {missing}", file=sys.stderr)
+            return 2
     left_out = (_shared_maps(list(plan), out, chosen, scenarios, runner, env, args.jobs)
                 if args.measure_together else {})
     for module, (source, chosen_mutants) in plan.items():
@@ -389,6 +425,8 @@ def _dispatch(args: argparse.Namespace, module_map: ModuleMap, known: list[str],
     if args.command == "report":
         report(args.out.resolve(), module_map, known).summarise(
             args.out.resolve(), "mutation/triage_author.json")
+        for line in stale_notes(args.out.resolve(), selections(module_map), scenarios):
+            print(line, file=sys.stderr)
         return 0
     _triage(known)  # a triage file the report would refuse stops the run first
     return _run(args, module_map, known, scenarios)

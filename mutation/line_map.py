@@ -15,7 +15,7 @@ import hashlib
 import json
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,58 @@ def fingerprint(bridge_dir: Path, scenario_files: Iterable[Path], selected: Sequ
     return digest.hexdigest()
 
 
+def parts(bridge_dir: Path, scenario_files: Iterable[Path], selected: Sequence[str]
+          ) -> dict[str, str]:
+    """What :func:`fingerprint` hashes, part by part, to keep with the map: a SHA-256 of each
+    bridge source (``bridge/REL``), of each scenario file (``scenario/NAME``) and of the
+    selection's ids (``selection``), so a stale map can say what changed since."""
+    found = {f"bridge/{path.relative_to(bridge_dir).as_posix()}":
+             hashlib.sha256(path.read_bytes()).hexdigest()
+             for path in sorted(bridge_dir.rglob("*.py"))}
+    found |= {f"scenario/{path.name}": hashlib.sha256(path.read_bytes()).hexdigest()
+              for path in sorted(set(scenario_files))}
+    found["selection"] = hashlib.sha256("\n".join(sorted(selected)).encode()).hexdigest()
+    return found
+
+
+def _names(keys: Iterable[str], prefix: str) -> str:
+    names = sorted(key.removeprefix(prefix) for key in keys)
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"{len(names)} {prefix.rstrip('/')} file(s) ({shown})"
+
+
+def changes(saved: Mapping[str, str], now: Mapping[str, str]) -> str:
+    """What differs between two :func:`parts`, in a few words: the scenario files and bridge
+    sources changed, added or gone (three named each), and whether the selection moved."""
+    moved = {key for key in {*saved, *now} if saved.get(key) != now.get(key)}
+    said = [_names([k for k in moved if k.startswith(prefix)], prefix)
+            for prefix in ("scenario/", "bridge/") if any(k.startswith(prefix) for k in moved)]
+    if "selection" in moved:
+        said.append("the selection's scenario ids")
+    return ", ".join(said) + " changed" if said else "nothing recorded changed"
+
+
+def stale(path: Path, expected_fingerprint: str, now: Mapping[str, str]) -> str | None:
+    """Why the map saved at ``path`` cannot be reused, in one line, or None when there is none
+    or it holds: the scenario files, bridge sources or selection that changed since it was
+    measured (a map saved before its parts were kept says only that something did)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return "it cannot be read"
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return "it is of another format"
+    if data.get("fingerprint") == expected_fingerprint:
+        return None
+    saved = data.get("parts")
+    if not isinstance(saved, dict) or not saved:
+        return ("the bridge's sources, the selection or its scenario files changed since it "
+                "was measured")
+    return changes(saved, now)
+
+
 @dataclass(frozen=True)
 class LineMap:
     """What the measurement found for one module: the lines each run executed, each run's wall
@@ -76,6 +128,8 @@ class LineMap:
     seconds: Mapping[ScenarioRun, float]
     wall_s: float
     module_s: float = 0.0
+    #: :func:`parts` when measured, so a stale map says what changed (:func:`stale`)
+    parts: Mapping[str, str] = field(default_factory=dict)
 
     def reaching(self, lines: Iterable[int]) -> list[ScenarioRun]:
         """The runs that executed any of ``lines``, sorted."""
@@ -95,7 +149,8 @@ class LineMap:
                 "module_s": round(self.module_s, 2),
                 "runs": {run.key: {"seconds": round(self.seconds.get(run, 0.0), 2),
                                    "lines": sorted(self.lines[run])}
-                         for run in sorted(self.lines)}}
+                         for run in sorted(self.lines)},
+                "parts": dict(sorted(self.parts.items()))}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LineMap:
@@ -103,7 +158,8 @@ class LineMap:
         return cls(fingerprint=str(data["fingerprint"]), wall_s=float(data["wall_s"]),
                    module_s=float(data["module_s"]),
                    lines={run: frozenset(int(n) for n in v["lines"]) for run, v in runs.items()},
-                   seconds={run: float(v["seconds"]) for run, v in runs.items()})
+                   seconds={run: float(v["seconds"]) for run, v in runs.items()},
+                   parts={str(k): str(v) for k, v in dict(data.get("parts") or {}).items()})
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

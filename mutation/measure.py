@@ -19,9 +19,11 @@ must pass: the measurement is the module's baseline.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +61,45 @@ _shadowed()
 
 class MeasureError(Exception):
     """A scenario run failed or could not be measured unmutated; one line."""
+
+
+INSTALL = "pip install -e '.[mutation]'"
+
+
+def interpreter_of(runner: str) -> str | None:
+    """The Python that runs ``runner`` (a console script): its ``#!`` line's program, found on
+    ``PATH`` for ``#!/usr/bin/env NAME``; None when the file has no such line."""
+    try:
+        with open(runner, "rb") as script:
+            first = script.readline(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    words = first[2:].split() if first.startswith("#!") else []
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+        return shutil.which(words[0]) if words else None
+    return words[0] if words else None
+
+
+def missing_coverage(runner: str, env: dict[str, str]) -> str | None:
+    """Checked before any run (a measurement is many minutes of runs): why coverage.py could
+    not measure, in one line naming the fix, or None. It must be importable here (the data is
+    read here) and by the runner's interpreter with the runs' environment (the hook starts it
+    in every process of a run)."""
+    if importlib.util.find_spec("coverage") is None:
+        return f"coverage.py is not importable by {sys.executable} ({INSTALL})"
+    interpreter = interpreter_of(runner)
+    if interpreter is None or os.path.realpath(interpreter) == os.path.realpath(sys.executable):
+        return None
+    try:
+        done = subprocess.run([interpreter, "-c", "import coverage"], env=env,
+                              capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot start {interpreter}, the interpreter of {runner}: {exc}"
+    if done.returncode != 0:
+        return (f"coverage.py is not importable by {interpreter}, the interpreter of {runner} "
+                f"({interpreter} -m {INSTALL})")
+    return None
 
 
 def hook_dir(work: Path) -> Path:
@@ -183,7 +224,7 @@ def measure(runs: Sequence[ScenarioRun], source: Path, work: Path, stem: str, ru
     try:
         import coverage  # noqa: F401  (the hook and executed_lines need it)
     except ImportError:
-        raise MeasureError("coverage.py is not installed (pip install -e '.[mutation]', or "
+        raise MeasureError(f"coverage.py is not installed ({INSTALL}, or "
                            "use --selection module)") from None
     measured_env = _hooked(work, env)
     hook = hook_dir(work)

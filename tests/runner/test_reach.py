@@ -269,3 +269,29 @@ def test_a_transport_never_reached_is_one_not_testable_line_quoting_the_bridge()
     crashed = _result(REACHES, "stdio", FAILED, [])
     crashed.steps = [StepRecord(index=0, key="load", op="load", ran=False)]
     assert reach.collapse_unreached([crashed], scenarios, ("stdio",)) == [crashed]
+
+
+@pytest.mark.parametrize("scenario_id,errno_name", [
+    ("stdio.start.palace-exec-refused-no-interpreter", "ENOENT"),
+    ("stdio.start.palace-exec-refused-not-a-program", "ENOEXEC")])
+def test_an_unrunnable_palace_is_found_but_exec_refuses_it(tmp_path: Path, scenario_id: str,
+                                                           errno_name: str) -> None:
+    """palace.unrunnable: the only mempalace-mcp in reach passes every lookup (an executable
+    regular file on the bridge's PATH) and only exec fails, with the errno it names."""
+    import errno
+    import shutil
+
+    world = World(shipped(scenario_id), "stdio", work_root=tmp_path).open()
+    try:
+        found = shutil.which("mempalace-mcp", path=world.env["PATH"])
+        installed = sorted(p.name for p in world.bin.iterdir())
+        with pytest.raises(OSError) as refused:
+            subprocess.run([str(world.bin / "mempalace-mcp")], env=world.env, check=False,
+                           timeout=30)
+        report = launch(world, "probe")
+    finally:
+        world.close()
+    assert found == str(world.bin / "mempalace-mcp")
+    assert installed == ["mempalace-mcp"]  # no other way to start a palace
+    assert refused.value.errno == getattr(errno, errno_name)
+    assert "No module named 'mempalace'" in report["probe"]["error"]

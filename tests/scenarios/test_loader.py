@@ -377,6 +377,18 @@ def test_palace_installed_defaults_true_and_must_be_a_boolean(tmp_path: Path) ->
     assert len(lines) == 1 and "/palace/installed" in lines[0], lines
 
 
+def test_an_unrunnable_palace_needs_installed_false(tmp_path: Path) -> None:
+    both = scenario(id="tool.sample.unrunnable",
+                    palace={"installed": False, "unrunnable": "not-a-program"})
+    assert load_scenario(write(tmp_path, both)).palace.unrunnable == "not-a-program"
+    assert load_scenario(write(tmp_path / "d", BASE)).palace.unrunnable is None
+    alone = problems_for(tmp_path / "alone", scenario(palace={"unrunnable": "not-a-program"}))
+    assert len(alone) == 1 and "installed false" in alone[0], alone
+    other = problems_for(tmp_path / "other", scenario(palace={"installed": False,
+                                                              "unrunnable": "corrupt"}))
+    assert len(other) == 1 and "/palace/unrunnable" in other[0], other
+
+
 def test_every_duration_of_a_scenario_declares_its_slack(tmp_path: Path) -> None:
     data = scenario()
     data["steps"][3]["expect"]["elapsed_ms"] = {"at_least": 300}

@@ -26,8 +26,11 @@ COPY = HERE.parents[1] / "reference" / "opencode" / "mempalace.ts"
 # every stdio.* and http.* scenario at seed level passes: the child leads its own process group
 # (swept at its end), and the answer streams the official SDK does not read alone are guarded
 # (docs/choices.md, "The OpenCode plugin copy"); the session preamble is there, so none is
-# not applicable
-DEPARTURES: set[tuple[str, str]] = set()
+# not applicable; except (found by the author generator's triage, issue 27, left to the copy's
+# owner): a mempalace-mcp that PATH finds but exec refuses (palace.unrunnable) hangs the plugin's
+# load past the host's 15 s deadline instead of one stderr line (STDIO-10)
+DEPARTURES: set[tuple[str, str]] = {("stdio.start.palace-exec-refused-no-interpreter", "stdio"),
+                                    ("stdio.start.palace-exec-refused-not-a-program", "stdio")}
 #: a plugin has no command-line program of its own (the `cli` capability): its scenarios are
 #: not applicable, with that reason, never failed
 NOT_APPLICABLE: set[tuple[str, str]] = {("http.cli.palace-down-exits-three", "http"),

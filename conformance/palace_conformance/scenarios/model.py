@@ -288,6 +288,9 @@ class Palace:
     lock_held: bool = False
     installed: bool = True  # false: no shims on PATH, no fake package on PYTHONPATH
     fresh: bool = False  # state "fresh": no chroma database until the first vector write
+    #: with installed false: ${TMP}/bin/mempalace-mcp is an executable file exec refuses
+    #: ("missing-interpreter": its #! names none; "not-a-program": no #!, no binary)
+    unrunnable: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Palace:
@@ -296,7 +299,8 @@ class Palace:
                    events=tuple(data.get("events", ())),
                    lock_held=bool(data.get("lock", {}).get("held", False)),
                    installed=bool(data.get("installed", True)),
-                   fresh=data.get("state", "initialised") == "fresh")
+                   fresh=data.get("state", "initialised") == "fresh",
+                   unrunnable=data.get("unrunnable"))
 
     @property
     def empty(self) -> bool:

@@ -90,6 +90,12 @@ export class StdioConnection {
     } catch (error) {
       throw new Unspawnable(`cannot run ${executable}: ${error instanceof Error ? error.message : String(error)}`);
     }
+    if (child.pid === undefined) {
+      // exec refused the file (ENOENT from a #! naming no interpreter, EACCES): Node reports it
+      // only in a later "error" event, so say it now, as the Python seed's spawn does (STDIO-10)
+      child.on("error", () => undefined);
+      throw new Unspawnable(`cannot run ${executable}: exec refused it`);
+    }
     this.child = child;
     child.on("error", (error) => this.closeSession(`cannot run ${executable}: ${error.message}`));
     child.on("exit", (code, signal) => {

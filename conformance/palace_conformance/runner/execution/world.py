@@ -229,6 +229,8 @@ class World:
         early = StartParts.of(self.original, self.values)  # ${FAKE_URL} comes with the fake
         self.journal.touch()
         self._lay_out(early)
+        if early.palace.unrunnable is not None:
+            self._install_unrunnable(early.palace.unrunnable)
         if early.palace.installed:  # else nothing that starts a palace is put in reach
             self._install_palace()
             self._install_standins(early)
@@ -252,6 +254,19 @@ class World:
         except PalaceSeedError as exc:
             raise SetupError(f"cannot seed the palace: {exc}") from None
         self._confine(early)
+
+    def _install_unrunnable(self, how: str) -> None:
+        """``palace.unrunnable``: ``bin/mempalace-mcp`` an executable regular file that exec
+        refuses (a ``#!`` naming no interpreter: ENOENT; no ``#!`` and no binary: ENOEXEC), so
+        only the start fails, after any lookup (STDIO-10)."""
+        self.bin.mkdir(parents=True, exist_ok=True)
+        server = self.bin / "mempalace-mcp"
+        if how == "missing-interpreter":
+            server.write_text(f"#!{self.root / 'no-such-interpreter'}\n", encoding="utf-8")
+        else:
+            server.write_text("palace-conformance: not a program (no #! line, no binary)\n",
+                              encoding="utf-8")
+        server.chmod(0o755)
 
     def _install_palace(self) -> None:
         """What the bridge starts as its palace (``mempalace-mcp`` ...) put on its PATH. The run's

@@ -20,6 +20,19 @@ from palace_conformance.selftest.mutants.patching import (
 )
 
 
+def _zero_mine_cap_read_as_no_time(original: Any) -> Any:
+    """``FeedSettings.from_config`` with MEMPALACE_FEED_MINE_TIMEOUT_MS=0 read as a 1 ms cap."""
+    read = original.__func__
+
+    def from_config(cls: Any, config: Any) -> Any:
+        settings = read(cls, config)
+        if settings.mine_timeout_ms == 0:
+            return dataclasses.replace(settings, mine_timeout_ms=1)
+        return settings
+
+    return classmethod(from_config)
+
+
 def _wakeup_rearmed(original: Any) -> Any:
     async def before_agent_start(self: Any) -> Any:
         armed = self.armed
@@ -290,6 +303,9 @@ MUTANTS: tuple[Mutant, ...] = (
     mutant("feed-mine-never-times-out", "FEED-06",
        "the feed's mine call runs without its timeout",
        (f"{FEEDING}:FeedSettings.from_config", fields_forced(mine_timeout_ms=0))),
+    mutant("feed-mine-zero-caps-at-once", "FEED-06",
+       "MEMPALACE_FEED_MINE_TIMEOUT_MS=0 caps the mine at 1 ms instead of leaving it uncapped",
+       (f"{FEEDING}:FeedSettings.from_config", _zero_mine_cap_read_as_no_time)),
     mutant("feed-triggers-not-coalesced", "FEED-08",
        "a trigger during a feed starts a second feed instead of joining it",
        (f"{FEEDING}:Feeder._running", _feed_never_running)),
