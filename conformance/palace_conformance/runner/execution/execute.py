@@ -499,18 +499,14 @@ class _Execution:
         self.result.checks = judge(observation)
         retried += self.translation.notes(aside, process_facts(aside, procs.alive)["alive"]
                                           if aside else 0)
-        for note in retried:
-            self.result.checks.append(CheckRecord(
-                scenario=scenario.id, transport=self.transport, pointer="/profile", status=PASS,
-                message=note, covers=scenario.covers, level=CORE))
-        for note in world.server_notes:  # the real server's measured start, where it counted
-            self.result.checks.append(CheckRecord(
-                scenario=scenario.id, transport=self.transport, pointer="/server", status=PASS,
-                message=note, covers=scenario.covers, level=CORE))
+        notes = [("/profile", note) for note in retried]
+        # the real server's measured start, where it counted
+        notes += [("/server", note) for note in world.server_notes]
         if self.paced.changes:
-            self.result.checks.append(CheckRecord(
-                scenario=scenario.id, transport=self.transport, pointer="/env_pace", status=PASS,
-                message=self.paced.note, covers=scenario.covers, level=CORE))
+            notes.append(("/env_pace", self.paced.note))
+        self.result.checks += [CheckRecord(
+            scenario=scenario.id, transport=self.transport, pointer=pointer, status=PASS,
+            message=message, covers=scenario.covers, level=CORE) for pointer, message in notes]
         self.result.status = scenario_status(self.result.checks, self.options.level)
         failures = self.result.failures
         if failures:
