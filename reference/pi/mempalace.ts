@@ -14,7 +14,7 @@
  */
 import { Type } from "typebox";
 import { createClient, type PalaceClient } from "./src/client.ts";
-import { SYSTEM_CLOCK } from "./src/clock.ts";
+import { SYSTEM_CLOCK, timerMs } from "./src/clock.ts";
 import { type BridgeConfig, readConfig, sharedPalace } from "./src/config.ts";
 import { describe } from "./src/errors.ts";
 import { DIARY_COMMAND, DIARY_DESCRIPTION, diaryPrompt, diaryTopic } from "./src/features/diary.ts";
@@ -69,7 +69,7 @@ function wireFeatures(pi: ExtensionAPI, config: BridgeConfig, client: PalaceClie
       enabled: true, bin: config.feedBin, wing: config.feedWing, debounceMs: config.feedDebounceMs,
       prepareTimeoutMs: config.feedPrepareTimeoutMs, mineTimeoutMs: config.feedMineTimeoutMs,
       remote: Boolean(config.remoteUrl), sshTarget: config.sshTarget,
-    }, (command, args, timeout) => pi.exec(command, args, timeout === undefined ? {} : { timeout }),
+    }, (command, args, timeout) => pi.exec(command, args, timeout === undefined ? {} : { timeout: timerMs(timeout) }),
     client, stamper, SYSTEM_CLOCK, stderrLine)
     : undefined;
 

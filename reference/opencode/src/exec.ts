@@ -6,6 +6,7 @@
 
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
+import { timerMs } from "./timer.ts";
 
 export interface ExecResult {
   stdout: string;
@@ -32,7 +33,7 @@ export function execWith(env: NodeJS.ProcessEnv): Exec {
       killed = true;
       child.kill("SIGTERM");
       force = setTimeout(() => { if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL"); }, FORCE_KILL_MS);
-    }, timeoutMs) : undefined;
+    }, timerMs(timeoutMs)) : undefined;
     let done = false;
     const settle = (result: ExecResult): void => {
       if (done) return;

@@ -12,6 +12,7 @@ import { PalaceToolError, why } from "./errors.ts";
 import type { Exec, ExecResult } from "./exec.ts";
 import type { Stamper } from "./provenance.ts";
 import { failed, resultText } from "./results.ts";
+import { timerMs } from "./timer.ts";
 
 /** The palace as the feeder calls it: one tool call under a timeout (undefined: the request timeout). */
 export type FeedCaller = (name: string, args: Record<string, unknown>, timeoutMs: number | undefined) => Promise<CallToolResult>;
@@ -22,8 +23,6 @@ const MINE_PREFIX = "MINE_SOURCE=";
 const PEER_WRITER = -32001;
 /** Slack over the mine timeout, in case the client does not enforce it. */
 const MINE_GUARD_MS = 2000;
-/** The longest delay a Node timer holds (2^31-1 ms): past it `setTimeout` fires at once. */
-const TIMER_MAX_MS = 2 ** 31 - 1;
 
 export type Outcome = "mined" | "nothing" | "prepare_failed" | "prepare_timeout" | "mine_refused" | "mine_failed";
 export const succeeded = (outcome: Outcome): boolean => outcome === "mined" || outcome === "nothing";
@@ -168,7 +167,7 @@ function withGuard<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const guard = new Promise<never>((_, reject) => {
     // a huge cap plus the slack would overflow the timer and abandon the mine at once
-    timer = setTimeout(() => reject(new GuardExpired()), Math.min(ms, TIMER_MAX_MS));
+    timer = setTimeout(() => reject(new GuardExpired()), timerMs(ms));
   });
   return Promise.race([work, guard]).finally(() => clearTimeout(timer));
 }

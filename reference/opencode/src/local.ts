@@ -22,11 +22,12 @@ import { DispatchSignal } from "./dispatch.ts";
 import { DRAIN_MS, GroupStdioTransport } from "./stdio-transport.ts";
 import { StrictIds } from "./strict-ids.ts";
 import { refuseServerRequests } from "./server-requests.ts";
+import { TIMER_MAX_MS, timerMs } from "./timer.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 // "no timeout" for the SDK, whose request timeout cannot be switched off (the seed's 0): Node's
 // longest timer, about 24.8 days
-export const UNBOUNDED_MS = 2 ** 31 - 1;
+export const UNBOUNDED_MS = TIMER_MAX_MS;
 // after SIGKILL: how long to wait for the exit before giving up on it
 const AFTER_KILL_MS = 1000;
 
@@ -71,7 +72,7 @@ class Child {
 /** Whether `promise` settled within `ms`. */
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  const timeout = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timerMs(ms)); });
   try {
     return await Promise.race([promise.then(() => true as const, () => true as const), timeout]);
   } finally {
@@ -136,7 +137,7 @@ export async function callToolLoosely(client: Client, name: string, args: Record
   const loose = z.looseObject({ content: z.unknown().optional(), isError: z.unknown().optional() }) as unknown as
     ResultSchema<{ content?: unknown; isError?: unknown } & Record<string, unknown>>;
   const deadline = new AbortController();
-  const timer = timeoutMs > 0 ? setTimeout(() => deadline.abort(new DeadlinePassed(timeoutMs)), timeoutMs) : undefined;
+  const timer = timeoutMs > 0 ? setTimeout(() => deadline.abort(new DeadlinePassed(timeoutMs)), timerMs(timeoutMs)) : undefined;
   let answer: { content?: unknown; isError?: unknown } & Record<string, unknown>;
   try {
     answer = await client.request({ method: "tools/call", params: { name, arguments: args } }, loose,
@@ -168,7 +169,7 @@ export async function runPreamble(client: Client, config: BridgeConfig): Promise
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, timerMs(ms)));
 
 export class LocalPalace {
   readonly policy: RespawnPolicy;
@@ -317,7 +318,7 @@ export class LocalPalace {
     let timer: NodeJS.Timeout | undefined;
     if (budget > 0) {
       racers.push(new Promise((_resolve, reject) => {
-        timer = setTimeout(() => reject(new Error(`handshake stalled past ${budget} ms`)), budget);
+        timer = setTimeout(() => reject(new Error(`handshake stalled past ${budget} ms`)), timerMs(budget));
       }));
     }
     try {

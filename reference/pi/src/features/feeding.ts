@@ -7,7 +7,7 @@
  * a refused or failed feed leaves it open so the next trigger tries again (no lost data).
  */
 import type { PalaceCaller } from "../client.ts";
-import type { Clock } from "../clock.ts";
+import { type Clock, timerMs } from "../clock.ts";
 import { describe, PalaceError, PalaceToolError } from "../errors.ts";
 import { failed, resultText } from "../tools.ts";
 import type { Stamper } from "./provenance.ts";
@@ -18,8 +18,6 @@ const MINE_PREFIX = "MINE_SOURCE=";
 const PEER_WRITER = -32001;
 /** Slack over the mine timeout, in case the client does not enforce it. */
 const MINE_GUARD_MS = 2000;
-/** The longest delay a Node timer holds (2^31-1 ms): past it `setTimeout` fires at once. */
-const TIMER_MAX_MS = 2 ** 31 - 1;
 
 export type Outcome = "mined" | "nothing" | "prepare_failed" | "prepare_timeout" | "mine_refused" | "mine_failed";
 export const succeeded = (outcome: Outcome): boolean => outcome === "mined" || outcome === "nothing";
@@ -174,7 +172,7 @@ function withGuard<T>(work: Promise<T>, ms: number): Promise<T> {
   const guard = new Promise<never>((_, reject) => {
     // a huge cap (MEMPALACE_FEED_MINE_TIMEOUT_MS=2147483647) plus the slack would overflow the
     // timer, which would then abandon the mine at once: a long guard is clamped, never wrapped
-    timer = setTimeout(() => reject(new GuardExpired()), Math.min(ms, TIMER_MAX_MS));
+    timer = setTimeout(() => reject(new GuardExpired()), timerMs(ms));
   });
   return Promise.race([work, guard]).finally(() => clearTimeout(timer));
 }
