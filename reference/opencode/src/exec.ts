@@ -6,16 +6,10 @@
 
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
-import { timerMs } from "./timer.ts";
+import type { Exec, ExecResult } from "../../seed-policy/feeding.ts";
+import { timerMs } from "../../seed-policy/timer.ts";
 
-export interface ExecResult {
-  stdout: string;
-  stderr: string;
-  code: number;
-  killed: boolean;
-}
-
-export type Exec = (command: string, args: string[], timeoutMs: number | undefined) => Promise<ExecResult>;
+export type { Exec, ExecResult };
 
 const FORCE_KILL_MS = 5000;
 

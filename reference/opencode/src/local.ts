@@ -17,12 +17,12 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig, Env } from "./config.ts";
 import { PalaceConnectionClosed, PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
-import { RespawnPolicy } from "./respawn.ts";
-import { DispatchSignal } from "./dispatch.ts";
+import { RespawnPolicy } from "../../seed-policy/respawn.ts";
+import { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import { DRAIN_MS, GroupStdioTransport } from "./stdio-transport.ts";
 import { StrictIds } from "./strict-ids.ts";
 import { refuseServerRequests } from "./server-requests.ts";
-import { TIMER_MAX_MS, timerMs } from "./timer.ts";
+import { TIMER_MAX_MS, timerMs } from "../../seed-policy/timer.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 // "no timeout" for the SDK, whose request timeout cannot be switched off (the seed's 0): Node's
@@ -266,7 +266,7 @@ export class LocalPalace {
     if (current && !current.alive) this.retire(current, current.closedReason || "mempalace-mcp exited");
     for (;;) {
       const decision = this.policy.wantChild();
-      if (decision.kind === "use") return this.child as Child;
+      if (decision.kind === "use-current") return this.child as Child;
       if (decision.kind === "refuse") throw new PalaceUnavailable(decision.why);
       await Promise.allSettled([...this.dying]); // the old child must let go of the palace lock first
       if (decision.delayMs > 0) {

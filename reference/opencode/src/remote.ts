@@ -14,14 +14,14 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig } from "./config.ts";
-import { DispatchSignal } from "./dispatch.ts";
+import { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
 import { callToolLoosely, DeadlinePassed, listAllTools, runPreamble, UNBOUNDED_MS } from "./local.ts";
 import type { Log } from "./local.ts";
 import { ANSWER_STREAM_CLOSED, guardAnswerStream, refusedResume, requestIds } from "./sse-guard.ts";
 import { StrictIds } from "./strict-ids.ts";
 import { refuseServerRequests } from "./server-requests.ts";
-import { timerMs } from "./timer.ts";
+import { timerMs } from "../../seed-policy/timer.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 

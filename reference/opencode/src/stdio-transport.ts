@@ -15,7 +15,7 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { timerMs } from "./timer.ts";
+import { timerMs } from "../../seed-policy/timer.ts";
 
 /** How long the pipes are read after the group was swept (docs/choices.md: 1 s, as the other copies). */
 export const DRAIN_MS = 1000;

@@ -1,21 +1,13 @@
+import { timerMs } from "../../seed-policy/timer.ts";
+
+export { TIMER_MAX_MS, timerMs } from "../../seed-policy/timer.ts";
+
 /** Time as the policy sees it: injectable, so budgets and backoff are tested without sleeping. */
 export interface Clock {
   nowMs(): number;
   sleep(ms: number): Promise<void>;
 }
 
-/** The longest delay a Node timer holds (2^31-1 ms, about 24.8 days). */
-export const TIMER_MAX_MS = 2 ** 31 - 1;
-
-/**
- * `ms` as a Node timer can hold it. A knob may be any non-negative integer, but `setTimeout` (and
- * every client library's timeout built on it) fires a delay past 2^31-1 ms at once, with a
- * TimeoutOverflowWarning: a huge wait, timeout or grace would end at once instead of lasting.
- * Past the cap it waits the cap, a long bound, never an overflow.
- */
-export function timerMs(ms: number): number {
-  return Math.min(Math.max(0, ms), TIMER_MAX_MS);
-}
 
 export const SYSTEM_CLOCK: Clock = {
   nowMs: () => performance.now(),

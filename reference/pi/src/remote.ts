@@ -24,7 +24,7 @@ import { type Clock, SYSTEM_CLOCK, timerMs } from "./clock.ts";
 import { type BridgeConfig, isRecord } from "./config.ts";
 import { ConnectRetries, UNAVAILABLE_LINE } from "./connect.ts";
 import { TimeoutPolicy } from "./deadline.ts";
-import { DispatchSignal } from "./dispatch.ts";
+import { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import type { Engine } from "./engine.ts";
 import {
   describe,
