@@ -80,6 +80,19 @@ class StrykerError(Exception):
     """A problem that stops the run, said in one line."""
 
 
+def source_path(folder: Path, file: str) -> Path:
+    """Where a file Stryker names for the copy in ``folder`` lives in the checkout: the shared
+    policy's mirror names (``seed-policy/x.ts``) are ``reference/seed-policy/x.ts``."""
+    prefix = f"{MIRROR}/"
+    return SHARED / file[len(prefix):] if file.startswith(prefix) else folder / file
+
+
+def shared_sources() -> list[str]:
+    """The shared policy's files as Stryker names them in a copy (``seed-policy/x.ts``; its
+    tests are not mirrored)."""
+    return sorted(f"{MIRROR}/{p.name}" for p in SHARED.glob("*.ts"))
+
+
 @contextmanager
 def shared_policy(folder: Path) -> Iterator[Path]:
     """The shared seed policy mirrored into ``folder/seed-policy`` while Stryker runs there.
