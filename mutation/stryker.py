@@ -9,7 +9,8 @@
     python -m mutation.stryker --draw 0              re-judge the draw so far, run nothing
 
 Stryker (pinned in the copy's package.json) mutates a sandbox copy of the copy and runs
-``mutation/stryker_scenarios.mjs`` (one script for both copies) per mutant: the scenarios covering the mutated file's behaviours
+``mutation/stryker_scenarios.mjs`` (one script for both copies) per mutant: the scenarios
+covering the mutated file's behaviours
 (``stryker/areas.json``) against ``pi-extension:`` (the pi copy) or ``opencode-plugin:`` (the
 OpenCode copy) at seed level. Then its JSON report is judged here: every mutant killed, timed out
 or triaged as equivalent in ``stryker/triage.json``, with scores per file and per behaviour area.
@@ -70,7 +71,8 @@ COPY = COPIES["pi"].folder
 AREAS = COPIES["pi"].areas
 TRIAGE = COPIES["pi"].triage
 REPORT = COPIES["pi"].report
-#: CI's sample: line 39 of the shared provenance.ts (the gate that stamps only on a shared palace), 3 mutants
+#: CI's sample: line 39 of the shared provenance.ts (the gate that stamps only on a shared
+#: palace), 3 mutants
 SAMPLE = COPIES["pi"].sample
 KILLED = {"Killed", "Timeout"}
 LAUNCH = "from palace_conformance.cli import main; main()"

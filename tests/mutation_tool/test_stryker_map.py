@@ -9,8 +9,15 @@ from typing import Any
 
 import pytest
 from mutation.module_map import load_catalogue_facts
-from mutation.stryker import (AREAS, COPIES, StrykerError, equivalents, judge, shared_sources,
-                              source_path)
+from mutation.stryker import (
+    AREAS,
+    COPIES,
+    StrykerError,
+    equivalents,
+    judge,
+    shared_sources,
+    source_path,
+)
 
 
 def _areas(path: Path = AREAS) -> dict[str, Any]:
