@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { overflows, pingCountingPalace, quietFor } from "../../seed-policy/test/support.ts";
+import { overflows, pingsSoonAfterStart } from "../../seed-policy/test/support.ts";
 import { readConfig } from "../src/config.ts";
 import { Log } from "../src/log.ts";
 import { RemoteEngine } from "../src/remote.ts";
@@ -14,16 +14,7 @@ describe("timer delays past 2^31-1 ms", () => {
   after(() => assert.deepEqual(overflows, [], "no delay reached a timer unclamped"));
 
   it("a keep-alive period of 2^31 ms sends no ping soon after the start (HTTP-06's knob)", async () => {
-    const palace = await pingCountingPalace();
-    const config = readConfig({ MEMPALACE_REMOTE_URL: palace.url, MEMPALACE_MCP_KEEPALIVE_MS: String(2 ** 31) });
-    const engine = new RemoteEngine(config, new Log(() => undefined));
-    try {
-      assert.equal(await engine.start(), true);
-      await quietFor(300);
-      assert.equal(palace.pings(), 0, "an overflowed keep-alive timer pings at once, and again every millisecond");
-    } finally {
-      await engine.stop();
-      await palace.close();
-    }
+    const pings = await pingsSoonAfterStart((url) => new RemoteEngine(readConfig({ MEMPALACE_REMOTE_URL: url, MEMPALACE_MCP_KEEPALIVE_MS: String(2 ** 31) }), new Log(() => undefined)));
+    assert.equal(pings, 0, "an overflowed keep-alive timer pings at once, and again every millisecond");
   });
 });

@@ -34,3 +34,20 @@ export async function pingCountingPalace(): Promise<{ url: string; pings: () => 
   return { url: `http://127.0.0.1:${port}/mcp`, pings: () => pings,
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
 }
+
+/** A palace client as these tests drive it: started, then stopped. */
+export interface Startable { start(): Promise<boolean>; stop(): Promise<void> }
+
+/** The pings a client made by `quietMs` after it started against a fresh ping-counting palace. */
+export async function pingsSoonAfterStart(client: (url: string) => Startable, quietMs = 300): Promise<number> {
+  const palace = await pingCountingPalace();
+  const started = client(palace.url);
+  try {
+    if (!(await started.start())) throw new Error("the client did not start against the test palace");
+    await quietFor(quietMs);
+    return palace.pings();
+  } finally {
+    await started.stop();
+    await palace.close();
+  }
+}
