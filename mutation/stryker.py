@@ -9,11 +9,14 @@
     python -m mutation.stryker --draw 0              re-judge the draw so far, run nothing
 
 Stryker (pinned in the copy's package.json) mutates a sandbox copy of the copy and runs
-``stryker/scenarios.mjs`` per mutant: the scenarios covering the mutated file's behaviours
+``mutation/stryker_scenarios.mjs`` (one script for both copies) per mutant: the scenarios
+covering the mutated file's behaviours
 (``stryker/areas.json``) against ``pi-extension:`` (the pi copy) or ``opencode-plugin:`` (the
 OpenCode copy) at seed level. Then its JSON report is judged here: every mutant killed, timed out
 or triaged as equivalent in ``stryker/triage.json``, with scores per file and per behaviour area.
-Exit 0 only then (docs/mutation.md, "The pi copy").
+Exit 0 only then (docs/mutation.md, "The pi copy"). The policy both copies share
+(``reference/seed-policy``) is mirrored into the copy's ``seed-policy/`` for the run, so Stryker
+mutates it too and reports it as its own files (``seed-policy/...``); the mirror is removed after.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,14 +60,19 @@ class Copy:
         return self.folder / "reports" / "mutation" / "mutation.json"
 
 
-#: each copy's sample is its provenance gate, the line that stamps only on a shared palace
-COPIES = {"pi": Copy(ROOT / "reference" / "pi", "src/features/provenance.ts:41-41"),
-          "opencode": Copy(ROOT / "reference" / "opencode", "src/provenance.ts:24-24")}
+#: each copy's sample is the shared provenance gate, the line that stamps only on a shared palace
+#: (in the mirror of the shared policy), judged by that copy's scenarios
+COPIES = {"pi": Copy(ROOT / "reference" / "pi", "seed-policy/provenance.ts:39-39"),
+          "opencode": Copy(ROOT / "reference" / "opencode", "seed-policy/provenance.ts:39-39")}
+#: the seed policy both copies import (reference/seed-policy), and its mirror's name in a copy
+SHARED = ROOT / "reference" / "seed-policy"
+MIRROR = "seed-policy"
 COPY = COPIES["pi"].folder
 AREAS = COPIES["pi"].areas
 TRIAGE = COPIES["pi"].triage
 REPORT = COPIES["pi"].report
-#: CI's sample: line 41 of provenance.ts (the gate that stamps only on a shared palace), 3 mutants
+#: CI's sample: line 39 of the shared provenance.ts (the gate that stamps only on a shared
+#: palace), 3 mutants
 SAMPLE = COPIES["pi"].sample
 KILLED = {"Killed", "Timeout"}
 LAUNCH = "from palace_conformance.cli import main; main()"
@@ -71,6 +80,39 @@ LAUNCH = "from palace_conformance.cli import main; main()"
 
 class StrykerError(Exception):
     """A problem that stops the run, said in one line."""
+
+
+def source_path(folder: Path, file: str) -> Path:
+    """Where a file Stryker names for the copy in ``folder`` lives in the checkout: the shared
+    policy's mirror names (``seed-policy/x.ts``) are ``reference/seed-policy/x.ts``."""
+    prefix = f"{MIRROR}/"
+    return SHARED / file[len(prefix):] if file.startswith(prefix) else folder / file
+
+
+def shared_sources() -> list[str]:
+    """The shared policy's files as Stryker names them in a copy (``seed-policy/x.ts``; its
+    tests are not mirrored)."""
+    return sorted(f"{MIRROR}/{p.name}" for p in SHARED.glob("*.ts"))
+
+
+@contextmanager
+def shared_policy(folder: Path) -> Iterator[Path]:
+    """The shared seed policy mirrored into ``folder/seed-policy`` while Stryker runs there.
+
+    Stryker mutates only files inside its project (the copy) and copies only those into its
+    sandbox; the copy imports the policy from ``reference/seed-policy``, which in the sandbox is
+    ``.stryker-tmp/seed-policy``, and ``stryker_scenarios.mjs`` links that name to the sandbox's
+    (mutated) mirror. The mirror (its ``*.ts`` and ``package.json``, not its tests) is removed
+    afterwards; it is git-ignored."""
+    mirror = folder / MIRROR
+    shutil.rmtree(mirror, ignore_errors=True)
+    mirror.mkdir()
+    try:
+        for source in [*sorted(SHARED.glob("*.ts")), SHARED / "package.json"]:
+            shutil.copy2(source, mirror / source.name)
+        yield mirror
+    finally:
+        shutil.rmtree(mirror, ignore_errors=True)
 
 
 def _installation() -> node.Installation:
@@ -277,13 +319,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     copy = COPIES[args.copy]
     try:
-        if args.draw is not None:
-            return run_draw(copy, args.draw, args.seed, args.fresh, args.concurrency)
-        if args.check is None:
-            run_stryker([copy.sample] if args.sample else args.mutate, copy.folder)
-        report = _load(args.check or copy.report, "Stryker report")
-        lines, problems = judge(report, _load(copy.areas, "area map"),
-                                _load(copy.triage, "triage file"), _anchors(copy))
+        with shared_policy(copy.folder):
+            if args.draw is not None:
+                return run_draw(copy, args.draw, args.seed, args.fresh, args.concurrency)
+            if args.check is None:
+                run_stryker([copy.sample] if args.sample else args.mutate, copy.folder)
+            report = _load(args.check or copy.report, "Stryker report")
+            lines, problems = judge(report, _load(copy.areas, "area map"),
+                                    _load(copy.triage, "triage file"), _anchors(copy))
     except (StrykerError, stryker_draw.DrawError) as exc:
         print(f"mutation.stryker: {exc}", file=sys.stderr)
         return 2

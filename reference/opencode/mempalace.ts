@@ -20,9 +20,9 @@ import { Mailbox, MAILBOX_TYPE } from "./src/mailbox.ts";
 import { LocalPalace } from "./src/local.ts";
 import type { Log } from "./src/local.ts";
 import { RemotePalace } from "./src/remote.ts";
-import { Stamper } from "./src/provenance.ts";
+import { type Stamper, stamperFor } from "../seed-policy/provenance.ts";
 import { argsShape } from "./src/schema.ts";
-import { DIARY_COMMAND, DIARY_DESCRIPTION, diaryPrompt, diaryTopic } from "./src/diary.ts";
+import { DIARY_COMMAND, DIARY_DESCRIPTION, diaryPrompt, diaryTopic } from "../seed-policy/diary.ts";
 import { execWith } from "./src/exec.ts";
 import { Feeder } from "./src/feeding.ts";
 import { failed } from "./src/results.ts";
@@ -87,7 +87,7 @@ export const MemPalacePlugin: Plugin = async ({ client }) => {
   } };
   if (!(await palace.start())) return hooks;
   const shared = config.device !== undefined && config.remoteUrl !== undefined;
-  const stamper = new Stamper(config.device, config.remoteUrl !== undefined);
+  const stamper = stamperFor(config.device, config.remoteUrl !== undefined);
   feeder = makeFeeder(config, env, palace, stamper, log);
   // MAIL-*: only on a shared palace, as this device's writer name; off with MEMPALACE_MAILBOX=0
   const mailbox = shared && config.mailbox

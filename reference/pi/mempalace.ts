@@ -14,13 +14,13 @@
  */
 import { Type } from "typebox";
 import { createClient, type PalaceClient } from "./src/client.ts";
-import { SYSTEM_CLOCK } from "./src/clock.ts";
+import { SYSTEM_CLOCK, timerMs } from "./src/clock.ts";
 import { type BridgeConfig, readConfig, sharedPalace } from "./src/config.ts";
 import { describe } from "./src/errors.ts";
-import { DIARY_COMMAND, DIARY_DESCRIPTION, diaryPrompt, diaryTopic } from "./src/features/diary.ts";
+import { DIARY_COMMAND, DIARY_DESCRIPTION, diaryPrompt, diaryTopic } from "../seed-policy/diary.ts";
 import { Feeder } from "./src/features/feeding.ts";
 import { Mailbox } from "./src/features/mailbox.ts";
-import { type Stamper, stamperFor } from "./src/features/provenance.ts";
+import { type Stamper, stamperFor } from "../seed-policy/provenance.ts";
 import { WakeUp } from "./src/features/wakeup.ts";
 import type { ExtensionAPI, ToolOutcome } from "./src/pi-api.ts";
 import type { ToolSpec } from "./src/tools.ts";
@@ -69,7 +69,7 @@ function wireFeatures(pi: ExtensionAPI, config: BridgeConfig, client: PalaceClie
       enabled: true, bin: config.feedBin, wing: config.feedWing, debounceMs: config.feedDebounceMs,
       prepareTimeoutMs: config.feedPrepareTimeoutMs, mineTimeoutMs: config.feedMineTimeoutMs,
       remote: Boolean(config.remoteUrl), sshTarget: config.sshTarget,
-    }, (command, args, timeout) => pi.exec(command, args, timeout === undefined ? {} : { timeout }),
+    }, (command, args, timeout) => pi.exec(command, args, timeout === undefined ? {} : { timeout: timerMs(timeout) }),
     client, stamper, SYSTEM_CLOCK, stderrLine)
     : undefined;
 

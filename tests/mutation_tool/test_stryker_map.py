@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 from mutation.module_map import load_catalogue_facts
-from mutation.stryker import AREAS, COPIES, StrykerError, equivalents, judge
+from mutation.stryker import (
+    AREAS,
+    COPIES,
+    StrykerError,
+    equivalents,
+    judge,
+    shared_sources,
+    source_path,
+)
 
 
 def _areas(path: Path = AREAS) -> dict[str, Any]:
@@ -25,8 +33,9 @@ def _selects(entry: str, covers: list[str]) -> bool:
 def test_every_source_file_of_the_copy_is_mapped_or_unreached(name: str) -> None:
     copy = COPIES[name].folder
     areas = _areas(COPIES[name].areas)
-    sources = sorted(str(p.relative_to(copy)) for p in [copy / "mempalace.ts",
-                                                          *(copy / "src").rglob("*.ts")])
+    sources = sorted([*(str(p.relative_to(copy)) for p in [copy / "mempalace.ts",
+                                                            *(copy / "src").rglob("*.ts")]),
+                      *shared_sources()])
     mapped, unreached = set(areas["files"]), set(areas["unreached"])
     assert mapped & unreached == set()
     assert sorted(mapped | unreached) == sources, f"{copy}/stryker/areas.json is out of date"
@@ -51,7 +60,7 @@ def test_each_copy_s_sample_names_a_line_of_a_mapped_file(name: str) -> None:
     file, _, lines = copy.sample.partition(":")
     first = int(lines.split("-")[0])
     assert file in _areas(copy.areas)["files"]
-    assert 1 <= first <= len((copy.folder / file).read_text().splitlines())
+    assert 1 <= first <= len(source_path(copy.folder, file).read_text().splitlines())
 
 
 def _mutant(line: int, status: str, replacement: str = "true") -> dict[str, Any]:
@@ -60,20 +69,20 @@ def _mutant(line: int, status: str, replacement: str = "true") -> dict[str, Any]
             "statusReason": "why"}
 
 
-ANCHOR = "src/features/provenance.ts::Stamper.stamp::ConditionalExpression::this.active=>true"
+ANCHOR = "seed-policy/provenance.ts::Stamper.stamp::ConditionalExpression::this.active=>true"
 
 
 def test_judge_scores_per_file_and_area_and_flags_untriaged_survivors() -> None:
-    report = {"files": {"src/features/provenance.ts": {"mutants": [
+    report = {"files": {"seed-policy/provenance.ts": {"mutants": [
         _mutant(41, "Killed"), _mutant(42, "Timeout"), _mutant(43, "Survived"),
         _mutant(44, "Survived", "false"), _mutant(45, "RuntimeError")]}}}
     triage = {"equivalent": [{"mutant": ANCHOR, "reason": "test"}]}
-    anchors = {"src/features/provenance.ts:43:8-43:19:ConditionalExpression:true": ANCHOR}
+    anchors = {"seed-policy/provenance.ts:43:8-43:19:ConditionalExpression:true": ANCHOR}
     lines, problems = judge(report, _areas(), triage, anchors)
-    assert "| src/features/provenance.ts | 5 | 2 | 1 | 1 | 1 | 66.7 % |" in lines
+    assert "| seed-policy/provenance.ts | 5 | 2 | 1 | 1 | 1 | 66.7 % |" in lines
     assert "| PROV | 5 | 2 | 1 | 1 | 1 | 66.7 % |" in lines
     assert len(problems) == 2
-    assert problems[0].startswith("UNTRIAGED survivor src/features/provenance.ts:44 (line 44)")
+    assert problems[0].startswith("UNTRIAGED survivor seed-policy/provenance.ts:44 (line 44)")
     assert "RuntimeError" in problems[1]
 
 
@@ -90,7 +99,7 @@ def test_the_shipped_triage_file_names_anchors_with_reasons(name: str) -> None:
     triage = json.loads(copy.triage.read_text())
     for entry in triage["equivalent"]:
         file, scope, mutator, change = entry["mutant"].split("::", 3)
-        assert (copy.folder / file).exists() and scope and mutator and "=>" in change
+        assert source_path(copy.folder, file).exists() and scope and mutator and "=>" in change
         assert entry["reason"].strip()
 
 
@@ -100,12 +109,21 @@ def test_check_exits_1_on_an_untriaged_survivor_and_2_on_an_unreadable_report(
 
     monkeypatch.setattr(stryker, "_anchors", lambda copy: {})
     report = tmp_path / "mutation.json"
-    report.write_text(json.dumps({"files": {"src/features/diary.ts": {"mutants": [
+    report.write_text(json.dumps({"files": {"seed-policy/diary.ts": {"mutants": [
         _mutant(3, "Killed"), _mutant(4, "Survived")]}}}))
     assert stryker.main(["--check", str(report)]) == 1
     out = capsys.readouterr().out
     assert "| DIARY | 2 | 1 | 0 | 1 | 0 | 50.0 % |" in out
-    assert "PROBLEM UNTRIAGED survivor src/features/diary.ts:4" in out
+    assert "PROBLEM UNTRIAGED survivor seed-policy/diary.ts:4" in out
     assert stryker.main(["--check", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("mutation.stryker: cannot read Stryker report") and "\n" not in err
+
+
+def test_the_shared_policy_is_mapped_in_both_copies_and_found_in_the_checkout() -> None:
+    shared = shared_sources()
+    assert "seed-policy/feeding.ts" in shared and "seed-policy/provenance.ts" in shared
+    for copy in COPIES.values():
+        mapped = set(_areas(copy.areas)["files"])
+        assert set(shared) <= mapped
+        assert all(source_path(copy.folder, f).is_file() for f in shared)

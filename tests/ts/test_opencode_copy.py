@@ -63,7 +63,8 @@ def test_copy_typechecks_strict(copy_modules: Path, node_hosts: node.Installatio
 
 
 def test_policy_unit_tests_pass(copy_modules: Path, node_hosts: node.Installation) -> None:
-    done = _run([node_hosts.node, "--test", "test/*.test.ts"], cwd=COPY,
+    done = _run([node_hosts.node, "--test", "test/*.test.ts", "../seed-policy/test/*.test.ts"],
+                cwd=COPY,
                 env=_node_env(node_hosts))
     assert done.returncode == 0, f"node --test failed:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
     summary = {line.split()[1]: int(line.split()[2]) for line in done.stdout.splitlines()

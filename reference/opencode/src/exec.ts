@@ -6,15 +6,10 @@
 
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
+import type { Exec, ExecResult } from "../../seed-policy/feeding.ts";
+import { timerMs } from "../../seed-policy/timer.ts";
 
-export interface ExecResult {
-  stdout: string;
-  stderr: string;
-  code: number;
-  killed: boolean;
-}
-
-export type Exec = (command: string, args: string[], timeoutMs: number | undefined) => Promise<ExecResult>;
+export type { Exec, ExecResult };
 
 const FORCE_KILL_MS = 5000;
 
@@ -32,7 +27,7 @@ export function execWith(env: NodeJS.ProcessEnv): Exec {
       killed = true;
       child.kill("SIGTERM");
       force = setTimeout(() => { if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL"); }, FORCE_KILL_MS);
-    }, timeoutMs) : undefined;
+    }, timerMs(timeoutMs)) : undefined;
     let done = false;
     const settle = (result: ExecResult): void => {
       if (done) return;

@@ -17,16 +17,17 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig, Env } from "./config.ts";
 import { PalaceConnectionClosed, PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
-import { RespawnPolicy } from "./respawn.ts";
-import { DispatchSignal } from "./dispatch.ts";
+import { RespawnPolicy } from "../../seed-policy/respawn.ts";
+import { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import { DRAIN_MS, GroupStdioTransport } from "./stdio-transport.ts";
 import { StrictIds } from "./strict-ids.ts";
 import { refuseServerRequests } from "./server-requests.ts";
+import { TIMER_MAX_MS, timerMs } from "../../seed-policy/timer.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 // "no timeout" for the SDK, whose request timeout cannot be switched off (the seed's 0): Node's
 // longest timer, about 24.8 days
-export const UNBOUNDED_MS = 2 ** 31 - 1;
+export const UNBOUNDED_MS = TIMER_MAX_MS;
 // after SIGKILL: how long to wait for the exit before giving up on it
 const AFTER_KILL_MS = 1000;
 
@@ -71,7 +72,7 @@ class Child {
 /** Whether `promise` settled within `ms`. */
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  const timeout = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), timerMs(ms)); });
   try {
     return await Promise.race([promise.then(() => true as const, () => true as const), timeout]);
   } finally {
@@ -136,7 +137,7 @@ export async function callToolLoosely(client: Client, name: string, args: Record
   const loose = z.looseObject({ content: z.unknown().optional(), isError: z.unknown().optional() }) as unknown as
     ResultSchema<{ content?: unknown; isError?: unknown } & Record<string, unknown>>;
   const deadline = new AbortController();
-  const timer = timeoutMs > 0 ? setTimeout(() => deadline.abort(new DeadlinePassed(timeoutMs)), timeoutMs) : undefined;
+  const timer = timeoutMs > 0 ? setTimeout(() => deadline.abort(new DeadlinePassed(timeoutMs)), timerMs(timeoutMs)) : undefined;
   let answer: { content?: unknown; isError?: unknown } & Record<string, unknown>;
   try {
     answer = await client.request({ method: "tools/call", params: { name, arguments: args } }, loose,
@@ -168,7 +169,7 @@ export async function runPreamble(client: Client, config: BridgeConfig): Promise
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, timerMs(ms)));
 
 export class LocalPalace {
   readonly policy: RespawnPolicy;
@@ -265,7 +266,7 @@ export class LocalPalace {
     if (current && !current.alive) this.retire(current, current.closedReason || "mempalace-mcp exited");
     for (;;) {
       const decision = this.policy.wantChild();
-      if (decision.kind === "use") return this.child as Child;
+      if (decision.kind === "use-current") return this.child as Child;
       if (decision.kind === "refuse") throw new PalaceUnavailable(decision.why);
       await Promise.allSettled([...this.dying]); // the old child must let go of the palace lock first
       if (decision.delayMs > 0) {
@@ -317,7 +318,7 @@ export class LocalPalace {
     let timer: NodeJS.Timeout | undefined;
     if (budget > 0) {
       racers.push(new Promise((_resolve, reject) => {
-        timer = setTimeout(() => reject(new Error(`handshake stalled past ${budget} ms`)), budget);
+        timer = setTimeout(() => reject(new Error(`handshake stalled past ${budget} ms`)), timerMs(budget));
       }));
     }
     try {

@@ -14,13 +14,14 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BridgeConfig } from "./config.ts";
-import { DispatchSignal } from "./dispatch.ts";
+import { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import { PalaceTimeout, PalaceToolError, PalaceUnavailable, redact, why } from "./errors.ts";
 import { callToolLoosely, DeadlinePassed, listAllTools, runPreamble, UNBOUNDED_MS } from "./local.ts";
 import type { Log } from "./local.ts";
 import { ANSWER_STREAM_CLOSED, guardAnswerStream, refusedResume, requestIds } from "./sse-guard.ts";
 import { StrictIds } from "./strict-ids.ts";
 import { refuseServerRequests } from "./server-requests.ts";
+import { timerMs } from "../../seed-policy/timer.ts";
 
 const CLIENT_INFO = { name: "mempalace-opencode", version: "0.1.0" };
 
@@ -53,7 +54,7 @@ type Session = { client: Client; transport: StreamableHTTPClientTransport; ids: 
 /** How long stopping waits for a notification already on its way (a cancel) before the DELETE. */
 const NOTICE_DRAIN_MS = 2000;
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, timerMs(ms)));
 
 /**
  * fetch that never opens the idle server-to-client GET stream (HTTP-07), that fails a request
@@ -270,7 +271,7 @@ export class RemotePalace {
     const racers: Promise<void>[] = [work];
     if (budget > 0) {
       racers.push(new Promise((_resolve, reject) => {
-        timer = setTimeout(() => reject(new Error(`handshake stalled past ${budget} ms`)), budget);
+        timer = setTimeout(() => reject(new Error(`handshake stalled past ${budget} ms`)), timerMs(budget));
       }));
     }
     try {
@@ -301,7 +302,7 @@ export class RemotePalace {
       // one ping at a time: a tick while the last ping waits would send the same (maybe dead) id again
       if (!session || this.stale || this.renewing || pinging) return;
       pinging = true;
-      session.client.ping({ timeout: this.config.timeoutMs === 0 ? UNBOUNDED_MS : this.config.timeoutMs }).catch((error: unknown) => {
+      session.client.ping({ timeout: this.config.timeoutMs === 0 ? UNBOUNDED_MS : timerMs(this.config.timeoutMs) }).catch((error: unknown) => {
         // a 404 speaks of a session only when there is one: replaced before the next call (HTTP-06)
         if (is404(error) && session.transport.sessionId && this.session === session) {
           // replaced now, as the reference does, not at the next call (which then finds it ready)
@@ -310,7 +311,7 @@ export class RemotePalace {
         }
         this.log.debug(`keep-alive ping failed: ${why(error)}`);
       }).finally(() => { pinging = false; });
-    }, every);
+    }, timerMs(every));
     this.keepalive.unref();
   }
 }

@@ -15,6 +15,7 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { timerMs } from "../../seed-policy/timer.ts";
 
 /** How long the pipes are read after the group was swept (docs/choices.md: 1 s, as the other copies). */
 export const DRAIN_MS = 1000;
@@ -143,7 +144,7 @@ export class GroupStdioTransport implements Transport {
       const timer = setTimeout(() => {
         this.exitWaiters.delete(wake);
         resolve(this.exited);
-      }, ms);
+      }, timerMs(ms));
       this.exitWaiters.add(wake);
     });
   }

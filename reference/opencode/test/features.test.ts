@@ -5,11 +5,11 @@ import { describe, it } from "node:test";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 
 import { readConfig } from "../src/config.ts";
-import { diaryPrompt, diaryTopic } from "../src/diary.ts";
+import { diaryPrompt, diaryTopic } from "../../seed-policy/diary.ts";
 import { PalaceTimeout, PalaceToolError } from "../src/errors.ts";
 import { execWith, type ExecResult } from "../src/exec.ts";
 import { Feeder, type FeedCaller, mineSource } from "../src/feeding.ts";
-import { Stamper } from "../src/provenance.ts";
+import { stamperFor } from "../../seed-policy/provenance.ts";
 
 const settings = { enabled: true, bin: "prep", wing: "wing_w", debounceMs: 1000, prepareTimeoutMs: 500,
   mineTimeoutMs: 300, remote: false };
@@ -39,7 +39,7 @@ describe("feeding (FEED-*)", () => {
       runs.push([command, ...args, String(timeoutMs)]);
       return { stdout: "MINE_SOURCE=/tmp/x\n", stderr: "", code: 0, killed: false };
     };
-    const feeder = new Feeder(settings, exec, caller, new Stamper(undefined, false), () => now, () => undefined);
+    const feeder = new Feeder(settings, exec, caller, stamperFor(undefined, false), () => now, () => undefined);
     assert.equal(await feeder.settled(), "mined");
     assert.deepEqual(runs[0], ["prep", "--prepare", "--reason", "agent_settled", "--wing", "wing_w", "500"]);
     assert.deepEqual(calls[0], { name: "mempalace_mine", args: { source: "/tmp/x", wing: "wing_w" }, timeoutMs: 300 });
@@ -57,7 +57,7 @@ describe("feeding (FEED-*)", () => {
     const feeder = new Feeder({ ...settings, mineTimeoutMs: 0, prepareTimeoutMs: 0 }, async (_c, _a, timeoutMs) => {
       assert.equal(timeoutMs, undefined);
       return prepared();
-    }, caller, new Stamper(undefined, false), () => 0, () => undefined);
+    }, caller, stamperFor(undefined, false), () => 0, () => undefined);
     assert.equal(await feeder.shutdown(), "mined");
     assert.equal(calls[0]?.timeoutMs, undefined);
   });
@@ -65,12 +65,12 @@ describe("feeding (FEED-*)", () => {
   it("a refused mine is reported and leaves the window open (FEED-10); a failed result is mine_failed", async () => {
     const lines: string[] = [];
     const refused = recording(async () => { throw new PalaceToolError(-32001, "palace is held by PID 1", undefined); });
-    const feeder = new Feeder(settings, prepared, refused.caller, new Stamper(undefined, false), () => 0, (l) => lines.push(l));
+    const feeder = new Feeder(settings, prepared, refused.caller, stamperFor(undefined, false), () => 0, (l) => lines.push(l));
     assert.equal(await feeder.settled(), "mine_refused");
     assert.match(lines[0] ?? "", /another writer holds the palace \(-32001\)/);
     assert.equal(await feeder.settled(), "mine_refused"); // not debounced: nothing was filed
     const bad = recording(async () => ok("{\"success\": false, \"error\": \"no such dir\"}"));
-    const failing = new Feeder(settings, prepared, bad.caller, new Stamper(undefined, false), () => 0, (l) => lines.push(l));
+    const failing = new Feeder(settings, prepared, bad.caller, stamperFor(undefined, false), () => 0, (l) => lines.push(l));
     assert.equal(await failing.settled(), "mine_failed");
     assert.match(lines.at(-1) ?? "", /did not file the export: .*no such dir/);
   });
@@ -81,7 +81,7 @@ describe("feeding (FEED-*): failures and knobs", () => {
   it("a killed or failed prepare mines nothing; a remote palace without an ssh target says so once", async () => {
     const { calls, caller } = recording();
     const lines: string[] = [];
-    const stamper = new Stamper(undefined, false);
+    const stamper = stamperFor(undefined, false);
     const killed = new Feeder(settings, async () => ({ stdout: "MINE_SOURCE=/x", stderr: "", code: 143, killed: true }),
       caller, stamper, () => 0, (l) => lines.push(l));
     assert.equal(await killed.settled(), "prepare_timeout");
@@ -106,7 +106,7 @@ describe("feeding (FEED-*): failures and knobs", () => {
     const { calls, caller } = recording(async () => { throw new PalaceTimeout("mempalace mempalace_mine timed out after 300 ms"); });
     const lines: string[] = [];
     const feeder = new Feeder({ ...settings, remote: true, sshTarget: "me@host" }, prepared, caller,
-      new Stamper("box", true), () => 0, (l) => lines.push(l));
+      stamperFor("box", true), () => 0, (l) => lines.push(l));
     assert.equal(await feeder.shutdown(), "mine_failed");
     assert.match(lines[0] ?? "", /mempalace_mine failed: .*timed out after 300 ms; the next trigger will try again/);
     assert.equal(calls[0]?.args["agent"], "pi@box");

@@ -8,63 +8,11 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { parsePreamble, pyRepr, readConfig } from "../src/config.ts";
 import { redact } from "../src/errors.ts";
 import { failed, formatItems, Mailbox, owed } from "../src/mailbox.ts";
-import { Stamper } from "../src/provenance.ts";
-import { RespawnPolicy } from "../src/respawn.ts";
+import { stamperFor } from "../../seed-policy/provenance.ts";
 import { AnswerWatch, LineEndings, requestIds } from "../src/sse-guard.ts";
 import { idKey, StrictIds } from "../src/strict-ids.ts";
 import { methodNotFound } from "../src/server-requests.ts";
 import type { MailDetails } from "../src/mailbox.ts";
-
-describe("respawn policy (STDIO-05..09)", () => {
-  it("spawns first without delay, then doubles the backoff per respawn and latches when the budget is spent", () => {
-    const policy = new RespawnPolicy(2, 1000);
-    assert.deepEqual(policy.wantChild(), { kind: "spawn", attempt: 0, delayMs: 0 });
-    policy.onReady();
-    assert.deepEqual(policy.wantChild(), { kind: "use" });
-    policy.onDeath("crashed");
-    assert.deepEqual(policy.wantChild(), { kind: "spawn", attempt: 1, delayMs: 1000 });
-    policy.onStartFailed("crashed again");
-    assert.deepEqual(policy.wantChild(), { kind: "spawn", attempt: 2, delayMs: 2000 });
-    policy.onStartFailed("and again");
-    const refused = policy.wantChild();
-    assert.equal(refused.kind, "refuse");
-    assert.match(refused.kind === "refuse" ? refused.why : "", /respawn budget spent \(2 attempt\(s\)\).*and again/);
-    assert.equal(policy.wantChild().kind, "refuse"); // latched: no more spawns until restart
-  });
-
-  it("gives the whole budget back on a completed handshake or any later success", () => {
-    const policy = new RespawnPolicy(1, 10);
-    policy.wantChild();
-    policy.onReady();
-    policy.onDeath("gone");
-    assert.equal(policy.wantChild().kind, "spawn");
-    policy.onReady();
-    assert.equal(policy.used, 0);
-    policy.onDeath("gone again");
-    assert.deepEqual(policy.wantChild(), { kind: "spawn", attempt: 1, delayMs: 10 });
-  });
-
-  it("with no respawns at all, the first death latches at once; an unspawnable binary latches at once", () => {
-    const off = new RespawnPolicy(0, 1000);
-    off.wantChild();
-    off.onReady();
-    off.onDeath("gone");
-    const refused = off.wantChild();
-    assert.match(refused.kind === "refuse" ? refused.why : "", /self-heal is off \(MEMPALACE_MCP_MAX_RESPAWNS=0\)/);
-    const missing = new RespawnPolicy(5, 1000);
-    missing.wantChild();
-    missing.onUnspawnable("cannot start mempalace-mcp: ENOENT");
-    assert.deepEqual(missing.wantChild(), { kind: "refuse", why: "cannot start mempalace-mcp: ENOENT" });
-  });
-
-  it("refuses after stop and will not start twice at once", () => {
-    const policy = new RespawnPolicy(2, 1000);
-    policy.wantChild();
-    assert.throws(() => policy.wantChild(), /serialise starts/);
-    policy.onStop();
-    assert.deepEqual(policy.wantChild(), { kind: "refuse", why: "the palace client was stopped" });
-  });
-});
 
 describe("knobs (KNOB-01..02)", () => {
   it("takes the seed's defaults", () => {
@@ -113,9 +61,9 @@ describe("knobs (KNOB-01..02)", () => {
 
 describe("provenance (PROV-*)", () => {
   it("stamps only on a shared palace with a device, and keeps an explicit writer", () => {
-    assert.deepEqual(new Stamper("box", false).stamp("mempalace_add_drawer", { content: "x" }), { content: "x" });
-    assert.deepEqual(new Stamper(undefined, true).stamp("mempalace_add_drawer", { content: "x" }), { content: "x" });
-    const stamper = new Stamper("box", true);
+    assert.deepEqual(stamperFor("box", false).stamp("mempalace_add_drawer", { content: "x" }), { content: "x" });
+    assert.deepEqual(stamperFor(undefined, true).stamp("mempalace_add_drawer", { content: "x" }), { content: "x" });
+    const stamper = stamperFor("box", true);
     assert.deepEqual(stamper.stamp("mempalace_add_drawer", { content: "x" }), { content: "x", added_by: "pi@box" });
     assert.deepEqual(stamper.stamp("mempalace_add_drawer", { added_by: "ann" }), { added_by: "ann" });
     assert.deepEqual(stamper.stamp("mempalace_add_drawer", { added_by: " " }), { added_by: "pi@box" });
@@ -123,7 +71,7 @@ describe("provenance (PROV-*)", () => {
   });
 
   it("prefixes the diary entry once, on the field the server will use", () => {
-    const stamper = new Stamper("box", true);
+    const stamper = stamperFor("box", true);
     assert.deepEqual(stamper.stamp("mempalace_diary_write", { entry: "hi" }), { entry: "HOST:box|hi" });
     assert.deepEqual(stamper.stamp("mempalace_diary_write", { content: "hi" }), { content: "HOST:box|hi" });
     assert.deepEqual(stamper.stamp("mempalace_diary_write", { entry: "HOST:other|hi" }), { entry: "HOST:other|hi" });

@@ -2,7 +2,7 @@
  * Bounded connect retries for the remote palace (HTTP-02): after the last one the client gives up
  * for good, prints the seed's line and runs without palace tools; never a local fallback (LIFE-02).
  */
-import { exponentialDelayMs } from "./backoff.ts";
+import { exponentialDelayMs } from "../../seed-policy/backoff.ts";
 
 export const UNAVAILABLE_LINE = "mempalace-mcp unavailable after retries; continuing without palace tools";
 

@@ -1,5 +1,5 @@
 /** What the client façade needs from a transport engine (local child or remote session). */
-import type { DispatchSignal } from "./dispatch.ts";
+import type { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import type { PalaceError } from "./errors.ts";
 import type { RpcReply } from "./handshake.ts";
 import type { ToolResult, ToolSpec } from "./tools.ts";

@@ -11,13 +11,13 @@
 import { type Clock, SYSTEM_CLOCK } from "./clock.ts";
 import type { BridgeConfig } from "./config.ts";
 import { type Deadline, TimeoutPolicy } from "./deadline.ts";
-import { DispatchSignal } from "./dispatch.ts";
+import { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import { START_FAILED_LINE, type Engine } from "./engine.ts";
 import { PalaceConnectionClosed, PalaceError, PalaceTimeout, PalaceUnavailable } from "./errors.ts";
 import { checkInitialize, initializeParams, listTools, type RpcReply } from "./handshake.ts";
 import { Mutex } from "./lock.ts";
 import type { Log } from "./log.ts";
-import { RespawnPolicy } from "./respawn.ts";
+import { RespawnPolicy } from "../../seed-policy/respawn.ts";
 import { StdioConnection, Unspawnable } from "./stdio.ts";
 import type { ToolSpec } from "./tools.ts";
 

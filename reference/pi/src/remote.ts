@@ -20,11 +20,11 @@ import {
   McpTimeoutError,
   StreamableHttpTransport,
 } from "@earendil-works/pi-mcp";
-import { type Clock, SYSTEM_CLOCK } from "./clock.ts";
+import { type Clock, SYSTEM_CLOCK, timerMs } from "./clock.ts";
 import { type BridgeConfig, isRecord } from "./config.ts";
 import { ConnectRetries, UNAVAILABLE_LINE } from "./connect.ts";
 import { TimeoutPolicy } from "./deadline.ts";
-import { DispatchSignal } from "./dispatch.ts";
+import { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import type { Engine } from "./engine.ts";
 import {
   describe,
@@ -127,7 +127,7 @@ function rpcErrorIn(body: string | undefined): { code?: unknown; message?: unkno
 async function rpcReply(client: McpClient, method: string, params: Record<string, unknown> | undefined, deadline: Deadline): Promise<RpcReply> {
   const left = deadline.remainingMs();
   try {
-    return { result: await client.request(method, params, { timeoutMs: left === undefined ? 0 : Math.max(1, left) }) };
+    return { result: await client.request(method, params, { timeoutMs: left === undefined ? 0 : timerMs(Math.max(1, left)) }) };
   } catch (error) {
     if (error instanceof McpError && !INVALID_ANSWER.test(error.message) && !error.message.startsWith(STREAM_FAILED_PREFIX)) {
       return { error: { code: error.code, message: error.message, data: error.data } };
@@ -241,7 +241,7 @@ export class RemoteEngine implements Engine {
       if (this.generations.needsInit || !this.session) await this.renew();
       const session = this.session as Session;
       try {
-        const result = await session.client.callTool(name, args, { timeoutMs: budget });
+        const result = await session.client.callTool(name, args, { timeoutMs: timerMs(budget) });
         return toolResultFromWire(result);
       } catch (error) {
         if (!(error instanceof McpSessionExpiredError)) throw translate(error, "tools/call", budget);
@@ -280,7 +280,7 @@ export class RemoteEngine implements Engine {
     const preamble = this.config.preamble;
     if (preamble) {
       try {
-        await client.callTool(preamble.tool, preamble.arguments, { timeoutMs: this.config.timeoutMs });
+        await client.callTool(preamble.tool, preamble.arguments, { timeoutMs: timerMs(this.config.timeoutMs) });
       } catch (error) {
         if (error instanceof McpError) throw new PalaceUnavailable(`session preamble ${preamble.tool} failed: ${error.message}`);
         throw error;
@@ -307,7 +307,7 @@ export class RemoteEngine implements Engine {
   }
 
   private scheduleKeepalive(): void {
-    this.keepalive = setTimeout(() => void this.ping(), this.config.keepaliveMs);
+    this.keepalive = setTimeout(() => void this.ping(), timerMs(this.config.keepaliveMs));
     this.keepalive.unref();
   }
 
@@ -320,7 +320,7 @@ export class RemoteEngine implements Engine {
       } else {
         const session = this.session;
         try {
-          await session.client.ping({ timeoutMs: this.config.timeoutMs });
+          await session.client.ping({ timeoutMs: timerMs(this.config.timeoutMs) });
         } catch (error) {
           if (!(error instanceof McpSessionExpiredError)) throw error;
           if (this.generations.onPingNotFound(session.generation)) {

@@ -11,6 +11,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { timerMs } from "./clock.ts";
 import type { Deadline } from "./deadline.ts";
 import { PalaceConnectionClosed, PalaceTimeout, PalaceUnavailable, SplitSecretGuard } from "./errors.ts";
 import * as rpc from "./jsonrpc.ts";
@@ -149,7 +150,7 @@ export class StdioConnection {
             this.sendSoon(rpc.notification("notifications/cancelled", { requestId: id, reason: "Request timed out" }));
           }
           reject(new PalaceTimeout(method, deadline.timeoutMs));
-        }, left);
+        }, timerMs(left));
       }
       this.write(rpc.request(id, method, params));
       this.onWrite();
@@ -268,7 +269,7 @@ export class StdioConnection {
       const timer = setTimeout(() => {
         this.exitWaiters.delete(wake);
         resolve(this.exited);
-      }, timeoutMs);
+      }, timerMs(timeoutMs));
       this.exitWaiters.add(wake);
     });
   }

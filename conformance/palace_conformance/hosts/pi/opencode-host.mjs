@@ -507,7 +507,9 @@ async function runPlugins(file, input, pluginOptions) {
 function makeOps(recorder) {
   // OpenCode hands a plugin no exec of its own (`$` is Bun's shell, which cannot bound a run):
   // a program the plugin runs for its output is observed and recorded as pi's `exec` records it
-  observeProgramRuns((run) => recorder.record("exec", run));
+  // a run in flight is the plugin's background work, which `settle` waits for (as the reference
+  // host drains its bridge's): a feed's prepare started by session.idle ends inside its settle
+  observeProgramRuns((run) => recorder.record("exec", run), (ended) => recorder.track(ended));
   return opsOf(new OpenCodeOps(recorder), recorder);
 }
 

@@ -1,180 +1,26 @@
 /**
- * Automatic transcript feeding (FEED-*): the palace is single-writer and this bridge's own client
- * holds it, so `$MEMPALACE_FEED_BIN --prepare` does every palace-free step and prints
- * `MINE_SOURCE=<path>`, then mempalace_mine runs through our own client. Triggers: session_shutdown
- * (always) and agent_settled (at most once per debounce window); overlapping triggers join one
- * in-flight feed. The window is charged only by a feed that succeeded (mined, or nothing to mine):
- * a refused or failed feed leaves it open so the next trigger tries again (no lost data).
+ * Feeding (FEED-*) on the pi copy: the shared policy (reference/seed-policy/feeding.ts) bound to
+ * this copy's palace client, its results and its errors; the exec is pi's (`pi.exec`, in
+ * mempalace.ts). The policy's own text is in the shared file.
  */
+import { type Exec, Feeder as SeedFeeder, type FeedSettings } from "../../../seed-policy/feeding.ts";
+import type { Stamper } from "../../../seed-policy/provenance.ts";
 import type { PalaceCaller } from "../client.ts";
 import type { Clock } from "../clock.ts";
-import { describe, PalaceError, PalaceToolError } from "../errors.ts";
-import { failed, resultText } from "../tools.ts";
-import type { Stamper } from "./provenance.ts";
+import { describe, PalaceToolError } from "../errors.ts";
+import { failed, resultText, type ToolResult } from "../tools.ts";
 
-export const SHUTDOWN = "session_shutdown";
-export const SETTLED = "agent_settled";
-const MINE_PREFIX = "MINE_SOURCE=";
-const PEER_WRITER = -32001;
-/** Slack over the mine timeout, in case the client does not enforce it. */
-const MINE_GUARD_MS = 2000;
-/** The longest delay a Node timer holds (2^31-1 ms): past it `setTimeout` fires at once. */
-const TIMER_MAX_MS = 2 ** 31 - 1;
+export { type Exec, type ExecResult, type FeedSettings, mineSource, type Outcome, SETTLED, SHUTDOWN, succeeded }
+  from "../../../seed-policy/feeding.ts";
 
-export type Outcome = "mined" | "nothing" | "prepare_failed" | "prepare_timeout" | "mine_refused" | "mine_failed";
-export const succeeded = (outcome: Outcome): boolean => outcome === "mined" || outcome === "nothing";
-
-export interface ExecResult {
-  stdout: string;
-  stderr: string;
-  code: number;
-  killed: boolean;
-}
-
-export type Exec = (command: string, args: string[], timeoutMs: number | undefined) => Promise<ExecResult>;
-
-export interface FeedSettings {
-  enabled: boolean;
-  bin: string;
-  wing: string;
-  debounceMs: number;
-  prepareTimeoutMs: number;
-  mineTimeoutMs: number;
-  remote: boolean;
-  sshTarget?: string;
-}
-
-/** The path from the last `MINE_SOURCE=<path>` line, or undefined (nothing to feed). */
-export function mineSource(stdout: string): string | undefined {
-  let found: string | undefined;
-  for (const raw of stdout.split(/\r?\n/)) {
-    const line = raw.trim();
-    if (line.startsWith(MINE_PREFIX) && line.slice(MINE_PREFIX.length).trim()) found = line.slice(MINE_PREFIX.length).trim();
-  }
-  return found;
-}
-
-const oneLine = (text: string): string => text.split(/\s+/).filter(Boolean).join(" ");
-
-export class Feeder {
-  private readonly settings: FeedSettings;
-  private readonly exec: Exec;
-  private readonly caller: PalaceCaller;
-  private readonly stamper: Stamper;
-  private readonly clock: Clock;
-  private readonly stderr: (line: string) => void;
-  private inflight?: Promise<Outcome>;
-  private lastFed?: number;
-  private closed = false;
-  private skipReported = false;
-  readonly outcomes: Outcome[] = [];
-
+export class Feeder extends SeedFeeder<ToolResult> {
   constructor(settings: FeedSettings, exec: Exec, caller: PalaceCaller, stamper: Stamper, clock: Clock, stderr: (line: string) => void) {
-    this.settings = settings;
-    this.exec = exec;
-    this.caller = caller;
-    this.stamper = stamper;
-    this.clock = clock;
-    this.stderr = stderr;
+    super(settings, exec, {
+      call: (name, args, timeoutMs) => caller.callTool(name, args, timeoutMs),
+      failed,
+      text: resultText,
+      toolErrorCode: (error) => (error instanceof PalaceToolError ? error.code : undefined),
+      describe,
+    }, stamper, () => clock.nowMs(), stderr);
   }
-
-  private mayFeed(): boolean {
-    if (!this.settings.enabled || this.closed) return false;
-    if (this.settings.remote && !this.settings.sshTarget) {
-      if (!this.skipReported) {
-        this.skipReported = true;
-        this.stderr("mempalace: feed: skipped: a remote palace cannot read this machine's transcripts; set MEMPALACE_PI_SSH_TARGET to feed");
-      }
-      return false;
-    }
-    return true;
-  }
-
-  /** agent_settled: the feed it starts, or undefined (disabled, within the window, or joining one). */
-  settled(): Promise<Outcome> | undefined {
-    if (!this.mayFeed() || this.inflight) return undefined;
-    if (this.lastFed !== undefined && this.clock.nowMs() - this.lastFed < this.settings.debounceMs) return undefined;
-    return this.start(SETTLED);
-  }
-
-  /** session_shutdown: feed (joining one in flight) and wait for it; then stop feeding. */
-  async shutdown(): Promise<Outcome | undefined> {
-    if (!this.mayFeed()) {
-      this.closed = true;
-      return undefined;
-    }
-    const feed = this.inflight ?? this.start(SHUTDOWN);
-    this.closed = true;
-    return feed;
-  }
-
-  private start(reason: string): Promise<Outcome> {
-    const started = this.clock.nowMs();
-    const feed = this.prepareAndMine(reason).then((outcome) => {
-      this.outcomes.push(outcome);
-      if (succeeded(outcome)) this.lastFed = started;
-      return outcome;
-    }).finally(() => {
-      if (this.inflight === feed) this.inflight = undefined;
-    });
-    this.inflight = feed;
-    return feed;
-  }
-
-  private async prepareAndMine(reason: string): Promise<Outcome> {
-    const { bin, wing, prepareTimeoutMs } = this.settings;
-    let result: ExecResult;
-    try {
-      result = await this.exec(bin, ["--prepare", "--reason", reason, "--wing", wing], prepareTimeoutMs || undefined);
-    } catch (error) {
-      this.stderr(`mempalace: feed: could not run ${bin}: ${describe(error)}`);
-      return "prepare_failed";
-    }
-    if (result.killed) {
-      this.stderr(`mempalace: feed: ${bin} --prepare killed after ${prepareTimeoutMs} ms; nothing mined this time`);
-      return "prepare_timeout";
-    }
-    if (result.code !== 0) {
-      const detail = oneLine(result.stderr).slice(0, 200);
-      this.stderr(`mempalace: feed: ${bin} --prepare exited ${result.code}; nothing mined${detail ? `: ${detail}` : ""}`);
-      return "prepare_failed";
-    }
-    const source = mineSource(result.stdout);
-    return source === undefined ? "nothing" : this.mine(source);
-  }
-
-  private async mine(source: string): Promise<Outcome> {
-    const args = this.stamper.stamp("mempalace_mine", { source, wing: this.settings.wing });
-    const timeoutMs = this.settings.mineTimeoutMs || undefined;
-    let result;
-    try {
-      const call = this.caller.callTool("mempalace_mine", args, timeoutMs);
-      result = timeoutMs === undefined ? await call : await withGuard(call, timeoutMs + MINE_GUARD_MS);
-    } catch (error) {
-      if (error instanceof PalaceToolError && error.code === PEER_WRITER) {
-        this.stderr("mempalace: feed: mempalace_mine refused: another writer holds the palace (-32001); the next trigger will export and mine again");
-        return "mine_refused";
-      }
-      const why = error instanceof PalaceError ? describe(error) : `no answer in ${timeoutMs} ms`;
-      this.stderr(`mempalace: feed: mempalace_mine failed: ${why}; the next trigger will try again`);
-      return "mine_failed";
-    }
-    if (failed(result)) {
-      this.stderr(`mempalace: feed: mempalace_mine did not file the export: ${oneLine(resultText(result)).slice(0, 200)}`);
-      return "mine_failed";
-    }
-    return "mined";
-  }
-}
-
-class GuardExpired extends Error {}
-
-function withGuard<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const guard = new Promise<never>((_, reject) => {
-    // a huge cap (MEMPALACE_FEED_MINE_TIMEOUT_MS=2147483647) plus the slack would overflow the
-    // timer, which would then abandon the mine at once: a long guard is clamped, never wrapped
-    timer = setTimeout(() => reject(new GuardExpired()), Math.min(ms, TIMER_MAX_MS));
-  });
-  return Promise.race([work, guard]).finally(() => clearTimeout(timer));
 }

@@ -97,10 +97,17 @@ function forwardLines(stream) {
  * itself signalled it (its own timeout), as pi's `killed` flags only exec's timeout.
  */
 let programRuns;
+/** Told of each program run as it starts, with a promise that settles when it is reported. */
+let programStarts;
 
-/** Report the bridge's program runs to `onRun` (see `programRuns`). */
-export function observeProgramRuns(onRun) {
+/**
+ * Report the bridge's program runs to `onRun` (see `programRuns`); `onStart(ended)`, when given,
+ * gets each run's end as a promise as soon as it starts (a host's `settle` waits for runs in
+ * flight, as it does for pi's `exec`).
+ */
+export function observeProgramRuns(onRun, onStart) {
   programRuns = onRun;
+  programStarts = onStart;
 }
 
 function stdinIgnored(options) {
@@ -118,10 +125,13 @@ function reportRun(child, argv) {
     signalled = true;
     return kill.apply(this, killArgs);
   };
+  let ended;
+  programStarts?.(new Promise((resolve) => { ended = resolve; }));
   const report = (exitCode) => {
     if (done) return;
     done = true;
     programRuns?.({ argv, exit_code: exitCode, timed_out: signalled });
+    ended?.();
   };
   child.on("error", () => report(1));
   child.on("close", (code, signal) => {

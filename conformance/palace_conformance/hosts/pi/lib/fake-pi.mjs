@@ -363,8 +363,12 @@ function sessionApi(self, record) {
     },
     setLabel() {},
     async exec(command, args = [], options = {}) {
-      const result = await runExec(command, args, { cwd: options.cwd ?? process.cwd(),
+      const running = runExec(command, args, { cwd: options.cwd ?? process.cwd(),
         timeout: options.timeout, signal: options.signal });
+      // a run in flight is the bridge's background work: `settle` waits for it, as the reference
+      // host's settle drains its bridge's (a feed's prepare started by agent_settled, say)
+      self.recorder.track(running);
+      const result = await running;
       record("exec", { argv: [command, ...args], exit_code: result.code, timed_out: result.killed });
       return result;
     },

@@ -4,8 +4,6 @@
  * the arguments pass through as the very same object. The writer field per tool follows mempalace
  * 3.11's schemas: mempalace_mine has no added_by (it answers -32602), its writer is `agent`.
  */
-import { isRecord } from "../config.ts";
-
 export const WRITER_FIELDS: Readonly<Record<string, string>> = {
   mempalace_add_drawer: "added_by",
   mempalace_checkpoint: "added_by",
@@ -44,9 +42,9 @@ export class Stamper {
       if (!unset(args[field])) return args; // an explicit writer: filing on behalf of someone, kept
       return { ...args, [field]: this.writer };
     }
-    if (tool === DIARY_TOOL && isRecord(args)) {
+    if (tool === DIARY_TOOL) {
       // 'entry' wins over its alias 'content' on the server, so stamp whichever it will use
-      const key = typeof args.entry === "string" ? "entry" : "content";
+      const key = typeof args["entry"] === "string" ? "entry" : "content";
       const text = args[key];
       if (typeof text !== "string" || text.startsWith(HOST_MARKER)) return args;
       return { ...args, [key]: `${HOST_MARKER}${this.device ?? ""}|${text}` };

@@ -1,9 +1,18 @@
-// StrykerJS's command (commandRunner.command): judge the active mutant by the catalogue.
+// StrykerJS's command (commandRunner.command) for both TypeScript copies: judge the active mutant by
+// the catalogue.
 //
-// Runs in Stryker's sandbox (the cwd: a copy of reference/opencode with the mutants compiled in). The
-// mutated file is the one whose instrumented text holds the active mutant's id; its behaviours
+//   node ../../../../mutation/stryker_scenarios.mjs pi-extension|opencode-plugin
+//
+// Runs in Stryker's sandbox (the cwd: reference/<copy>/.stryker-tmp/sandbox-*, a copy of the copy
+// with the mutants compiled in; the path above climbs from there to the repository root). The
+// copy's own stryker/ folder (in the sandbox) holds areas.json and activate.mjs. The shared seed
+// policy (reference/seed-policy) is mirrored into the copy's seed-policy/ by python -m
+// mutation.stryker, so Stryker mutates it there; the copy imports it as ../seed-policy (from
+// mempalace.ts) or ../../seed-policy (from src/), which in the sandbox is .stryker-tmp/seed-policy:
+// that name is linked to the sandbox's own (mutated) mirror before anything runs.
+// The mutated file is the one whose instrumented text holds the active mutant's id; its behaviours
 // (stryker/areas.json) select the scenarios (`palace-conformance run --covers ...`), run at seed
-// level on both transports against opencode-plugin:<sandbox>/mempalace.ts, stopping at the first
+// level on both transports against <kind>:<sandbox>/mempalace.ts, stopping at the first
 // failure. In the dry run (no mutant active) it runs the union over every instrumented file, so
 // the baseline is green and its time sets Stryker's timeouts. Exit 0: survived; else killed.
 // PALACE_MUTATION_JOBS (default 2) is the run's --jobs; palace-conformance is found on PATH.
@@ -14,8 +23,15 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const OUTPUT_CAP = 200_000; // Stryker's exec stops a command past 1 MiB of output: keep the tail
+const KINDS = ["pi-extension", "opencode-plugin"];
+const kind = process.argv[2];
+if (!KINDS.includes(kind)) {
+  console.error(`usage: node stryker_scenarios.mjs ${KINDS.join("|")} (the copy's host kind); got ${kind ?? "nothing"}`);
+  process.exit(2);
+}
 const sandbox = process.cwd();
-const here = path.dirname(new URL(import.meta.url).pathname);
+const here = path.join(sandbox, "stryker"); // the copy's own stryker/ files, as the sandbox has them
+linkSharedPolicy();
 const areas = JSON.parse(fs.readFileSync(path.join(here, "areas.json"), "utf8"));
 const active = process.env.__STRYKER_ACTIVE_MUTANT__;
 
@@ -56,6 +72,20 @@ function gateDryRun() {
   process.exit(0);
 }
 
+/** .stryker-tmp/seed-policy (where the copy's imports of the shared policy land in the sandbox)
+ * linked to this sandbox's mirror of it, mutated or not; without a mirror, to reference/seed-policy. */
+function linkSharedPolicy() {
+  const link = path.resolve(sandbox, "..", "seed-policy");
+  const mirror = path.join(sandbox, "seed-policy");
+  const target = fs.existsSync(mirror) ? path.relative(path.dirname(link), mirror)
+    : path.relative(path.dirname(link), path.resolve(sandbox, "..", "..", "..", "seed-policy"));
+  let current;
+  try { current = fs.readlinkSync(link); } catch { current = undefined; }
+  if (current === target) return;
+  if (current !== undefined) fs.unlinkSync(link);
+  fs.symlinkSync(target, link, "dir");
+}
+
 function instrumented(file) {
   const text = fs.readFileSync(path.join(sandbox, file), "utf8");
   if (active) return text.includes(`stryMutAct_9fa48("${active}")`);
@@ -84,7 +114,7 @@ const reports = fs.mkdtempSync(path.join(os.tmpdir(), "palace-stryker-"));
 // feature from the observation must fail that feature's scenarios, not skip them. A load under
 // load takes longer than the 15 s default op deadline, hence --op-timeout-ms.
 const CAPABILITIES = "stdio,http,wakeup,feeding,diary_command,provenance,mailbox,session_preamble,keepalive";
-const argv = ["run", "--bridge", `opencode-plugin:${path.join(sandbox, "mempalace.ts")}?capabilities=${CAPABILITIES}`,
+const argv = ["run", "--bridge", `${kind}:${path.join(sandbox, "mempalace.ts")}?capabilities=${CAPABILITIES}`,
   "--level", "seed", "--transport", "both", "--jobs", process.env.PALACE_MUTATION_JOBS ?? "2",
   "--op-timeout-ms", "60000", "-q", "--report-dir", reports, ...covers.flatMap((id) => ["--covers", id])];
 // A draw widens every timing window's slack (PALACE_MUTATION_SLACK_FACTOR, set by
@@ -120,7 +150,7 @@ function conformance(args, mutated = true) {
   if (!mutated) delete env.__STRYKER_ACTIVE_MUTANT__;
   return new Promise((resolve) => {
     const child = spawn("palace-conformance", args, {
-      cwd: path.resolve(here, "..", "..", ".."), // the copy's folder (the sandbox's parent's parent)
+      cwd: path.resolve(sandbox, "..", ".."), // the copy's folder (the sandbox's parent's parent)
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
