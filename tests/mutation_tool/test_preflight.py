@@ -13,6 +13,7 @@ from typing import Any
 
 import mutation.author as author
 import mutation.measure as measure
+import mutation.sessions as sessions
 import pytest
 from mutation.line_map import LineMap, ScenarioRun, fingerprint, load, parts, stale
 
@@ -71,7 +72,8 @@ def test_run_stops_before_any_scenario_run_without_coverage(
 
     monkeypatch.setattr(author, "missing_coverage",
                         lambda runner, env: "coverage.py is not importable by X (pip install Y)")
-    monkeypatch.setattr(author, "find_runner", lambda: "pc")
+    monkeypatch.setattr(sessions, "copy_bridge", lambda *args: 0)  # start_work's copy
+    monkeypatch.setattr(sessions, "find_runner", lambda: "pc")
     for name in ("_shared_maps", "_line_map", "_judge", "_command"):
         monkeypatch.setattr(author, name, never)
     code = author.main(["run", "--out", str(tmp_path / "out"), "--module", "clock.py",
