@@ -10,6 +10,9 @@
 // The child gets the whole environment captured at load, as OpenCode itself gives its local MCP
 // servers (the SDK's default is a short whitelist), so PALACE_* and the seed's knobs reach it.
 
+import { accessSync, constants } from "node:fs";
+import { join } from "node:path";
+
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { tool } from "@opencode-ai/plugin";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
@@ -67,6 +70,22 @@ class Child {
     await within(this.exited, AFTER_KILL_MS * 2);
     await this.client.close().catch(() => undefined);
   }
+}
+
+/** Where PATH finds `command` (what exec was asked to run, named in a start's error: STDIO-10); itself when not found. */
+function onPath(command: string, path: string | undefined): string {
+  if (command.includes("/")) return command;
+  for (const dir of (path ?? "").split(":")) {
+    if (!dir) continue;
+    const candidate = join(dir, command);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return command;
 }
 
 /** Whether `promise` settled within `ms`. */
@@ -279,7 +298,7 @@ export class LocalPalace {
       } catch (error) {
         const code = (error as NodeJS.ErrnoException | undefined)?.code;
         if (code === "ENOENT" || code === "EACCES") {
-          const detail = `cannot start ${this.config.serverCommand}: ${code}`;
+          const detail = `cannot start ${onPath(this.config.serverCommand, this.env.PATH)}: ${code}`;
           this.policy.onUnspawnable(detail);
           throw new PalaceUnavailable(detail);
         }

@@ -20,6 +20,19 @@ import { timerMs } from "../../seed-policy/timer.ts";
 /** How long the pipes are read after the group was swept (docs/choices.md: 1 s, as the other copies). */
 export const DRAIN_MS = 1000;
 
+/** The transports whose child has not exited yet: killed if the host ends without a stop (LIFE-06). */
+const LIVE = new Set<GroupStdioTransport>();
+let exitHookInstalled = false;
+
+/** A host that exits with no session shutdown (a crash, an abrupt end) must not leave palace groups behind. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once("exit", () => {
+    for (const transport of LIVE) transport.signalGroup("SIGKILL");
+  });
+}
+
 export class GroupStdioTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
@@ -58,6 +71,10 @@ export class GroupStdioTransport implements Transport {
     return new Promise((resolve, reject) => {
       const child = spawn(this.command, [], { env: this.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
       this.child = child;
+      if (child.pid !== undefined) {
+        installExitHook();
+        LIVE.add(this);
+      }
       child.on("error", (error) => {
         // a program that cannot start keeps its errno code (ENOENT, EACCES) for the caller
         reject(error);
@@ -66,6 +83,7 @@ export class GroupStdioTransport implements Transport {
       });
       child.on("spawn", () => resolve());
       child.on("exit", () => {
+        LIVE.delete(this);
         this.exitedFlag = true;
         for (const wake of this.exitWaiters) wake();
         this.exitWaiters.clear();
