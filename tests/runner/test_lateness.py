@@ -12,6 +12,7 @@ from palace_conformance.runner.execution.lateness import (
     WAKEUPS,
     WORK_MS,
     TimerProbe,
+    _Series,
 )
 from palace_conformance.runner.results import RunResult
 from palace_conformance.scenarios.checks import evaluate
@@ -106,3 +107,12 @@ def test_the_run_keeps_the_figures_in_its_results() -> None:
                "p50_ms": 0.2, "p95_ms": 1.0, "max_ms": 3.5, "worst_stretch": 1.2}
     assert RunResult.from_json(RunResult(lateness=figures).to_json()).lateness == figures
     assert RunResult.from_json({}).lateness is None
+
+
+def test_a_series_keeps_at_most_its_cap_and_drops_the_oldest() -> None:
+    series = _Series()
+    for second in range(10):
+        series.add(float(second), second + 0.01, second / 1000.0, cap=4)
+    assert len(series.late) <= 4
+    assert series.worst(8.0, 9.5) == 0.009  # the newest samples are kept
+    assert series.worst(0.0, 1.0) is None  # the oldest were dropped
