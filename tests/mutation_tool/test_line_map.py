@@ -202,6 +202,7 @@ def test_the_selection_flag_picks_how_a_module_runs(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(cli, "pending_keys", lambda session: {"diary.py:1:0:Op": "job"})
     monkeypatch.setattr(cli, "_run_module", fake("module"))
     monkeypatch.setattr(cli, "_run_lines", fake("lines"))
+    monkeypatch.setattr(cli, "missing_coverage", lambda runner, env: None)  # tested apart
     code = cli.main(["run", "--module", "features/diary.py", "--out", str(tmp_path), *flag])
     assert code == 1
     assert called == [taken]

@@ -42,7 +42,17 @@ def test_coverage_missing_here_is_one_line_naming_the_extra(monkeypatch: Any) ->
     assert sys.executable in said and "'.[mutation]'" in said
 
 
-def test_coverage_missing_in_the_runners_interpreter_is_named(tmp_path: Path) -> None:
+def coverage_here(monkeypatch: Any) -> None:
+    """As if coverage.py were importable by this interpreter (the tox env of the tests has no
+    ``[mutation]`` extra): the runner's interpreter is what these tests judge."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "coverage" else real(name, *a))
+
+
+def test_coverage_missing_in_the_runners_interpreter_is_named(tmp_path: Path,
+                                                               monkeypatch: Any) -> None:
+    coverage_here(monkeypatch)
     python = fake_python(tmp_path, 1)
     runner = console_script(tmp_path, str(python))
     said = measure.missing_coverage(str(runner), {})
@@ -50,7 +60,8 @@ def test_coverage_missing_in_the_runners_interpreter_is_named(tmp_path: Path) ->
     assert str(python) in said and str(runner) in said and "-m pip install" in said
 
 
-def test_a_runner_whose_interpreter_has_coverage_passes(tmp_path: Path) -> None:
+def test_a_runner_whose_interpreter_has_coverage_passes(tmp_path: Path, monkeypatch: Any) -> None:
+    coverage_here(monkeypatch)
     assert measure.missing_coverage(str(console_script(tmp_path, str(fake_python(tmp_path, 0)))),
                                     {}) is None
     assert measure.missing_coverage(str(console_script(tmp_path, sys.executable)), {}) is None
