@@ -348,3 +348,14 @@ def test_faults_move_on_after_a_retried_read_without_a_tool_map(tmp_path: Path) 
     plain, _ = profile_edges.adapt(profile(tmp_path),
                                    shipped("stdio.respawn.budget-resets-on-success"), "stdio")
     assert [f["on"]["nth"] for f in plain.raw["faults"]] == [1, 3]
+
+
+def test_a_dropped_check_keeps_the_pointers_of_the_checks_after_it() -> None:
+    """A static-tools profile drops a check; a seed-only or cited check after it keeps its mark
+    (else a seed-only wording check would be judged at the core level as the bridge's defect)."""
+    expect = {"effects": ["a", "b", "c", "d"], "seed_only": ["/effects/3", "/effects/1"],
+              "cites": {"/effects/3/match": ["X-01"], "/effects/1": ["X-02"], "/journal": ["Y"]}}
+    profile_edges._keep_checks(expect, "effects", ["a", None, "c", "d"])
+    assert expect["effects"] == ["a", "c", "d"]
+    assert expect["seed_only"] == ["/effects/2"]
+    assert expect["cites"] == {"/effects/2/match": ["X-01"], "/journal": ["Y"]}

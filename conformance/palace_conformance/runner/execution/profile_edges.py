@@ -208,6 +208,37 @@ def unoffered(profile: Profile, scenario: Scenario, transport: str) -> str | Non
     return None
 
 
+def _keep_checks(expect: dict[str, Any], key: str, kept: list[Any]) -> None:
+    """Set ``expect[key]`` to the checks of ``kept`` that are not None (None: dropped), and
+    renumber what points into the list (``seed_only``, ``cites``), so a check keeps its level
+    and its citations after a dropped one before it; a pointer at a dropped check goes too."""
+    index: dict[int, int] = {}
+    for old, check in enumerate(kept):
+        if check is not None:
+            index[old] = len(index)
+    expect[key] = [c for c in kept if c is not None]
+    prefix = f"/{key}/"
+
+    def moved(pointer: str) -> str | None:
+        if not pointer.startswith(prefix):
+            return pointer
+        head, _, rest = pointer[len(prefix):].partition("/")
+        if not head.isdigit():
+            return pointer
+        if int(head) not in index:
+            return None
+        return f"{prefix}{index[int(head)]}" + (f"/{rest}" if rest else "")
+
+    seed_only = expect.get("seed_only")
+    if isinstance(seed_only, list):
+        expect["seed_only"] = [p for p in (moved(p) if isinstance(p, str) else p
+                                           for p in seed_only) if p is not None]
+    cites = expect.get("cites")
+    if isinstance(cites, dict):
+        expect["cites"] = {new: cited for new, cited in ((moved(p), c) for p, c in cites.items())
+                           if new is not None}
+
+
 def _calls(raw: Mapping[str, Any]) -> list[tuple[dict[str, Any], Any]]:
     """Every call a scenario makes: (the call, its expectation)."""
     out: list[tuple[dict[str, Any], Any]] = []
@@ -308,23 +339,24 @@ def _static_tools(raw: dict[str, Any], offered: list[str]) -> str | None:
             del error["kind"]  # the tool is there; the call fails for want of a palace
         effects = expect.get("effects")
         if isinstance(effects, list):
-            expect["effects"] = [c for c in effects if not (
+            _keep_checks(expect, "effects", [c if not (
                 isinstance(c, dict) and c.get("check") == "absent"
-                and c.get("match") == {"kind": "tool_registered"})]
+                and c.get("match") == {"kind": "tool_registered"}) else None for c in effects])
         journal = expect.get("journal")
         if isinstance(journal, list):
-            kept = []
+            kept: list[Any] = []
             for check in journal:
                 if not isinstance(check, dict):
                     kept.append(check)
                 elif check.get("check") == "sequence":
                     items = [i for i in check.get("items", ()) if not lists(i)]
-                    if items:
-                        kept.append({**check, "items": items})
+                    kept.append({**check, "items": items} if items else None)
                 elif not any(lists(check.get(key)) for key in ("match", "first", "then",
                                                                  "from", "to")):
                     kept.append(check)
-            expect["journal"] = kept
+                else:
+                    kept.append(None)
+            _keep_checks(expect, "journal", kept)
 
     rewrite(raw.get("expect"))
     for step in raw.get("steps", ()):
