@@ -175,7 +175,7 @@ def test_the_knock_on_tables_name_planted_defects() -> None:
             assert through in planted, f"{name}: {scenario} is a knock-on of {through}"
             assert scenario not in catchers(name), f"{name}: {scenario} listed twice"
     assert knock_ons("pyspawn")["stdio.start.gives-up-after-budget"] == "STDIO-12"
-    assert knock_ons("knobs") == {}
+    assert knock_ons("knobs") == {"stdio.start.palace-exec-refused-not-a-program": "STDIO-06"}
 
 
 #: every bridge judged on its whole core catalogue: the eleven with planted defects, and the
