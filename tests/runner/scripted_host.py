@@ -4,6 +4,8 @@ Usage: ``python scripted_host.py MODE [CAPS]`` where MODE is one of
 
 * ``good``: answers every op with ``ok`` (no bridge at all);
 * ``silent:OP``: never answers OP (and stays alive);
+* ``slow-start:FILE``: the first host started with FILE absent creates it and never answers
+  ``hello`` (a host slowed down by a loaded machine); a later one behaves as ``good``;
 * ``garbage:OP``: writes a non-JSON line instead of the reply to OP;
 * ``stray:OP``: answers OP, then writes an extra line nobody asked for;
 * ``wrong-id:OP``: answers OP with another id;
@@ -43,6 +45,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 NO_PALACE = "spawn mempalace-mcp ENOENT"
 LONG_LINE_BYTES = 8 * 1024 * 1024
@@ -81,6 +84,10 @@ def main() -> None:
     listed = sys.argv[2] if len(sys.argv) > 2 else "stdio,http"
     placeholder = listed.startswith("default:")
     caps = listed.removeprefix("default:").split(",")
+    if mode == "slow-start":
+        marker = Path(target)
+        mode, target = ("silent", "hello") if not marker.exists() else ("good", "")
+        marker.touch()
     for line in sys.stdin:
         request = json.loads(line)
         op, request_id = request.get("op"), request.get("id")

@@ -133,3 +133,23 @@ def test_a_host_that_cannot_make_concurrent_calls_makes_the_scenario_not_applica
                                                      work_root=tmp_path / "work"))
     assert served.status != "not_applicable"
     assert [s.op for s in served.steps][:4] == ["load", "event", "call_tools", "shutdown"]
+
+
+def test_a_host_slow_to_say_hello_is_started_once_more_and_the_run_is_judged(
+        tmp_path: Path) -> None:
+    # no bridge is loaded before hello: a host the machine's load kept silent is the kit's
+    # problem, not the bridge's, so the run goes on with a second host and says so
+    scenario = write_scenario(tmp_path, {"id": "life.runner.slow-host", "transports": ["stdio"],
+                                         "steps": [{"op": "load"}, {"op": "shutdown"}]})
+    marker = tmp_path / "first-host-started"
+    result = run_scenario(scenario, "stdio", options(scripted(f"slow-start:{marker}"),
+                                                     grace_ms=200, hello_timeout_ms=300,
+                                                     work_root=tmp_path / "work"))
+    assert marker.exists() and result.status == "passed", result.reason
+    [note] = [c for c in result.checks if c.pointer == "/setup"]
+    assert note.status == "pass" and "started twice" in note.message and "'hello'" in note.message
+    # a host that is silent both times is not testable, its reason the second silence
+    silent = run_scenario(scenario, "stdio", options(scripted("silent:hello"), grace_ms=200,
+                                                     hello_timeout_ms=300,
+                                                     work_root=tmp_path / "work2"))
+    assert silent.status == "not_testable" and "'hello'" in silent.reason

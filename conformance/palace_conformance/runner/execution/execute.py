@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance import processes as procs
-from palace_conformance.contract import DEFAULT_OP_TIMEOUT_MS, HARNESS_CAPABILITIES
+from palace_conformance.contract import (
+    DEFAULT_OP_TIMEOUT_MS,
+    HARNESS_CAPABILITIES,
+    HOST_DEADLINE,
+    HOST_EXITED,
+)
 from palace_conformance.redaction import Redactor, environment_secrets, scenario_secrets
 from palace_conformance.runner.execution import pace
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure, Reply
@@ -174,6 +179,7 @@ class _Execution:
         self.fake: FakeClient | None = None
         self.steps: list[StepRecord] = []
         self.step_tools: dict[int, list[dict[str, Any]] | None] = {}
+        self.host_restarted = ""  # why the host was started a second time (see _start_host)
         #: the scenario's names to the bridge's and back (the identity without a profile)
         self.translation = translation_for(options.profile, scenario.subject)
         self.paced = pace.Paced(scenario)  # pace values the bridge lacks dropped (adapt)
@@ -244,13 +250,8 @@ class _Execution:
         tampered = world.tampered()
         if tampered:
             return self._not_testable(tampered)
-        self.driver = TranslatedDriver(
-            DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
-                         stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
-                         warm=self.options.warm_start), self.translation)
         try:
-            self.driver.start()
-            hello = self.driver.hello(self.options.hello_timeout_ms)
+            hello = self._start_host(world)
         except DriverFailure as exc:
             return self._not_testable(f"host did not start: {exc}")
         declared = hello.get("capabilities") or ()
@@ -500,6 +501,8 @@ class _Execution:
         retried += self.translation.notes(aside, process_facts(aside, procs.alive)["alive"]
                                           if aside else 0)
         notes = [("/profile", note) for note in retried]
+        if self.host_restarted:
+            notes.append(("/setup", self.host_restarted))
         # the real server's measured start, where it counted
         notes += [("/server", note) for note in world.server_notes]
         if self.paced.changes:
@@ -589,6 +592,25 @@ class _Execution:
         return record
 
     # -- cleanup -------------------------------------------------------------------------------
+
+    def _start_host(self, world: World) -> dict[str, Any]:
+        """Start the host and take its hello. No bridge is loaded before hello, so a host that
+        is silent past the deadline or dies before hello is the machine's lateness, not the
+        bridge's: it is started once more (noted in the result) before the run is not testable."""
+        for attempt in (1, 2):
+            self.driver = TranslatedDriver(
+                DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
+                             stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
+                             warm=self.options.warm_start and attempt == 1), self.translation)
+            try:
+                self.driver.start()
+                return self.driver.hello(self.options.hello_timeout_ms)
+            except DriverFailure as exc:
+                if attempt == 2 or exc.kind not in (HOST_DEADLINE, HOST_EXITED):
+                    raise
+                self.host_restarted = f"the host was started twice; the first time: {exc}"
+                self.driver.close()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _cleanup(self) -> None:
         start = time.monotonic()
