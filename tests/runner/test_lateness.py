@@ -4,7 +4,9 @@ so it holds under load and stays tight on an idle machine; the lower bound never
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+from palace_conformance.runner.execution.execute import run_scenario
 from palace_conformance.runner.execution.lateness import (
     BURST_EVERY,
     BURST_MS,
@@ -14,9 +16,12 @@ from palace_conformance.runner.execution.lateness import (
     TimerProbe,
     _Series,
 )
-from palace_conformance.runner.results import RunResult
+from palace_conformance.runner.results import CheckRecord, RunResult, StepRecord
+from palace_conformance.runner.verdict.judge import Observation, judge
 from palace_conformance.scenarios.checks import evaluate
-from palace_conformance.scenarios.model import Check
+from palace_conformance.scenarios.model import Check, Scenario
+
+from .support import options, write_scenario
 
 #: knob.defaults.connect-retries-and-backoff's first retry: 250 ms, with one step of slack
 BACKOFF = Check.from_json({"check": "gap", "from": {"kind": "http_response", "status": 401},
@@ -116,3 +121,84 @@ def test_a_series_keeps_at_most_its_cap_and_drops_the_oldest() -> None:
     assert len(series.late) <= 4
     assert series.worst(8.0, 9.5) == 0.009  # the newest samples are kept
     assert series.worst(0.0, 1.0) is None  # the oldest were dropped
+
+
+# --- a step's elapsed_ms: the runner measures it too, so its upper bound gets the same allowance
+
+#: a step bounded like the retry above: 250 ms and one step of slack
+TIMED = Scenario.from_json({
+    "schema_version": 1, "id": "life.timed.step", "title": "t", "covers": [],
+    "transports": ["stdio"],
+    "steps": [{"op": "call_tool", "name": "mempalace_status", "args": {},
+               "expect": {"elapsed_ms": {"at_least": 250, "slack_ms": 250}}}]},
+    Path("x.json"))
+
+
+def _elapsed(ms: float, probe: TimerProbe | None,
+             window: tuple[float, float] | None = (101.0, 101.0)) -> CheckRecord:
+    """The elapsed_ms verdict of TIMED's step, which took ``ms`` from 101.0 s on."""
+    span = None if window is None else (window[0], window[0] + ms / 1000.0)
+    step = StepRecord(index=0, key="0", op="call_tool", ran=True, ok=True, elapsed_ms=ms,
+                      window=span)
+    observation = Observation(scenario=TIMED, transport="stdio", steps=[step], journal=[],
+                              lateness=probe.allowance_ms if probe is not None else None)
+    return next(r for r in judge(observation) if r.pointer == "/steps/0/expect/elapsed_ms")
+
+
+def test_a_steps_elapsed_ms_gets_the_lateness_of_its_window_as_a_gap_does() -> None:
+    loaded = probe_with(0.002, 4.0)  # the loaded machine above: 81 ms over this window
+    late = _elapsed(524, loaded)
+    assert late.passed and late.message == ("took 524 ms; expected 250..581 ms "
+                                           "(250 + 250 slack + 81 machine lateness)")
+    assert not _elapsed(524, None).passed  # the fixed slack alone: the flake
+    assert not _elapsed(524, loaded, window=None).passed  # no window (a report read back)
+    assert not _elapsed(1000, loaded).passed
+    early = _elapsed(200, loaded)
+    assert not early.passed and "250..581 ms" in early.message  # the lower bound never moves
+    idle = _elapsed(600, probe_with(0.0003, 1.05))
+    assert not idle.passed and "250..503 ms" in idle.message  # an idle machine: 3 ms
+
+
+def test_an_unbounded_duration_asks_the_probe_nothing() -> None:
+    asked: list[tuple[float, float]] = []
+
+    def lateness(start: float, end: float) -> int:
+        asked.append((start, end))
+        return 0
+
+    unbounded = Scenario.from_json({
+        "schema_version": 1, "id": "life.timed.step", "title": "t", "covers": [],
+        "transports": ["stdio"],
+        "steps": [{"op": "call_tool", "name": "mempalace_status", "args": {},
+                   "expect": {"elapsed_ms": {"at_least": 250}}}]}, Path("x.json"))
+    step = StepRecord(index=0, key="0", op="call_tool", ran=True, ok=True, elapsed_ms=5000.0,
+                      window=(101.0, 106.0))
+    verdict = next(r for r in judge(Observation(scenario=unbounded, transport="stdio",
+                                                steps=[step], journal=[], lateness=lateness))
+                   if r.pointer == "/steps/0/expect/elapsed_ms")
+    assert verdict.passed and asked == []
+
+
+def test_the_runner_gives_every_step_the_window_it_measured(tmp_path: Path) -> None:
+    asked: list[tuple[float, float]] = []
+
+    class Loaded(TimerProbe):
+        def allowance_ms(self, start: float, end: float) -> int:
+            asked.append((start, end))
+            return 1000
+
+    scenario = write_scenario(tmp_path, {
+        "id": "life.timed.sleep", "transports": ["stdio"],
+        "steps": [{"op": "load", "expect": {"ok": True}},
+                  {"op": "sleep", "ms": 300,
+                   "expect": {"elapsed_ms": {"at_least": 300, "slack_ms": 0}}},
+                  {"op": "shutdown", "reason": "quit"}]})
+    before = time.monotonic()
+    result = run_scenario(scenario, "stdio", options(work_root=tmp_path / "w",
+                                                     lateness=Loaded()))
+    slept = next(s for s in result.steps if s.op == "sleep")
+    assert slept.window is not None and before <= slept.window[0]
+    assert slept.window[1] - slept.window[0] >= (slept.elapsed_ms or 0) / 1000.0 >= 0.3
+    assert slept.window in asked
+    verdict = next(c for c in result.checks if c.pointer == "/steps/1/expect/elapsed_ms")
+    assert verdict.passed and "+ 1000 machine lateness" in verdict.message

@@ -109,6 +109,10 @@ class StepRecord:
     journal_end: int = 0  # index past the last one
     failure: str | None = None
     ended_by: str | None = None  # a settle: expectations | quiet | max_ms | error
+    #: when the runner began and finished the step (monotonic s, the journal's clock): the
+    #: window whose measured machine lateness an ``elapsed_ms`` upper bound gets; the run's
+    #: own, not written to results.json (the verdict's text names the allowance it got)
+    window: tuple[float, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "key": self.key, "op": self.op, "ran": self.ran,

@@ -333,6 +333,7 @@ class _Execution:
             record.failure = str(exc)
         if record.elapsed_ms is None:
             record.elapsed_ms = (time.monotonic() - started) * 1000.0
+        record.window = (started, time.monotonic())
         record.journal_end = world.journal_mark()
         if step.expect is not None and step.expect.tools is not None:
             self.step_tools[step.index] = self._tools_after(step, record)

@@ -12,7 +12,9 @@ and reports how much longer than that it took. A gap's upper bound gets :data:`W
 worst wake-up lateness in its window plus :data:`WORK_MS` of work stretched as the probe's worst
 burst near the window was. The lower bound never moves, and on an idle machine the allowance is a
 millisecond or two: a bridge that waits four times its backoff still fails
-(tests/runner/test_lateness.py).
+(tests/runner/test_lateness.py). A step's ``elapsed_ms`` upper bound gets the same allowance over
+the step's window (``StepRecord.window``, runner/verdict/judge.py): every upper bound on a
+duration the runner measures follows the machine alike.
 
 The probe is a process of its own (not a thread of the runner's, which the GIL would delay), on
 the same ``CLOCK_MONOTONIC`` as the journal's ``t``; its bursts cost about 2 % of one CPU.

@@ -40,6 +40,7 @@ from palace_conformance.scenarios.model import (
     Scenario,
     Step,
     StepExpect,
+    Timing,
     ToolsExpect,
 )
 
@@ -72,7 +73,8 @@ class Observation:
     #: stop (``PalaceServer.stop_allowance_ms``; 0 for the fake)
     stop_allowance_ms: int = 0
     #: the machine's measured lateness over a window (the run's timer probe,
-    #: execution/lateness.py), added to a journal gap's upper bound; None: nothing added
+    #: execution/lateness.py), added to a journal gap's upper bound and to a step's
+    #: ``elapsed_ms`` upper bound (over the step's window); None: nothing added
     lateness: Lateness | None = None
     #: added to the upper bound of a step's ``elapsed_ms`` or a journal gap across a palace's
     #: start: the palace server's own start (``PalaceServer.palace_start_ms``, measured at the
@@ -237,7 +239,8 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
     for index, check in enumerate(expect.effects):
         if check.applies_to(observation.transport):
             recorder.verdict(f"{at}/effects/{index}", f"effects {describe_check(check)}",
-                             evaluate(check, effects, slack_factor=observation.slack_factor),
+                             evaluate(check, effects, slack_factor=observation.slack_factor,
+                                      lateness=observation.lateness),
                              step=key, expected=dict(check.raw))
     start = settled.journal_start if settled is not None else record.journal_start
     window = observation.journal[start:record.journal_end]
@@ -257,14 +260,23 @@ def _judge_step(recorder: _Recorder, step: Step, record: StepRecord,
         factor = observation.slack_factor
         allowance, why = _server_allowance(step, observation,
                                            observation.journal[start:record.journal_end])
-        passed = ms is not None and expect.elapsed_ms.admits(ms, factor, allowance)
+        late = _step_lateness(expect.elapsed_ms, record, observation)
+        passed = ms is not None and expect.elapsed_ms.admits(ms, factor, allowance, late_ms=late)
         shown = f"{ms:.0f} ms" if ms is not None else "no duration"
-        recorder.add(f"{at}/elapsed_ms", passed,
-                     f"took {shown}; expected "
-                     f"{expect.elapsed_ms.describe(factor, allowance, allowance=why)}",
+        bounds = expect.elapsed_ms.describe(factor, allowance, late_ms=late, allowance=why)
+        recorder.add(f"{at}/elapsed_ms", passed, f"took {shown}; expected {bounds}",
                      step=key,
                      expected=dataclasses.asdict(expect.elapsed_ms),
                      got=round(ms, 1) if ms is not None else None)
+
+
+def _step_lateness(timing: Timing, record: StepRecord, observation: Observation) -> int:
+    """What the machine's measured lateness adds to a step's ``elapsed_ms`` upper bound: the
+    run's timer probe over the step's window, as a journal gap gets over its own (nothing for
+    a duration with no upper bound, a run without a probe or a step without a window)."""
+    if observation.lateness is None or record.window is None or timing.slack_ms is None:
+        return 0
+    return observation.lateness(*record.window)
 
 
 def _server_allowance(step: Step, observation: Observation,
@@ -483,7 +495,8 @@ def _judge_scenario(recorder: _Recorder, observation: Observation) -> None:
     for index, check in enumerate(expect.effects):
         if check.applies_to(transport):
             recorder.verdict(f"/expect/effects/{index}", f"effects {describe_check(check)}",
-                             evaluate(check, effects, slack_factor=observation.slack_factor),
+                             evaluate(check, effects, slack_factor=observation.slack_factor,
+                                      lateness=observation.lateness),
                              expected=dict(check.raw))
     if expect.tools is not None:
         _judge_tools(recorder, "/expect/tools", None, expect.tools, observation.final_tools,
