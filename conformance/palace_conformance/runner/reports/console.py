@@ -156,7 +156,7 @@ def _totals(run: RunResult) -> str:
         late = run.lateness
         text += (f"; machine lateness: wake-ups p95 {late['p95_ms']:g} ms, worst "
                  f"{late['max_ms']:g} ms, CPU work stretched up to "
-                 f"{late.get('worst_stretch', 1):g}x (added to each gap's upper bound)")
+                 f"{late.get('worst_stretch', 1):g}x (added to each timing's upper bound)")
     self_tests = self_tests_phrase(run)
     if self_tests:
         text += f"; {self_tests}"
