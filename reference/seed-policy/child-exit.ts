@@ -56,3 +56,27 @@ export class ExitWaiters {
     this.waiters.clear();
   }
 }
+
+/** A child's pipes, as the copies' spawn gives them (Node's `ChildProcess` streams). */
+export interface ChildPipes {
+  stdin: { destroy(): unknown };
+  stdout: { destroy(): unknown };
+  stderr: { destroy(): unknown };
+}
+
+/**
+ * After the leader exited and its group was swept: the pipes are read until both outputs end (a
+ * helper that left the group may still write to stderr, STDIO-11), for at most `drainMs`, then
+ * dropped, so a grandchild holding them open cannot keep the bridge waiting.
+ */
+export async function dropPipesAfterDrain(child: ChildPipes | undefined, ended: () => boolean, drainMs: number): Promise<void> {
+  const started = Date.now();
+  while (!ended() && Date.now() - started < drainMs) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  if (child) {
+    child.stdin.destroy();
+    child.stdout.destroy();
+    child.stderr.destroy();
+  }
+}

@@ -15,7 +15,7 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { ExitWaiters, killAtHostExit, spareAtHostExit } from "../../seed-policy/child-exit.ts";
+import { dropPipesAfterDrain, ExitWaiters, killAtHostExit, spareAtHostExit } from "../../seed-policy/child-exit.ts";
 
 /** How long the pipes are read after the group was swept (docs/choices.md: 1 s, as the other copies). */
 export const DRAIN_MS = 1000;
@@ -162,16 +162,7 @@ export class GroupStdioTransport implements Transport {
   private sweepAndClose(): Promise<void> {
     this.sweeping ??= (async () => {
       this.signalGroup("SIGKILL");
-      const started = Date.now();
-      while (!(this.stdoutEnded && this.stderrEnded) && Date.now() - started < DRAIN_MS) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      const child = this.child;
-      if (child) {
-        child.stdin.destroy();
-        child.stdout.destroy();
-        child.stderr.destroy();
-      }
+      await dropPipesAfterDrain(this.child, () => this.stdoutEnded && this.stderrEnded, DRAIN_MS);
       this.finishClose();
     })();
     return this.sweeping;

@@ -11,7 +11,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import { ExitWaiters } from "../../seed-policy/child-exit.ts";
+import { dropPipesAfterDrain, ExitWaiters } from "../../seed-policy/child-exit.ts";
 import { timerMs } from "./clock.ts";
 import type { Deadline } from "./deadline.ts";
 import { PalaceConnectionClosed, PalaceTimeout, PalaceUnavailable, SplitSecretGuard } from "./errors.ts";
@@ -308,16 +308,7 @@ export class StdioConnection {
   /** After the leader exited: sweep its group, give the readers a moment, then drop the pipes. */
   private async finish(): Promise<void> {
     this.signalGroup("SIGKILL");
-    const started = Date.now();
-    while (!(this.stdoutEnded && this.stderrEnded) && Date.now() - started < DRAIN_MS) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    const child = this.child;
-    if (child) {
-      child.stdin.destroy();
-      child.stdout.destroy();
-      child.stderr.destroy();
-    }
+    await dropPipesAfterDrain(this.child, () => this.stdoutEnded && this.stderrEnded, DRAIN_MS);
   }
 
   /** Last resort when the process is exiting: SIGKILL the group without waiting. */
