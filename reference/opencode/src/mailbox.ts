@@ -1,167 +1,29 @@
-// The auto-delivered mailbox (MAIL-*): what this device owes, derived from the event log, as the
-// pi copy's src/features/mailbox.ts and the Python reference's features/mailbox.py. Owed-ness is
-// derived, never read off a field: a directed open event stays open in the log forever, answered
-// or not; it is owed while none of my later events closes it (ack_of or correlation, terminal
-// status). `owed` is the whole rule as a pure function; Mailbox fetches, formats, delivers once
-// per session, and is fail-silent.
+// The auto-delivered mailbox (MAIL-*) on the OpenCode copy: the shared policy
+// (reference/seed-policy/mailbox.ts: owed-ness, the text, once per session) bound to the SDK's
+// result type; each poll's mail is steered into the session by the caller's sink, fail-silent.
 
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { type MailDetails, Mailbox as SeedMailbox } from "../../seed-policy/mailbox.ts";
 import { failed, resultText } from "./results.ts";
 export { failed, resultText }; // one reading of a result in the copy: src/results.ts
+export { formatItems, type MailDetails, MAILBOX_TYPE, owed, type PalaceEvent, TERMINAL } from "../../seed-policy/mailbox.ts";
 
-export const TERMINAL = new Set(["applied", "superseded", "failed", "blocked"]);
-export const MAILBOX_TYPE = "mempalace-mailbox";
-const LIST_TOOL = "mempalace_event_list";
-const FETCH_LIMIT = 200; // per call; the server's default (50) is easily outgrown by own replies
-const BODY_PREVIEW = 400;
-
-export type PalaceEvent = Record<string, unknown> & { id: string };
 export type CallTool = (name: string, args: Record<string, unknown>) => Promise<CallToolResult>;
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-const seqOf = (event: Record<string, unknown>): number | undefined =>
-  typeof event["seq"] === "number" && Number.isInteger(event["seq"]) ? event["seq"] : undefined;
-const textOf = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined);
-
-function answers(reply: Record<string, unknown>, ask: Record<string, unknown>): boolean {
-  const replySeq = seqOf(reply);
-  const askSeq = seqOf(ask);
-  if (replySeq === undefined || askSeq === undefined || replySeq <= askSeq) return false;
-  if (typeof reply["status"] !== "string" || !TERMINAL.has(reply["status"])) return false;
-  const metadata = reply["metadata"];
-  const ackOf = isRecord(metadata) ? metadata["ack_of"] : undefined;
-  if (textOf(ackOf) !== undefined && ackOf === ask["id"]) return true;
-  const correlation = textOf(ask["correlation_id"]);
-  return correlation !== undefined && reply["correlation_id"] === correlation;
-}
-
-/**
- * Events addressed to `me` that are open and that none of my events has closed yet: closed by one
- * of mine with a strictly higher seq, joined by metadata.ack_of or a shared correlation_id, with a
- * terminal status. Broadcasts (`*`) never match `to_agent == me`. Ordered by seq then id, no duplicates.
- */
-export function owed(me: string, inbox: readonly unknown[], mine: readonly unknown[]): PalaceEvent[] {
-  const known = new Map<string, PalaceEvent>();
-  for (const event of [...inbox, ...mine]) {
-    if (!isRecord(event)) continue;
-    const id = textOf(event["id"]);
-    if (id !== undefined && !known.has(id)) known.set(id, event as PalaceEvent);
-  }
-  const events = [...known.values()];
-  const replies = events.filter((e) => e["from_agent"] === me);
-  const result = events.filter((e) => e["to_agent"] === me && e["status"] === "open" && !replies.some((r) => answers(r, e)));
-  return result.sort((a, b) => {
-    const sa = seqOf(a);
-    const sb = seqOf(b);
-    if ((sa === undefined) !== (sb === undefined)) return sa === undefined ? 1 : -1;
-    if ((sa ?? 0) !== (sb ?? 0)) return (sa ?? 0) - (sb ?? 0);
-    return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-  });
-}
-
-const show = (value: unknown): string => (value === undefined || value === null ? "None" : String(value));
-
-export function formatItems(me: string, items: readonly PalaceEvent[]): string {
-  const lines = [`${items.length} event(s) addressed to ${me} are open with no terminal reply from you yet (reply with mempalace_event_append or mempalace_event_ack; only applied, superseded, failed or blocked closes a thread):`];
-  for (const event of items) {
-    const where = ["stream", "room"].filter((k) => event[k]).map((k) => String(event[k])).join("/");
-    let head = `- ${event.id} (seq ${show(event["seq"])}) ${show(event["type"] || "event")} from ${show(event["from_agent"] || "?")}`;
-    if (where) head += ` in ${where}`;
-    if (event["correlation_id"]) head += `, correlation ${String(event["correlation_id"])}`;
-    lines.push(head);
-    const body = event["body"];
-    if (typeof body === "string" && body.trim()) {
-      let preview = body.trim();
-      if (preview.length > BODY_PREVIEW) preview = `${preview.slice(0, BODY_PREVIEW)} [...]`;
-      lines.push(`  ${preview.replace(/\n/g, "\n  ")}`);
-    }
-  }
-  return lines.join("\n");
-}
-
-/** What a steered mailbox message carries beside its text (the other copies' message `details`). */
-export interface MailDetails {
-  to_agent: string;
-  event_ids: string[];
-  events: unknown;
-}
 
 /** Delivers a steer text (with its details) into the session without starting a turn. */
 export type SteerSink = (text: string, details: MailDetails) => Promise<void>;
 
-/** Fetches the owed set and delivers each item once per session; every failure is silent. */
-export class Mailbox {
-  readonly me: string;
-  private readonly callTool: CallTool;
-  private readonly pollMs: number;
-  private readonly now: () => number;
-  private readonly delivered = new Set<string>();
-  private lastPoll: number | undefined;
-
+export class Mailbox extends SeedMailbox<CallToolResult> {
   constructor(callTool: CallTool, me: string, pollMs: number, now: () => number = Date.now) {
-    this.callTool = callTool;
-    this.me = me;
-    this.pollMs = pollMs;
-    this.now = now;
-  }
-
-  /** The current owed set, or undefined when the palace did not answer properly. */
-  async fetch(): Promise<PalaceEvent[] | undefined> {
-    this.lastPoll = this.now();
-    let replies: CallToolResult[];
-    try {
-      // both queries always go out (inbox, then my own events); the answers are judged together
-      const inbox = await this.callTool(LIST_TOOL, { to_agent: this.me, status: "open", limit: FETCH_LIMIT });
-      const mine = await this.callTool(LIST_TOOL, { writer: this.me, limit: FETCH_LIMIT });
-      replies = [inbox, mine];
-    } catch {
-      return undefined;
-    }
-    const lists: unknown[][] = [];
-    for (const result of replies) {
-      let body: unknown;
-      try {
-        body = JSON.parse(resultText(result));
-      } catch {
-        return undefined;
-      }
-      const events = isRecord(body) ? body["events"] : undefined;
-      if (failed(result) || !Array.isArray(events)) return undefined;
-      lists.push(events);
-    }
-    return owed(this.me, lists[0] ?? [], lists[1] ?? []);
-  }
-
-  private undelivered(items: PalaceEvent[]): PalaceEvent[] {
-    const fresh = items.filter((e) => !this.delivered.has(e.id));
-    for (const e of fresh) this.delivered.add(e.id);
-    return fresh;
-  }
-
-  /** The mailbox part of the wake-up text, or undefined (failed, nothing owed). */
-  async wakeupSection(): Promise<string | undefined> {
-    const items = await this.fetch();
-    if (!items?.length) return undefined;
-    const fresh = this.undelivered(items);
-    return fresh.length ? formatItems(this.me, fresh) : undefined;
-  }
-
-  /** Whether the poll floor has passed since the last fetch (the wake-up's counts). */
-  due(): boolean {
-    return this.lastPoll === undefined || this.now() - this.lastPoll >= this.pollMs;
+    super({ call: callTool, failed, text: resultText }, me, pollMs, now);
   }
 
   /** One poll when the session goes idle: new owed items steered into the thread, no new turn. */
   async poll(steer: SteerSink): Promise<void> {
-    if (!this.due()) return;
-    const items = await this.fetch();
-    if (!items?.length) return;
-    const fresh = this.undelivered(items);
-    if (!fresh.length) return;
+    const mail = await this.nextMail();
+    if (!mail) return;
     try {
-      await steer(formatItems(this.me, fresh),
-        { to_agent: this.me, event_ids: fresh.map((e) => e.id), events: JSON.parse(JSON.stringify(fresh)) as unknown });
+      await steer(mail.text, mail.details);
     } catch {
       // fail-silent: a message OpenCode would not take is no turn's business
     }

@@ -15,23 +15,10 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { timerMs } from "../../seed-policy/timer.ts";
+import { dropPipesAfterDrain, ExitWaiters, killAtHostExit, spareAtHostExit } from "../../seed-policy/child-exit.ts";
 
 /** How long the pipes are read after the group was swept (docs/choices.md: 1 s, as the other copies). */
 export const DRAIN_MS = 1000;
-
-/** The transports whose child has not exited yet: killed if the host ends without a stop (LIFE-06). */
-const LIVE = new Set<GroupStdioTransport>();
-let exitHookInstalled = false;
-
-/** A host that exits with no session shutdown (a crash, an abrupt end) must not leave palace groups behind. */
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once("exit", () => {
-    for (const transport of LIVE) transport.signalGroup("SIGKILL");
-  });
-}
 
 export class GroupStdioTransport implements Transport {
   onclose?: () => void;
@@ -44,7 +31,7 @@ export class GroupStdioTransport implements Transport {
   private closed = false;
   private stdoutEnded = false;
   private stderrEnded = false;
-  private readonly exitWaiters = new Set<() => void>();
+  private readonly exitWaiters = new ExitWaiters();
   private readonly command: string;
   private readonly env: Record<string, string>;
 
@@ -72,8 +59,8 @@ export class GroupStdioTransport implements Transport {
       const child = spawn(this.command, [], { env: this.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
       this.child = child;
       if (child.pid !== undefined) {
-        installExitHook();
-        LIVE.add(this);
+        // the group is killed if the host ends without a stop (LIFE-06), until the child exits
+        killAtHostExit(this, () => this.signalGroup("SIGKILL"));
       }
       child.on("error", (error) => {
         // a program that cannot start keeps its errno code (ENOENT, EACCES) for the caller
@@ -83,10 +70,9 @@ export class GroupStdioTransport implements Transport {
       });
       child.on("spawn", () => resolve());
       child.on("exit", () => {
-        LIVE.delete(this);
+        spareAtHostExit(this);
         this.exitedFlag = true;
-        for (const wake of this.exitWaiters) wake();
-        this.exitWaiters.clear();
+        this.exitWaiters.wakeAll();
         // the leader is gone: sweep what it left in its group, read the pipes a moment, then close
         void this.sweepAndClose();
       });
@@ -153,18 +139,7 @@ export class GroupStdioTransport implements Transport {
 
   /** Whether the child exited within `ms`. */
   waitExit(ms: number): Promise<boolean> {
-    if (this.exited) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        this.exitWaiters.delete(wake);
-        resolve(this.exited);
-      }, timerMs(ms));
-      this.exitWaiters.add(wake);
-    });
+    return this.exitWaiters.wait(ms, () => this.exited);
   }
 
   /** Close stdin (MCP's polite stop); the caller decides how long to wait and when to signal. */
@@ -187,16 +162,7 @@ export class GroupStdioTransport implements Transport {
   private sweepAndClose(): Promise<void> {
     this.sweeping ??= (async () => {
       this.signalGroup("SIGKILL");
-      const started = Date.now();
-      while (!(this.stdoutEnded && this.stderrEnded) && Date.now() - started < DRAIN_MS) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      const child = this.child;
-      if (child) {
-        child.stdin.destroy();
-        child.stdout.destroy();
-        child.stderr.destroy();
-      }
+      await dropPipesAfterDrain(this.child, () => this.stdoutEnded && this.stderrEnded, DRAIN_MS);
       this.finishClose();
     })();
     return this.sweeping;

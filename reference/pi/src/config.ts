@@ -1,151 +1,25 @@
 /**
- * Every environment knob of the seed bridge with the seed's default, read once at load (LIFE-03).
- * A malformed value (not an integer, negative) falls back to the default with one warning naming
- * the variable (KNOB-02). The knobs beyond the seed's are named in its style (docs/choices.md).
+ * Every environment knob of the seed bridge with the seed's default, read once at load (LIFE-03):
+ * the shared reading (reference/seed-policy/config.ts; a malformed value falls back to the default
+ * with one warning naming the variable, KNOB-02), plus the harness this copy stamps.
  */
 
-export type Env = Readonly<Record<string, string | undefined>>;
+import { DEFAULTS as SEED_DEFAULTS, type Env, readConfig as readSeedConfig, type SeedConfig } from "../../seed-policy/config.ts";
 
-export interface Preamble {
-  tool: string;
-  arguments: Record<string, unknown>;
-}
+export { type Env, isRecord, parsePreamble, type Preamble } from "../../seed-policy/config.ts";
 
-export interface BridgeConfig {
-  remoteUrl?: string;
-  remoteToken?: string;
-  serverCommand: string;
-  timeoutMs: number;
-  initTimeoutMs: number;
-  maxRespawns: number;
-  respawnBackoffMs: number;
-  debug: boolean;
-  killGraceMs: number;
-  keepaliveMs: number;
-  preamble?: Preamble;
-  connectRetries: number;
-  connectBackoffMs: number;
-  agentName: string;
-  device?: string;
+export const DEFAULTS = { ...SEED_DEFAULTS, harness: "pi" } as const;
+
+/** The shared knobs (reference/seed-policy/config.ts) and the harness this copy stamps (PROV-*). */
+export interface BridgeConfig extends SeedConfig {
   harness: string;
-  feed: boolean;
-  feedBin: string;
-  feedWing: string;
-  feedDebounceMs: number;
-  feedPrepareTimeoutMs: number;
-  feedMineTimeoutMs: number;
-  sshTarget?: string;
-  mailbox: boolean;
-  mailboxPollMs: number;
-  warnings: string[];
 }
-
-export const DEFAULTS = {
-  serverCommand: "mempalace-mcp",
-  timeoutMs: 60000,
-  initTimeoutMs: 300000,
-  maxRespawns: 2,
-  respawnBackoffMs: 1000,
-  killGraceMs: 2000,
-  keepaliveMs: 0,
-  connectRetries: 2,
-  connectBackoffMs: 250,
-  agentName: "pi",
-  harness: "pi",
-  feedBin: "mempalace-pi-session",
-  feedWing: "wing_conversations",
-  feedDebounceMs: 600000,
-  feedPrepareTimeoutMs: 120000,
-  feedMineTimeoutMs: 30000,
-  mailboxPollMs: 300000,
-} as const;
 
 /** Both provenance gates hold: a device name and a shared (remote) palace. */
 export function sharedPalace(config: BridgeConfig): boolean {
   return Boolean(config.device) && Boolean(config.remoteUrl);
 }
 
-/** `{"tool": name, "arguments": {...}}`, or undefined when malformed. */
-export function parsePreamble(raw: string): Preamble | undefined {
-  let data: unknown;
-  try {
-    data = JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-  if (!isRecord(data) || typeof data.tool !== "string" || data.tool === "") return undefined;
-  const args = data.arguments ?? {};
-  if (!isRecord(args)) return undefined;
-  return { tool: data.tool, arguments: args };
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 export function readConfig(env: Env): BridgeConfig {
-  const warnings: string[] = [];
-  const integer = (name: string, fallback: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === "") return fallback;
-    const text = raw.trim();
-    const value = /^[+-]?\d+$/.test(text) ? Number(text) : -1;
-    if (value < 0 || !Number.isSafeInteger(value)) {
-      warnings.push(`mempalace: ignoring ${name}=${pyRepr(raw)} (expected a non-negative integer); using the default ${fallback}`);
-      return fallback;
-    }
-    return value;
-  };
-  const text = (name: string): string | undefined => {
-    const raw = env[name];
-    return raw === undefined || raw === "" ? undefined : raw;
-  };
-  const flag = (name: string, fallback: boolean): boolean => {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === "") return fallback;
-    return !["0", "false", "no", "off"].includes(raw.trim());
-  };
-  let preamble: Preamble | undefined;
-  const rawPreamble = text("MEMPALACE_SESSION_PREAMBLE");
-  if (rawPreamble !== undefined) {
-    preamble = parsePreamble(rawPreamble);
-    if (preamble === undefined) {
-      warnings.push('mempalace: ignoring MEMPALACE_SESSION_PREAMBLE (expected JSON {"tool": "<name>", "arguments": {...}}); no session preamble');
-    }
-  }
-  return {
-    remoteUrl: text("MEMPALACE_REMOTE_URL"),
-    remoteToken: text("MEMPALACE_REMOTE_TOKEN"),
-    serverCommand: text("MEMPALACE_MCP_BIN") ?? DEFAULTS.serverCommand,
-    timeoutMs: integer("MEMPALACE_MCP_TIMEOUT_MS", DEFAULTS.timeoutMs),
-    initTimeoutMs: integer("MEMPALACE_MCP_INIT_TIMEOUT_MS", DEFAULTS.initTimeoutMs),
-    maxRespawns: integer("MEMPALACE_MCP_MAX_RESPAWNS", DEFAULTS.maxRespawns),
-    respawnBackoffMs: integer("MEMPALACE_MCP_RESPAWN_BACKOFF_MS", DEFAULTS.respawnBackoffMs),
-    debug: env.MEMPALACE_EXT_DEBUG === "1",
-    killGraceMs: integer("MEMPALACE_MCP_KILL_GRACE_MS", DEFAULTS.killGraceMs),
-    keepaliveMs: integer("MEMPALACE_MCP_KEEPALIVE_MS", DEFAULTS.keepaliveMs),
-    preamble,
-    connectRetries: integer("MEMPALACE_REMOTE_CONNECT_RETRIES", DEFAULTS.connectRetries),
-    connectBackoffMs: integer("MEMPALACE_REMOTE_CONNECT_BACKOFF_MS", DEFAULTS.connectBackoffMs),
-    agentName: text("MEMPALACE_AGENT_NAME") ?? DEFAULTS.agentName,
-    device: text("MEMPALACE_PI_DEVICE"),
-    harness: DEFAULTS.harness,
-    feed: flag("MEMPALACE_FEED", true),
-    feedBin: text("MEMPALACE_FEED_BIN") ?? DEFAULTS.feedBin,
-    feedWing: text("MEMPALACE_FEED_WING") ?? DEFAULTS.feedWing,
-    feedDebounceMs: integer("MEMPALACE_FEED_DEBOUNCE_MS", DEFAULTS.feedDebounceMs),
-    feedPrepareTimeoutMs: integer("MEMPALACE_FEED_PREPARE_TIMEOUT_MS", DEFAULTS.feedPrepareTimeoutMs),
-    feedMineTimeoutMs: integer("MEMPALACE_FEED_MINE_TIMEOUT_MS", DEFAULTS.feedMineTimeoutMs),
-    sshTarget: text("MEMPALACE_PI_SSH_TARGET"),
-    mailbox: flag("MEMPALACE_MAILBOX", true),
-    mailboxPollMs: integer("MEMPALACE_MAILBOX_POLL_MS", DEFAULTS.mailboxPollMs),
-    warnings,
-  };
-}
-
-/** The value quoted the way the Python copy's warning quotes it, so both copies print one text. */
-function pyRepr(value: string): string {
-  const quote = value.includes("'") && !value.includes('"') ? '"' : "'";
-  const body = value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
-  return quote + (quote === "'" ? body.replace(/'/g, "\\'") : body) + quote;
+  return { ...readSeedConfig(env), harness: DEFAULTS.harness };
 }

@@ -11,6 +11,7 @@
 import { type Clock, SYSTEM_CLOCK } from "./clock.ts";
 import type { BridgeConfig } from "./config.ts";
 import { type Deadline, TimeoutPolicy } from "./deadline.ts";
+import { killAtHostExit, spareAtHostExit } from "../../seed-policy/child-exit.ts";
 import { DispatchSignal } from "../../seed-policy/dispatch.ts";
 import { START_FAILED_LINE, type Engine } from "./engine.ts";
 import { PalaceConnectionClosed, PalaceError, PalaceTimeout, PalaceUnavailable } from "./errors.ts";
@@ -20,18 +21,6 @@ import type { Log } from "./log.ts";
 import { RespawnPolicy } from "../../seed-policy/respawn.ts";
 import { StdioConnection, Unspawnable } from "./stdio.ts";
 import type { ToolSpec } from "./tools.ts";
-
-const LIVE = new Set<StdioConnection>();
-let exitHookInstalled = false;
-
-/** A host that exits without stop() must not leave palace servers behind. */
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.once("exit", () => {
-    for (const conn of LIVE) conn.killNow();
-  });
-}
 
 const why = (error: unknown): string =>
   error instanceof PalaceUnavailable ? error.detail : error instanceof Error ? error.message : String(error);
@@ -61,7 +50,6 @@ export class LocalEngine implements Engine {
     this.clock = clock;
     this.policy = new RespawnPolicy(config.maxRespawns, config.respawnBackoffMs);
     this.timeouts = new TimeoutPolicy(config.timeoutMs, config.initTimeoutMs);
-    installExitHook();
   }
 
   /** First start, tolerant: the same bounded respawn runs before giving up (STDIO-09). */
@@ -89,7 +77,7 @@ export class LocalEngine implements Engine {
       this.conn = undefined;
       if (conn) {
         await conn.close(this.config.killGraceMs);
-        LIVE.delete(conn);
+        spareAtHostExit(conn);
       }
       await this.awaitDying();
     });
@@ -154,7 +142,8 @@ export class LocalEngine implements Engine {
     const conn = new StdioConnection([this.config.serverCommand], this.env, () => ++this.idCounter, this.log,
       () => this.policy.onSuccess(), () => this.dispatched.fire());
     conn.spawn();
-    LIVE.add(conn);
+    // a host that exits without stop() must not leave palace servers behind (LIFE-06)
+    killAtHostExit(conn, () => conn.killNow());
     if (conn.pid !== undefined) this.spawnedPids.push(conn.pid);
     const deadline = this.timeouts.forHandshake(this.clock);
     try {
@@ -193,7 +182,7 @@ export class LocalEngine implements Engine {
     if (existing) return existing;
     const ending = conn.terminate(this.config.killGraceMs, reason).finally(() => {
       this.dying.delete(conn);
-      LIVE.delete(conn);
+      spareAtHostExit(conn);
     });
     this.dying.set(conn, ending);
     return ending;

@@ -11,6 +11,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
 import { StringDecoder } from "node:string_decoder";
+import { dropPipesAfterDrain, ExitWaiters } from "../../seed-policy/child-exit.ts";
 import { timerMs } from "./clock.ts";
 import type { Deadline } from "./deadline.ts";
 import { PalaceConnectionClosed, PalaceTimeout, PalaceUnavailable, SplitSecretGuard } from "./errors.ts";
@@ -68,7 +69,7 @@ export class StdioConnection {
   closedReason?: string;
   private exitCode: number | null = null;
   private exitedFlag = false;
-  private readonly exitWaiters = new Set<() => void>();
+  private readonly exitWaiters = new ExitWaiters();
   private stdoutEnded = false;
   private stderrEnded = false;
   private ending?: Promise<void>;
@@ -102,8 +103,7 @@ export class StdioConnection {
     child.on("exit", (code, signal) => {
       this.exitCode = code ?? (signal ? 128 : null);
       this.exitedFlag = true;
-      for (const wake of this.exitWaiters) wake();
-      this.exitWaiters.clear();
+      this.exitWaiters.wakeAll();
       // a grandchild may hold stdout open: the session still ends, DRAIN_MS after the exit
       setTimeout(() => this.closeSession(this.exitReason()), DRAIN_MS).unref();
     });
@@ -260,18 +260,7 @@ export class StdioConnection {
 
   /** Whether the child exited within `timeoutMs`. */
   private waitExit(timeoutMs: number): Promise<boolean> {
-    if (this.exited) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        this.exitWaiters.delete(wake);
-        resolve(this.exited);
-      }, timerMs(timeoutMs));
-      this.exitWaiters.add(wake);
-    });
+    return this.exitWaiters.wait(timeoutMs, () => this.exited);
   }
 
   /** SIGTERM the group, SIGKILL after `graceMs` if still alive, then reap. Idempotent. */
@@ -319,16 +308,7 @@ export class StdioConnection {
   /** After the leader exited: sweep its group, give the readers a moment, then drop the pipes. */
   private async finish(): Promise<void> {
     this.signalGroup("SIGKILL");
-    const started = Date.now();
-    while (!(this.stdoutEnded && this.stderrEnded) && Date.now() - started < DRAIN_MS) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    const child = this.child;
-    if (child) {
-      child.stdin.destroy();
-      child.stdout.destroy();
-      child.stderr.destroy();
-    }
+    await dropPipesAfterDrain(this.child, () => this.stdoutEnded && this.stderrEnded, DRAIN_MS);
   }
 
   /** Last resort when the process is exiting: SIGKILL the group without waiting. */

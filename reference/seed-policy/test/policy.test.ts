@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { exponentialDelayMs } from "../backoff.ts";
+import { dropPipesAfterDrain, ExitWaiters } from "../child-exit.ts";
 import { RespawnPolicy } from "../respawn.ts";
 import { TIMER_MAX_MS, timerMs } from "../timer.ts";
 
@@ -22,6 +23,35 @@ describe("timer delays past 2^31-1 ms", () => {
     assert.equal(timerMs(1500), 1500);
     assert.equal(timerMs(0), 0);
     assert.equal(timerMs(-5), 0);
+  });
+});
+
+describe("a child's exit", () => {
+  it("wakes its waiters when it comes; a wait that runs out says whether it came", async () => {
+    const waiters = new ExitWaiters();
+    assert.equal(await waiters.wait(10, () => true), true); // exited already: at once
+    const woken = waiters.wait(5_000, () => false); // the wake, not the predicate, says it came
+    waiters.wakeAll();
+    assert.equal(await woken, true);
+    assert.equal(await waiters.wait(20, () => false), false);
+    let reaped = false;
+    const late = waiters.wait(20, () => reaped); // came without a wake: seen at the wait's end
+    reaped = true;
+    assert.equal(await late, true);
+  });
+
+  it("drops the pipes once both outputs ended, or after the drain time when they do not", async () => {
+    const dropped: string[] = [];
+    const pipe = (name: string) => ({ destroy: () => dropped.push(name) });
+    const child = { stdin: pipe("stdin"), stdout: pipe("stdout"), stderr: pipe("stderr") };
+    let started = Date.now();
+    await dropPipesAfterDrain(child, () => true, 60_000);
+    assert.ok(Date.now() - started < 10_000);
+    assert.deepEqual(dropped, ["stdin", "stdout", "stderr"]);
+    started = Date.now();
+    await dropPipesAfterDrain(child, () => false, 100);
+    assert.ok(Date.now() - started >= 100);
+    assert.equal(dropped.length, 6);
   });
 });
 

@@ -1,152 +1,30 @@
 /**
- * The auto-delivered mailbox: what this device owes, derived from the event log (MAIL-*).
- * Owed-ness is derived, never read off a field: event_ack appends and status is written once, so a
- * directed open event matches the mailbox query forever, answered or not. `owed` is the whole rule
- * as a pure function; Mailbox fetches, formats and delivers, fail-silent.
+ * The auto-delivered mailbox (MAIL-*) on the pi copy: the shared policy
+ * (reference/seed-policy/mailbox.ts: owed-ness, the text, once per session) bound to this copy's
+ * palace client and results; each agent_settled poll's mail is steered into the next turn.
  */
+import { Mailbox as SeedMailbox, MAILBOX_TYPE } from "../../../seed-policy/mailbox.ts";
 import type { PalaceCaller } from "../client.ts";
 import type { Clock } from "../clock.ts";
-import { isRecord } from "../config.ts";
-import { failed, parseJsonText, type ToolResult } from "../tools.ts";
+import { failed, resultText, type ToolResult } from "../tools.ts";
 
-export const TERMINAL = new Set(["applied", "superseded", "failed", "blocked"]);
-export const MAILBOX_TYPE = "mempalace-mailbox";
-const LIST_TOOL = "mempalace_event_list";
-const FETCH_LIMIT = 200; // per call; the server's default (50) is easily outgrown by own replies
-const BODY_PREVIEW = 400;
-
-export type PalaceEvent = Record<string, unknown> & { id: string };
-
-const seqOf = (event: Record<string, unknown>): number | undefined =>
-  typeof event.seq === "number" && Number.isInteger(event.seq) ? event.seq : undefined;
-const textOf = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined);
-
-function answers(reply: Record<string, unknown>, ask: Record<string, unknown>): boolean {
-  const replySeq = seqOf(reply);
-  const askSeq = seqOf(ask);
-  if (replySeq === undefined || askSeq === undefined || replySeq <= askSeq) return false;
-  if (typeof reply.status !== "string" || !TERMINAL.has(reply.status)) return false;
-  const ackOf = isRecord(reply.metadata) ? reply.metadata.ack_of : undefined;
-  if (textOf(ackOf) !== undefined && ackOf === ask.id) return true;
-  const correlation = textOf(ask.correlation_id);
-  return correlation !== undefined && reply.correlation_id === correlation;
-}
-
-/**
- * Events addressed to `me` that are open and that none of my events has closed yet. A candidate is
- * answered by one of my events with a strictly higher seq, joined by metadata.ack_of or a shared
- * correlation_id, with a terminal status. Broadcasts (`*`) never match `to_agent == me`.
- * Result ordered by seq then id, no duplicates.
- */
-export function owed(me: string, inbox: readonly unknown[], mine: readonly unknown[]): PalaceEvent[] {
-  const known = new Map<string, PalaceEvent>();
-  for (const event of [...inbox, ...mine]) {
-    if (isRecord(event) && textOf(event.id) !== undefined && !known.has(event.id as string)) {
-      known.set(event.id as string, event as PalaceEvent);
-    }
-  }
-  const events = [...known.values()];
-  const replies = events.filter((e) => e.from_agent === me);
-  const result = events.filter((e) => e.to_agent === me && e.status === "open" && !replies.some((r) => answers(r, e)));
-  return result.sort((a, b) => {
-    const sa = seqOf(a);
-    const sb = seqOf(b);
-    if ((sa === undefined) !== (sb === undefined)) return sa === undefined ? 1 : -1;
-    if ((sa ?? 0) !== (sb ?? 0)) return (sa ?? 0) - (sb ?? 0);
-    return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-  });
-}
-
-const show = (value: unknown): string => (value === undefined || value === null ? "None" : String(value));
-
-export function formatItems(me: string, items: readonly PalaceEvent[]): string {
-  const lines = [`${items.length} event(s) addressed to ${me} are open with no terminal reply from you yet (reply with mempalace_event_append or mempalace_event_ack; only applied, superseded, failed or blocked closes a thread):`];
-  for (const event of items) {
-    const where = ["stream", "room"].filter((k) => event[k]).map((k) => String(event[k])).join("/");
-    let head = `- ${event.id} (seq ${show(event.seq)}) ${show(event.type || "event")} from ${show(event.from_agent || "?")}`;
-    if (where) head += ` in ${where}`;
-    if (event.correlation_id) head += `, correlation ${String(event.correlation_id)}`;
-    lines.push(head);
-    if (typeof event.body === "string" && event.body.trim()) {
-      let preview = event.body.trim();
-      if (preview.length > BODY_PREVIEW) preview = `${preview.slice(0, BODY_PREVIEW)} [...]`;
-      lines.push(`  ${preview.replace(/\n/g, "\n  ")}`);
-    }
-  }
-  return lines.join("\n");
-}
+export { formatItems, MAILBOX_TYPE, owed, type PalaceEvent, TERMINAL } from "../../../seed-policy/mailbox.ts";
 
 export interface SteerSink {
   (customType: string, content: string, details: Record<string, unknown>): void;
 }
 
-/** Fetches the owed set and delivers each item once per session; every failure is silent. */
-export class Mailbox {
-  private readonly caller: PalaceCaller;
-  readonly me: string;
-  private readonly pollMs: number;
-  private readonly clock: Clock;
+export class Mailbox extends SeedMailbox<ToolResult> {
   private readonly steer: SteerSink;
-  private readonly delivered = new Set<string>();
-  private lastPoll?: number;
 
   constructor(caller: PalaceCaller, me: string, pollMs: number, clock: Clock, steer: SteerSink) {
-    this.caller = caller;
-    this.me = me;
-    this.pollMs = pollMs;
-    this.clock = clock;
+    super({ call: (name, args) => caller.callTool(name, args), failed, text: resultText }, me, pollMs, () => clock.nowMs());
     this.steer = steer;
-  }
-
-  /** The current owed set, or undefined when the palace did not answer properly. */
-  async fetch(): Promise<PalaceEvent[] | undefined> {
-    this.lastPoll = this.clock.nowMs();
-    let answers: ToolResult[];
-    try {
-      // both queries always go out (inbox, then my own events); the answers are judged together
-      const inbox = await this.caller.callTool(LIST_TOOL, { to_agent: this.me, status: "open", limit: FETCH_LIMIT });
-      const mine = await this.caller.callTool(LIST_TOOL, { writer: this.me, limit: FETCH_LIMIT });
-      answers = [inbox, mine];
-    } catch {
-      return undefined;
-    }
-    const lists: unknown[][] = [];
-    for (const result of answers) {
-      const body = parseJsonText(result);
-      const events = isRecord(body) ? body.events : undefined;
-      if (failed(result) || !Array.isArray(events)) return undefined;
-      lists.push(events);
-    }
-    return owed(this.me, lists[0] ?? [], lists[1] ?? []);
-  }
-
-  private undelivered(items: PalaceEvent[]): PalaceEvent[] {
-    const fresh = items.filter((e) => !this.delivered.has(e.id));
-    for (const e of fresh) this.delivered.add(e.id);
-    return fresh;
-  }
-
-  /** The mailbox part of the wake-up message, or undefined (failed, nothing owed). */
-  async wakeupSection(): Promise<string | undefined> {
-    const items = await this.fetch();
-    if (!items?.length) return undefined;
-    const fresh = this.undelivered(items);
-    return fresh.length ? formatItems(this.me, fresh) : undefined;
-  }
-
-  /** Whether the poll floor has passed since the last fetch (the wake-up's counts). */
-  due(): boolean {
-    return this.lastPoll === undefined || this.clock.nowMs() - this.lastPoll >= this.pollMs;
   }
 
   /** One agent_settled poll: steer new owed items into the next turn, no new turn. */
   async poll(): Promise<void> {
-    if (!this.due()) return;
-    const items = await this.fetch();
-    if (!items?.length) return;
-    const fresh = this.undelivered(items);
-    if (!fresh.length) return;
-    this.steer(MAILBOX_TYPE, formatItems(this.me, fresh),
-      { to_agent: this.me, event_ids: fresh.map((e) => e.id), events: JSON.parse(JSON.stringify(fresh)) as unknown });
+    const mail = await this.nextMail();
+    if (mail) this.steer(MAILBOX_TYPE, mail.text, mail.details);
   }
 }
