@@ -16,7 +16,11 @@ prints, from process start to exit:
 
 Usage::
 
-    python benchmarks/run_timeline.py [--json FILE] [RUN ARGS ...]   # e.g. -q --jobs 8
+    python benchmarks/run_timeline.py [--by-kind] [--json FILE] [RUN ARGS ...]   # e.g. -q --jobs 8
+
+``--by-kind`` (root, Linux): the tree's CPU by kind of process (runner, warm server, hosts, HTTP
+fakes, the stdio fakes and stand-ins a bridge spawns, ...), from process accounting
+(``proc_acct.py``); it turns the machine's accounting on for the run and off after it.
 
 Linux only (the subreaper). Arguments are passed to ``palace-conformance run``.
 """
@@ -34,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import proc_acct
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -92,13 +98,43 @@ def run_suite(scenarios, options, progress=None, host=None, runner=execute.run_s
         T.append(("suite (the report's duration)", started, time.time()))
 suite.run_suite = run_suite
 
+import os
+SPAWNED = {}  # pid -> what the runner started (--by-kind labels processes with it)
+import subprocess as _sp
+from palace_conformance.runner.execution import warm_client as _wc
+_original_start = _wc.start
+def _start(argv, **kwargs):
+    proc = _original_start(argv, **kwargs)
+    entry = _wc.entry_for(argv)
+    warm = type(proc).__name__ == "WarmProcess"
+    if entry is not None and entry.module != "palace_conformance.cli":
+        what = "host: " + entry.module.rsplit(".", 1)[-1]
+    elif entry is not None:
+        what = "kit CLI: " + " ".join(entry.args[:2])
+    else:
+        what = "host: " + os.path.basename(argv[0])
+    SPAWNED[proc.pid] = what + (" (forked warm)" if warm else " (cold)")
+    return proc
+_wc.start = _start
+_original_popen_init = _sp.Popen.__init__
+def _popen_init(self, args, *a, **kw):
+    _original_popen_init(self, args, *a, **kw)
+    argv = [str(x) for x in (args if isinstance(args, (list, tuple)) else [args])]
+    if self.pid not in SPAWNED:
+        if any("warm_server" in x for x in argv):
+            SPAWNED[self.pid] = "warm server"
+        else:
+            SPAWNED[self.pid] = "runner's child: " + " ".join(
+                [os.path.basename(argv[0])] + [x for x in argv[1:3] if not x.startswith("/")])
+_sp.Popen.__init__ = _popen_init
+
 import atexit
 def dump():
     T.append(("main returned", main_end, main_end))
     with open(OUT, "w") as handle:
         own = resource.getrusage(resource.RUSAGE_SELF)
         json.dump({"phases": T, "runs": RUNS, "atexit": time.time(),
-                   "runner_cpu": own.ru_utime + own.ru_stime,
+                   "runner_cpu": own.ru_utime + own.ru_stime, "spawned": SPAWNED,
                    "jobs": getattr(run_cmd, "JOBS_USED", None)}, handle)
 main_end = 0.0
 atexit.register(dump)
@@ -121,25 +157,39 @@ def critical_path(runs: list[dict[str, Any]], jobs: int) -> float:
 
 def main(argv: list[str]) -> int:
     json_out = None
-    if argv[:1] == ["--json"]:
-        json_out, argv = argv[1], argv[2:]
+    by_kind = False
+    while argv[:1] in (["--json"], ["--by-kind"]):
+        if argv[0] == "--by-kind":
+            by_kind, argv = True, argv[1:]
+        else:
+            json_out, argv = argv[1], argv[2:]
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print("run_timeline.py: cannot become a child subreaper (Linux only)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="pc-timeline-") as tmp:
         events = os.path.join(tmp, "events.json")
+        accounting = os.path.join(tmp, "acct")
+        if by_kind:
+            proc_acct.start(accounting)
         t0 = time.time()
-        code = subprocess.run([sys.executable, "-c", INNER, events, repr(t0), "run", *argv],
-                              stdout=subprocess.DEVNULL, check=False).returncode
-        exited = time.time()
-        while True:  # the warm server and its last children come back here to be reaped
-            try:
-                os.wait()
-            except ChildProcessError:
-                break
-        reaped = time.time()
+        try:
+            child = subprocess.Popen([sys.executable, "-c", INNER, events, repr(t0), "run",
+                                      *argv], stdout=subprocess.DEVNULL)
+            code = child.wait()
+            exited = time.time()
+            while True:  # the warm server and its last children come back here to be reaped
+                try:
+                    os.wait()
+                except ChildProcessError:
+                    break
+            reaped = time.time()
+        finally:
+            if by_kind:
+                proc_acct.stop()
         with open(events, encoding="utf-8") as handle:
             data = json.load(handle)
+        if by_kind:
+            kinds = _by_kind(accounting, child.pid, data.get("spawned", {}))
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     phases = [(name, a - t0, b - a) for name, a, b in data["phases"]]
     phases.append(("atexit handlers start", data["atexit"] - t0, 0.0))
@@ -165,12 +215,42 @@ def main(argv: list[str]) -> int:
     for run in longest:
         print(f"  {run['length']:.1f} s  {run['scenario']} [{run['transport']}] "
               f"(started {run['start']:.1f} s)")
+    if by_kind:
+        print("\nCPU by kind of process (Linux process accounting):\n")
+        print(proc_acct.table(kinds, usage.ru_utime + usage.ru_stime))
     if json_out:
         with open(json_out, "w", encoding="utf-8") as handle:
             json.dump({"exit": code, "wall": exited - t0, "phases": phases, "runs": runs,
                        "runner_cpu": data.get("runner_cpu"),
                        "cpu": usage.ru_utime + usage.ru_stime, "jobs": jobs}, handle, indent=1)
     return code
+
+
+#: comm (15 bytes at most) of the programs a bridge finds on its PATH -> what they are
+SHIM_KINDS = {"mempalace-mcp": "stdio fake (mempalace-mcp shim)",
+              "mempalace-light": "stdio fake (mempalace-light-mcp shim)",
+              "mempalace": "CLI stand-in (mempalace)",
+              "mempalace-pi-se": "feed stand-in (mempalace-pi-session)"}
+
+
+def _by_kind(path: str, runner: int, spawned: dict[str, str]) -> dict[str, list[proc_acct.Proc]]:
+    """The run's processes (the runner's descendants and itself) grouped by what they are."""
+    procs = proc_acct.read(path)
+    named = {int(pid): what for pid, what in spawned.items()}
+    tree = proc_acct.descendants(procs, os.getpid())  # orphans come back here: keep them
+
+    def label(proc: proc_acct.Proc, by_pid: dict[int, proc_acct.Proc]) -> str:
+        if proc.pid == runner:
+            return "runner"
+        if proc.pid in named:
+            return named[proc.pid]
+        if not proc.forked and proc.comm in SHIM_KINDS:
+            return SHIM_KINDS[proc.comm]
+        parent = by_pid.get(proc.ppid)
+        above = label(parent, by_pid) if parent is not None else "orphan"
+        return f"{'fork' if proc.forked else proc.comm} under {above.split(' under ')[-1]}"
+
+    return proc_acct.kinds(tree, label)
 
 
 def _jobs(argv: list[str]) -> int:
