@@ -55,12 +55,12 @@ RUNS = []
 def timed(module, name, label=None):
     original = getattr(module, name)
     def wrapper(*args, **kwargs):
-        started = time.time()
+        started, cpu = time.time(), time.thread_time()
         try:
             return original(*args, **kwargs)
         finally:
             with lock:
-                T.append((label or name, started, time.time()))
+                T.append((label or name, started, time.time(), time.thread_time() - cpu))
     setattr(module, name, wrapper)
 
 started = time.time()
@@ -85,12 +85,13 @@ timed(run_cmd, "_write_reports", "reports written")
 original_suite = suite.run_suite
 def run_suite(scenarios, options, progress=None, host=None, runner=execute.run_scenario):
     def one(scenario, transport, *args, **kwargs):
-        began = time.time()
+        began, cpu = time.time(), time.thread_time()
         try:
             return runner(scenario, transport, *args, **kwargs)
         finally:
             with lock:
-                RUNS.append((scenario.id, transport, began, time.time()))
+                RUNS.append((scenario.id, transport, began, time.time(),
+                             time.thread_time() - cpu))
     started = time.time()
     try:
         return original_suite(scenarios, options, progress=progress, host=host, runner=one)
@@ -191,12 +192,14 @@ def main(argv: list[str]) -> int:
         if by_kind:
             kinds = _by_kind(accounting, child.pid, data.get("spawned", {}))
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    phases = [(name, a - t0, b - a) for name, a, b in data["phases"]]
-    phases.append(("atexit handlers start", data["atexit"] - t0, 0.0))
-    phases.append(("process exited", exited - t0, 0.0))
-    phases.append(("warm server and children reaped", reaped - t0, 0.0))
-    runs = [{"scenario": s, "transport": t, "start": a - t0, "length": b - a}
-            for s, t, a, b in data["runs"]]
+    # (name, at, length, the CPU of the thread that ran it: None where not measured)
+    phases = [(name, a - t0, b - a, rest[0] if rest else None)
+              for name, a, b, *rest in data["phases"]]
+    phases.append(("atexit handlers start", data["atexit"] - t0, 0.0, None))
+    phases.append(("process exited", exited - t0, 0.0, None))
+    phases.append(("warm server and children reaped", reaped - t0, 0.0, None))
+    runs = [{"scenario": s, "transport": t, "start": a - t0, "length": b - a, "cpu": c}
+            for s, t, a, b, c in data["runs"]]
     jobs = _jobs(argv)
     first = min((r["start"] for r in runs), default=0.0)
     last = max((r["start"] + r["length"] for r in runs), default=0.0)
@@ -206,9 +209,13 @@ def main(argv: list[str]) -> int:
           f"(user {usage.ru_utime:.1f}, sys {usage.ru_stime:.1f}), load "
           f"{Path('/proc/loadavg').read_text().split()[0]}; the runner process alone "
           f"{data.get('runner_cpu', 0.0):.1f} s")
-    print("| at (s) | phase | length (s) |\n|---:|---|---:|")
-    for name, at, length in sorted(phases, key=lambda p: p[1]):
-        print(f"| {at:.2f} | {name} | {length:.2f} |")
+    print("| at (s) | phase | length (s) | its thread's CPU (s) |\n|---:|---|---:|---:|")
+    for name, at, length, cpu in sorted(phases, key=lambda p: p[1]):
+        print(f"| {at:.2f} | {name} | {length:.2f} | {'' if cpu is None else f'{cpu:.2f}'} |")
+    print(f"\nthe runner's worker threads, running the runs (driving, judging, copying): CPU "
+          f"{sum(r['cpu'] for r in runs):.1f} s; the runner's other threads (hosts' output "
+          f"pumps, the timer probe, the main thread's phases above): the rest of its "
+          f"{data.get('runner_cpu', 0.0):.1f} s")
     print(f"\nruns: {len(runs)}, first started at {first:.2f} s, last ended at {last:.2f} s; "
           f"sum {total:.1f} s (/{jobs} jobs = {total / jobs:.1f} s); critical path at {jobs} "
           f"jobs in start order {critical_path(runs, jobs):.1f} s; longest:")
