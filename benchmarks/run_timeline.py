@@ -171,7 +171,12 @@ def main(argv: list[str]) -> int:
         events = os.path.join(tmp, "events.json")
         accounting = os.path.join(tmp, "acct")
         if by_kind:
-            proc_acct.start(accounting)
+            try:
+                proc_acct.start(accounting)
+            except OSError as exc:
+                print(f"run_timeline.py: --by-kind needs process accounting (root, Linux): "
+                      f"{exc.strerror}", file=sys.stderr)
+                return 2
         t0 = time.time()
         try:
             child = subprocess.Popen([sys.executable, "-c", INNER, events, repr(t0), "run",
