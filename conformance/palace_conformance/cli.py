@@ -86,8 +86,20 @@ REDACTED_COMMANDS = frozenset({"run", "replay", "baseline", "selftest", "diff", 
                                "profile", "merge", "fixtures", "fidelity", "official"})
 
 
+#: a parser built ahead of time (:func:`prebuild`), taken by the next :func:`main` of this process
+_PREBUILT: list[argparse.ArgumentParser] = []
+
+
+def prebuild() -> None:
+    """Build the parser now for the next :func:`main` of this process to take. The warm server
+    calls it before it forks: building costs ~10 ms of CPU (every command's options), which each
+    forked CLI (an HTTP fake, a lock holder) then does not pay (docs/runner.md, "Where a run's
+    CPU goes")."""
+    _PREBUILT[:] = [build_parser()]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = build_parser()
+    parser = _PREBUILT.pop() if _PREBUILT else build_parser()
     try:
         args = parser.parse_args(argv)
         if getattr(args, "command", None) in REDACTED_COMMANDS:

@@ -1,17 +1,21 @@
 """Process facts the runner and the hosts need: is a pid alive (zombies are not), what is its argv,
 and how to get rid of leftovers without ever signalling a process that is not one of the run's own.
 
-Shared by the runner and the hosts, so it imports neither."""
+Shared by the runner and the hosts, so it imports neither. The stand-ins a bridge runs read
+:data:`HOST_MARK` from here on every start, so ``subprocess`` (about 5 ms of a helper's start)
+is imported only by the functions that wait on a process."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Collection, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import subprocess
 
 #: a leftover is only killed when its command line mentions one of these (pid reuse guard)
 _OURS = (b"palace_conformance", b"palace-conformance", b"mempalace")
@@ -171,6 +175,8 @@ class Stoppable(Protocol):
 def stop(proc: Stoppable | None,
          grace_s: float = 3.0) -> int | None:
     """SIGTERM, wait ``grace_s``, then SIGKILL; returns the exit code."""
+    import subprocess
+
     if proc is None:
         return None
     if proc.poll() is None:
@@ -189,6 +195,8 @@ def stop(proc: Stoppable | None,
 def ended_by_eof(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
     """Close ``proc``'s stdin (the EOF a stdio server ends on) and wait up to ``wait_s`` for it
     to exit; whether it did (the caller says what happens to one that did not)."""
+    import subprocess
+
     if proc.stdin is not None:
         with contextlib.suppress(OSError):
             proc.stdin.close()

@@ -218,3 +218,29 @@ def test_a_module_in_the_working_directory_shadows_nothing(
     fake = subprocess.run([*warm.LAUNCH_ARGV, "fixtures", "list"], cwd=planted,
                           env=_env(tmp_path), capture_output=True, timeout=60, check=False)
     assert fake.returncode == 0, fake.stderr
+
+
+def test_the_warm_server_builds_the_cli_parser_its_forked_cli_takes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm server builds the CLI's parser before it forks (an HTTP fake is the CLI's
+    ``fake http``): the next ``main`` takes it instead of building one, and only that one."""
+    from palace_conformance import cli
+    from palace_conformance.runner.execution import warm_server
+
+    built: list[int] = []
+    real = cli.build_parser
+
+    def counting() -> object:
+        built.append(1)
+        return real()
+
+    monkeypatch.setattr(cli, "build_parser", counting)
+    monkeypatch.setattr(cli, "_PREBUILT", [])
+    warm_server._warm_up()
+    assert len(built) == 1 and len(cli._PREBUILT) == 1
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert len(built) == 1 and cli._PREBUILT == []  # taken, not built again
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert len(built) == 2  # a second main in the same process builds its own

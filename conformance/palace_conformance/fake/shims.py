@@ -22,16 +22,15 @@ filtered environment (the official TypeScript SDK's ``StdioClientTransport`` pas
 LOGNAME, PATH, SHELL, TERM and USER) still starts the fake of its run; a variable the child
 did inherit wins.
 
-Standard library only, and few files: the runner installs a shim directory for every run.
+Standard library only, and few files: the runner installs a shim directory for every run. The
+stand-ins import this module on every helper run (:func:`apply_world`), so what only installing
+needs (``re``, ``shlex``, ``shutil``) is imported where it is used.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
-import shutil
 import stat
 import sys
 from collections.abc import Mapping
@@ -60,6 +59,8 @@ def shebang_limit() -> int:
     A longer path (or one with spaces) gets pip's ``/bin/sh`` trampoline instead."""
     if sys.platform == "darwin":
         return 509
+    import re
+
     version = re.match(r"(\d+)\.(\d+)", os.uname().release)
     modern = (sys.platform.startswith("linux") and version is not None
               and (int(version[1]), int(version[2])) >= (5, 1))
@@ -88,6 +89,8 @@ def write_script(path: Path, python: str, comment: str, body: str, flags: str = 
     """An executable Python script for ``python`` (``flags``: one interpreter option, e.g.
     ``-S``): a plain shebang when the path fits in one, else the ``/bin/sh`` trampoline pip uses
     for long paths or paths with spaces."""
+    import shlex
+
     options = f" {flags}" if flags else ""
     if len(python.encode()) <= shebang_limit() and not any(c.isspace() for c in python):
         head = f"#!{python}{options}\n"
@@ -98,6 +101,8 @@ def write_script(path: Path, python: str, comment: str, body: str, flags: str = 
 
 
 def _replace_link(link: Path, target: str | os.PathLike[str]) -> None:
+    import shutil
+
     if link.is_symlink() or link.is_file():
         link.unlink()
     elif link.is_dir():
@@ -249,6 +254,8 @@ def uninstall_shim(directory: str | os.PathLike[str]) -> tuple[list[Path], list[
     wrote (recognised by their marker line; one changed since is kept), the venv, the manifest,
     and the directory itself when install created it and it is empty now. Returns (removed,
     kept); :class:`FileNotFoundError` when no shim was installed there."""
+    import shutil
+
     target = Path(directory).absolute()
     manifest = _read_manifest(target)
     if manifest is None:

@@ -650,8 +650,10 @@ class _Execution:
                 (target / source.name).write_bytes(
                     redactor.text(text).encode("utf-8", "surrogateescape"))
         self.result.artifacts = str(target)
+        # one line: json's C encoder (an indent takes the pure-Python one, ~10x the CPU: a
+        # third of the runner's own CPU in a catalogue run; docs/runner.md)
         (target / "result.json").write_text(redactor.text(
-            json.dumps(self.result.to_json(), indent=1, default=str)), encoding="utf-8")
+            json.dumps(self.result.to_json(), default=str)), encoding="utf-8")
 
 
 def _fill(record: StepRecord, reply: Reply) -> None:
