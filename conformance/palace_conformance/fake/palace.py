@@ -376,9 +376,9 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
 
 @functools.cache
 def _load_the_rest() -> None:
-    """Register the tools of palace_graph and palace_records on first use: a bridge respawns
-    the fake often, and most sessions never call them."""
-    from palace_conformance.fake import palace_graph, palace_records  # noqa: F401
+    """Register the tools of palace_graph, palace_records and palace_sync on first use: a
+    bridge respawns the fake often, and most sessions never call them."""
+    from palace_conformance.fake import palace_graph, palace_records, palace_sync  # noqa: F401
 
 
 def unmodelled(what: str) -> dict[str, Any]:
