@@ -3,8 +3,7 @@
 as mempalace 3.11.0 answers them.
 
 Argument checks and empty-palace answers are pinned to the truth table
-(``fixtures/catalogue/mempalace-3.11.0-answers.json``). A path whose real answer was never seen
-answers with :func:`palace.unmodelled`, a result a test can see. ``mempalace_sync`` is
+(``fixtures/catalogue/mempalace-3.11.0-answers.json``). ``mempalace_sync`` is
 :mod:`.palace_sync`'s.
 """
 
