@@ -272,3 +272,12 @@ def test_sync_apply_keeps_the_closet_of_a_source_still_filed_elsewhere(embedder:
     assert (answers[4][0]["match_count"], answers[4][0]["closet_match_count"]) == (1, 1)
     assert (answers[5][0]["removed_drawers"], answers[5][0]["removed_closets"]) == (1, 1)
     assert (answers[6][0]["match_count"], answers[6][0]["closet_match_count"]) == (0, 0)
+
+
+def test_sync_resolves_a_given_project_dir_before_it_reads_a_drawer(embedder: str) -> None:
+    answers = run(embedder, [
+        ("mempalace_add_drawer", {"wing": "probe", "room": "notes", "content": "By hand."}),
+        ("mempalace_sync", {"project_dir": "<SOURCE>/a\u0000b", "wing": ["x"]}),
+        ("mempalace_sync", {"project_dir": "<SOURCE>", "wing": ["x"]})])
+    assert answers[1] == [{"success": False, "error": "embedded null byte"}, False]
+    assert answers[2][0]["error"].startswith("Expected where value to be a str")

@@ -47,10 +47,14 @@ def _sync(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if project is not None and not isinstance(project, str):
         return {"success": False, "error": "sync failed: expected str, bytes or os.PathLike "
                                            f"object, not {type(project).__name__}"}
+    try:  # 3.11 resolves a given project_dir before it reads a drawer
+        given = [Path(project).resolve()] if project else None
+    except ValueError as exc:  # a NUL byte
+        return {"success": False, "error": str(exc)}
     if (problem := _where_problem(wing)) is not None:
         return {"success": False, "error": problem}
     rows = [d for d in state.drawers if not wing or d["wing"] == wing]
-    roots = _sorted_roots([Path(project).resolve()] if project else _guessed_roots(rows))
+    roots = _sorted_roots(given if given is not None else _guessed_roots(rows))
     report, removable = sync_report(rows, roots)
     report["dry_run"] = not apply
     if apply and removable:
