@@ -1,8 +1,8 @@
 """The fake palace's ``mempalace_sync``, as mempalace 3.11.0's ``sync_palace`` answers it.
 
 Read from 3.11's ``mempalace/sync.py`` and ``miner.py`` and checked against the real server
-(``tests/real/test_sync_real.py``, 2026-12-07). Without ``project_dir`` the project roots are
-guessed from the drawers' own sources: for each absolute ``source_file`` the deepest ancestor
+(``tests/real/test_half_made_real.py``, 2026-12-07). Without ``project_dir`` the project roots
+are guessed from the drawers' own sources: for each absolute ``source_file`` the deepest ancestor
 holding a ``.git`` (any kind) or a ``.gitignore`` file; with none, every such drawer is out of
 scope. A row is then classified by its source (no source, out of scope, kept, gitignored by the
 ``.gitignore`` files from its root down to its directory, or gone); a gone file is ``missing``
