@@ -198,3 +198,11 @@ def test_a_cli_compatible_search_with_matching_rows_answers_the_clis_printout() 
     assert call(store, "mempalace_search", {"query": "x", "before": "2000-01-01",
                                             "cli_compatible": True}) == {
         "query": "x", "cli_output": '\n  No results found for: "x"\n'}
+
+
+def test_search_answers_the_query_it_searched_stripped() -> None:
+    # seed 30, 2026-12-07: 3.11 answers sanitize_query's clean query, not the one sent
+    store = initialised()
+    assert call(store, "mempalace_search", {"query": "  note "})["query"] == "note"
+    assert call(store, "mempalace_search", {"query": " a\ud800 "})["query"] == "a\ufffd"
+    assert call(store, "mempalace_search", {"query": "   "})["query"] == "   "

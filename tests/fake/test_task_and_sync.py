@@ -141,17 +141,49 @@ def test_sync_checks_in_3_11s_order() -> None:
         dry_run=False)
 
 
-@pytest.mark.parametrize("case", ["gitignore", "auto-roots", "apply-removes"])
-def test_what_sync_does_not_model_answers_visibly(tmp_path: Path, case: str) -> None:
-    """README, "Fidelity": .gitignore rules, guessed project roots and removals."""
+def test_sync_without_a_project_dir_guesses_the_roots_from_the_sources(tmp_path: Path) -> None:
+    """A source's root is its deepest ancestor holding a .git or a .gitignore file; a source
+    under none is out of scope (tests/real/test_half_made_real.py pins the real side)."""
     store, source = _mined(tmp_path)
-    arguments: dict[str, Any] = {"project_dir": str(source)}
-    if case == "gitignore":
-        (source / ".gitignore").write_text("*.log\n", encoding="utf-8")
-    elif case == "auto-roots":
-        arguments = {}
-    else:
-        (source / "notes.md").unlink()
-        arguments["apply"] = True
-    answer = call(store, "mempalace_sync", arguments)
-    assert answer["fake_unmodelled"] is True and answer["success"] is False
+    assert call(store, "mempalace_sync", {}) == _report(scanned=3, out_of_scope=2, no_source=1)
+    (source / ".git").mkdir()
+    assert call(store, "mempalace_sync", {}) == _report(scanned=3, kept=2, no_source=1)
+    (source / "notes.md").unlink()
+    gone = str(source / "notes.md")
+    assert call(store, "mempalace_sync", {}) == _report(
+        scanned=3, kept=1, missing=1, no_source=1, by_source={gone: 1})
+
+
+def test_sync_reads_gitignore_rules_from_each_root_down(tmp_path: Path) -> None:
+    store, source = _mined(tmp_path)
+    (source / "sub").mkdir()
+    (source / "sub" / "deep.md").write_text("deep\n", encoding="utf-8")
+    assert call(store, "mempalace_mine", {"source": str(source)})["success"] is True
+    (source / ".gitignore").write_text("# c\n*.md\n!notes.md\n/sub/\n", encoding="utf-8")
+    ignored = {str(source / "other.md"): 1, str(source / "sub" / "deep.md"): 1}
+    project = {"project_dir": str(source)}
+    assert call(store, "mempalace_sync", project) == _report(
+        scanned=4, kept=1, gitignored=2, no_source=1, by_source=ignored)
+    # a nearer file's rule wins; guessed, sub/ is then a root of its own
+    (source / "sub" / ".gitignore").write_text("!deep.md\n", encoding="utf-8")
+    assert call(store, "mempalace_sync", project) == _report(
+        scanned=4, kept=2, gitignored=1, no_source=1, by_source={str(source / "other.md"): 1})
+    assert call(store, "mempalace_sync", {}) == call(store, "mempalace_sync", project)
+
+
+def test_sync_apply_removes_and_purges_the_closets_of_emptied_sources(tmp_path: Path) -> None:
+    store, source = _mined(tmp_path)
+    call(store, "mempalace_add_drawer", {"wing": "copy", "room": "notes", "content": "copy",
+                                         "source_file": str(source / "notes.md")})
+    (source / "notes.md").unlink()
+    notes = {"source_file": str(source / "notes.md")}
+    scoped = call(store, "mempalace_sync", {**{"project_dir": str(source)}, "apply": True,
+                                            "wing": "source"})
+    assert (scoped["dry_run"], scoped["removed_drawers"], scoped["removed_closets"]) == (
+        False, 1, 0)
+    # the source is still filed in another wing: its closet stays with it
+    assert call(store, "mempalace_delete_by_source", notes)["closet_match_count"] == 1
+    whole = call(store, "mempalace_sync", {"project_dir": str(source), "apply": True})
+    assert (whole["removed_drawers"], whole["removed_closets"]) == (1, 1)
+    assert call(store, "mempalace_delete_by_source", notes)["match_count"] == 0
+    assert len(store.state.drawers) == 2

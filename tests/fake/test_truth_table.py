@@ -11,7 +11,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -119,19 +118,13 @@ def test_policies_are_read_off_the_probes() -> None:
         "extra_required"] == {"mempalace_diary_write": ["entry"]}
 
 
-@pytest.mark.parametrize(("initialised", "tool", "arguments"), [
-    (True, "mempalace_sync", {}),  # project roots guessed from the drawers' sources
-])
-def test_what_stays_unmodelled_answers_visibly(initialised: bool, tool: str,
-                                               arguments: dict[str, Any]) -> None:
-    """README, "Fidelity": paths whose real answer was never recorded say so (sync and
-    task_create on a fresh palace and past their checks are modelled since 2026-12-02:
+def test_a_tool_without_a_handler_answers_visibly() -> None:
+    """README, "Fidelity": every path the kit and its generator reach is modelled since
+    2026-12-07 (sync without project_dir, over .gitignore rules and applied:
     test_task_and_sync.py; update_drawer with changes since 2026-12-06:
-    test_generated_fixes.py)."""
-    drawer = {"id": "drawer_w_r_1", "wing": "w", "room": "r", "content": "old",
-              "source_file": "/src/notes.md"}
-    store = PalaceStore(None, {"initialised": initialised, "drawers": [drawer]})
-    answer = run_tool(store, tool, arguments, "/p")
+    test_generated_fixes.py); a name the fake has no handler for says so rather than guess."""
+    store = PalaceStore(None, {"initialised": True})
+    answer = run_tool(store, "mempalace_not_a_tool", {}, "/p")
     assert answer["fake_unmodelled"] is True and answer["success"] is False
     assert "not modelled" in answer["error"]
 

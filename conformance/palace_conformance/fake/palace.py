@@ -376,9 +376,9 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
 
 @functools.cache
 def _load_the_rest() -> None:
-    """Register the tools of palace_graph and palace_records on first use: a bridge respawns
-    the fake often, and most sessions never call them."""
-    from palace_conformance.fake import palace_graph, palace_records  # noqa: F401
+    """Register the tools of palace_graph, palace_records and palace_sync on first use: a
+    bridge respawns the fake often, and most sessions never call them."""
+    from palace_conformance.fake import palace_graph, palace_records, palace_sync  # noqa: F401
 
 
 def unmodelled(what: str) -> dict[str, Any]:
@@ -720,8 +720,22 @@ def cli_printout(query: str, args: Mapping[str, Any], hits: list[dict[str, Any]]
     return "\n".join(lines) + "\n\n"
 
 
+#: 3.11's sanitize_query passes a query this long or shorter (once stripped) through as it is
+SAFE_QUERY_LENGTH = 200
+
+
+def clean_query(raw: str) -> str:
+    """The query 3.11 searches and answers (``sanitize_query``'s ``clean_query``): a blank one as
+    given; else stripped, a lone surrogate as U+FFFD. A longer one than
+    :data:`SAFE_QUERY_LENGTH` is cut down to a sentence by 3.11 (not modelled: searched as is)."""
+    if not raw.strip():
+        return raw
+    clean = re.sub(r"[\ud800-\udfff]", "\ufffd", raw.strip())
+    return clean if len(clean) <= SAFE_QUERY_LENGTH else raw
+
+
 def _searched(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    query = args["query"] or ""
+    query = clean_query(args["query"] or "")
     if args.get("include_media") or args.get("query_task", "search") != "search":
         return _media_refusal()
     window = date_window(args)  # 3.11's window, checked as list_drawers checks it

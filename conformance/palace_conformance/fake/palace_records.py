@@ -1,18 +1,16 @@
-"""The fake palace's drawer maintenance (bulk reads, deletes, updates, sync), its session tools
+"""The fake palace's drawer maintenance (bulk reads, deletes, updates), its session tools
 (hook settings, reconnect, the filed-away notice) and the task and patch tools of the event log,
 as mempalace 3.11.0 answers them.
 
 Argument checks and empty-palace answers are pinned to the truth table
-(``fixtures/catalogue/mempalace-3.11.0-answers.json``). A path whose real answer was never seen
-(an update that changes a drawer, a sync that guesses its project roots, reads ``.gitignore``
-rules or would remove drawers) answers with :func:`palace.unmodelled`, a result a test can see.
+(``fixtures/catalogue/mempalace-3.11.0-answers.json``). ``mempalace_sync`` is
+:mod:`.palace_sync`'s.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from palace_conformance.fake.palace import (
@@ -25,14 +23,12 @@ from palace_conformance.fake.palace import (
     drawer_view,
     event_problem,
     fresh,
-    half_make,
     listed_drawers,
     logical_rows,
     make_directory,
     optional_name,
     store_artifact,
     tool,
-    unmodelled,
 )
 from palace_conformance.fake.palace_checks import (
     argument_problem,
@@ -271,96 +267,6 @@ def _delete_by_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any
     state.drawers = [d for d in state.drawers if d.get("source_file") != source]
     return {"success": True, "dry_run": False, "source_file": source, "deleted": count,
             "closets_deleted": closets}
-
-
-SYNC_APPLY_NEEDS_SCOPE = ("sync apply requires explicit wing= or project_dirs= so it cannot "
-                          "auto-prune every wing in a multi-project palace; pass --wing or a "
-                          "project directory")
-
-
-@tool("mempalace_sync", writes=True)
-def _sync(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    project, wing, apply = args.get("project_dir"), args.get("wing"), bool(args.get("apply"))
-    if apply and not wing and not project:  # 3.11 refuses this before it opens anything
-        return {"success": False, "error": SYNC_APPLY_NEEDS_SCOPE}
-    if not state.initialised:
-        # 3.11 opens the collection before it looks at its arguments; on a fresh palace that
-        # fails with the palace's path as the reason, and half-makes it like search does
-        half_make(state)
-        return {"success": False, "error": f"sync failed: {args['__palace__']}"}
-    if project is not None and not isinstance(project, str):
-        return {"success": False, "error": "sync failed: expected str, bytes or os.PathLike "
-                                           f"object, not {type(project).__name__}"}
-    if (problem := _where_problem(wing)) is not None:
-        return {"success": False, "error": problem}
-    drawers = [d for d in state.drawers if not wing or d["wing"] == wing]
-    if not project and any(_source_path(d) is not None for d in drawers):
-        # without project_dir 3.11 guesses the project roots from the drawers' sources
-        return unmodelled("mempalace_sync without project_dir over source files")
-    report = sync_report(drawers, Path(project).resolve() if project else None)
-    if report is None:
-        return unmodelled("mempalace_sync over .gitignore rules")
-    if apply and (report["missing"] or report["gitignored"]):
-        return unmodelled("mempalace_sync apply over drawers to remove")
-    return {"success": True, **report, "dry_run": not apply}
-
-
-WHERE_OPERATORS = "$gt, $gte, $lt, $lte, $ne, $eq, $in, $nin, $contains, $not_contains"
-
-
-def _where_problem(wing: Any) -> str | None:
-    """chromadb's complaint about a non-empty list or object as sync's wing (3.11 puts the
-    wing into a where clause as it is)."""
-    if isinstance(wing, list) and wing:
-        return ("Expected where value to be a str, int, float, or operator expression, "
-                f"got {wing!r} in get.")
-    if isinstance(wing, dict) and wing:
-        return (f"Expected where operator to be one of {WHERE_OPERATORS}, "
-                f"got {next(iter(wing))} in get.")
-    return None
-
-
-def _source_path(drawer: dict[str, Any]) -> Path | None:
-    """The drawer's source file when 3.11 counts it as one (an absolute path), else None."""
-    source = drawer.get("source_file", "?")
-    return Path(source).resolve() if source not in ("?", "") and Path(source).is_absolute() \
-        else None
-
-
-def sync_report(drawers: list[dict[str, Any]], root: Path | None) -> dict[str, Any] | None:
-    """3.11's dry-run sync counts of ``drawers`` against the project directory ``root``: no
-    source, out of the project, kept (the file is there), missing (gone while a neighbour in its
-    directory is still there) or unresolved (gone with no such witness). None when a
-    ``.gitignore`` lies on a kept file's way (its rules are not modelled)."""
-    counts = dict.fromkeys(("scanned", "kept", "gitignored", "missing", "unresolved",
-                            "no_source", "out_of_scope"), 0)
-    present_dirs: set[Path] = set()
-    gone: list[Path] = []
-    for drawer in drawers:
-        counts["scanned"] += 1
-        source = _source_path(drawer)
-        if source is None:
-            counts["no_source"] += 1
-        elif root is None or not source.is_relative_to(root):
-            counts["out_of_scope"] += 1
-        elif not source.exists():
-            gone.append(source)
-        elif any((folder / ".gitignore").exists()
-                 for folder in (source.parent, *source.parent.parents)
-                 if folder.is_relative_to(root)):
-            return None
-        else:
-            counts["kept"] += 1
-            present_dirs.add(source.parent)
-    by_source: dict[str, int] = {}
-    unresolved_by_source: dict[str, int] = {}
-    for source in gone:
-        witnessed = source.parent in present_dirs
-        counts["missing" if witnessed else "unresolved"] += 1
-        tally = by_source if witnessed else unresolved_by_source
-        tally[str(source)] = tally.get(str(source), 0) + 1
-    return {**counts, "removed_drawers": 0, "removed_closets": 0, "dry_run": True,
-            "by_source": by_source, "unresolved_by_source": unresolved_by_source}
 
 
 # --- the session's own tools ----------------------------------------------------------------
