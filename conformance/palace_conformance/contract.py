@@ -25,6 +25,11 @@ CAPABILITIES: Final = ("stdio", "http", "wakeup", "feeding", "diary_command", "p
 #: no profile claims them, so they are always the host's ``hello`` word (``result_parts``: a tool
 #: result reaches the agent as its content parts, apart; an OpenCode tool result is one string)
 HARNESS_CAPABILITIES: Final = ("result_parts",)
+#: bridge capabilities a scenario needs only where it ``requires`` them: a bridge without one
+#: registers and does what the seed does everywhere else (``cli``: a command-line program of
+#: its own; ``helper_group_kill``: a killed helper's process group dies with it, pi's exec
+#: signals the program alone), so its other results are still judged on the whole trace
+LOCAL_CAPABILITIES: Final = ("cli", "helper_group_kill")
 #: ``hello``'s ``capabilities_source`` for a placeholder list (a host that does not know its
 #: bridge): the runner detects the capabilities instead (DRIVER.md, "Capabilities")
 CAPABILITIES_PLACEHOLDER: Final = "default"

@@ -165,3 +165,20 @@ def test_a_cancels_request_id_is_masked_only_when_it_names_a_sent_request() -> N
         "jsonrpc": "2.0", "method": "notifications/progress", "params": {"requestId": 2}}}
     [kept] = requests({"0": [other]}, Masker())["0"]
     assert kept["body"]["params"]["requestId"] == 2
+
+
+def test_a_post_the_bridge_hung_up_on_inside_its_body_is_the_timings_but_a_silent_one_is_not(
+        ) -> None:
+    # a keep-alive ping cut off by shutdown (headers sent, the body never): the palace answers
+    # 400 to nobody; whether a ping was in flight at that moment is the clock's
+    def post(conn: int) -> dict[str, object]:
+        return {"kind": "http_request", "method": "POST", "path": "/mcp", "conn": conn,
+                "headers": {}}
+
+    seen = requests({"a": [
+        post(7), {"kind": "http_body_unread", "conn": 7, "peer_closed": True},
+        {"kind": "http_response", "conn": 7, "status": 400},
+        # a bridge that sends a head and never its body, without hanging up, is still seen
+        post(8), {"kind": "http_body_unread", "conn": 8, "peer_closed": False},
+        {"kind": "http_response", "conn": 8, "status": 400}]}, Masker())
+    assert seen == {"a": [{"method": "POST", "path": "/mcp", "headers": {}}]}

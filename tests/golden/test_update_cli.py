@@ -70,3 +70,11 @@ def test_a_bridge_lacking_a_seed_capability_is_not_held_to_the_golden_traces() -
     from palace_conformance.contract import HARNESS_CAPABILITIES
     assert HARNESS_CAPABILITIES
     assert judged(tuple(c for c in CAPABILITIES if c not in HARNESS_CAPABILITIES)) == 1
+    # nor do the local ones (cli, helper_group_kill) make a copy partial: only their own
+    # scenarios are set aside (the Node hosts have neither), the rest still judged whole
+    from palace_conformance.contract import LOCAL_CAPABILITIES
+    assert set(LOCAL_CAPABILITIES) == {"cli", "helper_group_kill"}
+    node_host = tuple(c for c in CAPABILITIES
+                      if c not in (*HARNESS_CAPABILITIES, *LOCAL_CAPABILITIES))
+    assert judged(node_host) == 1
+    assert judged(tuple(c for c in node_host if c != "keepalive")) == 0

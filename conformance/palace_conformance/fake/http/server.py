@@ -294,6 +294,11 @@ class FakeHttpServer:
                 body = await call.wire.read_body(BODY_LIMIT)
         except (TimeoutError, BadRequest) as exc:
             log(f"HTTP JSON-RPC read or parse error: {exc or 'timed out'}")
+            # the peer hung up inside the body (a bridge that drops a request in flight as it
+            # shuts down): 3.11 answers 400 to nobody; the journal says why the body is missing
+            self.brain.journal.record("http_body_unread", conn=call.conn,
+                                      peer_closed=isinstance(exc, BadRequest)
+                                      and "peer closed" in str(exc))
             await self._json(call, 400, PARSE_ERROR)
             return
         if self.stateful and not await self._admit(call, body):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from palace_conformance import json_pointer
-from palace_conformance.contract import CAPABILITIES, HARNESS_CAPABILITIES
+from palace_conformance.contract import CAPABILITIES, HARNESS_CAPABILITIES, LOCAL_CAPABILITIES
 from palace_conformance.runner.compare.categories import BY_NAME, CATEGORIES, REGISTRATIONS
 from palace_conformance.runner.compare.drift_trace import (
     RUN_KEY,
@@ -343,9 +343,11 @@ def judge(results: Sequence[ScenarioResult], capabilities: Sequence[str] = CAPAB
 
     The traces are a whole seed copy's: a bridge that lacks a seed capability (declared or
     detected) registers and does less than the reference in every scenario, so its results are
-    judged by their checks alone, as at core (fixtures/README.md, "Golden traces")."""
-    # the bridge's capabilities; a harness one (result_parts) only sets its own scenarios aside
-    if not {c for c in CAPABILITIES if c not in HARNESS_CAPABILITIES} <= set(capabilities):
+    judged by their checks alone, as at core (fixtures/README.md, "Golden traces"). A harness
+    capability (result_parts) or a local one (cli, helper_group_kill) only sets its own
+    scenarios aside: the TypeScript copies lack both local ones and are judged whole."""
+    wide = {c for c in CAPABILITIES if c not in (*HARNESS_CAPABILITIES, *LOCAL_CAPABILITIES)}
+    if not wide <= set(capabilities):
         return
     stores: dict[Path, GoldenStore] = {}
     for result in results:

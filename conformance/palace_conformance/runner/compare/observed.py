@@ -140,10 +140,13 @@ def requests(windows: Mapping[str, Iterable[Mapping[str, Any]]],
     out: dict[str, list[dict[str, Any]]] = {key: [] for key in windows}
     open_requests: dict[Any, dict[str, Any]] = {}
     statuses: dict[Any, Any] = {}
+    hung_up: set[Any] = set()  # connections whose peer hung up inside the request's body
     for key, records in windows.items():
         for record in records:
             kind = record.get("kind")
-            if kind == "http_response":
+            if kind == "http_body_unread" and record.get("peer_closed") is True:
+                hung_up.add(record.get("conn"))
+            elif kind == "http_response":
                 statuses[record.get("conn")] = record.get("status")
             elif kind == "http_request" and record.get("method") is not None:
                 headers = record.get("headers")
@@ -162,10 +165,11 @@ def requests(windows: Mapping[str, Iterable[Mapping[str, Any]]],
                 else:
                     out[key].append({"body": body})
     # a POST refused with 404 before its body was read met a session the palace forgot: which
-    # request met it first (a step's or the keep-alive timer's) is the timing's; left out
+    # request met it first (a step's or the keep-alive timer's) is the timing's; so is a POST
+    # the bridge hung up on inside its body (a keep-alive ping cut off by shutdown): left out
     for key, found in out.items():
-        kept = [r for r in found if not (r.get("method") == "POST" and "body" not in r
-                                         and statuses.get(r.get("conn")) == 404)]
+        kept = [r for r in found if not (r.get("method") == "POST" and "body" not in r and (
+            statuses.get(r.get("conn")) == 404 or r.get("conn") in hung_up))]
         for request in kept:
             request.pop("conn", None)
         out[key] = sorted(kept, key=lambda request: json.dumps(request, sort_keys=True,
