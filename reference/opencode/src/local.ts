@@ -253,7 +253,7 @@ export class LocalPalace {
 
   /**
    * LIFE-06: stdin closed, then SIGTERM to the child's group after the kill grace, SIGKILL after
-   * another; once the child is gone its group is swept and its pipes read for a moment (DRAIN_MS).
+   * another (at a zero grace, SIGKILL alone); once the child is gone its group is swept and its pipes read for a moment (DRAIN_MS).
    */
   async stop(): Promise<void> {
     this.policy.onStop();
@@ -264,8 +264,10 @@ export class LocalPalace {
       const grace = this.config.killGraceMs;
       transport.endInput();
       if (!(await transport.waitExit(grace))) {
-        transport.signalGroup("SIGTERM");
-        if (!(await transport.waitExit(grace))) transport.signalGroup("SIGKILL");
+        // a zero grace is no time to act on SIGTERM: SIGKILL at once, as the other copies
+        // (whether the child noted a SIGTERM must not depend on how fast it ran)
+        if (grace > 0) transport.signalGroup("SIGTERM");
+        if (grace <= 0 || !(await transport.waitExit(grace))) transport.signalGroup("SIGKILL");
       }
       await within(child.exited, grace + DRAIN_MS + 100);
       await child.client.close().catch(() => undefined);

@@ -68,7 +68,7 @@ function palaceFetch(dispatched: DispatchSignal): typeof fetch {
     if (method === "POST") dispatched.fire();
     const response = await fetch(input, init);
     if (method === "GET" && !response.ok) {
-      const refused = refusedResume(new Headers(init?.headers).get("last-event-id"), response.status);
+      const refused = refusedResume(new Headers(init?.headers).get("last-event-id"));
       if (refused) {
         await response.body?.cancel();
         return refused;

@@ -127,11 +127,13 @@ const resumable = new Map<string, (string | number)[]>();
  * errors, where the SDK would retry the GET a few times and leave them to their timeout
  * (HTTP-12, as the reference fails the call). Undefined when the GET is not one of ours.
  */
-export function refusedResume(lastEventId: string | null, status: number): Response | undefined {
+export function refusedResume(lastEventId: string | null): Response | undefined {
   const ids = lastEventId === null ? undefined : resumable.get(lastEventId);
   if (!ids || lastEventId === null) return undefined;
   resumable.delete(lastEventId);
-  const text = ids.map((id) => closedEvent(id, `resuming the answer stream was refused with HTTP ${status}`)).join("");
+  // no status in the words: a host reads "HTTP 500" as an HTTP error and "401" as auth, where
+  // this is the reference's protocol error whatever the status (http.sse.resume-answered-*)
+  const text = ids.map((id) => closedEvent(id, "the palace refused to resume the answer stream (the resuming GET was not answered with a 2xx event stream): it cannot replay")).join("");
   return new Response(text, { status: 200, headers: { "content-type": "text/event-stream" } });
 }
 
