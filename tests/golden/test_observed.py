@@ -182,3 +182,15 @@ def test_a_post_the_bridge_hung_up_on_inside_its_body_is_the_timings_but_a_silen
         post(8), {"kind": "http_body_unread", "conn": 8, "peer_closed": False},
         {"kind": "http_response", "conn": 8, "status": 400}]}, Masker())
     assert seen == {"a": [{"method": "POST", "path": "/mcp", "headers": {}}]}
+
+
+def test_a_sigterm_a_killed_deaf_child_journalled_is_the_clocks_one_that_exited_is_not() -> None:
+    from palace_conformance.runner.compare.drift_trace import _killed_unheard
+
+    journal = [{"kind": "process_start", "pid": 1}, {"kind": "process_start", "pid": 2},
+               {"kind": "signal", "pid": 1, "signal": "SIGTERM", "action": "ignored"},
+               {"kind": "signal", "pid": 2, "signal": "SIGTERM", "action": "ignored"},
+               {"kind": "process_exit", "pid": 2, "code": 0}]
+    # pid 1 was SIGKILLed (no exit of its own): had the kill come 1 ms sooner, the record
+    # would not be there; pid 2 lived on and exited, so its ignoring is observed
+    assert _killed_unheard(journal) == {1}
