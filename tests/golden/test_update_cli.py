@@ -78,3 +78,25 @@ def test_a_bridge_lacking_a_seed_capability_is_not_held_to_the_golden_traces() -
                       if c not in (*HARNESS_CAPABILITIES, *LOCAL_CAPABILITIES))
     assert judged(node_host) == 1
     assert judged(tuple(c for c in node_host if c != "keepalive")) == 0
+
+
+def test_a_profile_that_only_describes_a_seed_copy_keeps_the_golden_judge(tmp_path: Path) -> None:
+    """A seed copy whose host declares placeholder capabilities needs a profile to claim them
+    (the OpenCode copy); that honest description must not take the golden traces away. Any
+    edge of its own (a renamed knob, say) does: its trace is translated."""
+    from palace_conformance.runner.profile import load_profile
+
+    def judges_of(claims: dict[str, object], **more: object) -> int:
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps({"schema_version": 1, "name": "copy",
+                                    "entry": "pi-extension:copy.ts", "claims": claims, **more}))
+        return len(golden.judges(level="seed", profile=load_profile(path), server="fake"))
+
+    capabilities = ["stdio", "http", "wakeup", "feeding", "diary_command", "provenance",
+                    "mailbox", "session_preamble", "keepalive"]
+    assert judges_of({"capabilities": capabilities, "seed_copy": True}) == 1
+    assert judges_of({"capabilities": capabilities, "seed_copy": False}) == 0
+    assert judges_of({"capabilities": capabilities, "seed_copy": True}, knobs={
+        "MEMPALACE_MCP_TIMEOUT_MS": {"env": "MY_TIMEOUT_MS"}}) == 0
+    assert golden.judges(level="seed", profile=None, server="fake")
+    assert not golden.judges(level="core", profile=None, server="fake")

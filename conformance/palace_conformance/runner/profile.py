@@ -116,6 +116,18 @@ class Profile:
     #: one; empty: one server, every child counted
     servers: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def plain_seed_copy(self) -> bool:
+        """A copy of the seed that the profile only describes (its capabilities, its level):
+        no knob, file, program, tool, envelope, channel or retry of its own. The golden traces
+        judge it as they judge a bridge named without a profile, since nothing of its trace is
+        translated."""
+        return (self.seed_copy and not (self.knobs or self.files or self.path_programs
+                                        or self.tool_map or self.tool_routes or self.servers)
+                and not (self.static_tools or self.read_retry or self.extra_tools_allowed)
+                and self.results_path is None and self.respawn_budget == "session"
+                and self.wakeup_channel == "message" and self.diagnostics_channel == "stderr")
+
     def record(self) -> dict[str, Any]:
         """What a run's results keep of it (``RunResult.profile``): enough for ``diff --from``
         to compare a saved run as this profile does."""

@@ -333,9 +333,11 @@ def applies(result: ScenarioResult) -> bool:
 def judges(*, level: str, profile: object | None, server: str
            ) -> tuple[Callable[[list[ScenarioResult], Sequence[str]], None], ...]:
     """The judges a run passes its suite (``SuiteOptions.judges``): the golden traces' at the
-    seed level, against the fake, without a profile (a profile says the bridge differs from the
-    seed); none otherwise."""
-    return (judge,) if level == SEED and profile is None and server == "fake" else ()
+    seed level, against the fake, without a profile or with one that only describes a seed copy
+    (``Profile.plain_seed_copy``; any other profile says the bridge differs from the seed);
+    none otherwise."""
+    plain = profile is None or getattr(profile, "plain_seed_copy", False) is True
+    return (judge,) if level == SEED and plain and server == "fake" else ()
 
 
 def judge(results: Sequence[ScenarioResult], capabilities: Sequence[str] = CAPABILITIES) -> None:
