@@ -263,7 +263,9 @@ def test_a_settle_expecting_tools_waits_past_its_quiet_window_until_one_is_regis
         "tools-after:600:mempalace_status,mempalace_search", "quiet-from-call")
     assert result.status == "passed", failing(result)
     assert record.ended_by == ENDED_BY_EXPECTATIONS
-    assert record.elapsed_ms is not None and record.elapsed_ms >= 600
+    # well past the 100 ms quiet window; not 600: the host's 600 ms run from session_start,
+    # and the settle begins a few ms later (593 ms measured once on a loaded machine)
+    assert record.elapsed_ms is not None and record.elapsed_ms >= 400
 
 
 def test_until_tools_waits_for_a_registration_then_for_the_quiet_window(tmp_path: Path) -> None:
@@ -275,7 +277,9 @@ def test_until_tools_waits_for_a_registration_then_for_the_quiet_window(tmp_path
     assert record.ended_by == ENDED_BY_QUIET  # no expectation to end on: the quiet after them
     assert [e["name"] for e in record.effects if e["kind"] == "tool_registered"] == [
         "mempalace_status"]
-    assert record.elapsed_ms is not None and record.elapsed_ms >= 700
+    # the registration (600 ms from session_start, which ended a few ms before the settle
+    # began) and then the 100 ms quiet window: well past either alone
+    assert record.elapsed_ms is not None and record.elapsed_ms >= 500
     assert all("until" not in r for r in requests)  # the runner's own field, not the host's
 
 
