@@ -598,20 +598,23 @@ class _Execution:
         """Start the host and take its hello. No bridge is loaded before hello, so a host that
         is silent past the deadline or dies before hello is the machine's lateness, not the
         bridge's: it is started once more (noted in the result) before the run is not testable."""
-        for attempt in (1, 2):
-            self.driver = TranslatedDriver(
-                DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
-                             stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
-                             warm=self.options.warm_start and attempt == 1), self.translation)
-            try:
-                self.driver.start()
-                return self.driver.hello(self.options.hello_timeout_ms)
-            except DriverFailure as exc:
-                if attempt == 2 or exc.kind not in (HOST_DEADLINE, HOST_EXITED):
-                    raise
-                self.host_restarted = f"the host was started twice; the first time: {exc}"
-                self.driver.close()
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            return self._hello(world, warm=self.options.warm_start)
+        except DriverFailure as exc:
+            if exc.kind not in (HOST_DEADLINE, HOST_EXITED):
+                raise
+            self.host_restarted = f"the host was started twice; the first time: {exc}"
+        return self._hello(world, warm=False)
+
+    def _hello(self, world: World, *, warm: bool) -> dict[str, Any]:
+        if self.driver is not None:
+            self.driver.close()
+        self.driver = TranslatedDriver(
+            DriverClient(self.options.host_argv, env=world.env, cwd=world.root,
+                         stderr_path=world.host_stderr, grace_ms=self.options.grace_ms,
+                         warm=warm), self.translation)
+        self.driver.start()
+        return self.driver.hello(self.options.hello_timeout_ms)
 
     def _cleanup(self) -> None:
         start = time.monotonic()
