@@ -81,6 +81,12 @@ def test_world_paths_longest_first() -> None:
     ({"id": "x", "kind": "pattern", "masks": "m"}, "says what it masks and why"),
     ({"id": "x", "kind": "pattern", "pattern": "(", "masks": "m", "why": "w"}, "bad or missing"),
     ({"id": "x", "kind": "keys", "masks": "m", "why": "w"}, "names its 'keys'"),
+    ({"id": "x", "kind": "ties-at-cut", "keys": ["m"], "item_keys": ["s"],
+      "identity_keys": ["id"], "masks": "m", "why": "w"}, "a whole 'cut' >= 1"),
+    ({"id": "x", "kind": "ties-at-cut", "keys": ["m"], "item_keys": ["s", "t"],
+      "identity_keys": ["id"], "cut": 5, "masks": "m", "why": "w"}, "names one score"),
+    ({"id": "x", "kind": "ties-at-cut", "keys": ["m"], "item_keys": ["s"], "cut": True,
+      "identity_keys": ["id"], "masks": "m", "why": "w"}, "a whole 'cut' >= 1"),
 ])
 def test_a_bad_rule_is_one_line(raw: dict[str, object], problem: str) -> None:
     with pytest.raises(RulesError) as exc:
@@ -126,3 +132,39 @@ def test_a_cli_search_printout_keeps_its_header_and_count_not_its_hits() -> None
     assert _masked(cli_printout("q", args, [hit("w", "a", 0.5)]))[0] != masked  # the count
     assert _masked(cli_printout("p", args, [hit("w", "a", 0.5), hit("w", "b", 0.5)]))[0] != \
         masked  # the header
+
+
+def _match(drawer: str, room: str, chunk: int, similarity: float) -> dict[str, object]:
+    return {"id": f"drawer_w_{room}_{drawer}_chunk_{chunk:06d}", "wing": "w", "room": room,
+            "similarity": similarity, "content": f"text of chunk {chunk}"}
+
+
+def test_which_equal_rows_a_full_duplicate_answer_names_at_its_cut_is_the_index_s() -> None:
+    """Seed 30's point: the same 15,000-character text filed by add_drawer (room "c") and by
+    checkpoint (room "notes"); the fifth nearest row is chunk 13 of either drawer."""
+    above = [_match("a1", "c", 0, 1.0), _match("b2", "notes", 0, 1.0),
+             _match("a1", "c", 16, 0.9996), _match("b2", "notes", 16, 0.9996)]
+    fake = {"is_duplicate": True, "matches": [*above, _match("a1", "c", 13, 0.9995)]}
+    real = {"is_duplicate": True, "matches": [*above, _match("b2", "notes", 13, 0.9995)]}
+    masked, fired = _masked(fake)
+    assert masked == _masked(real)[0]
+    assert "duplicates-tied-at-the-cut" in fired
+    tied = [m for m in masked["matches"] if m["id"] == "<TIED_AT_CUT>"]  # type: ignore[index]
+    assert len(tied) == 1 and tied[0]["content"] == "text of chunk 13"
+    # the rows above the cut are still named, and the tied row's text is still compared
+    swapped_above = {**real, "matches": [_match("b2", "c", 0, 1.0), *real["matches"][1:]]}
+    assert _masked(swapped_above)[0] != masked
+    other_text = {**real, "matches": [*above, {**_match("b2", "notes", 13, 0.9995),
+                                              "content": "text of chunk 12"}]}
+    assert _masked(other_text)[0] != masked
+
+
+def test_a_duplicate_answer_short_of_the_cut_names_every_row() -> None:
+    """Under five matches the threshold made the cut, and equal rows pass it together."""
+    one = {"matches": [_match("a1", "c", 0, 1.0), _match("a1", "c", 13, 0.9995)]}
+    other = {"matches": [_match("a1", "c", 0, 1.0), _match("b2", "notes", 13, 0.9995)]}
+    assert _masked(one)[0] != _masked(other)[0]
+    assert "duplicates-tied-at-the-cut" not in _masked(one)[1]
+    # a full list without numeric scores is left as it is
+    unscored = {"matches": [{"id": str(i), "similarity": None} for i in range(5)]}
+    assert "<TIED_AT_CUT>" not in str(_masked(unscored)[0])

@@ -34,6 +34,7 @@ from palace_conformance.fake.palace_checks import (
     stripped,
     temporal,
 )
+from palace_conformance.fake.search_query import clean_query
 
 VERSION = "3.11.0"
 EVENT_STATUSES = ("applied", "blocked", "claimed", "failed", "open", "ready", "superseded")
@@ -676,6 +677,8 @@ def _search(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if args.get("cli_compatible") and (answer := _cli_search(state, args)) is not None:
         return answer
     result = _searched(state, args)
+    if (cleaned := clean_query(args["query"] or "")).changed:
+        result.update(cleaned.report())  # on every answer of the non-CLI search, refusals too
     if args.get("context"):  # 3.11 says so on every answer of its non-CLI search
         result["context_received"] = True
     return result
@@ -720,22 +723,8 @@ def cli_printout(query: str, args: Mapping[str, Any], hits: list[dict[str, Any]]
     return "\n".join(lines) + "\n\n"
 
 
-#: 3.11's sanitize_query passes a query this long or shorter (once stripped) through as it is
-SAFE_QUERY_LENGTH = 200
-
-
-def clean_query(raw: str) -> str:
-    """The query 3.11 searches and answers (``sanitize_query``'s ``clean_query``): a blank one as
-    given; else stripped, a lone surrogate as U+FFFD. A longer one than
-    :data:`SAFE_QUERY_LENGTH` is cut down to a sentence by 3.11 (not modelled: searched as is)."""
-    if not raw.strip():
-        return raw
-    clean = re.sub(r"[\ud800-\udfff]", "\ufffd", raw.strip())
-    return clean if len(clean) <= SAFE_QUERY_LENGTH else raw
-
-
 def _searched(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
-    query = clean_query(args["query"] or "")
+    query = clean_query(args["query"] or "").text
     if args.get("include_media") or args.get("query_task", "search") != "search":
         return _media_refusal()
     window = date_window(args)  # 3.11's window, checked as list_drawers checks it
@@ -829,6 +818,8 @@ def _search_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
             ("context", args.get("context") is not None)) if given]
         if unsupported:
             return {"error": "cli-compatible search does not support " + ", ".join(unsupported)}
+        if clean_query(args["query"] or "").text != args["query"]:
+            return {"error": "cli-compatible search requires an unchanged query"}
     return None
 
 

@@ -11,7 +11,11 @@ Four kinds, applied in this order to every string and value of an observation:
   one of ``item_keys`` is sorted (a ranking's order, not its members);
 - ``selection``: a list under one of the named keys whose every item is an object carrying
   one of ``item_keys`` keeps its length and each item's keys, every value masked (which rows a
-  ranker picks, not how many nor their shape).
+  ranker picks, not how many nor their shape);
+- ``ties-at-cut``: a list under one of the named keys, as long as its ``cut`` and every item
+  scored under its one ``item_keys`` key: the rows scored as the lowest (the tie the cut ran
+  through) have their ``identity_keys`` masked (which of equally near rows an index returned
+  last, not their text or count). It reads the raw scores, so it runs before the others.
 
 A rule masks a value, never a whole answer: a tool that answers differently still differs.
 """
@@ -28,7 +32,7 @@ from typing import Any
 from palace_conformance.errors import UntrustedInputError
 
 RULES_FILE = Path(__file__).with_name("rules.json")
-KINDS = ("world", "pattern", "keys", "unordered", "selection")
+KINDS = ("world", "pattern", "keys", "unordered", "selection", "ties-at-cut")
 
 
 class RulesError(UntrustedInputError):
@@ -47,6 +51,8 @@ class Rule:
     replacement: str = ""
     keys: frozenset[str] = frozenset()
     item_keys: frozenset[str] = frozenset()
+    identity_keys: frozenset[str] = frozenset()
+    cut: int = 0
 
 
 def parse_rules(data: Mapping[str, Any]) -> list[Rule]:
@@ -65,18 +71,29 @@ def parse_rules(data: Mapping[str, Any]) -> list[Rule]:
                 pattern = re.compile(raw["pattern"])
             except (KeyError, re.error) as exc:
                 raise RulesError(f"rule {rule_id}: bad or missing 'pattern' ({exc})") from None
-        if kind in ("keys", "unordered", "selection") and not raw.get("keys"):
+        if kind in ("keys", "unordered", "selection", "ties-at-cut") and not raw.get("keys"):
             raise RulesError(f"rule {rule_id}: a {kind} rule names its 'keys'")
-        if kind in ("unordered", "selection") and not raw.get("item_keys"):
+        if kind in ("unordered", "selection", "ties-at-cut") and not raw.get("item_keys"):
             raise RulesError(f"rule {rule_id}: an {kind} rule names its 'item_keys'")
+        if kind == "ties-at-cut" and not _ties_at_cut_fields(raw):
+            raise RulesError(f"rule {rule_id}: a ties-at-cut rule names one score in "
+                             "'item_keys', its 'identity_keys' and a whole 'cut' >= 1")
         rules.append(Rule(id=rule_id, kind=kind, masks=raw["masks"], why=raw["why"],
                           pattern=pattern, replacement=raw.get("replacement", "<MASKED>"),
                           keys=frozenset(raw.get("keys", [])),
-                          item_keys=frozenset(raw.get("item_keys", []))))
+                          item_keys=frozenset(raw.get("item_keys", [])),
+                          identity_keys=frozenset(raw.get("identity_keys", [])),
+                          cut=int(raw.get("cut", 0))))
     ids = [rule.id for rule in rules]
     if len(set(ids)) != len(ids):
         raise RulesError("rule ids must be unique")
     return rules
+
+
+def _ties_at_cut_fields(raw: Mapping[str, Any]) -> bool:
+    cut = raw.get("cut")
+    return (len(raw.get("item_keys", [])) == 1 and bool(raw.get("identity_keys"))
+            and isinstance(cut, int) and not isinstance(cut, bool) and cut >= 1)
 
 
 def load_rules(path: Path = RULES_FILE) -> list[Rule]:
@@ -126,8 +143,28 @@ class Normaliser:
                         self.fired.add(rule.id)
                     out[shown] = rule.replacement
                 else:
-                    out[shown] = self._ranked(key, self.value(item))
+                    out[shown] = self._ranked(key, self.value(self._untied(key, item)))
             return out
+        return value
+
+    def _untied(self, key: Any, value: Any) -> Any:
+        """A full list under a ``ties-at-cut`` rule's key with the identities of its
+        lowest-scored rows masked; anything else as it is."""
+        for rule in self.rules:
+            if (rule.kind != "ties-at-cut" or key not in rule.keys
+                    or not isinstance(value, list) or len(value) != rule.cut):
+                continue
+            (score,) = rule.item_keys
+            scores = [item.get(score) if isinstance(item, dict) else None for item in value]
+            numbers = [s for s in scores if isinstance(s, (int, float)) and not isinstance(s, bool)]
+            if len(numbers) != len(value):
+                continue
+            lowest = min(numbers)
+            masked = [{k: (rule.replacement if k in rule.identity_keys and s == lowest else v)
+                       for k, v in item.items()} for item, s in zip(value, scores, strict=True)]
+            if masked != value:
+                self.fired.add(rule.id)
+            return masked
         return value
 
 
