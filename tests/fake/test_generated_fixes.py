@@ -1,6 +1,7 @@
-"""The fake answers as the real mempalace 3.11.0 did where ``fidelity --generated`` (seeds 3
-and 29, 2026-12-06) found it off; ``tests/real/test_generated_fixes_real.py`` pins the same
-answers on the real server."""
+"""The fake answers as the real mempalace 3.11.0 did where ``fidelity --generated`` (seeds 3,
+29, 30 and 31) found it off. The same calls, shrunk, are the regression cases
+(``fidelity/generated_cases.json``, ``generated_sequences.json``) that every ``fidelity
+--generated`` run replays on both servers first (``tests/real/test_generated_real.py``)."""
 
 from __future__ import annotations
 
@@ -206,3 +207,36 @@ def test_search_answers_the_query_it_searched_stripped() -> None:
     assert call(store, "mempalace_search", {"query": "  note "})["query"] == "note"
     assert call(store, "mempalace_search", {"query": " a\ud800 "})["query"] == "a\ufffd"
     assert call(store, "mempalace_search", {"query": "   "})["query"] == "   "
+
+
+def test_kg_query_answers_a_fact_s_far_end_by_its_first_filed_name() -> None:
+    # seed 31, 2026-12-07: the entity "alice" was filed first, so "Alice" answers as "alice"
+    store = PalaceStore(None, {"initialised": False})
+    call(store, "mempalace_kg_add", {"subject": "alice", "predicate": "works on",
+                                     "object": "Alice"})
+    answer = call(store, "mempalace_kg_query", {"entity": "Alice"})
+    outgoing = [f for f in answer["facts"] if f["direction"] == "outgoing"]
+    assert [(f["subject"], f["object"]) for f in outgoing] == [("Alice", "alice")]
+    incoming = [f for f in answer["facts"] if f["direction"] == "incoming"]
+    assert [(f["subject"], f["object"]) for f in incoming] == [("alice", "Alice")]
+
+
+def test_mesh_peers_repeats_its_own_profile_for_a_minute(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # seed 31, 2026-12-07: 3.11 caches the node profile per server process for 60 s
+    import palace_conformance.fake.palace as palace
+
+    now = [1000.0]
+    monkeypatch.setattr(palace.time, "monotonic", lambda: now[0])
+    store = PalaceStore(None, {"initialised": False})
+    first = call(store, "mempalace_mesh_peers")["self"]["profile"]
+    assert (first["roles"], first["drawers"]) == (["compute"], None)
+    call(store, "mempalace_add_drawer", {"wing": "w", "room": "r", "content": "A note."})
+    now[0] += palace.PROFILE_TTL_S - 0.5
+    assert call(store, "mempalace_mesh_peers")["self"]["profile"] == first
+    # another server process counts afresh, as does this one once the minute is over
+    other = PalaceStore(None, store.state.to_json())
+    assert call(other, "mempalace_mesh_peers")["self"]["profile"]["drawers"] == 1
+    now[0] += 1.0
+    again = call(store, "mempalace_mesh_peers")["self"]["profile"]
+    assert (again["roles"], again["drawers"]) == (["replica", "compute"], 1)

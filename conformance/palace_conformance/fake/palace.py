@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -303,6 +304,8 @@ class PalaceStore:
         #: initialised later in the same process still reports "no quick_check ran", until a
         #: ``reconnect`` runs the check again (then on the palace as it is)
         self.started_initialised = self.state.initialised
+        #: 3.11 recomputes its own mesh profile at most once a minute, per server process
+        self.profile_cache: dict[str, Any] = {}
 
     def _read(self) -> PalaceState:
         assert self.path is not None
@@ -369,6 +372,7 @@ def run_tool(store: PalaceStore, name: str, args: dict[str, Any],
         args = dict(args)
         args["__palace__"] = palace_path
         args["__integrity_checked__"] = store.started_initialised
+        args["__profile_cache__"] = store.profile_cache
         answer = handler(state, args)
         if name == "mempalace_reconnect":
             store.started_initialised = state.initialised
@@ -539,19 +543,28 @@ def _aaak(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     return {"aaak_spec": AAAK_TEXT}
 
 
+#: how long 3.11 repeats a server's own mesh profile before it counts again (its node-profile
+#: cache: a write within the minute is not seen by ``mesh_peers``)
+PROFILE_TTL_S = 60.0
+
+
 @tool("mempalace_mesh_peers", writes=True)
 def _mesh_peers(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     import platform  # here, not at the top: every (re)spawn of the fake pays its imports
     import socket
 
     make_directory(state)
-    # 3.11 advertises this host's profile; a palace with a database is also a replica
-    roles = (["replica"] if state.initialised else []) + (["agents"] if state.events else [])
-    profile = {"roles": [*roles, "compute"],
-               "accelerator": {"embedder": "fake", "provider": "CPU"},
-               "hardware": platform.platform(),
-               "drawers": len(state.drawers) if state.initialised else None,
-               "advertised_at": _now().isoformat()}
+    cache = args.get("__profile_cache__", {})
+    profile = cache.get("profile")
+    if profile is None or time.monotonic() - cache["at"] >= PROFILE_TTL_S:
+        # 3.11 advertises this host's profile; a palace with a database is also a replica
+        roles = (["replica"] if state.initialised else []) + (["agents"] if state.events else [])
+        profile = {"roles": [*roles, "compute"],
+                   "accelerator": {"embedder": "fake", "provider": "CPU"},
+                   "hardware": platform.platform(),
+                   "drawers": len(state.drawers) if state.initialised else None,
+                   "advertised_at": _now().isoformat()}
+        cache.update(profile=profile, at=time.monotonic())
     seen = max((e["origin_seq"] for e in state.events if e.get("origin_replica") == state.replica),
                default=0)
     vector = {state.replica: seen} if seen else {}
@@ -1060,6 +1073,16 @@ def entity_key(name: str) -> str:
     return triple_id_part(name).replace("'", "")
 
 
+def entity_names(state: PalaceState) -> dict[str, str]:
+    """Each entity's name by its key: the text it was first filed under (3.11 files an entity
+    once, ``INSERT OR IGNORE``, and answers a fact's far end by that name)."""
+    named: dict[str, str] = {}
+    for triple in state.triples:
+        for name in (triple["subject"], triple["object"]):
+            named.setdefault(entity_key(name), name)
+    return named
+
+
 @tool("mempalace_kg_add", writes=True)
 def _kg_add(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     refused, args = checked_fact(args, ("object",), ("valid_from", "valid_to"))
@@ -1101,8 +1124,9 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     today = as_of or _now().strftime("%Y-%m-%d")
     facts = []
     key = entity_key(entity)  # 3.11 matches entities by their key (case, spaces, "'")
+    named = entity_names(state)
     # 3.11: the outgoing facts, then the incoming ones (a self-loop in both), the queried
-    # name standing for the matched end
+    # name standing for the matched end, the far end by its first-filed name
     for way, near in (("outgoing", "subject"), ("incoming", "object")):
         if direction not in ("both", way):
             continue
@@ -1113,8 +1137,9 @@ def _kg_query(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
                 continue  # 3.11: only the facts valid then, all of them active
             ended = triple.get("valid_to") is not None and triple["valid_to"] <= today
             facts.append({
-                "direction": way, "subject": triple["subject"], "predicate": triple["predicate"],
-                "object": triple["object"], "valid_from": triple.get("valid_from"),
+                "direction": way, "subject": named[entity_key(triple["subject"])],
+                "predicate": triple["predicate"], "object": named[entity_key(triple["object"])],
+                "valid_from": triple.get("valid_from"),
                 "valid_to": triple.get("valid_to"), "confidence": 1.0,
                 "source_closet": triple.get("source_closet"), "current": not ended, near: entity})
     future = [f for f in facts if f["valid_from"] is not None and f["valid_from"] > today

@@ -15,6 +15,7 @@ from typing import Any
 from palace_conformance.fake.palace import (
     PalaceState,
     entity_key,
+    entity_names,
     fresh,
     half_make,
     optional_name,
@@ -88,10 +89,7 @@ def _kg_timeline(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     entity = entity.strip() if entity is not None else None
     today = _today()
     # 3.11 answers an entity by the name it was first filed under (its key matches the rest)
-    named: dict[str, str] = {}
-    for t in state.triples:
-        for name in (t["subject"], t["object"]):
-            named.setdefault(entity_key(name), name)
+    named = entity_names(state)
     rows = [{"subject": named[entity_key(t["subject"])], "predicate": t["predicate"],
              "object": named[entity_key(t["object"])],
              "valid_from": t.get("valid_from"), "valid_to": t.get("valid_to"),
