@@ -204,6 +204,19 @@ class FakeProcess:
             raise AssertionError(f"{self.name} (pid {self.pid}) still running after {timeout}s; "
                                  f"stderr: {self.stderr_text()[-2000:]!r}") from None
 
+    def finish(self, timeout: float = PROMPT) -> int:
+        """:meth:`wait`, then the pumps read to the pipes' end, so the stdout and stderr the
+        process wrote before it exited are all there (a pump can lag the exit under load).
+        Not for a process whose grandchild holds the pipes: their end is the grandchild's."""
+        deadline = time.monotonic() + timeout
+        code = self.wait(timeout)
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                raise AssertionError(f"{self.name} (pid {self.pid}) exited {code} but its pipes "
+                                     f"stayed open {timeout}s (a grandchild holds them?)")
+        return code
+
     def signal(self, signum: int) -> None:
         self.proc.send_signal(signum)
 

@@ -205,7 +205,7 @@ def test_plan_errors_exit_2_with_one_line(tmp_path: Path, content: bytes | None,
                                           fragment: str) -> None:
     path = plan_file(tmp_path, content)
     with FakeProcess(tmp_path, plan=path) as fake:  # palace-fake-mcp, plan from the env
-        assert fake.wait() == 2
+        assert fake.finish() == 2
         lines = fake.stderr_text().splitlines()
     assert len(lines) == 1 and lines[0].startswith("palace-fake-mcp: ") and fragment in lines[0]
 
@@ -230,7 +230,7 @@ def test_bad_state_file_exits_2_with_one_line(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     state.write_text("[1, 2]")
     with FakeProcess(tmp_path, state=state) as fake:
-        assert fake.wait() == 2
+        assert fake.finish() == 2
         assert fake.stderr_text() == (f"palace-fake-mcp: cannot use palace state file {state}: "
                                       "expected a JSON object, got list; fix or delete it\n")
 

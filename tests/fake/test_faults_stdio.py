@@ -119,7 +119,7 @@ def test_exit_before_reply_with_code(tmp_path: Path) -> None:
     with FakeProcess(tmp_path, faults=["exit@mempalace_status,code=75"]) as fake:
         fake.ping()
         fake.send(rpc("tools/call", {"name": "mempalace_status", "arguments": {}}, 2))
-        assert fake.wait() == 75
+        assert fake.finish() == 75
         assert fake.lines.empty()
         assert fake.records("process_exit")[-1]["code"] == 75
         assert fired(fake) == [("exit", "mempalace_status", 1)]
@@ -166,7 +166,7 @@ def test_exit_leaves_its_last_words_in_the_stderr_pipe(tmp_path: Path) -> None:
 def test_exit_without_last_words_writes_no_burst(tmp_path: Path) -> None:
     with FakeProcess(tmp_path, faults=["exit@ping,code=4"]) as fake:
         fake.send(rpc("ping", None, 1))
-        assert fake.wait() == 4
+        assert fake.finish() == 4
         assert "stderr flood" not in fake.stderr_text()
 
 

@@ -166,7 +166,7 @@ def _progress_then_stall(proc: FakeProcess) -> None:
 def _crash_on_first_call(proc: FakeProcess) -> None:
     _init(proc)
     _send_call(proc, "mempalace_status")
-    assert proc.wait() == 1
+    assert proc.finish() == 1
     assert proc.lines.empty()
 
 
@@ -174,12 +174,12 @@ def _crash_on_write(proc: FakeProcess) -> None:
     _init(proc)
     assert "result" in proc.call("mempalace_status")  # a read is not the matching request
     _send_call(proc, "mempalace_add_drawer", {"wing": "w", "room": "r", "content": "x"})
-    assert proc.wait() == 1
+    assert proc.finish() == 1
     assert proc.lines.empty()
 
 
 def _crash_at_start(proc: FakeProcess) -> None:
-    assert proc.wait() == 1
+    assert proc.finish() == 1
     assert "cannot open palace (palace-conformance preset crash-at-start)" in proc.stderr_text()
     assert proc.lines.empty()
 
@@ -516,5 +516,5 @@ def test_fake_http_with_a_preset_fires_it_on_the_first_matching_request(
 
 def test_http_preset_over_a_shim_env_is_refused_for_stdio(tmp_path: Path) -> None:
     with FakeProcess(tmp_path, env={"PALACE_FAKE_PRESET": "html-errors"}) as proc:
-        assert proc.wait() == 2
+        assert proc.finish() == 2
         assert "preset 'html-errors' fires only over http" in proc.stderr_text()

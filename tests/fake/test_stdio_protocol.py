@@ -206,7 +206,7 @@ def test_parse_errors_are_logged_like_mempalace(own: FakeProcess) -> None:
     own.send("[]")
     own.recv()
     own.close_stdin()
-    assert own.wait() == 0
+    assert own.finish() == 0
     lines = own.stderr_text().splitlines()
     assert lines[0] == "MemPalace MCP Server starting..."
     assert "Server error: JSONDecodeError: Expecting value: line 1 column 1 (char 0)" in lines
@@ -289,7 +289,7 @@ def test_requests_are_answered_strictly_in_order(fake: FakeProcess) -> None:
 def test_stdin_eof_exits_zero_with_mempalace_log_line(own: FakeProcess) -> None:
     own.ping()
     own.close_stdin()
-    assert own.wait() == 0
+    assert own.finish() == 0
     assert own.stderr_text().splitlines()[-1] == STDIN_EOF_LINE
     assert own.records("process_exit")[-1]["reason"] == "stdin EOF"
 
@@ -316,6 +316,6 @@ def test_sigterm_while_a_request_is_in_flight_still_exits_zero(tmp_path: Path) -
 def test_stdout_carries_only_json_and_logs_go_to_stderr(own: FakeProcess) -> None:
     own.call("mempalace_diary_write", {"agent_name": "a", "entry": "x"})
     own.close_stdin()
-    assert own.wait() == 0
+    assert own.finish() == 0
     assert own.lines.empty()
     assert own.stderr_text().startswith("MemPalace MCP Server starting...\n")
