@@ -16,11 +16,11 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+from tests.real.test_half_made_real import run
 
 from palace_conformance.fake.search_query import MAX_LENGTH, SAFE_LENGTH, clean_query
 from palace_conformance.real.embedding import running_stub
 from palace_conformance.real.install import locate
-from tests.real.test_half_made_real import run
 
 pytestmark = pytest.mark.real_palace
 
