@@ -282,6 +282,31 @@ def test_spawn_grandchild_journals_it_in_the_childs_group(tmp_path: Path) -> Non
         wait_for(lambda: not alive(grandchild), what="the grandchild's end")
 
 
+def test_spawn_grandchild_ignore_sigterm_outlives_a_sigterm_to_the_group(tmp_path: Path) -> None:
+    """``ignore_sigterm``: a SIGTERM to the group ends the child, not the grandchild; only the
+    SIGKILL sweep after it does."""
+    import os
+
+    from palace_conformance.processes import alive
+
+    fault = "spawn_grandchild@$startup,lifetime_ms=20000,ignore_sigterm=true"
+    with FakeProcess(tmp_path, faults=[fault]) as fake:
+        fake.ping()
+        [start] = fake.records("descendant_start")
+        grandchild = start["pid"]
+        assert start["ignores_sigterm"] is True
+        try:
+            os.killpg(fake.pid, signal.SIGTERM)
+            assert fake.wait() == 0
+            time.sleep(0.3)
+            assert alive(grandchild)
+            os.killpg(fake.pid, signal.SIGKILL)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(grandchild, signal.SIGKILL)
+        wait_for(lambda: not alive(grandchild), what="the grandchild's end")
+
+
 def test_spawn_grandchild_leave_group_and_hold_pipes_escapes_the_group(tmp_path: Path) -> None:
     """``leave_group`` + ``hold_pipes``: the grandchild is in a session of its own (no group
     signal reaches it), journals so, and holds the child's stdout and stderr, not its stdin."""
@@ -351,7 +376,7 @@ def test_spawn_grandchild_last_words_come_when_the_group_is_swept(tmp_path: Path
 def test_spawn_grandchild_flags_must_be_booleans() -> None:
     from palace_conformance.fake.faults import FaultPlanError, fault_from_json
 
-    for flag in ("leave_group", "hold_pipes"):
+    for flag in ("leave_group", "hold_pipes", "ignore_sigterm"):
         with pytest.raises(FaultPlanError, match=f"'{flag}' must be true or false"):
             fault_from_json({"on": {"method": "$startup"}, "action": "spawn_grandchild",
                              flag: "yes"}, 0)

@@ -201,6 +201,28 @@ def test_sse_streams_priming_keepalives_then_the_reply(fake: Fake) -> None:
     assert elapsed >= 0.18  # two keep-alive delays and one event delay
 
 
+def test_sse_no_retry_primes_without_a_retry_field(fake: Fake) -> None:
+    """``no_retry`` leaves only the id (and empty data) in the priming event: the wait before a
+    resume is then the client's own."""
+    fake.arm({"action": "sse", "on": on("ping"), "priming_id": "e2", "no_retry": True})
+    events = sse_events(fake.post(ping(6)).content)
+    assert events[0] == {"id": "e2", "data": ""}
+    assert json.loads(events[1]["data"]) == {"jsonrpc": "2.0", "id": 6, "result": {}}
+
+
+def test_sse_invalid_utf8_sends_a_comment_of_bytes_that_are_not_utf8_first(fake: Fake) -> None:
+    fake.arm({"action": "sse", "on": on("ping"), "invalid_utf8": True})
+    mark = len(fake.records())
+    body = fake.post(ping(7)).content
+    first, _, rest = body.partition(b"\n\n")
+    assert first == b": \x80\xff\xfe not UTF-8"
+    with pytest.raises(UnicodeDecodeError):
+        first.decode("utf-8")
+    [event] = sse_events(rest)
+    assert json.loads(event["data"]) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert len(fake.records("http_invalid_utf8", mark)) == 1
+
+
 def test_sse_decoy_event_goes_first_with_the_same_id_and_another_result(fake: Fake) -> None:
     """The decoy is what a client that reads non-message events as JSON-RPC would take for the
     answer: the request's own id, a result the palace never gives; the real reply follows."""

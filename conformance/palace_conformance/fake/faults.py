@@ -51,7 +51,8 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "ignore_sigterm": (frozenset({"stdio", "http"}), frozenset()),
     # stdio only: the HTTP fake is the runner's process, not one the bridge must end
     "spawn_grandchild": (frozenset({"stdio"}),
-                         frozenset({"lifetime_ms", "leave_group", "hold_pipes", "last_words"})),
+                         frozenset({"lifetime_ms", "leave_group", "hold_pipes", "last_words",
+                                    "ignore_sigterm"})),
     # HTTP only: applied by the HTTP transport
     "http_status": (frozenset({"http"}), frozenset({"status", "headers", "body", "content_type"})),
     "answer_status": (frozenset({"http"}), frozenset({"status"})),
@@ -60,7 +61,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"http"}),
         frozenset({"event_delay_ms", "keepalives", "close_without_response", "priming_id",
                    "retry_ms", "decoy_event", "garbage_event", "line_ending", "chunk_bytes",
-                   "unknown_fields", "resume_status"}),
+                   "unknown_fields", "resume_status", "no_retry", "invalid_utf8"}),
     ),
     "accept_202": (frozenset({"http"}), frozenset()),
     "content_type": (frozenset({"http"}), frozenset({"value"})),
@@ -429,7 +430,7 @@ def _check_shapes(action: str, params: dict[str, Any], where: str) -> None:
                              f"not {json.dumps(pieces)}")
     if action == "flood_stderr" and not isinstance(params.get("invalid_utf8", False), bool):
         raise FaultPlanError(f"{where}: flood_stderr 'invalid_utf8' must be true or false")
-    for flag in ("leave_group", "hold_pipes"):
+    for flag in ("leave_group", "hold_pipes", "ignore_sigterm"):
         if action == "spawn_grandchild" and not isinstance(params.get(flag, False), bool):
             raise FaultPlanError(f"{where}: spawn_grandchild {flag!r} must be true or false")
     if action == "spawn_grandchild" and "last_words" in params and not (
@@ -461,8 +462,9 @@ def _check_http(action: str, params: dict[str, Any], where: str) -> None:
     if action == "sse" and params.get("line_ending") not in (None, *SSE_LINE_ENDINGS):
         raise FaultPlanError(f"{where}: sse 'line_ending' must be lf, crlf, cr or mixed, not "
                              f"{json.dumps(params['line_ending'])}")
-    if action == "sse" and not isinstance(params.get("unknown_fields", False), (bool, type(None))):
-        raise FaultPlanError(f"{where}: sse 'unknown_fields' must be true or false")
+    for flag in ("unknown_fields", "no_retry", "invalid_utf8"):
+        if action == "sse" and not isinstance(params.get(flag, False), (bool, type(None))):
+            raise FaultPlanError(f"{where}: sse '{flag}' must be true or false")
     resume = params.get("resume_status")
     if action == "sse" and resume is not None and (
             not isinstance(resume, int) or isinstance(resume, bool) or not 200 <= resume <= 599

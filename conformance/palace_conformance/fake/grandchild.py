@@ -14,6 +14,8 @@ both, a bridge that waits for the child's pipes to close before a stop or a resp
 whole lifetime (docs/choices.md, "Ending a local child is bounded at every step"). With both and
 ``last_words``, it writes that line on the child's stderr when the child's group is swept (a
 tripwire grandchild in the group dies), then exits: words that arrive after the sweep.
+``ignore_sigterm`` makes it a helper that only SIGKILL ends: a bridge whose SIGTERM to the group
+ended the child must still sweep the group with SIGKILL once the child is gone.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ READY_WAIT_S = 5.0
 
 
 def spawn_grandchild(journal: Journal, lifetime_ms: int, leave_group: bool = False,
-                     hold_pipes: bool = False, last_words: str | None = None) -> int:
+                     hold_pipes: bool = False, last_words: str | None = None, *,
+                     ignore_sigterm: bool = False) -> int:
     """Fork the grandchild, wait until it has journaled its start; returns its pid.
 
     With ``last_words`` (a grandchild that left the group and holds the pipes), a second
@@ -40,7 +43,8 @@ def spawn_grandchild(journal: Journal, lifetime_ms: int, leave_group: bool = Fal
     the child's stderr after the sweep until it ends.
     """
     if last_words is None:
-        return _fork(journal, lifetime_ms, leave_group, hold_pipes, None, None)
+        return _fork(journal, lifetime_ms, leave_group, hold_pipes, None, None,
+                     ignore_sigterm=ignore_sigterm)
     trip_read, trip_write = os.pipe()
     _fork(journal, lifetime_ms, False, False, None, trip_read)  # the tripwire: holds trip_write
     pid = _fork(journal, lifetime_ms, leave_group, hold_pipes, (trip_read, last_words),
@@ -51,14 +55,16 @@ def spawn_grandchild(journal: Journal, lifetime_ms: int, leave_group: bool = Fal
 
 
 def _fork(journal: Journal, lifetime_ms: int, leave_group: bool, hold_pipes: bool,
-          tripwire: tuple[int, str] | None, close_fd: int | None) -> int:
+          tripwire: tuple[int, str] | None, close_fd: int | None, *,
+          ignore_sigterm: bool = False) -> int:
     ready_read, ready_write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the grandchild: never returns
         os.close(ready_read)
         if close_fd is not None:
             os.close(close_fd)
-        _live(journal, ready_write, lifetime_ms, leave_group, hold_pipes, tripwire)
+        _live(journal, ready_write, lifetime_ms, leave_group, hold_pipes, tripwire,
+              ignore_sigterm)
     os.close(ready_write)
     with contextlib.suppress(OSError):
         if select.select([ready_read], [], [], READY_WAIT_S)[0]:
@@ -68,11 +74,13 @@ def _fork(journal: Journal, lifetime_ms: int, leave_group: bool, hold_pipes: boo
 
 
 def _live(journal: Journal, ready: int, lifetime_ms: int, leave_group: bool,
-          hold_pipes: bool, tripwire: tuple[int, str] | None) -> None:
+          hold_pipes: bool, tripwire: tuple[int, str] | None, ignore_sigterm: bool) -> None:
     try:
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(signum, signal.SIG_DFL)  # not the fake's handlers: no records of ours
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        if ignore_sigterm:  # a helper that must be killed: only SIGKILL ends it
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if leave_group:
             os.setsid()  # a fresh session and group: the bridge's group signals miss it
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -82,6 +90,7 @@ def _live(journal: Journal, ready: int, lifetime_ms: int, leave_group: bool,
         own = Journal(journal.path, journal.transport)
         own.record("descendant_start", parent=os.getppid(), lifetime_ms=lifetime_ms,
                    left_group=leave_group, holds_pipes=hold_pipes,
+                   **({"ignores_sigterm": True} if ignore_sigterm else {}),
                    **({"last_words": tripwire[1]} if tripwire is not None else {}))
         os.write(ready, b"1")
         os.close(ready)

@@ -35,6 +35,7 @@ class StartupFaults(NamedTuple):
     grandchild_leaves_group: bool = False  # ... which calls setsid (``leave_group``)
     grandchild_holds_pipes: bool = False  # ... and keeps the child's stdout/stderr (``hold_pipes``)
     grandchild_last_words: str | None = None  # ... written when the group is swept (``last_words``)
+    grandchild_ignores_sigterm: bool = False  # ... which only SIGKILL ends (``ignore_sigterm``)
 
     def record_failure(self, brain: Brain) -> int:
         """Journal the failed start and return its exit code."""
@@ -50,7 +51,8 @@ class StartupFaults(NamedTuple):
             from palace_conformance.fake.grandchild import spawn_grandchild
 
             spawn_grandchild(brain.journal, self.grandchild_ms, self.grandchild_leaves_group,
-                             self.grandchild_holds_pipes, self.grandchild_last_words)
+                             self.grandchild_holds_pipes, self.grandchild_last_words,
+                             ignore_sigterm=self.grandchild_ignores_sigterm)
         for size, invalid_utf8 in self.flood_bytes:
             flood_stderr(size, invalid_utf8)
         for pieces, pause_ms in self.stderr_pieces:
@@ -82,4 +84,6 @@ def startup_faults(faults: Sequence[Fault]) -> StartupFaults:
         grandchild_holds_pipes=grandchild is not None
         and bool(grandchild.params.get("hold_pipes", False)),
         grandchild_last_words=(None if grandchild is None or "last_words" not in grandchild.params
-                               else str(grandchild.params["last_words"])))
+                               else str(grandchild.params["last_words"])),
+        grandchild_ignores_sigterm=grandchild is not None
+        and bool(grandchild.params.get("ignore_sigterm", False)))

@@ -24,5 +24,6 @@ REAL_SERVER = ServerTraits(
                              "stall_end", "descendant_start", "descendant_exit", "session",
                              "control", "http_closed",
                              "http_dropped", "http_withheld", "http_resumed", "http_decoy",
-                             "http_garbage_event", "http_token_rotated", "http_error"}),
+                             "http_garbage_event", "http_invalid_utf8", "http_token_rotated",
+                             "http_error"}),
 )

@@ -28,7 +28,8 @@ Journal records added here: ``http_request`` and ``http_response`` (with ``conn`
 connection number), ``http_closed`` (a connection that ended without a complete response),
 ``http_dropped`` / ``http_withheld`` (output that had nowhere to go), ``http_decoy`` (an ``sse``
 fault's decoy event: ``event``, ``id``), ``http_garbage_event`` (its event of text that is not
-JSON: ``id``), ``http_resumed`` (an ``sse`` fault's withheld reply replayed to a GET carrying
+JSON: ``id``), ``http_invalid_utf8`` (its comment line of bytes that are not UTF-8),
+``http_resumed`` (an ``sse`` fault's withheld reply replayed to a GET carrying
 its ``Last-Event-ID``: ``last_event_id``, and the ``status`` that GET got), ``session`` and
 ``control``.
 The token is never written anywhere.

@@ -80,6 +80,13 @@ def _mixed(data: bytes) -> bytes:
 UNKNOWN_FIELDS = b"Event: error\nData: an unknown field\nRetry: 86400000\n"
 
 
+#: what an ``sse`` fault's ``invalid_utf8`` sends first: a comment line holding bytes that are
+#: not UTF-8 (a lone continuation byte, then 0xFF and 0xFE, which UTF-8 never uses). The SSE
+#: standard decodes a stream with replacement (U+FFFD), so a client reads on; one that decodes
+#: strictly fails the call
+NOT_UTF8_COMMENT = b": \x80\xff\xfe not UTF-8\n\n"
+
+
 def decoy_answer(request_id: Any, event: str) -> dict[str, Any]:
     """What an ``sse`` fault's ``decoy_event`` carries: a response to the very request, with a
     result no tool gives (a text that says it is a decoy), so a client that reads an event of
@@ -182,8 +189,12 @@ class HttpPort:
             retry = params.get("retry_ms")
             retry = SSE_RETRY_MS if retry is None else int(retry)
             unknown = UNKNOWN_FIELDS if params.get("unknown_fields") else b""
-            await self._stream(f"id: {params['priming_id']}\nretry: {retry}\n"
+            retry_line = "" if params.get("no_retry") else f"retry: {retry}\n"
+            await self._stream(f"id: {params['priming_id']}\n{retry_line}"
                                "data: \n".encode() + unknown + b"\n")
+        if params.get("invalid_utf8"):
+            self.journal.record("http_invalid_utf8", conn=self.call.conn)
+            await self._stream(NOT_UTF8_COMMENT)
         for _ in range(int(params.get("keepalives", 0))):
             await pause(int(params.get("event_delay_ms", 0)))
             await self._stream(b": keepalive\n\n")
