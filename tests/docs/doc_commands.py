@@ -176,6 +176,9 @@ SKIPPED: dict[str, str] = {
     "palace-conformance run --server real --real-python DIR/": "DIR placeholder: needs the real "
                                                                "mempalace (tests/real/"
                                                                "test_real_run.py runs it)",
+    "palace-conformance run --server real --transport both": "needs the real mempalace and "
+                                                             "minutes (tests/real/"
+                                                             "test_real_run.py runs the path)",
     "palace-conformance fake journal [-f] FILE": "synopsis: FILE placeholder",
     "palace-conformance fake hold-lock": "runs until killed; P placeholder",
     "palace-conformance fake catalog --from-real": "needs the real mempalace and rewrites "
