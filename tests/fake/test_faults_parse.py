@@ -171,6 +171,9 @@ def test_every_n_is_accepted_for_every_action_on_both_transports(action: str) ->
     ({"faults": [{"action": "sse", "chunk_bytes": "2"}]}, "'chunk_bytes' must be an integer"),
     ({"faults": [{"action": "sse", "unknown_fields": "yes"}]}, "'unknown_fields' must be true"),
     ({"faults": [{"action": "sse", "no_retry": 1}]}, "'no_retry' must be true"),
+    ({"faults": [{"action": "sse", "no_retry": True}]}, "'no_retry' leaves the retry field out"),
+    ({"faults": [{"action": "sse", "no_retry": True, "priming_id": "e", "retry_ms": 300}]},
+     "needs a 'priming_id' and no 'retry_ms'"),
     ({"faults": [{"action": "sse", "invalid_utf8": "no"}]}, "'invalid_utf8' must be true"),
 ])
 def test_bad_plans_are_refused_with_one_line(data: Any, fragment: str) -> None:

@@ -373,6 +373,27 @@ def test_spawn_grandchild_last_words_come_when_the_group_is_swept(tmp_path: Path
                     os.kill(pid, signal.SIGKILL)
 
 
+def test_spawn_grandchild_ignore_sigterm_reaches_the_escaped_one_with_last_words(
+        tmp_path: Path) -> None:
+    """With ``last_words`` the returned grandchild is the escaped one: ``ignore_sigterm`` is
+    its, not dropped on that path (the tripwire keeps the default, so the sweep still ends it)."""
+    import os
+
+    fault = ("spawn_grandchild@$startup,lifetime_ms=20000,leave_group=true,hold_pipes=true,"
+             "last_words=bye,ignore_sigterm=true")
+    with FakeProcess(tmp_path, faults=[fault]) as fake:
+        fake.ping()
+        starts = fake.records("descendant_start")
+        try:
+            [escaped] = [r for r in starts if r["left_group"]]
+            [tripwire] = [r for r in starts if not r["left_group"]]
+            assert escaped.get("ignores_sigterm") is True and "ignores_sigterm" not in tripwire
+        finally:
+            for record in starts:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(record["pid"], signal.SIGKILL)
+
+
 def test_spawn_grandchild_flags_must_be_booleans() -> None:
     from palace_conformance.fake.faults import FaultPlanError, fault_from_json
 

@@ -102,6 +102,8 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "sse", "line_ending": "cr", "chunk_bytes": 1, "unknown_fields": True},
         {"action": "sse", "line_ending": None, "chunk_bytes": None, "unknown_fields": None},
         {"action": "sse", "line_ending": "mixed", "chunk_bytes": 3},
+        {"action": "sse", "priming_id": "e1", "no_retry": True, "invalid_utf8": True},
+        {"action": "sse", "retry_ms": 300, "no_retry": False},
     ]
     bad = [
         {"action": "startup_fail"},
@@ -127,6 +129,10 @@ def test_known_good_and_bad_faults() -> None:
         {"action": "sse", "line_ending": "Mixed"},
         {"action": "sse", "chunk_bytes": 0},  # a write of nothing
         {"action": "sse", "unknown_fields": 1},
+        {"action": "sse", "no_retry": True},  # no priming event to leave the retry out of
+        {"action": "sse", "no_retry": True, "priming_id": None},
+        {"action": "sse", "no_retry": True, "priming_id": "e1", "retry_ms": 300},
+        {"action": "sse", "invalid_utf8": "yes"},
     ]
     for fault in good:
         assert _schema_accepts(fault) and _python_accepts(fault), fault

@@ -465,6 +465,10 @@ def _check_http(action: str, params: dict[str, Any], where: str) -> None:
     for flag in ("unknown_fields", "no_retry", "invalid_utf8"):
         if action == "sse" and not isinstance(params.get(flag, False), (bool, type(None))):
             raise FaultPlanError(f"{where}: sse '{flag}' must be true or false")
+    if action == "sse" and params.get("no_retry") is True and (
+            params.get("priming_id") is None or params.get("retry_ms") is not None):
+        raise FaultPlanError(f"{where}: sse 'no_retry' leaves the retry field out of the priming "
+                             "event: it needs a 'priming_id' and no 'retry_ms'")
     resume = params.get("resume_status")
     if action == "sse" and resume is not None and (
             not isinstance(resume, int) or isinstance(resume, bool) or not 200 <= resume <= 599

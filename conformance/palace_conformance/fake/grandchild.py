@@ -48,7 +48,7 @@ def spawn_grandchild(journal: Journal, lifetime_ms: int, leave_group: bool = Fal
     trip_read, trip_write = os.pipe()
     _fork(journal, lifetime_ms, False, False, None, trip_read)  # the tripwire: holds trip_write
     pid = _fork(journal, lifetime_ms, leave_group, hold_pipes, (trip_read, last_words),
-                trip_write)
+                trip_write, ignore_sigterm=ignore_sigterm)
     os.close(trip_read)
     os.close(trip_write)
     return pid

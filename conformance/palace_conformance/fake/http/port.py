@@ -187,9 +187,9 @@ class HttpPort:
         params = self._sse_params
         if params.get("priming_id") is not None:
             retry = params.get("retry_ms")
-            retry = SSE_RETRY_MS if retry is None else int(retry)
+            retry_line = ("" if params.get("no_retry")
+                          else f"retry: {SSE_RETRY_MS if retry is None else int(retry)}\n")
             unknown = UNKNOWN_FIELDS if params.get("unknown_fields") else b""
-            retry_line = "" if params.get("no_retry") else f"retry: {retry}\n"
             await self._stream(f"id: {params['priming_id']}\n{retry_line}"
                                "data: \n".encode() + unknown + b"\n")
         if params.get("invalid_utf8"):
