@@ -90,16 +90,22 @@ def test_journal_follow_for_5_against_a_trickling_peer_ends_in_time() -> None:
 
 
 @pytest.mark.timeout(120)
-def test_ctl_stops_within_a_second_of_ctrl_c() -> None:
+def test_ctl_stops_at_ctrl_c_not_at_its_deadline() -> None:
+    """Ctrl-C is seen at once, not when the trickling request ends. A ctl that waited for its
+    request would stop at its deadline, TIMEOUT_S after the start; the bound is half of what is
+    left of it at the signal, so a loaded machine (1.1 s seen in CI, two suites at once) cannot
+    move the verdict while the wait-for-the-deadline bug still fails by seconds."""
+    started_s = 2.5  # well inside the request
     with peer("trickle") as url:
         proc = subprocess.Popen([CLI, "fake", "ctl", "--url", url, "status"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(2.5)  # well inside the request
+        time.sleep(started_s)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
         proc.wait(10)
         stopped = time.monotonic() - sent
-    assert proc.returncode == 130 and stopped < 1.0, (proc.returncode, stopped)
+    assert proc.returncode == 130 and stopped < (TIMEOUT_S - started_s) / 2, (proc.returncode,
+                                                                              stopped)
 
 
 @pytest.mark.timeout(120)
