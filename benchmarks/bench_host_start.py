@@ -5,11 +5,13 @@ Each sample starts the host for ``SPEC`` as the runner does, sends ``hello``, a 
 bridge imported and its factory run, under a temporary HOME) and ``exit``, and takes the CPU
 the host process used from ``RUSAGE_CHILDREN``. Variants alternate within each round, so a
 loaded machine weighs on both alike: ``bundles`` (the default argv) and ``files``
-(``--no-bundles``: every package loaded from its own files, as before the bundles).
+(``--no-bundles``: every package loaded from its own files, as before the bundles); with
+``--against TREE``, also ``TREE``'s own host command (another checkout of the kit, e.g. main in
+a worktree), so a change to the hosts is measured side by side with what it changes.
 
 Usage::
 
-    python benchmarks/bench_host_start.py [--rounds 8] [SPEC]
+    python benchmarks/bench_host_start.py [--rounds 8] [--against TREE] [SPEC]
 
 ``SPEC`` defaults to ``pi-extension:reference/pi/mempalace.ts``.
 """
@@ -54,19 +56,38 @@ def one_start(argv: list[str]) -> tuple[float, float]:
     return cpu, wall
 
 
+def against_command(tree: Path, spec: str) -> list[str]:
+    """The host command ``tree``'s kit builds for ``spec`` (asked of that tree's own code)."""
+    code = ("import json, sys; from palace_conformance.hosts.node import host_command; "
+            "print(json.dumps(host_command(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True,
+                          check=False, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(tree / "conformance")})
+    if done.returncode != 0:
+        raise SystemExit(f"bench_host_start.py: {tree} gave no host command: "
+                         f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    command: list[str] = json.loads(done.stdout)
+    return command
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec", nargs="?",
                         default=f"pi-extension:{ROOT / 'reference' / 'pi' / 'mempalace.ts'}")
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--against", metavar="TREE",
+                        help="another checkout of the kit whose host command runs beside")
     args = parser.parse_args()
     argv = host_command(args.spec)
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in VARIANTS}
+    variants = {name: [*argv, *extra] for name, extra in VARIANTS.items()}
+    if args.against:
+        variants[args.against] = against_command(Path(args.against), args.spec)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
     with open("/proc/loadavg") as handle:
         load_before = " ".join(handle.read().split()[:3])
     for _ in range(args.rounds):
-        for name, extra in VARIANTS.items():
-            samples[name].append(one_start([*argv, *extra]))
+        for name, command in variants.items():
+            samples[name].append(one_start(command))
     with open("/proc/loadavg") as handle:
         load_after = " ".join(handle.read().split()[:3])
     print(f"{args.spec}, {args.rounds} rounds, load {load_before} -> {load_after}")

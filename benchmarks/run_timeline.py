@@ -113,10 +113,17 @@ def _start(argv, **kwargs):
     elif entry is not None:
         what = "kit CLI: " + " ".join(entry.args[:2])
     else:
-        what = "host: " + os.path.basename(argv[0])
+        what = "host: " + ("Node" if _np.is_host_argv(argv) else os.path.basename(argv[0]))
     SPAWNED[proc.pid] = what + (" (forked warm)" if warm else " (cold)")
     return proc
 _wc.start = _start
+from palace_conformance.runner.execution import node_pool as _np
+_original_pool_start = _np._start
+def _pool_start(argv, startup):
+    host = _original_pool_start(argv, startup)
+    SPAWNED[host.proc.pid] = "host: Node (pooled)"
+    return host
+_np._start = _pool_start
 _original_popen_init = _sp.Popen.__init__
 def _popen_init(self, args, *a, **kw):
     _original_popen_init(self, args, *a, **kw)

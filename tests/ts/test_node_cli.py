@@ -58,8 +58,10 @@ def test_install_without_npm_is_one_line(tmp_path: Path) -> None:
 def test_bridge_specs_resolve_to_host_argv(node_hosts: node.Installation) -> None:
     mirror = EXTENSIONS / "mirror.ts"
     argv = node.host_command(f"pi-extension:{mirror}?capabilities=stdio,http")
-    assert argv[:3] == ["/bin/sh", "-c", 'exec 3>&1 1>&2; exec "$0" "$@"']
-    assert argv[3] == node_hosts.node and argv[4].endswith("extension-host.mjs")
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[2].startswith("exec 3>&1 1>&2;")
+    assert argv[3] == str(node.compile_cache_dir(node_hosts))
+    assert argv[4] == node_hosts.node and argv[5].endswith("extension-host.mjs")
+    assert node.is_host_argv(argv) and not node.is_host_argv(["node", *argv[4:]])
     assert argv[-4:] == ["--extension", str(mirror), "--capabilities", "stdio,http"]
     assert node.host_command("pi-mcp")[-2:] == ["--mode", "raw"]
     assert node.host_command("pi-mcp:wrapped")[-2:] == ["--mode", "wrapped"]

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -48,8 +48,12 @@ EXTENSION_SUFFIXES = (".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".js
 SPECS = ("pi-extension:FILE", "opencode-plugin:FILE", "pi-mcp", "pi-mcp:raw", "pi-mcp:wrapped",
          "pi-mcp-adapter")
 # fd 1 of the host points at stderr and replies go to fd 3 (the runner's stdout pipe), so a
-# subprocess that inherits stdout can never corrupt the protocol
-_SHELL_SWAP = 'exec 3>&1 1>&2; exec "$0" "$@"'
+# subprocess that inherits stdout can never corrupt the protocol; and Node keeps the code it
+# compiled in the install's compile cache (unless the environment names one of its own): each host
+# start then reads V8's code for the hosts, the bundles and jiti instead of compiling them again
+# (about 15 % of a start's CPU). ``$0`` is the cache directory, the rest the node command.
+_SHELL_SWAP = ('exec 3>&1 1>&2; [ -n "${NODE_COMPILE_CACHE+set}" ] || '
+               'export NODE_COMPILE_CACHE="$0"; exec "$@"')
 
 
 class NodeHostError(HostError, RuntimeError):
@@ -421,9 +425,21 @@ def host_command(spec: str, *, install: bool = True) -> list[str]:
                             "install'")
     if install:
         ensure_bundles(found)
-    return ["/bin/sh", "-c", _SHELL_SWAP, found.node, str(PI_DIR / script),
-            "--node-modules", found.node_modules, "--protocol-fd", "3",
+    return ["/bin/sh", "-c", _SHELL_SWAP, str(compile_cache_dir(found)), found.node,
+            str(PI_DIR / script), "--node-modules", found.node_modules, "--protocol-fd", "3",
             "--cache-dir", str(transpile_cache_dir(found)), *extra]
+
+
+def is_host_argv(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` is one :func:`host_command` built (a Node host of this kit)."""
+    return (len(argv) > 5 and list(argv[:3]) == ["/bin/sh", "-c", _SHELL_SWAP]
+            and Path(argv[5]).parent == PI_DIR)
+
+
+def compile_cache_dir(found: Installation) -> Path:
+    """Node's compile cache for the hosts (``NODE_COMPILE_CACHE``; Node checks each entry
+    against its source and its own version, and ignores what does not match)."""
+    return Path(found.home) / "compile-cache"
 
 
 #: how long warming the transpile cache may take (a cold pi-mcp-adapter load: about 10 s)

@@ -28,7 +28,7 @@ import { pathToFileURL } from "node:url";
 import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
 import { useBundles } from "./lib/bundles.mjs";
 import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren, toolCall } from "./lib/common-ops.mjs";
-import { entryFile, importDep, packageDir, packageVersion } from "./lib/deps.mjs";
+import { entryFile, requireDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { contentText, FakePi } from "./lib/fake-pi.mjs";
 import { startObserving } from "./lib/observe.mjs";
 import { hostLog } from "./lib/output.mjs";
@@ -87,12 +87,16 @@ function piAliases() {
   return aliases;
 }
 
+/** pi-ai's argument validation module (throws when it cannot be loaded). */
+function importValidation() {
+  const ai = packageDir("@earendil-works/pi-ai", packageDir("@earendil-works/pi-coding-agent", nodeModules));
+  return import(pathToFileURL(path.join(ai, "dist", "utils", "validation.js")).href);
+}
+
 /** pi-ai's `validateToolArguments` (coercion + JSON Schema check), or undefined if unloadable. */
 async function loadValidator() {
   try {
-    const ai = packageDir("@earendil-works/pi-ai", packageDir("@earendil-works/pi-coding-agent", nodeModules));
-    const module = await import(pathToFileURL(path.join(ai, "dist", "utils", "validation.js")).href);
-    return module.validateToolArguments;
+    return (await importValidation()).validateToolArguments;
   } catch (error) {
     process.stderr.write(`extension-host: pi-ai validation unavailable (${error.message}); arguments go unchecked\n`);
     return undefined;
@@ -184,7 +188,7 @@ class ExtensionOps extends LoadingHost {
   async instantiate() {
     const file = this.loadedFile;
     const loading = new FakePi({ recorder: this.recorder, flags: this.loadedFlags, extensionPath: file });
-    const { createJiti } = await importDep("jiti", nodeModules);
+    const { createJiti } = requireDep("jiti", nodeModules);
     const jiti = createJiti(import.meta.url, { moduleCache: false, alias: piAliases(),
       ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
     let factory;
@@ -378,4 +382,10 @@ async function runTool(loaded, tool, input, toolCallId) {
 
 const makeOps = (recorder) => opsOf(new ExtensionOps(recorder), recorder);
 
-await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });
+/** A pooled host's head start: jiti and pi's validation, which every load imports. */
+async function preload() {
+  requireDep("jiti", nodeModules);
+  await importValidation();
+}
+
+await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps, preload });

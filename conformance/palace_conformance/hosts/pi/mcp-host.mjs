@@ -244,4 +244,9 @@ class McpOps {
 const makeOps = (recorder) => opsOf(new McpOps(recorder), recorder,
   () => ({ children: children(), api_touched: [] }));
 
-await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });
+/** A pooled host's head start: pi-mcp, which every load imports. */
+async function preload() {
+  await importDep("@earendil-works/pi-mcp", nodeModules);
+}
+
+await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps, preload });

@@ -35,7 +35,7 @@ import { pathToFileURL } from "node:url";
 import { useBundles } from "./lib/bundles.mjs";
 import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren, toolCall } from "./lib/common-ops.mjs";
 import { observeProgramRuns } from "./lib/children.mjs";
-import { entryFile, importDep, packageVersion } from "./lib/deps.mjs";
+import { entryFile, requireDep, packageVersion } from "./lib/deps.mjs";
 import { classify } from "./lib/errors.mjs";
 import { startObserving } from "./lib/observe.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
@@ -484,7 +484,7 @@ const pluginFile = () => (typeof args.plugin === "string" ? path.resolve(args.pl
 /** Import the plugin file (jiti without a module cache) and run each plugin function it
  * exports on OpenCode's input: their hook objects, in order. */
 async function runPlugins(file, input, pluginOptions) {
-  const { createJiti } = await importDep("jiti", nodeModules);
+  const { createJiti } = requireDep("jiti", nodeModules);
   const jiti = createJiti(import.meta.url, { moduleCache: false, alias: aliases(),
     ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
   let module;
@@ -513,4 +513,9 @@ function makeOps(recorder) {
   return opsOf(new OpenCodeOps(recorder), recorder);
 }
 
-await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps });
+/** A pooled host's head start: jiti, which every load imports. */
+async function preload() {
+  requireDep("jiti", nodeModules);
+}
+
+await serve({ protocolFd: Number(args["protocol-fd"] ?? 1), makeOps, preload });

@@ -33,6 +33,7 @@ from palace_conformance.contract import (
     PROTOCOL_VIOLATION,
 )
 from palace_conformance.errors import HostError
+from palace_conformance.runner.execution import node_pool
 from palace_conformance.runner.execution import warm_client as warm_start
 
 DEFAULT_GRACE_MS = 3000  # runner-side slack past the host's own deadline
@@ -130,9 +131,14 @@ class DriverClient:
         try:
             env = {**(self.env if self.env is not None else os.environ),
                    procs.HOST_MARK: self.mark}
-            self.proc = warm_start.start(self.argv, warm=self.warm, env=env,
-                                         cwd=self.cwd or os.getcwd(), stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            cwd = self.cwd or os.getcwd()
+            pooled = node_pool.take(self.argv, env, cwd) if self.warm else None
+            if pooled is not None:  # a Node host started ahead, now in this run's env and cwd
+                self.proc, self.mark = pooled.proc, pooled.mark
+            else:
+                self.proc = warm_start.start(self.argv, warm=self.warm, env=env, cwd=cwd,
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE)
         except OSError as exc:
             raise DriverFailure(HOST_START, "start", f"cannot start host {self.argv[0]!r}: "
                                 f"{exc.strerror or exc}") from None

@@ -18,6 +18,7 @@ from typing import Protocol
 from palace_conformance.contract import HARNESS_CAPABILITIES, TRANSPORTS
 from palace_conformance.errors import HostError
 from palace_conformance.resources import tool_catalogue
+from palace_conformance.runner.execution import node_pool
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
 from palace_conformance.runner.execution.lateness import TimerProbe
@@ -204,7 +205,9 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
         run_options = replace(run_options, lateness=probe)
     pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
-        finished = list(pool.map(one, jobs))
+        # Node hosts wait started (node_pool), a couple for the workers to take from
+        with node_pool.session(size=min(2, options.jobs)):
+            finished = list(pool.map(one, jobs))
     except BaseException:
         # Ctrl-C: runs not started yet are dropped; runs in flight finish (each has deadlines)
         # so that their processes are cleaned up

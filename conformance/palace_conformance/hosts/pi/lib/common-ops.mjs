@@ -6,6 +6,8 @@ import { children, killChildren, spawnAttempts, waitForChildren } from "./childr
 import { observedReads } from "./observe.mjs";
 import { OpError } from "./server.mjs";
 
+export { replaceEnvironment } from "./environment.mjs";
+
 export const DEFAULT_GRACE_MS = 5000;
 
 /** `load`'s `env`: an object of strings, checked before anything else of the load happens. */
@@ -15,14 +17,6 @@ export function loadEnv(request) {
     throw new OpError("bad_request", "load needs 'env': an object of strings");
   }
   return env;
-}
-
-/** The bridge sees exactly the environment the runner gave it: the host's own is dropped. */
-export function replaceEnvironment(env) {
-  for (const key of Object.keys(process.env)) delete process.env[key];
-  for (const [key, value] of Object.entries(env)) {
-    if (value !== null && value !== undefined) process.env[key] = String(value);
-  }
 }
 
 /** `call_tool`'s tool, found by name among those the bridge registered (`tools`, a Map), and

@@ -6,6 +6,7 @@
 // fail with ERR_PACKAGE_PATH_NOT_EXPORTED, so entries are read from package.json directly.
 
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -24,19 +25,22 @@ export function packageDir(name, fromDir) {
   }
 }
 
-function pickTarget(target) {
+const IMPORT_CONDITIONS = ["import", "node", "default"];
+const REQUIRE_CONDITIONS = ["require", "node", "default"];
+
+function pickTarget(target, conditions = IMPORT_CONDITIONS) {
   if (typeof target === "string") return target;
   if (Array.isArray(target)) {
     for (const item of target) {
-      const found = pickTarget(item);
+      const found = pickTarget(item, conditions);
       if (found) return found;
     }
     return undefined;
   }
   if (target && typeof target === "object") {
-    for (const condition of ["import", "node", "default"]) {
+    for (const condition of conditions) {
       if (condition in target) {
-        const found = pickTarget(target[condition]);
+        const found = pickTarget(target[condition], conditions);
         if (found) return found;
       }
     }
@@ -60,8 +64,9 @@ function patternTarget(map, subpath) {
   return undefined;
 }
 
-/** The ESM entry file of `name` (or `name/subpath`) resolved from `fromDir`. */
-export function entryFile(specifier, fromDir) {
+/** The ESM entry file of `name` (or `name/subpath`) resolved from `fromDir` (with
+ * `REQUIRE_CONDITIONS`: its CommonJS entry). */
+export function entryFile(specifier, fromDir, conditions = IMPORT_CONDITIONS) {
   const parts = specifier.split("/");
   const nameLength = specifier.startsWith("@") ? 2 : 1;
   const name = parts.slice(0, nameLength).join("/");
@@ -75,7 +80,7 @@ export function entryFile(specifier, fromDir) {
       !Object.keys(exportsField).some((key) => key.startsWith("."))
       ? { ".": exportsField }
       : exportsField;
-    target = pickTarget(map[subpath]);
+    target = pickTarget(map[subpath], conditions);
     if (target === undefined) target = patternTarget(map, subpath);
   } else if (subpath === ".") {
     target = manifest.module ?? manifest.main ?? "index.js";
@@ -113,6 +118,15 @@ export function packageVersion(name, fromDir) {
 /** `import()` of a dependency by bare specifier, resolved from `fromDir`. */
 export function importDep(specifier, fromDir) {
   return import(pathToFileURL(entryFile(specifier, fromDir)).href);
+}
+
+/**
+ * `require()` of a dependency's CommonJS entry, resolved from `fromDir`. For a package that
+ * ships both builds of the same code (jiti): an ES module importing CommonJS has Node scan the
+ * whole file for its export names first (about 190 KB for jiti, at every host start).
+ */
+export function requireDep(specifier, fromDir) {
+  return createRequire(import.meta.url)(entryFile(specifier, fromDir, REQUIRE_CONDITIONS));
 }
 
 /** `import()` of a file inside a package (bypasses `exports`, for pi's private modules). */

@@ -8,6 +8,7 @@ import { performance } from "node:perf_hooks";
 import readline from "node:readline";
 
 import { killChildren } from "./children.mjs";
+import { adopt, POOLED } from "./environment.mjs";
 import { classify, OpError } from "./errors.mjs";
 import { guardOutput, hostLog, protocolChannel } from "./output.mjs";
 import { Recorder } from "./recorder.mjs";
@@ -41,12 +42,23 @@ function abandon() {
 /**
  * Serve the protocol. `makeOps(recorder)` returns `{ops: {name: async (request) => result},
  * close: async () => void}`; `exit`, `abandon` and unknown ops are handled here.
+ *
+ * A pooled host (environment.mjs; the runner starts a few ahead of need) first runs `preload`
+ * (imports every run makes, so they are in Node's module cache before a run waits on them) and
+ * then takes one request alone: `adopt`, its run's environment and directory. Until then it
+ * answers nothing else, and the adopt reply carries no effects: whatever the host recorded
+ * before stays for the first reply of its run, as a host started for the run would give it.
  */
-export async function serve({ protocolFd = 1, makeOps }) {
+export async function serve({ protocolFd = 1, makeOps, preload }) {
   const recorder = new Recorder();
   const flushPartial = guardOutput(recorder);
   const channel = protocolChannel(protocolFd);
   const { ops, close } = await makeOps(recorder);
+  let adopted = !POOLED;
+  if (POOLED && preload) {
+    // a failed preload costs nothing but its time: the run imports the same modules itself
+    await preload().catch(() => undefined);
+  }
   let closing;
   const shutdown = (code) => {
     closing ??= (async () => {
@@ -92,6 +104,18 @@ export async function serve({ protocolFd = 1, makeOps }) {
       return;
     }
     const { id, op } = request;
+    if (!adopted) {
+      const refused = op === "adopt" ? adopt(request)
+        : `a pooled host takes adopt first, not ${JSON.stringify(op)}`;
+      if (refused !== undefined) {
+        channel.send({ id, ok: false, error: { kind: "bad_request", message: refused }, effects: [] });
+        await shutdown(2);
+        return;
+      }
+      adopted = true;
+      channel.send({ id, ok: true, result: null, effects: [] });
+      return;
+    }
     if (op === "exit") {
       reply(id, started, { result: null });
       await shutdown(0);
