@@ -10,11 +10,12 @@ declare — reported apart, not a failure.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,29 @@ def _report_env(env: dict[str, str]) -> dict[str, str | None]:
     shown = {k: v for k, v in env.items()
              if k in ("HOME", "PATH") or k.startswith(("MEMPALACE_", "PALACE_"))}
     return redact_env(shown)
+
+
+def combined_process_facts(records: list[dict[str, Any]], aside: list[dict[str, Any]],
+                           alive: Callable[[int], bool]) -> dict[str, Any]:
+    """The full server's process facts; the other servers' children (profile ``servers``)
+    count only as orphans: alive is alive, whichever server it is."""
+    facts = process_facts(records, alive)
+    if aside:
+        facts["alive"] += process_facts(aside, alive)["alive"]
+    return facts
+
+
+def first_process_facts(records: list[dict[str, Any]], aside: list[dict[str, Any]],
+                        alive: Callable[[int], bool] = procs.alive
+                        ) -> tuple[dict[str, Any], bool]:
+    """The process facts right after the last step, and whether what is alive in them is only
+    grandchildren (which get :data:`DESCENDANT_GRACE_MS`), from one look at each process.
+    Looked at twice, a grandchild that ended between the looks was counted alive in the facts
+    but not in the question, so it got no grace to be seen gone: a clean bridge failed (CI,
+    2026-12-07, ``life.shutdown.grandchild-dies-with-child`` under load)."""
+    seen = functools.cache(alive)
+    facts = combined_process_facts(records, aside, seen)
+    return facts, facts["alive"] == len(live_descendants(records, seen))
 
 
 class _Execution:
@@ -454,14 +478,13 @@ class _Execution:
         retried = self.translation.set_aside_read_retries(scenario, self.transport, self.steps,
                                                           records, offsets)
         aside = self.translation.other_servers(records, offsets)
-        facts = self._process_facts(records, aside)
+        facts, only_descendants = first_process_facts(records, aside)
         exited = any(step.op == "exit" and step.ran for step in self.steps)
         if facts["alive"] and self.options.level == CORE and scenario.subject != "fake":
             facts = self._facts_after_grace(CORE_PROCESS_GRACE_MS)
             if facts["alive"] and not exited:
                 facts = self._facts_after_host_exit(facts)
-        elif facts["alive"] and (exited or facts["alive"] == len(live_descendants(
-                records, procs.alive))):
+        elif facts["alive"] and (exited or only_descendants):
             facts = self._facts_after_grace(DESCENDANT_GRACE_MS)
         if exited:
             facts["after"] = "the host's exit"  # what the judge's message says they outlived
@@ -566,12 +589,7 @@ class _Execution:
     @staticmethod
     def _process_facts(records: list[dict[str, Any]],
                        aside: list[dict[str, Any]]) -> dict[str, Any]:
-        """The full server's process facts; the other servers' children (profile ``servers``)
-        count only as orphans: alive is alive, whichever server it is."""
-        facts = process_facts(records, procs.alive)
-        if aside:
-            facts["alive"] += process_facts(aside, procs.alive)["alive"]
-        return facts
+        return combined_process_facts(records, aside, procs.alive)
 
     def _drained_host_stderr(self) -> str:
         """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""
