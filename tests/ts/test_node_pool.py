@@ -174,3 +174,14 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_pool_that_cannot_start_hosts_leaves_runs_to_start_their_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> node_pool.PooledHost:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(node_pool, "_start", refuse)
+    argv = node.host_command(WHEREAMI)
+    with node_pool.session(size=2):
+        assert node_pool.take(argv, clean_env(tmp_path / "home"), tmp_path) is None

@@ -89,8 +89,9 @@ class NodeHostPool:
                 self._retire_beyond(MAX_KEYS - 1)
                 idle = self._idle[key] = deque()
             host = idle.popleft() if idle else None
-            while len(idle) < self.size:
-                idle.append(_start(key[0], dict(key[1])))
+            with contextlib.suppress(OSError):  # none could start: runs start their own
+                while len(idle) < self.size:
+                    idle.append(_start(key[0], dict(key[1])))
         if host is None:
             return None
         if _adopt(host, {**env, procs.HOST_MARK: host.mark}, os.fspath(cwd)):
