@@ -72,7 +72,7 @@ def test_a_run_whose_startup_variables_differ_takes_no_pooled_host(tmp_path: Pat
     finally:
         for host in taken:
             if host is not None:
-                node_pool._stop(host, at_once=True)
+                node_pool._stop(host)
     assert node_pool.take(argv, env, tmp_path) is None, "outside a session nothing is pooled"
 
 

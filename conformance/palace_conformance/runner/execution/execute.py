@@ -563,7 +563,7 @@ class _Execution:
         while True:
             records, _ = world.read_journal()
             aside = self.translation.other_servers(records)
-            facts = self._process_facts(records, aside)
+            facts = combined_process_facts(records, aside, procs.alive)
             if not facts["alive"] or time.monotonic() >= deadline:
                 return facts
             time.sleep(PROCESS_POLL_MS / 1000.0)
@@ -585,11 +585,6 @@ class _Execution:
         return {**before, "alive": after["alive"],
                 "after": "the host's exit (a child kept after session_shutdown may live as long "
                          "as the host)"}
-
-    @staticmethod
-    def _process_facts(records: list[dict[str, Any]],
-                       aside: list[dict[str, Any]]) -> dict[str, Any]:
-        return combined_process_facts(records, aside, procs.alive)
 
     def _drained_host_stderr(self) -> str:
         """All the host wrote to stderr: it was told to exit, so let it end and its pump drain."""

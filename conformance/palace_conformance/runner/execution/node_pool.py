@@ -47,7 +47,7 @@ STARTUP_NAMES = frozenset({"LANG", "LANGUAGE", "TZ"})
 #: how long an adopt may take: a host still preloading (jiti, validation) answers after it
 ADOPT_S = 30.0
 REPLY_CAP = 64 * 1024  # an adopt reply is a short line; more is a host that misbehaves
-STOP_S = 2.0  # how long an idle host gets to leave on stdin's end before its group is killed
+STOP_S = 2.0  # how long a killed idle host may take to be reaped
 MAX_KEYS = 2  # host commands (with their startup values) kept warm at once; older ones stop
 
 
@@ -96,7 +96,7 @@ class NodeHostPool:
             return None
         if _adopt(host, {**env, procs.HOST_MARK: host.mark}, os.fspath(cwd)):
             return host
-        _stop(host, at_once=True)
+        _stop(host)
         return None
 
     def _retire_beyond(self, keep: int) -> None:
@@ -106,7 +106,7 @@ class NodeHostPool:
                 _stop(host)
 
     def close(self) -> None:
-        """Stop every idle host (each leaves on its stdin's end; its group is killed if not)."""
+        """Stop every idle host."""
         with self._lock:
             self._retire_beyond(0)
 
@@ -174,14 +174,10 @@ def _adopt(host: PooledHost, env: Mapping[str, str], cwd: str) -> bool:
     return isinstance(answer, dict) and answer.get("id") == 0 and answer.get("ok") is True
 
 
-def _stop(host: PooledHost, *, at_once: bool = False) -> None:
+def _stop(host: PooledHost) -> None:
+    """End a host no run took: at once, with its group (it loaded no bridge and started
+    nothing, so it has nothing to finish; and the pool's lock is held meanwhile)."""
     proc = host.proc
-    if not at_once:
-        with contextlib.suppress(OSError):
-            if proc.stdin is not None:
-                proc.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(STOP_S)
     if proc.poll() is None:  # never a group whose leader was reaped: its id may be reused
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
