@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,17 @@ def test_a_package_with_a_pattern_export_is_not_bundled(
     assert done.returncode == 1
     assert done.stderr.strip() == "bundle.mjs: twoway has no listable exports map"
     assert not (nm / ".cache" / "palace-bundles").exists()
+
+
+def test_host_modules_take_node_builtins_without_an_es_module_facade() -> None:
+    """An ES-module import of a Node builtin makes its facade, which reads every export and so
+    runs every lazy one (``fs.ReadStream`` loads the streams, ``http.WebSocket`` undici): about
+    10 ms of CPU at every host start. The hosts take builtins with ``process.getBuiltinModule``.
+    (``bundle.mjs`` runs once, at install, and may import them.)"""
+    facade = re.compile(r'^\s*import\b[^;]*?\bfrom\s+"node:[^"]+"|^\s*import\s+"node:', re.M)
+    sources = [p for p in (*node.PI_DIR.glob("*.mjs"), *LIB.glob("*.mjs")) if p.name != "bundle.mjs"]
+    assert len(sources) > 10
+    offenders = [p.name for p in sources if facade.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
+    assert all("process.getBuiltinModule(\"node:" in p.read_text(encoding="utf-8")
+               for p in (LIB / "children.mjs", LIB / "server.mjs"))

@@ -16,23 +16,27 @@
 // kept, as pi keeps the session. Children of every instance stay in `introspect.children`.
 //
 // `--cache-dir DIR` keeps jiti's transpile cache there (the first load of a large TypeScript
-// extension such as pi-mcp-adapter takes seconds; later loads reuse the cache).
+// extension such as pi-mcp-adapter takes seconds; later loads reuse the cache), and in DIR/v8
+// V8's code cache of the modules jiti evaluates (lib/code-cache.mjs).
 // `--protocol-fd N` names the descriptor replies go to (default 1; the Python launcher uses 3
 // and points 1 at stderr). docs/typescript-hosts.md describes the mapping rules.
 
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
-
 import { adapterConfig, adapterResultError } from "./lib/adapter.mjs";
 import { useBundles } from "./lib/bundles.mjs";
+import { keepCodeCache, useCodeCache } from "./lib/code-cache.mjs";
 import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren, toolCall } from "./lib/common-ops.mjs";
 import { entryFile, requireDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { contentText, FakePi } from "./lib/fake-pi.mjs";
 import { startObserving } from "./lib/observe.mjs";
 import { hostLog } from "./lib/output.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
+
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const fs = process.getBuiltinModule("node:fs");
+const os = process.getBuiltinModule("node:os");
+const path = process.getBuiltinModule("node:path");
+const { pathToFileURL } = process.getBuiltinModule("node:url");
 
 // pi's own (the harness's, never the extension's): a tool result reaches the model as its content parts
 const HARNESS_CAPABILITIES = ["result_parts"];
@@ -128,7 +132,6 @@ function adapterInitialized(fake, recorder) {
   });
 }
 
-
 function extensionPath() {
   if (preset === "pi-mcp-adapter") return entryFile("pi-mcp-adapter", nodeModules);
   return typeof args.extension === "string" ? path.resolve(args.extension) : undefined;
@@ -189,6 +192,7 @@ class ExtensionOps extends LoadingHost {
     const file = this.loadedFile;
     const loading = new FakePi({ recorder: this.recorder, flags: this.loadedFlags, extensionPath: file });
     const { createJiti } = requireDep("jiti", nodeModules);
+    if (typeof args["cache-dir"] === "string") useCodeCache(path.join(args["cache-dir"], "v8"));
     const jiti = createJiti(import.meta.url, { moduleCache: false, alias: piAliases(),
       ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
     let factory;
@@ -204,6 +208,8 @@ class ExtensionOps extends LoadingHost {
       await factory(loading.api);
     } catch (error) {
       throw new OpError("exception", `${path.basename(file)}'s factory threw: ${error?.message ?? error}`);
+    } finally {
+      keepCodeCache();
     }
     return loading;
   }

@@ -24,15 +24,17 @@
 // becomes the client's request timeout (pi's `timeout` setting, in ms). Neither shape has a
 // wake-up, feeding, commands or any other bridge feature: capabilities are `stdio http`.
 
-import path from "node:path";
-import { pathToFileURL } from "node:url";
-
 import { useBundles } from "./lib/bundles.mjs";
 import { children, killChildren } from "./lib/children.mjs";
 import { childrenAfter, loadEnv, opsOf, replaceEnvironment, toolCall } from "./lib/common-ops.mjs";
 import { importDep, packageDir, packageVersion } from "./lib/deps.mjs";
 import { hostLog } from "./lib/output.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
+
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const path = process.getBuiltinModule("node:path");
+const { pathToFileURL } = process.getBuiltinModule("node:url");
 
 const SERVER_NAME = "mempalace";
 

@@ -28,17 +28,20 @@
 //
 //   node opencode-host.mjs --node-modules DIR --plugin FILE [--capabilities a,b]
 
-import fs from "node:fs";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
-
 import { useBundles } from "./lib/bundles.mjs";
+import { keepCodeCache, useCodeCache } from "./lib/code-cache.mjs";
 import { childrenAfter, LoadingHost, loadEnv, opsOf, replaceEnvironment, stopChildren, toolCall } from "./lib/common-ops.mjs";
 import { observeProgramRuns } from "./lib/children.mjs";
 import { entryFile, requireDep, packageVersion } from "./lib/deps.mjs";
 import { classify } from "./lib/errors.mjs";
 import { startObserving } from "./lib/observe.mjs";
 import { OpError, parseArgs, PROTOCOL, serve } from "./lib/server.mjs";
+
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const fs = process.getBuiltinModule("node:fs");
+const path = process.getBuiltinModule("node:path");
+const { pathToFileURL } = process.getBuiltinModule("node:url");
 
 /**
  * What an OpenCode server plugin can have a hook for: every seed capability but `result_parts`
@@ -485,6 +488,7 @@ const pluginFile = () => (typeof args.plugin === "string" ? path.resolve(args.pl
  * exports on OpenCode's input: their hook objects, in order. */
 async function runPlugins(file, input, pluginOptions) {
   const { createJiti } = requireDep("jiti", nodeModules);
+  if (typeof args["cache-dir"] === "string") useCodeCache(path.join(args["cache-dir"], "v8"));
   const jiti = createJiti(import.meta.url, { moduleCache: false, alias: aliases(),
     ...(typeof args["cache-dir"] === "string" ? { fsCache: args["cache-dir"] } : {}) });
   let module;
@@ -494,12 +498,16 @@ async function runPlugins(file, input, pluginOptions) {
     throw new OpError("exception", `loading ${path.basename(file)} failed: ${error?.message ?? error}`);
   }
   const loaded = [];
-  for (const plugin of pluginFunctions(module, file)) {
-    try {
-      loaded.push(await plugin(input, pluginOptions));
-    } catch (error) {
-      throw new OpError("exception", `${path.basename(file)}'s plugin function threw: ${error?.message ?? error}`);
+  try {
+    for (const plugin of pluginFunctions(module, file)) {
+      try {
+        loaded.push(await plugin(input, pluginOptions));
+      } catch (error) {
+        throw new OpError("exception", `${path.basename(file)}'s plugin function threw: ${error?.message ?? error}`);
+      }
     }
+  } finally {
+    keepCodeCache();
   }
   return loaded;
 }

@@ -15,11 +15,13 @@
 // bundle whose package is not that version any more (or a Node without `registerHooks`) is
 // simply not used.
 
-import fs from "node:fs";
-import module from "node:module";
-import path from "node:path";
-
 import { packageVersion } from "./deps.mjs";
+
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const fs = process.getBuiltinModule("node:fs");
+const module = process.getBuiltinModule("node:module");
+const path = process.getBuiltinModule("node:path");
 
 /** Bumped whenever the bundles' layout or build options change: older bundles are rebuilt. */
 export const BUNDLE_FORMAT = 1;

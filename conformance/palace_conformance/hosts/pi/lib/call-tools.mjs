@@ -2,9 +2,11 @@
 // message's tool calls in parallel. Every call goes through the host's own `call_tool` path; the
 // op answers when all have ended, one outcome per call in request order.
 
-import { performance } from "node:perf_hooks";
-
 import { classify, OpError } from "./errors.mjs";
+
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const { performance } = process.getBuiltinModule("node:perf_hooks");
 
 export const MIN_CALLS = 2;
 export const MAX_CALLS = 8;

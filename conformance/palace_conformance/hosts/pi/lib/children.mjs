@@ -16,12 +16,14 @@
 // explicitly inherited stderr, the child writes into an unlinked temporary file instead, passed on
 // line by line once it has exited (a pipe would lose it: they return stdout alone).
 
-import childProcess from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
-import { syncBuiltinESMExports } from "node:module";
-import path from "node:path";
-import util from "node:util";
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const childProcess = process.getBuiltinModule("node:child_process");
+const fs = process.getBuiltinModule("node:fs");
+const os = process.getBuiltinModule("node:os");
+const { syncBuiltinESMExports } = process.getBuiltinModule("node:module");
+const path = process.getBuiltinModule("node:path");
+const util = process.getBuiltinModule("node:util");
 
 const tracked = new Map(); // pid -> argv
 const internal = new Set();
@@ -293,23 +295,47 @@ export function isAlive(pid) {
   }
 }
 
-function scanDirectChildren() {
+/** The pids of this process's children as the kernel lists them per thread (Linux with
+ * CONFIG_PROC_CHILDREN); undefined when it does not. Reading every process's stat instead costs a
+ * file read per process on the machine, at every look. */
+function listedChildren() {
+  let pids = [];
+  try {
+    for (const thread of fs.readdirSync("/proc/self/task")) {
+      const text = fs.readFileSync(`/proc/self/task/${thread}/children`, "utf8").trim();
+      if (text) pids = pids.concat(text.split(" ").map(Number));
+    }
+  } catch {
+    return undefined;
+  }
+  return pids;
+}
+
+/** Every process whose parent is this one, from each process's stat. */
+function scannedChildren() {
   let entries = [];
   try {
     entries = fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name));
   } catch {
-    return;
+    return [];
   }
+  const pids = [];
   for (const name of entries) {
     const pid = Number(name);
     if (tracked.has(pid) || internal.has(pid)) continue;
     try {
       const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === process.pid) tracked.set(pid, procArgv(pid));
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === process.pid) pids.push(pid);
     } catch {
       // gone already
     }
+  }
+  return pids;
+}
+
+function scanDirectChildren() {
+  for (const pid of listedChildren() ?? scannedChildren()) {
+    if (!tracked.has(pid) && !internal.has(pid)) tracked.set(pid, procArgv(pid));
   }
 }
 

@@ -5,13 +5,40 @@
 // absolute file. pi's packages declare import-only `exports`, which makes `require.resolve`
 // fail with ERR_PACKAGE_PATH_NOT_EXPORTED, so entries are read from package.json directly.
 
-import fs from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { pathToFileURL } from "node:url";
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const fs = process.getBuiltinModule("node:fs");
+const { createRequire } = process.getBuiltinModule("node:module");
+const path = process.getBuiltinModule("node:path");
+const { pathToFileURL } = process.getBuiltinModule("node:url");
+
+// what a host has looked up, by package: the npm tree does not change while a host lives, and a
+// load resolves some thirty aliases into a handful of packages
+const packageDirs = new Map();
+const manifests = new Map();
 
 /** The directory of `name` as Node would find it from `fromDir` (walking up node_modules). */
 export function packageDir(name, fromDir) {
+  const key = `${name}\0${fromDir}`;
+  let found = packageDirs.get(key);
+  if (found === undefined) {
+    found = findPackageDir(name, fromDir);
+    packageDirs.set(key, found);
+  }
+  return found;
+}
+
+/** `dir/package.json`, parsed once (shared: read it, never change it). */
+function manifestOf(dir) {
+  let manifest = manifests.get(dir);
+  if (manifest === undefined) {
+    manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+    manifests.set(dir, manifest);
+  }
+  return manifest;
+}
+
+function findPackageDir(name, fromDir) {
   let dir = path.resolve(fromDir);
   for (;;) {
     const candidate = path.join(dir, "node_modules", name);
@@ -72,7 +99,7 @@ export function entryFile(specifier, fromDir, conditions = IMPORT_CONDITIONS) {
   const name = parts.slice(0, nameLength).join("/");
   const subpath = parts.length > nameLength ? `./${parts.slice(nameLength).join("/")}` : ".";
   const dir = packageDir(name, fromDir);
-  const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+  const manifest = manifestOf(dir);
   let target;
   if (manifest.exports !== undefined) {
     const exportsField = manifest.exports;
@@ -95,7 +122,7 @@ export function entryFile(specifier, fromDir, conditions = IMPORT_CONDITIONS) {
  * `fromDir`; undefined when it has no `exports` map or the map has a pattern (its entries
  * cannot be listed). */
 export function exportSubpaths(name, fromDir) {
-  const manifest = JSON.parse(fs.readFileSync(path.join(packageDir(name, fromDir), "package.json"), "utf8"));
+  const manifest = manifestOf(packageDir(name, fromDir));
   const exportsField = manifest.exports;
   if (exportsField === undefined || exportsField === null) return undefined;
   if (typeof exportsField === "string" || Array.isArray(exportsField) ||
@@ -109,7 +136,7 @@ export function exportSubpaths(name, fromDir) {
 export function packageVersion(name, fromDir) {
   try {
     const dir = packageDir(name, fromDir);
-    return JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).version;
+    return manifestOf(dir).version;
   } catch {
     return undefined;
   }

@@ -5,11 +5,13 @@
 // (`introspect.api_touched`) through Proxies. It runs no LLM and no TUI: `ctx.hasUI` is false,
 // dialogs answer "no", and `sendMessage`/`sendUserMessage` only record what would be sent.
 
-import childProcess from "node:child_process";
-import os from "node:os";
-import path from "node:path";
-
 import { spawnInternal } from "./children.mjs";
+
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const childProcess = process.getBuiltinModule("node:child_process");
+const os = process.getBuiltinModule("node:os");
+const path = process.getBuiltinModule("node:path");
 
 const SIGNALS = os.constants.signals;
 const EXEC_FORCE_KILL_MS = 5000; // pi's exec sends SIGKILL this long after SIGTERM

@@ -11,11 +11,13 @@
 // is not a read of every name either: after an enumeration, reads that walk the listed names in
 // order are taken as the copy and skipped.
 
-import fs from "node:fs";
-import { syncBuiltinESMExports } from "node:module";
-import os from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const fs = process.getBuiltinModule("node:fs");
+const { syncBuiltinESMExports } = process.getBuiltinModule("node:module");
+const os = process.getBuiltinModule("node:os");
+const path = process.getBuiltinModule("node:path");
+const { fileURLToPath } = process.getBuiltinModule("node:url");
 
 const envReads = new Set();
 const fileOps = new Map(); // path relative to HOME -> Set of ops
@@ -101,9 +103,14 @@ function observeEnvironment() {
   process.env = new Proxy(realEnv, handler);
 }
 
+let homeSeen = { from: undefined, dir: undefined }; // every fs call asks: resolved once per HOME
+
 function homeDir() {
   const home = realEnv?.HOME;
-  return path.resolve(typeof home === "string" && home !== "" ? home : os.homedir());
+  if (home === homeSeen.from && homeSeen.dir !== undefined) return homeSeen.dir;
+  const dir = path.resolve(typeof home === "string" && home !== "" ? home : os.homedir());
+  homeSeen = { from: home, dir };
+  return dir;
 }
 
 /** `target` relative to HOME ("a/b.json"), or undefined when it is no path inside HOME. */

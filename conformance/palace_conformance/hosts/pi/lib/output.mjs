@@ -6,8 +6,10 @@
 // `process.stderr.write` are rerouted through a sink that writes to the real stderr and records
 // each complete line the bridge printed as a `stderr` effect.
 
-import fs from "node:fs";
-import util from "node:util";
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const fs = process.getBuiltinModule("node:fs");
+const util = process.getBuiltinModule("node:util");
 
 const realStderrWrite = process.stderr.write.bind(process.stderr);
 

@@ -4,7 +4,9 @@
 // between ops (a tool registered after session_start returned) land in the next reply, and
 // `settle` can wait for a bridge's background work to go quiet.
 
-import { performance } from "node:perf_hooks";
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const { performance } = process.getBuiltinModule("node:perf_hooks");
 
 export class Recorder {
   constructor() {

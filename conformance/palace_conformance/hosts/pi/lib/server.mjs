@@ -4,14 +4,16 @@
 // 30 s): when the bridge hangs the reply is `host_timeout` and the host stays usable, while the
 // abandoned op keeps running in the background (JavaScript cannot cancel a promise).
 
-import { performance } from "node:perf_hooks";
-import readline from "node:readline";
-
 import { killChildren } from "./children.mjs";
 import { adopt, POOLED } from "./environment.mjs";
 import { classify, OpError } from "./errors.mjs";
 import { guardOutput, hostLog, protocolChannel } from "./output.mjs";
 import { Recorder } from "./recorder.mjs";
+
+// Node's modules without an ES-module facade, whose making runs every lazy export
+// (docs/typescript-hosts.md, "Node's own modules")
+const { performance } = process.getBuiltinModule("node:perf_hooks");
+const readline = process.getBuiltinModule("node:readline");
 
 export const PROTOCOL = 1;
 export const DEFAULT_TIMEOUT_MS = 30000;
