@@ -148,7 +148,8 @@ def test_host_modules_take_node_builtins_without_an_es_module_facade() -> None:
     10 ms of CPU at every host start. The hosts take builtins with ``process.getBuiltinModule``.
     (``bundle.mjs`` runs once, at install, and may import them.)"""
     facade = re.compile(r'^\s*import\b[^;]*?\bfrom\s+"node:[^"]+"|^\s*import\s+"node:', re.M)
-    sources = [p for p in (*node.PI_DIR.glob("*.mjs"), *LIB.glob("*.mjs")) if p.name != "bundle.mjs"]
+    sources = [p for p in (*node.PI_DIR.glob("*.mjs"), *LIB.glob("*.mjs"))
+               if p.name != "bundle.mjs"]
     assert len(sources) > 10
     offenders = [p.name for p in sources if facade.search(p.read_text(encoding="utf-8"))]
     assert offenders == []
