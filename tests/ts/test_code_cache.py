@@ -10,6 +10,7 @@ starts from the code cache of the next load.)
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -71,3 +72,20 @@ def test_data_v8_rejects_is_compiled_afresh_and_replaced(tmp_path: Path) -> None
     after = _entries(cache)
     assert after and all(data != garbage for _, data in after.values())
     assert again["whereami"] == first["whereami"] == "unset"
+
+
+def test_a_full_cache_keeps_nothing_more(tmp_path: Path) -> None:
+    source = (node.PI_DIR / "lib" / "code-cache.mjs").read_text(encoding="utf-8")
+    match = re.search(r"export const MAX_CACHE_FILES = (\d+);", source)
+    assert match is not None
+    cache = tmp_path / "cache"
+    _load_and_ask(cache, tmp_path / "transpiled")
+    shutil.rmtree(cache / "v8")
+    (cache / "v8").mkdir()
+    for n in range(int(match[1])):
+        (cache / "v8" / f"filler{n}").write_bytes(b"")
+    _load_and_ask(cache, tmp_path / "full")
+    assert not list((cache / "v8").glob("*.v8")), "a full cache kept more"
+    (cache / "v8" / "filler0").unlink()
+    _load_and_ask(cache, tmp_path / "room")
+    assert len(list((cache / "v8").glob("*.v8"))) == 1, "room for one kept other than one"

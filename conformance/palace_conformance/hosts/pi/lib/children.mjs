@@ -299,14 +299,21 @@ export function isAlive(pid) {
  * CONFIG_PROC_CHILDREN); undefined when it does not. Reading every process's stat instead costs a
  * file read per process on the machine, at every look. */
 function listedChildren() {
-  let pids = [];
+  let threads;
   try {
-    for (const thread of fs.readdirSync("/proc/self/task")) {
-      const text = fs.readFileSync(`/proc/self/task/${thread}/children`, "utf8").trim();
-      if (text) pids = pids.concat(text.split(" ").map(Number));
-    }
+    fs.accessSync(`/proc/self/task/${process.pid}/children`); // the main thread's: the list exists
+    threads = fs.readdirSync("/proc/self/task");
   } catch {
     return undefined;
+  }
+  const pids = [];
+  for (const thread of threads) {
+    try {
+      const text = fs.readFileSync(`/proc/self/task/${thread}/children`, "utf8").trim();
+      if (text) pids.push(...text.split(" ").map(Number));
+    } catch {
+      // a thread that ended meanwhile
+    }
   }
   return pids;
 }

@@ -17,6 +17,10 @@ const vm = process.getBuiltinModule("node:vm");
 /** The wrapper jiti 2 puts around a module's code (`eval_evalModule`). */
 const JITI_WRAPPER = "function (exports, require, module, __filename, __dirname, jitiImport, jitiESMResolve) {";
 
+/** Files the cache may hold (a few KB each): past it nothing more is kept, and the scripts not
+ * kept compile as they would without a cache. */
+export const MAX_CACHE_FILES = 4096;
+
 let cacheDir;
 const fresh = new Map(); // cache file -> a script compiled without usable cached data
 
@@ -46,20 +50,23 @@ export function useCodeCache(dir) {
 }
 
 /**
- * Keep the cached data of the scripts compiled afresh since the last call. Called once a load
- * has run the bridge's factory, so the functions it ran are compiled into the data too. Each
- * file is written whole under a temporary name and renamed: hosts running side by side never
- * read half a file. A failure only costs the next host its compile.
+ * Keep the cached data of the scripts compiled afresh since the last call, while the cache has
+ * room (`MAX_CACHE_FILES`). Called once a load has run the bridge's factory, so the functions it
+ * ran are compiled into the data too. Each file is written whole under a temporary name and
+ * renamed: hosts running side by side never read half a file. A failure only costs the next
+ * host its compile.
  */
 export function keepCodeCache() {
   if (cacheDir === undefined || fresh.size === 0) return;
+  let room;
   try {
     fs.mkdirSync(cacheDir, { recursive: true });
+    room = MAX_CACHE_FILES - fs.readdirSync(cacheDir).length;
   } catch {
-    fresh.clear();
-    return;
+    room = 0;
   }
   for (const [file, script] of fresh) {
+    if (room-- <= 0) break;
     const partial = `${file}.${process.pid}.tmp`;
     try {
       fs.writeFileSync(partial, script.createCachedData());
