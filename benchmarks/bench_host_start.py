@@ -4,12 +4,12 @@
 Each sample starts the host for ``SPEC`` as the runner does, sends ``hello``, a ``load`` (the
 bridge imported and its factory run, under a temporary HOME) and ``exit``, and takes the CPU
 the host process used from ``RUSAGE_CHILDREN``; with ``--session``, a scenario-shaped session
-on the stdio fake between ``load`` and ``exit`` (the fake's CPU counted too, alike for every
-variant). Variants alternate within each round, so a
-loaded machine weighs on both alike: ``bundles`` (the default argv) and ``files``
-(``--no-bundles``: every package loaded from its own files, as before the bundles); with
-``--against TREE``, also ``TREE``'s own host command (another checkout of the kit, e.g. main in
-a worktree), so a change to the hosts is measured side by side with what it changes.
+on the stdio fake between ``load`` and ``exit`` (the fake's CPU counted too: this tree's fake,
+for every variant). Variants alternate within each round, so a loaded machine weighs on both
+alike: ``bundles`` (the default argv) and ``files`` (``--no-bundles``: every package loaded from
+its own files, as before the bundles); with ``--against TREE``, also ``TREE``'s own host command
+(another checkout of the kit, e.g. main in a worktree), so a change to the hosts is measured side
+by side with what it changes.
 
 Usage::
 
