@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from palace_conformance.runner.compare import categories, drift_trace, volatile
 from palace_conformance.runner.compare.diff import compare, render_markdown, render_text
@@ -427,3 +429,41 @@ def test_registrations_under_a_map_compare_only_what_both_can_offer() -> None:
     plain = source("curated", run_of(curated, "/tmp/pc-run-a"))
     [drift] = compare(full, plain, every_pair=True).drift
     assert "registrations" in drift.categories
+
+
+def _ruled(masker: volatile.Masker, text: str) -> str:
+    """``text`` through ``masker``'s replacements and rules, without any memo."""
+    for raw, name in masker.replacements:
+        text = text.replace(raw, name)
+    for rule in masker.rules:
+        text = rule.apply(text)
+    return text
+
+
+@given(st.lists(st.sampled_from(["/tmp/pc-run-a", "/tmp/pc-run-b", "pid 4242", "rep_" + "e" * 32,
+                                 "2026-12-01T16:00:00Z", "127.0.0.1:8080", "Bearer abc", "wing",
+                                 " ", "/", "x"]), max_size=6).map("".join))
+def test_runs_sharing_the_rules_memo_mask_as_each_alone(text: str) -> None:
+    """The rules' results are shared by every masker with the same rules, keyed by the text
+    after a run's own replacements: a run's ``${TMP}`` never reaches another run's masking."""
+    days = volatile.run_dates("2026-12-01T16:00:00+00:00")
+    a = volatile.Masker([("/tmp/pc-run-a", "${TMP}")], days)
+    b = volatile.Masker([("/tmp/pc-run-b", "${TMP}")], days)
+    plain = volatile.Masker(days=days)
+    for masker in (a, b, plain, a, plain, b):
+        assert masker.text(text) == _ruled(masker, text)
+
+
+def test_the_rules_memo_is_shared_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    days = volatile.run_dates("2031-01-01T00:00:00+00:00")  # a rule set of this test's own
+    first, second = volatile.Masker(days=days), volatile.Masker(days=days)
+    assert first._ruled is second._ruled
+    assert volatile.Masker(days=volatile.run_dates("2031-06-01T00:00:00+00:00"))._ruled \
+        is not first._ruled
+    assert first.text("held by pid 12345") == "held by pid <pid>"
+    assert first._ruled.texts["held by pid 12345"] == "held by pid <pid>"
+    monkeypatch.setattr(volatile, "RULE_MEMO_CHARS", 40)
+    for n in range(10):
+        assert second.text(f"pid {n} on 127.0.0.1:{8000 + n}") == "pid <pid> on 127.0.0.1:<port>"
+    assert len(second._ruled.texts) < 10  # started afresh on the way
+    assert second._ruled.chars <= 40 + 64  # one entry past the bound at most

@@ -19,6 +19,7 @@ import contextlib
 import functools
 import json
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
@@ -191,6 +192,35 @@ def _date_rules(days: Sequence[date]) -> list[TextRule]:
     return [TextRule("run-date", pattern, DATE_MASK, "the run's own date written into text")]
 
 
+class _RuleMemo:
+    """Texts after one set of text rules, shared by every :class:`Masker` with that set: a
+    catalogue's runs repeat the same strings (the tool catalogue and its schemas, the palace's
+    messages) run after run, and the rules are a pure function of the text. Bounded: past
+    :data:`RULE_MEMO_CHARS` characters held it starts afresh."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+        self.chars = 0
+
+    def keep(self, text: str, masked: str) -> None:
+        if self.chars > RULE_MEMO_CHARS:
+            self.texts, self.chars = {}, 0
+        self.texts[text] = masked
+        self.chars += len(text) + len(masked)
+
+
+#: characters a rule set's memo holds before it starts afresh (a few tens of MB at most)
+RULE_MEMO_CHARS = 8_000_000
+_RULE_MEMOS: dict[tuple[tuple[str, str, str], ...], _RuleMemo] = {}
+_RULE_MEMOS_LOCK = threading.Lock()
+
+
+def _rule_memo(rules: Sequence[TextRule]) -> _RuleMemo:
+    key = tuple((rule.name, rule.pattern.pattern, rule.replacement) for rule in rules)
+    with _RULE_MEMOS_LOCK:
+        return _RULE_MEMOS.setdefault(key, _RuleMemo())
+
+
 class Masker:
     """One run's view of the rules: its own values (``${TMP}``, ``${FAKE_URL}``) replaced by name,
     then every text rule, then its dates; keys masked by :data:`KEY_RULES`."""
@@ -202,15 +232,21 @@ class Masker:
         self.rules = [*TEXT_RULES, *extra, *_date_rules(days)]
         #: each string masked once: a trace repeats its keys and values thousands of times
         self._masked: dict[str, str] = {}
+        #: and the rules' part once for every run with the same rules
+        self._ruled = _rule_memo(self.rules)
 
     def text(self, value: str) -> str:
         masked = self._masked.get(value)
         if masked is None:
-            masked = value
+            replaced = value
             for raw, name in self.replacements:
-                masked = masked.replace(raw, name)
-            for rule in self.rules:
-                masked = rule.apply(masked)
+                replaced = replaced.replace(raw, name)
+            masked = self._ruled.texts.get(replaced)
+            if masked is None:
+                masked = replaced
+                for rule in self.rules:
+                    masked = rule.apply(masked)
+                self._ruled.keep(replaced, masked)
             self._masked[value] = masked
         return masked
 
