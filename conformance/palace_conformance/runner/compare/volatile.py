@@ -211,12 +211,14 @@ class _RuleMemo:
 
 #: characters a rule set's memo holds before it starts afresh (a few tens of MB at most)
 RULE_MEMO_CHARS = 8_000_000
-_RULE_MEMOS: dict[tuple[tuple[str, str, str], ...], _RuleMemo] = {}
+_RULE_MEMOS: dict[tuple[tuple[str, str, int, str], ...], _RuleMemo] = {}
 _RULE_MEMOS_LOCK = threading.Lock()
 
 
 def _rule_memo(rules: Sequence[TextRule]) -> _RuleMemo:
-    key = tuple((rule.name, rule.pattern.pattern, rule.replacement) for rule in rules)
+    """The memo of this rule set (each rule by its name, pattern, flags and replacement)."""
+    key = tuple((rule.name, rule.pattern.pattern, rule.pattern.flags, rule.replacement)
+                for rule in rules)
     with _RULE_MEMOS_LOCK:
         return _RULE_MEMOS.setdefault(key, _RuleMemo())
 
