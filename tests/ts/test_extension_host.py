@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from palace_conformance import contract
+from palace_conformance import processes as procs
 from palace_conformance.resources import tool_catalogue
 
 from .support import CATALOGUE_TOOLS, EXTENSIONS, host, of_kind, palace, payload
@@ -214,15 +215,6 @@ def test_a_child_with_inherited_stderr_is_recorded_as_the_bridges_stderr(tmp_pat
         assert "child: first line" in h.client.stderr_text()  # still on the host's stderr
 
 
-def _alive(pid: int) -> bool:
-    """Running and not a zombie (a dead host's child is reparented, then reaped)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def test_a_child_the_spawn_hook_missed_is_found_and_ended(tmp_path: Path) -> None:
     """A child started past ``child_process`` (a native addon's) is still one of the bridge's
     children: listed by ``introspect`` and SIGKILLed by the host's last resort at exit."""
@@ -232,11 +224,11 @@ def test_a_child_the_spawn_hook_missed_is_found_and_ended(tmp_path: Path) -> Non
         started = payload(h.ok("call_tool", name="start_unhooked", args={}).result)
         assert started["code"] == 0
         pid = started["pid"]
-        assert _alive(pid)
+        assert procs.alive(pid)
         children = h.ok("introspect").result["children"]
         assert {"pid": pid, "argv": ["sleep", "60"], "alive": True} in children
         assert h.ok("exit").result is None
         deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
+        while procs.alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(pid)
+        assert not procs.alive(pid)

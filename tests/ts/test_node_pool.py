@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from palace_conformance import processes as procs
 from palace_conformance.hosts import node
 from palace_conformance.runner.execution import node_pool
 from palace_conformance.runner.execution.driver import DriverClient
@@ -161,19 +162,9 @@ def test_waiting_hosts_leave_when_their_runner_is_killed(tmp_path: Path) -> None
         runner.kill()
         runner.wait(30)
     deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in pids):
+    while any(procs.alive(pid) for pid in pids):
         assert time.monotonic() < deadline, f"waiting hosts {pids} outlived their runner"
         time.sleep(0.1)
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie does not: its parent, the killed runner, is gone and init
-    reaps it)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_a_pool_that_cannot_start_hosts_leaves_runs_to_start_their_own(
