@@ -27,7 +27,7 @@ from palace_conformance.commands.usage import (
     write_text,
 )
 from palace_conformance.contract import TRANSPORTS
-from palace_conformance.runner.jobs import default_jobs
+from palace_conformance.runner.jobs import adaptive_ceiling, default_jobs
 
 if TYPE_CHECKING:
     from palace_conformance.runner.compare.sources import Source
@@ -58,7 +58,8 @@ def _selection(args: argparse.Namespace) -> Any:
     at_least_one("--jobs", jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
-    return Selection(tuple(args.select), transports, jobs, args.op_timeout_ms, args.level)
+    return Selection(tuple(args.select), transports, jobs, args.op_timeout_ms, args.level,
+                     max_jobs=adaptive_ceiling() if args.jobs is None else None)
 
 
 def _command_line(prog: str, args: argparse.Namespace) -> str:
@@ -200,8 +201,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=(*TRANSPORTS, "both"), default="both",
                         help="which transports (default both)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="runs in parallel per bridge (default: as run, 4 per CPU, 2 to 12; "
-                        "the bridges run one after the other)")
+                        help="runs in parallel per bridge, a fixed number (default: as run, "
+                        "4 per CPU, 2 to 12, growing while the CPUs are idle; the bridges run "
+                        "one after the other)")
     parser.add_argument("--save-runs", metavar="DIR",
                         help="also keep each bridge's results as DIR/<label>.json, so a later "
                         "diff or matrix reads them with --from instead of running them again")

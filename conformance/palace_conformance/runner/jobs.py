@@ -4,8 +4,9 @@ A run mostly waits (settle and debounce windows, backoffs, a fake's scripted sta
 default is several runs per CPU: :data:`RUNS_PER_CPU`, capped at :data:`MAX_JOBS` (past it the
 slowest timing windows start to stretch on a loaded machine) and by the memory available (each
 run holds a host, a fake and the bridge's children: :data:`MEMORY_PER_RUN` is budgeted for a
-Node host's). Measured figures and the command: docs/runner.md. Light on purpose: the CLI
-imports it for ``--help``.
+Node host's). That is where a suite starts; without ``--jobs`` it may grow, while the CPUs have
+time to spare, up to :func:`adaptive_ceiling` (runner/execution/admission.py). Measured figures
+and the command: docs/runner.md. Light on purpose: the CLI imports it for ``--help``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ MIN_JOBS = 2
 #: verdict moved in benchmarks/verdict_stability.py where 8 held (docs/runner.md)
 RUNS_PER_CPU = 4
 MAX_JOBS = 12
+#: how far an idle machine lets the default grow: runs per CPU, and at most
+#: (on 2 idle CPUs the reference's catalogue stops gaining at about 14)
+ADAPTIVE_PER_CPU = 12
+ADAPTIVE_MAX_JOBS = 24
 #: what one run may hold resident: the reference run measured ~30-60 MiB (host and fake forked
 #: from the warm server); a Node host with pi's packages is the larger case
 MEMORY_PER_RUN = 256 * 2**20
@@ -52,3 +57,15 @@ def default_jobs(cpus: int | None = None, memory: int | None = None) -> int:
     if memory is not None:
         jobs = min(jobs, memory // MEMORY_PER_RUN)
     return max(MIN_JOBS, jobs)
+
+
+def adaptive_ceiling(cpus: int | None = None, memory: int | None = None) -> int:
+    """How far the default may grow: :data:`ADAPTIVE_PER_CPU` runs per usable CPU, at most
+    :data:`ADAPTIVE_MAX_JOBS` and what the available memory holds, never below
+    :func:`default_jobs` (where it starts)."""
+    cpus = usable_cpus() if cpus is None else cpus
+    memory = available_memory() if memory is None else memory
+    jobs = min(ADAPTIVE_MAX_JOBS, ADAPTIVE_PER_CPU * cpus)
+    if memory is not None:
+        jobs = min(jobs, memory // MEMORY_PER_RUN)
+    return max(default_jobs(cpus, memory), jobs)

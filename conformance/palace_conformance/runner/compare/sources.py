@@ -67,6 +67,8 @@ class Selection:
     level: str | None = None  # None: core when any source is not the reference, else seed
     #: ``--server real``: a ``RealServerSetup`` every bridge's run shares; None: the fake
     real: Any = None
+    #: the default's growth (SuiteOptions.max_jobs); None: ``jobs`` is fixed
+    max_jobs: int | None = None
 
 
 def bridge_label(spec: str) -> str:
@@ -216,7 +218,8 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
                                           level=level, profile=profile,
                                           server=selection.real if selection.real is not None
                                           else FAKE_PALACE),
-                           jobs=selection.jobs, transports=selection.transports,
+                           jobs=selection.jobs, max_jobs=selection.max_jobs,
+                           transports=selection.transports,
                            judges=golden.judges(level=level, profile=profile,
                                                 server="fake" if selection.real is None
                                                 else "real"))

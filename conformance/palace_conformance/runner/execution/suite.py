@@ -19,6 +19,8 @@ from palace_conformance.contract import HARNESS_CAPABILITIES, TRANSPORTS
 from palace_conformance.errors import HostError
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution import node_pool
+from palace_conformance.runner.execution.admission import Gate, Limit
+from palace_conformance.runner.execution.cpu_busy import open_meter
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
 from palace_conformance.runner.execution.lateness import TimerProbe
@@ -65,6 +67,9 @@ class Progress(Protocol):
 class SuiteOptions:
     run: RunOptions
     jobs: int = field(default_factory=default_jobs)
+    #: the default's growth (runner/execution/admission.py): above ``jobs``, the runs in flight
+    #: may rise to this while the runner's CPUs have time to spare; None: ``jobs`` is fixed
+    max_jobs: int | None = None
     transports: tuple[str, ...] = TRANSPORTS
     baseline: Baseline | None = None
     #: stop starting runs after the first failure no baseline expects (``run -x``)
@@ -187,9 +192,16 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
             if added > options.max_scenario_seconds:
                 too_slow.append((scenario.id, transport, added))
                 return None
-        if progress is not None:
-            progress.begin(scenario, transport)
-        result = runner(scenario, transport, run_options, capabilities)
+        if not gate.enter():
+            return None
+        try:
+            if stop.is_set():
+                return None
+            if progress is not None:
+                progress.begin(scenario, transport)
+            result = runner(scenario, transport, run_options, capabilities)
+        finally:
+            gate.leave()
         for more in options.judges:  # here, in the worker: it overlaps the other runs' waits
             more([result], capabilities)
         if options.exitfirst and _stops(result, options.baseline):
@@ -203,18 +215,10 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     probe = _start_probe()
     if probe is not None:
         run_options = replace(run_options, lateness=probe)
-    pool = ThreadPoolExecutor(max_workers=max(1, options.jobs))
+    gate = _gate(options)
     try:
-        # Node hosts wait started (node_pool), a couple for the workers to take from
-        with node_pool.session(size=min(2, options.jobs)):
-            finished = list(pool.map(one, jobs))
-    except BaseException:
-        # Ctrl-C: runs not started yet are dropped; runs in flight finish (each has deadlines)
-        # so that their processes are cleaned up
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
+        finished = _in_parallel(jobs, one, options, gate)
     finally:
-        pool.shutdown(wait=True)
         if probe is not None:
             probe.stop()
         if progress is not None:
@@ -240,6 +244,37 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
                     not_run=not_run, too_slow=sorted(too_slow), start_note=note,
                     lateness=probe.summary() if probe is not None else None)
     return apply_baseline(run, options.baseline)
+
+
+def _in_parallel(jobs: Sequence[tuple[Scenario, str]],
+                 one: Callable[[tuple[Scenario, str]], ScenarioResult | None],
+                 options: SuiteOptions, gate: Gate) -> list[ScenarioResult | None]:
+    """``one`` over every job, as many at once as ``gate`` lets in; the gate is closed after."""
+    pool = ThreadPoolExecutor(max_workers=max(1, options.jobs, options.max_jobs or 0))
+    try:
+        # Node hosts wait started (node_pool), a couple for the workers to take from
+        with node_pool.session(size=min(2, options.jobs)):
+            return list(pool.map(one, jobs))
+    except BaseException:
+        # Ctrl-C: runs not started yet are dropped (those waiting for a slot too); runs in
+        # flight finish (each has deadlines) so that their processes are cleaned up
+        gate.close()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        gate.close()
+        pool.shutdown(wait=True)
+
+
+def _gate(options: SuiteOptions) -> Gate:
+    """The suite's slots: ``jobs`` of them, or with ``max_jobs`` a limit that grows from ``jobs``
+    while the CPUs have time to spare (fixed when they cannot be read)."""
+    if options.max_jobs is None or options.max_jobs <= options.jobs:
+        return Gate(options.jobs)
+    meter = open_meter()
+    if meter is None:
+        return Gate(options.jobs)
+    return Gate(options.jobs, Limit(options.jobs, options.max_jobs), meter).start()
 
 
 def _start_probe() -> TimerProbe | None:
