@@ -3,6 +3,7 @@ is, an empty or relative ``XDG_CACHE_HOME`` included (the XDG spec calls both in
 
 from __future__ import annotations
 
+import pwd
 import sys
 from pathlib import Path
 
@@ -57,12 +58,16 @@ def test_an_absolute_variable_is_the_base_of_all_four(
 
 def test_no_home_and_no_variable_is_no_cache_not_a_traceback(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No HOME and no password-database entry: ``~`` names no place (``Path.home()`` raises)."""
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("HOME", raising=False)
 
-    def no_home() -> Path:
-        raise RuntimeError("Could not determine home directory.")
+    def no_entry(uid: int) -> pwd.struct_passwd:
+        raise KeyError(uid)
 
-    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    with pytest.raises(RuntimeError):
+        Path.home()
     assert kit_cache_root() is None and cache_dir() is None
     with pytest.raises(last_failed.RunUsageError, match="XDG_CACHE_HOME"):
         last_failed.record_path("b")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
-from palace_conformance.cache_home import kit_cache_root
+from palace_conformance.cache_home import kit_cache_dir
 
 ENV = "PALACE_CONFORMANCE_PYCACHE"
 OFF = "off"
@@ -39,10 +39,10 @@ def redirect() -> str | None:
     if chosen == OFF:
         return None
     if not chosen:
-        root = kit_cache_root()
-        if root is None or not root.is_dir():
+        root = kit_cache_dir()
+        if root is None or not os.path.isdir(root):
             return None
-        chosen = str(root / PYCACHE)
+        chosen = os.path.join(root, PYCACHE)
     sys.pycache_prefix = chosen
     sys.dont_write_bytecode = False
     return chosen

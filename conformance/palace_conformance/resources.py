@@ -1,25 +1,42 @@
-"""Where shipped data lives: `fixtures/` in a checkout, the package's `fixtures` in a wheel."""
+"""Where shipped data lives: `fixtures/` in a checkout, the package's `fixtures` in a wheel.
+
+Every fake a bridge starts reads its tool catalogue from here, so the paths are worked out with
+``os.path`` (importing ``pathlib`` costs a helper's start about 5 ms); :func:`fixtures_dir` gives
+the runner its ``Path``.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+if TYPE_CHECKING:
+    from pathlib import Path
+
+_PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
 
 
 @cache
-def fixtures_dir() -> Path:
+def fixtures_path() -> str:
     """The fixtures directory: packaged copy first, then the source checkout."""
-    for candidate in (_PACKAGE_DIR / "fixtures", _PACKAGE_DIR.parent.parent / "fixtures"):
-        if (candidate / "schema").is_dir():
+    for candidate in (os.path.join(_PACKAGE_DIR, "fixtures"),
+                      os.path.join(os.path.dirname(os.path.dirname(_PACKAGE_DIR)), "fixtures")):
+        if os.path.isdir(os.path.join(candidate, "schema")):
             return candidate
     raise FileNotFoundError(
         "palace-conformance fixtures not found; reinstall the package "
         "(pip install palace-conformance)"
     )
+
+
+@cache
+def fixtures_dir() -> Path:
+    """:func:`fixtures_path` as a ``Path``."""
+    from pathlib import Path
+
+    return Path(fixtures_path())
 
 
 #: catalogue name -> file in ``fixtures/catalogue``: the full server (``mempalace-mcp``, 47 tools)
@@ -31,6 +48,7 @@ CATALOGUES = {"full": "mempalace-3.11.0-tools.json", "light": "mempalace-light-3
 def tool_catalogue(name: str = "full") -> dict[str, Any]:
     """The captured ``tools/list`` of mempalace 3.11.0 (``full``, or the ``light`` server's) plus
     the per-tool server policies and the ``serverInfo`` it answers with."""
-    path = fixtures_dir() / "catalogue" / CATALOGUES[name]
-    catalogue: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    path = os.path.join(fixtures_path(), "catalogue", CATALOGUES[name])
+    with open(path, encoding="utf-8") as handle:
+        catalogue: dict[str, Any] = json.load(handle)
     return catalogue

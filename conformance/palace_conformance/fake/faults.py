@@ -16,7 +16,6 @@ import os
 import re
 from collections.abc import Iterable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from palace_conformance.errors import UntrustedInputError
@@ -504,7 +503,8 @@ def plan_from_json(data: Any, source: str = "fault plan") -> FaultPlan:
 
 def load_plan(path: str | os.PathLike[str]) -> FaultPlan:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except OSError as exc:
         raise FaultPlanError(f"cannot read fault plan {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -19,7 +19,6 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from itertools import islice
-from pathlib import Path
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -144,7 +143,7 @@ class Journal:
 
     def __init__(self, path: str | os.PathLike[str] | None, transport: str, *,
                  memory_keep: int = MEMORY_KEEP) -> None:
-        self.path = Path(path) if path else None
+        self.path = os.fspath(path) if path else None
         self.transport = transport
         self.pid = os.getpid()
         self.memory: deque[dict[str, Any]] = deque()
@@ -155,7 +154,7 @@ class Journal:
         self._lock = threading.RLock()
         self._fd: int | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def record(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -216,7 +215,8 @@ def read_journal(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """All complete records of a journal file; a torn last line (a killed writer) is skipped."""
     records: list[dict[str, Any]] = []
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         return records
     for raw in data.splitlines():

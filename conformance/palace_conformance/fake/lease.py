@@ -9,11 +9,13 @@ therefore contend exactly like two real servers.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: every fake starts with a lease, few take it
+    from pathlib import Path
 
 
 def config_dir(env: dict[str, str] | None = None) -> str:
@@ -65,6 +67,9 @@ def _expanded(value: str, home: str) -> str:
 
 
 def lock_file_for(palace: str, home: str | None = None) -> Path:
+    import hashlib
+    from pathlib import Path
+
     home = home or os.environ.get("HOME") or os.path.expanduser("~")
     key = hashlib.sha256(os.path.normcase(os.path.realpath(palace)).encode()).hexdigest()[:16]
     return Path(home) / ".mempalace" / "locks" / f"mine_palace_{key}.lock"
@@ -101,8 +106,16 @@ class Lease:
 
     def __init__(self, palace: str, home: str | None = None) -> None:
         self.palace = palace
-        self.path = lock_file_for(palace, home)
+        self._home = home
+        self._path: Path | None = None
         self._fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        """The lock file, worked out when first needed."""
+        if self._path is None:
+            self._path = lock_file_for(self.palace, self._home)
+        return self._path
 
     @property
     def held(self) -> bool:

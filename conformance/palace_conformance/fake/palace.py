@@ -21,8 +21,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from palace_conformance.fake.palace_checks import (
     argument_problem,
@@ -36,6 +35,9 @@ from palace_conformance.fake.palace_checks import (
     temporal,
 )
 from palace_conformance.fake.search_query import clean_query
+
+if TYPE_CHECKING:  # imported where used: pathlib costs every fake's start about 5 ms
+    from pathlib import Path
 
 VERSION = "3.11.0"
 EVENT_STATUSES = ("applied", "blocked", "claimed", "failed", "open", "ready", "superseded")
@@ -66,6 +68,15 @@ def _now() -> datetime:
 def new_replica_id() -> str:
     """A palace's replica id as 3.11 mints it: ``rep_`` and 32 random hex digits."""
     return f"rep_{os.urandom(16).hex()}"  # secrets.token_hex(16), without importing secrets
+
+
+def _name_of(path: str) -> str:
+    """``pathlib.Path(path).name`` on POSIX: the last part that is not ``.`` (``""`` for none),
+    without importing pathlib; a non-string raises TypeError, as ``Path`` does."""
+    if not isinstance(path, str):
+        raise TypeError(f"expected str, bytes or os.PathLike object, not {type(path).__name__}")
+    parts = [part for part in path.split("/") if part and part != "."]
+    return parts[-1] if parts else ""
 
 
 def replica_id_for(path: str | os.PathLike[str]) -> str:
@@ -177,7 +188,7 @@ def drawer_metadata(drawer: dict[str, Any]) -> dict[str, Any]:
     if parent is not None:
         meta["parent_drawer_id"] = parent
     return dict(sorted({**meta, "room": drawer["room"],
-                        "source_file": "" if source == "?" else Path(source).name,
+                        "source_file": "" if source == "?" else _name_of(source),
                         "wing": drawer["wing"]}.items()))
 
 
@@ -296,9 +307,9 @@ class PalaceStore:
 
     def __init__(self, path: str | os.PathLike[str] | None = None,
                  initial: dict[str, Any] | None = None) -> None:
-        self.path = Path(path) if path else None
+        self.path = os.fspath(path) if path else None
         self.state = PalaceState.from_json(initial or {})
-        if self.path is not None and self.path.exists():
+        if self.path is not None and os.path.exists(self.path):
             self.state = self._read()
         #: 3.11 checks the chroma database's integrity once, when the server starts: a palace
         #: initialised later in the same process still reports "no quick_check ran", until a
@@ -309,7 +320,8 @@ class PalaceStore:
 
     def _read(self) -> PalaceState:
         assert self.path is not None
-        text = self.path.read_text(encoding="utf-8")
+        with open(self.path, encoding="utf-8") as handle:
+            text = handle.read()
         data = json.loads(text) if text.strip() else {}
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")
@@ -326,15 +338,16 @@ class PalaceStore:
         if self.path is None:
             yield self.state
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(self.path.suffix + ".lock"), "a+") as lock:
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        with open(self.path + ".lock", "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
-            if self.path.exists():
+            if os.path.exists(self.path):
                 self.state = self._read()
             yield self.state
             if write:
-                tmp = self.path.with_suffix(self.path.suffix + f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(self.state.to_json(), ensure_ascii=False, indent=1))
+                tmp = f"{self.path}.{os.getpid()}.tmp"
+                with open(tmp, "w", encoding="utf-8") as handle:
+                    handle.write(json.dumps(self.state.to_json(), ensure_ascii=False, indent=1))
                 os.replace(tmp, self.path)
 
 
@@ -766,7 +779,7 @@ def _searched(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
         distance = round(1.0 - overlap / max(len(terms), 1), 4)
         results.append({  # 3.11's 18 keys, in its order; the scores are word overlap
             "drawer_id": drawer["id"], "text": drawer["content"], "wing": drawer["wing"],
-            "room": drawer["room"], "source_file": Path(drawer.get("source_file", "?")).name or "?",
+            "room": drawer["room"], "source_file": _name_of(drawer.get("source_file", "?")) or "?",
             "source_path": "" if drawer.get("source_file", "?") == "?" else drawer["source_file"],
             "created_at": drawer["created_at"], "filed_at": drawer["created_at"],
             "authored_at": drawer["created_at"], "authored_at_source": "filed_at",
@@ -856,6 +869,8 @@ MINE_FILE_CAP = 2000  # a mis-aimed mine (say, of '/') must not walk the whole d
 
 def _files_under(root: Path, cap: int) -> list[Path]:
     """Up to ``cap`` files below ``root`` in sorted walk order, without listing the rest."""
+    from pathlib import Path
+
     found: list[Path] = []
     for here, dirs, names in os.walk(root):
         dirs.sort()
@@ -870,6 +885,8 @@ def _files_under(root: Path, cap: int) -> list[Path]:
 
 def mine_source(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     """Mine ``args["source"]``: the counts (files, drawers filed, wing), or 3.11's refusal."""
+    from pathlib import Path
+
     source = Path(os.path.expanduser(args["source"]))  # a non-string: TypeError, -32000
     if not args["source"] or not source.exists():
         return {"success": False, "error": f"source not found: {args['source']!r}"}
@@ -993,6 +1010,8 @@ def _mine_refusal(args: dict[str, Any]) -> dict[str, Any] | None:
     source = args["source"]
     if not source:
         return {"success": False, "error": f"source not found: {source!r}"}
+    from pathlib import Path
+
     where = Path(os.path.expanduser(source))  # a non-string: TypeError (-32000), as in 3.11
     if not (where.is_dir() or (mode == "convos" and where.is_file())):
         return {"success": False, "error": f"source not found: {source!r}"}

@@ -25,14 +25,16 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from palace_conformance.contract import FEED_SESSION_MODES as MODES
 from palace_conformance.contract import FEED_SESSION_PROGRAM as PROGRAM
 from palace_conformance.errors import UsageError as UsageError
 from palace_conformance.fake.journal import REDACTED, Journal, read_journal
 from palace_conformance.processes import HOST_MARK
+
+if TYPE_CHECKING:  # imported where used: pathlib costs every helper's start about 5 ms
+    from pathlib import Path
 
 RECORD_KIND = "feed_prepare"
 ENV_MODE = "PALACE_FEED_MODE"
@@ -120,7 +122,8 @@ def _step(env: dict[str, str], plan_path: str | None, invocation: int) -> dict[s
             step[key] = env[variable]
     if plan_path:
         try:
-            plan = json.loads(Path(plan_path).read_text(encoding="utf-8"))
+            with open(plan_path, encoding="utf-8") as handle:
+                plan = json.load(handle)
         except (OSError, ValueError) as exc:
             raise UsageError(f"{PROGRAM}: cannot read plan {plan_path}: {exc}; "
                              "give a JSON list of steps") from None
@@ -148,6 +151,8 @@ def _record(env: dict[str, str], argv: list[str]) -> tuple[Journal | None, int]:
 
 
 def _stage(env: dict[str, str], reason: str, wing: str, invocation: int) -> Path:
+    from pathlib import Path
+
     home = env.get("HOME") or str(Path.home())
     outdir = Path(env.get(ENV_OUTDIR) or Path(home) / ".mempalace-pi-session" / "staged")
     outdir.mkdir(parents=True, exist_ok=True)

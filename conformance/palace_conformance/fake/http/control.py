@@ -25,6 +25,7 @@ POST     /_fake/reset              disarm faults, forget sessions, empty the pal
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -50,7 +51,8 @@ class JournalBody:
 
     def __init__(self, journal: Journal) -> None:
         self.path = journal.path
-        self.size = self.path.stat().st_size if self.path is not None and self.path.exists() else 0
+        self.size = (os.path.getsize(self.path)
+                     if self.path is not None and os.path.exists(self.path) else 0)
         self.memory: list[dict[str, Any]] = []
         self.dropped = 0
         if self.path is None:
