@@ -80,7 +80,7 @@ class Gate:
         self._closed = False
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
-        #: the highest limit reached (reported with the run's figures)
+        #: the highest limit reached (for tests and tracing)
         self.peak = self._allowed
 
     @property
