@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from palace_conformance.commands import fake_ctl
 from palace_conformance.commands.fake_ctl import MAX_ANSWER_BYTES, TIMEOUT_S
 
 CLI = str(Path(sys.executable).with_name("palace-conformance"))
@@ -115,29 +114,3 @@ def test_journal_against_a_flooding_peer_stops_at_the_size_cap() -> None:
         took, done = timed([CLI, "fake", "journal", "--url", url], 60)
     assert done.returncode == 1 and f"more than {MAX_ANSWER_BYTES} bytes" in done.stderr
     assert took < TIMEOUT_S + 5, took
-
-
-@pytest.mark.timeout(60)
-def test_a_ctrl_c_whose_interrupt_was_dropped_still_stops_the_call() -> None:
-    """A KeyboardInterrupt raised inside a finalizer (during an import or a collection) is
-    printed as "Exception ignored" and lost; the handler's flag is not, so the control call
-    still stops at once instead of at its deadline. Simulated: the flag set, no exception."""
-    with peer("trickle") as url, fake_ctl.ctrl_c_remembered():
-        threading.Timer(0.5, fake_ctl.CTRL_C.set).start()
-        started = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            fake_ctl.call(url, "GET", "/_fake/status")
-        stopped = time.monotonic() - started
-    assert stopped < 0.5 + 2.0, stopped  # the deadline is TIMEOUT_S (10 s) away
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
-
-
-@pytest.mark.timeout(60)
-def test_ctrl_c_remembered_leaves_an_ignored_sigint_ignored() -> None:
-    """A process started with SIGINT ignored (a background job) keeps it so."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        with fake_ctl.ctrl_c_remembered():
-            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -9,14 +9,12 @@ request is sent; the fake's own refusal (HTTP 400) is shown as its one line too.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import json
-import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,34 +59,6 @@ def base_url(args: argparse.Namespace) -> str:
 
 #: the most of an answer read (the journal of a long session is the big one)
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
-#: how often a control call's wait looks at :data:`CTRL_C` besides its answer
-CTRL_C_POLL_S = 0.2
-#: set by :func:`ctrl_c_remembered`'s handler: a Ctrl-C seen, even where its KeyboardInterrupt
-#: was dropped (a finalizer that runs during an import or a collection prints "Exception
-#: ignored" and goes on), so a call still stops at once and not at its deadline
-CTRL_C = threading.Event()
-
-
-@contextlib.contextmanager
-def ctrl_c_remembered() -> Iterator[None]:
-    """While the block runs, Ctrl-C raises KeyboardInterrupt as usual and also sets
-    :data:`CTRL_C`. Only where Python's own handler is in place (the main thread, SIGINT not
-    ignored by whoever started the process)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
-
-    def remember(signum: int, frame: object) -> None:
-        CTRL_C.set()
-        raise KeyboardInterrupt
-
-    CTRL_C.clear()
-    previous = signal.signal(signal.SIGINT, remember)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 class _Answer:
@@ -150,7 +120,7 @@ def call(base: str, method: str, path: str, body: Any = None, *,
                                                    max_bytes, left), daemon=True)
     worker.start()
     try:
-        finished = _wait(answer.done, time.monotonic() + left)
+        finished = answer.done.wait(left)
     finally:
         answer.cancelled.set()  # a Ctrl-C or a deadline: the thread stops at its next chunk
     if not finished:
@@ -173,18 +143,6 @@ def call(base: str, method: str, path: str, body: Any = None, *,
         reason = " ".join(str(reason).split())[:200]
         raise CtlError(f"the fake refused {method} {path} ({answer.status}): {reason}")
     return data
-
-
-def _wait(done: threading.Event, end: float) -> bool:
-    """Whether ``done`` was set by ``end``; KeyboardInterrupt once :data:`CTRL_C` is."""
-    while True:
-        if CTRL_C.is_set():
-            raise KeyboardInterrupt
-        left = end - time.monotonic()
-        if left <= 0:
-            return done.is_set()
-        if done.wait(min(left, CTRL_C_POLL_S)):
-            return True
 
 
 def _faults(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -228,8 +186,7 @@ def _action(act: Callable[[argparse.Namespace, str], int]) -> Handler:
     @functools.wraps(act)
     def handler(args: argparse.Namespace) -> int:
         try:
-            with ctrl_c_remembered():
-                return act(args, base_url(args))
+            return act(args, base_url(args))
         except CtlError as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
             return 1

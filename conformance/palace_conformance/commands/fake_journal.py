@@ -168,13 +168,7 @@ def run_journal(args: argparse.Namespace) -> int:
 
     try:
         if args.url:
-            from palace_conformance.commands.fake_ctl import (
-                TIMEOUT_S,
-                CtlError,
-                base_url,
-                call,
-                ctrl_c_remembered,
-            )
+            from palace_conformance.commands.fake_ctl import TIMEOUT_S, CtlError, base_url, call
 
             until: float | None = None
             fetched = 0
@@ -192,10 +186,9 @@ def run_journal(args: argparse.Namespace) -> int:
                 return call(base, method, path, deadline=end)
 
             try:
-                with ctrl_c_remembered():
-                    base = base_url(args)
-                    until = None if seconds is None else time.monotonic() + seconds
-                    show(url_records(base, args.follow, fetch), redactor, seconds, out)
+                base = base_url(args)
+                until = None if seconds is None else time.monotonic() + seconds
+                show(url_records(base, args.follow, fetch), redactor, seconds, out)
             except CtlError as exc:
                 if until is not None and time.monotonic() >= until:
                     return 0  # --for ran out mid-answer: the follow ends as asked
