@@ -94,11 +94,16 @@ def test_ctl_stops_at_ctrl_c_not_at_its_deadline() -> None:
     """Ctrl-C is seen at once, not when the trickling request ends. A ctl that waited for its
     request would stop at its deadline, TIMEOUT_S after the start; the bound is half of what is
     left of it at the signal, so a loaded machine (1.1 s seen in CI, two suites at once) cannot
-    move the verdict while the wait-for-the-deadline bug still fails by seconds."""
+    move the verdict while the wait-for-the-deadline bug still fails by seconds.
+
+    Ctrl-C as a terminal delivers it: a test process may have SIGINT ignored (a pytest-xdist
+    worker of a run started in the background: a shell without job control starts background
+    commands so), and a child inherits that, so the ctl is given the default disposition back."""
     started_s = 2.5  # well inside the request
     with peer("trickle") as url:
         proc = subprocess.Popen([CLI, "fake", "ctl", "--url", url, "status"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(started_s)
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
