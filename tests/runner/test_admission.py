@@ -64,8 +64,17 @@ def test_a_limit_needs_sensible_bounds() -> None:
 
 def _hold(gate: Gate, threads: int, hold_s: float,
           order: list[int] | None = None) -> tuple[int, list[bool]]:
-    """``threads`` runs through ``gate``, each holding its slot ``hold_s``: the most in flight at
-    once, and whether each was let in."""
+    """``threads`` runs through ``gate`` (started here, closed after), each holding its slot
+    ``hold_s``: the most in flight at once, and whether each was let in."""
+    gate.start()
+    try:
+        return _through(gate, threads, hold_s, order)
+    finally:
+        gate.close()
+
+
+def _through(gate: Gate, threads: int, hold_s: float,
+             order: list[int] | None) -> tuple[int, list[bool]]:
     lock = threading.Lock()
     flight = [0, 0]
     admitted: list[bool] = [False] * threads
@@ -108,30 +117,20 @@ def _meter(busy: float) -> Callable[[], Reading]:
 
 def test_a_fixed_gate_never_lets_in_more_than_its_jobs_and_keeps_their_order() -> None:
     order: list[int] = []
-    gate = Gate(3).start()
-    try:
-        peak, admitted = _hold(gate, 10, 0.05, order)
-    finally:
-        gate.close()
+    peak, admitted = _hold(Gate(3), 10, 0.05, order)
     assert peak == 3 and all(admitted)
     assert order == sorted(order)
 
 
 def test_an_adaptive_gate_grows_on_idle_cpus() -> None:
-    gate = Gate(2, Limit(2, 6), _meter(0.1), interval_s=0.02).start()
-    try:
-        peak, admitted = _hold(gate, 12, 0.3)
-    finally:
-        gate.close()
+    gate = Gate(2, Limit(2, 6), _meter(0.1), interval_s=0.02)
+    peak, admitted = _hold(gate, 12, 0.3)
     assert all(admitted) and peak > 2 and gate.peak <= 6
 
 
 def test_an_adaptive_gate_on_busy_cpus_keeps_its_floor() -> None:
-    gate = Gate(2, Limit(2, 6), _meter(0.99), interval_s=0.02).start()
-    try:
-        peak, admitted = _hold(gate, 8, 0.15)
-    finally:
-        gate.close()
+    gate = Gate(2, Limit(2, 6), _meter(0.99), interval_s=0.02)
+    peak, admitted = _hold(gate, 8, 0.15)
     assert all(admitted) and peak == 2 and gate.peak == 2
 
 

@@ -53,10 +53,7 @@ def default_jobs(cpus: int | None = None, memory: int | None = None) -> int:
     available memory holds at :data:`MEMORY_PER_RUN` each, never below :data:`MIN_JOBS`."""
     cpus = usable_cpus() if cpus is None else cpus
     memory = available_memory() if memory is None else memory
-    jobs = min(MAX_JOBS, RUNS_PER_CPU * cpus)
-    if memory is not None:
-        jobs = min(jobs, memory // MEMORY_PER_RUN)
-    return max(MIN_JOBS, jobs)
+    return max(MIN_JOBS, _within(RUNS_PER_CPU * cpus, MAX_JOBS, memory))
 
 
 def adaptive_ceiling(cpus: int | None = None, memory: int | None = None) -> int:
@@ -65,7 +62,12 @@ def adaptive_ceiling(cpus: int | None = None, memory: int | None = None) -> int:
     :func:`default_jobs` (where it starts)."""
     cpus = usable_cpus() if cpus is None else cpus
     memory = available_memory() if memory is None else memory
-    jobs = min(ADAPTIVE_MAX_JOBS, ADAPTIVE_PER_CPU * cpus)
-    if memory is not None:
-        jobs = min(jobs, memory // MEMORY_PER_RUN)
-    return max(default_jobs(cpus, memory), jobs)
+    return max(default_jobs(cpus, memory),
+               _within(ADAPTIVE_PER_CPU * cpus, ADAPTIVE_MAX_JOBS, memory))
+
+
+def _within(jobs: int, cap: int, memory: int | None) -> int:
+    """``jobs``, at most ``cap`` and what ``memory`` (None: unknown) holds at
+    :data:`MEMORY_PER_RUN` a run."""
+    jobs = min(jobs, cap)
+    return jobs if memory is None else min(jobs, memory // MEMORY_PER_RUN)

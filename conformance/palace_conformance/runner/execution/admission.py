@@ -83,11 +83,6 @@ class Gate:
         #: the highest limit reached (for tests and tracing)
         self.peak = self._allowed
 
-    @property
-    def allowed(self) -> int:
-        with self._cond:
-            return self._allowed
-
     def start(self) -> Gate:
         """Start the sampler when the limit is adaptive and the CPUs can be read."""
         if self._limit is not None and self._meter is not None:

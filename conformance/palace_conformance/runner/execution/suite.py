@@ -255,24 +255,20 @@ def _in_parallel(jobs: Sequence[tuple[Scenario, str]],
         # Node hosts wait started (node_pool), a couple for the workers to take from
         with node_pool.session(size=min(2, options.jobs)):
             return list(pool.map(one, jobs))
-    except BaseException:
-        # Ctrl-C: runs not started yet are dropped (those waiting for a slot too); runs in
-        # flight finish (each has deadlines) so that their processes are cleaned up
+    finally:
+        # on Ctrl-C, runs not started yet are dropped (those waiting for a slot too: the gate
+        # closes first); runs in flight finish (each has deadlines) so that their processes are
+        # cleaned up. After a whole map there is nothing left to drop.
         gate.close()
         pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        gate.close()
-        pool.shutdown(wait=True)
 
 
 def _gate(options: SuiteOptions) -> Gate:
     """The suite's slots: ``jobs`` of them, or with ``max_jobs`` a limit that grows from ``jobs``
     while the CPUs have time to spare (fixed when they cannot be read)."""
-    if options.max_jobs is None or options.max_jobs <= options.jobs:
-        return Gate(options.jobs)
-    meter = open_meter()
-    if meter is None:
+    grows = options.max_jobs is not None and options.max_jobs > options.jobs
+    meter = open_meter() if grows else None
+    if options.max_jobs is None or meter is None:
         return Gate(options.jobs)
     return Gate(options.jobs, Limit(options.jobs, options.max_jobs), meter).start()
 
