@@ -116,6 +116,58 @@ def test_call_tool_validates_arguments_against_the_registered_schema_like_pi() -
     assert calls == [{"limit": 500}]
 
 
+def test_a_schema_checked_in_the_warm_server_is_not_checked_again_in_a_host(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``warm_up`` (the warm server, before it forks hosts) checks the fake's catalogues' schemas
+    against their metaschema once; a host validating a call against one of them judges the
+    arguments alike without walking the metaschema again."""
+    import jsonschema
+
+    from palace_conformance.hosts import reference
+
+    monkeypatch.setattr(reference, "_SOUND_SCHEMAS", set())
+    reference.warm_up()
+    schemas = [tool["inputSchema"] for name in ("full", "light")
+               for tool in tool_catalogue(name)["tools"]]
+    search = next(tool["inputSchema"] for tool in tool_catalogue()["tools"]
+                  if tool["name"] == "mempalace_search")
+    fresh = reference._validation_problems(search, {"query": 5, "limit": "x"})
+
+    def walked(cls: Any, schema: Any, **_: Any) -> None:
+        raise AssertionError(f"the metaschema was walked again for {schema!r}")
+
+    monkeypatch.setattr(jsonschema.Draft202012Validator, "check_schema", classmethod(walked))
+    assert all(reference._validator_for(schema) is not None for schema in schemas)
+    assert reference._validation_problems(search, {"query": 5, "limit": "x"}) == fresh
+    assert any("query" in problem for problem in fresh)
+
+
+def test_a_schema_the_warm_server_never_saw_is_checked_and_an_unusable_one_lets_calls_through(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from palace_conformance.hosts import reference
+
+    monkeypatch.setattr(reference, "_SOUND_SCHEMAS", set())
+    assert reference._validation_problems({"type": 5}, {"anything": 1}) == []
+    assert not reference._SOUND_SCHEMAS  # an unusable schema is never taken as sound
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert reference._validation_problems(schema, {"n": "x"}) == ["n: 'x' is not of type 'integer'"]
+    assert len(reference._SOUND_SCHEMAS) == 1
+    odd = {**schema, "x-note": object()}  # not JSON: checked each time, never remembered
+    assert reference._validation_problems(odd, {"n": 1.5}) == ["n: 1.5 is not of type 'integer'"]
+    assert len(reference._SOUND_SCHEMAS) == 1
+
+
+def test_the_warm_server_checks_the_catalogues_schemas_before_it_forks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from palace_conformance.hosts import reference
+    from palace_conformance.runner.execution import warm_server
+
+    monkeypatch.setattr(reference, "_SOUND_SCHEMAS", set())
+    warm_server._warm_up()
+    assert len(reference._SOUND_SCHEMAS) >= len({json.dumps(t["inputSchema"], sort_keys=True)
+                                                 for t in tool_catalogue()["tools"]})
+
+
 def _host_with_gated_tools(log: list[str]) -> ReferenceHost:
     """Tools ``first`` and ``second`` each wait until the other has started: they end only when
     both run at once (one after the other, in either order, the first to run waits forever)."""

@@ -202,21 +202,58 @@ def _noting_env_reads(names: set[str]) -> Iterator[None]:
         BridgeConfig.from_env = current  # type: ignore[method-assign]
 
 
+#: the schemas (their canonical JSON) that passed their metaschema in this process. The warm
+#: server fills it with the fake's catalogues before it forks (:func:`warm_up`), so a forked host
+#: does not walk the metaschema again for each call it validates: that walk was about a fifth of
+#: a host's CPU (docs/runner.md, "Where a run's CPU goes")
+_SOUND_SCHEMAS: set[str] = set()
+
+
 def _validation_problems(schema: Any, args: Any) -> list[str]:
     """pi validates tool arguments against the registered schema before ``execute``."""
-    import jsonschema
-
-    try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        validator = cls(schema)
-    except jsonschema.SchemaError:
+    validator = _validator_for(schema)
+    if validator is None:
         return []  # an unusable schema is the bridge's problem; the call goes through
     problems = []
     for error in sorted(validator.iter_errors(args), key=lambda e: list(e.path)):
         where = "/".join(str(p) for p in error.path) or "root"
         problems.append(f"{where}: {error.message}")
     return problems
+
+
+def _validator_for(schema: Any) -> Any:
+    """A validator of ``schema``'s draft (2020-12 when it names none), or None when ``schema``
+    fails its metaschema."""
+    import jsonschema
+
+    key = _schema_key(schema)
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        if key is None or key not in _SOUND_SCHEMAS:
+            cls.check_schema(schema)
+            if key is not None:
+                _SOUND_SCHEMAS.add(key)
+        return cls(schema)
+    except jsonschema.SchemaError:
+        return None
+
+
+def _schema_key(schema: Any) -> str | None:
+    """``schema`` as canonical JSON, or None when it is not JSON (then it is checked each time)."""
+    try:
+        return json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+def warm_up() -> None:
+    """Check the input schemas of the fake's tool catalogues, once: the warm server calls this
+    before it forks hosts, whose bridges register those schemas as they receive them."""
+    from palace_conformance.resources import CATALOGUES, tool_catalogue
+
+    for name in CATALOGUES:
+        for tool in tool_catalogue(name)["tools"]:
+            _validator_for(tool.get("inputSchema"))
 
 
 class ReferenceHost:

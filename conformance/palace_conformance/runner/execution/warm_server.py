@@ -18,7 +18,7 @@ import signal
 import socket
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from palace_conformance.forked_child import ended_children, run_as_main
@@ -46,6 +46,7 @@ def serve() -> None:
     for module in PRELOAD:
         importlib.import_module(module)
     _warm_up()
+    prctl = _prctl()
     # what the imports made outlives every child: out of the collector's sight, a child's
     # collections neither walk it nor copy its pages (a full collection in a child: ~55 ms of
     # CPU without, ~7 ms with; docs/runner.md, "Where a run's CPU goes")
@@ -83,7 +84,7 @@ def serve() -> None:
                 stdin, stdout, stderr, status = pending[:4]
                 del pending[:4]
                 try:
-                    pid = _fork(request, (stdin, stdout, stderr))
+                    pid = _fork(request, (stdin, stdout, stderr), prctl)
                 except OSError as exc:  # e.g. EAGAIN: too many processes; the runner goes cold
                     os.close(status)
                     sock.sendall(f"error cannot fork: {exc.strerror or exc}\n".encode())
@@ -96,10 +97,12 @@ def serve() -> None:
 def _warm_up() -> None:
     """What every warm child would otherwise build again after the imports: the CLI's parser
     (an HTTP fake is the CLI's ``fake http``; named, like :data:`PRELOAD`, as the runner does
-    not import the CLI) and the tool catalogues the fake reads at start (cached per process)."""
+    not import the CLI), the tool catalogues the fake reads at start (cached per process) and
+    the reference host's checks of those catalogues' schemas."""
     from palace_conformance.resources import CATALOGUES, tool_catalogue
 
     importlib.import_module("palace_conformance.cli").prebuild()
+    importlib.import_module("palace_conformance.hosts.reference").warm_up()
     for name in CATALOGUES:
         tool_catalogue(name)
 
@@ -113,7 +116,8 @@ def _reap(statuses: dict[int, int]) -> None:
             os.close(fd)
 
 
-def _fork(request: dict[str, Any], streams: tuple[int, int, int]) -> int:
+def _fork(request: dict[str, Any], streams: tuple[int, int, int],
+          prctl: Callable[..., int] | None) -> int:
     server = os.getpid()
     try:
         pid = os.fork()
@@ -129,7 +133,7 @@ def _fork(request: dict[str, Any], streams: tuple[int, int, int]) -> int:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
-        _die_with(server)
+        _die_with(server, prctl)
         for source, target in zip(streams, (0, 1, 2), strict=True):
             os.dup2(source, target)
         os.closerange(3, _max_fd())
@@ -138,17 +142,30 @@ def _fork(request: dict[str, Any], streams: tuple[int, int, int]) -> int:
         os._exit(code)
 
 
-def _die_with(server: int) -> None:
+def _prctl() -> Callable[..., int] | None:
+    """Linux: libc's ``prctl``, looked up once by the server (``ctypes`` and the lookup were
+    about 2 ms of every child's CPU when each child did it); elsewhere None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+def _die_with(server: int, prctl: Callable[..., int] | None) -> None:
     """Linux: the child gets SIGKILL when the warm server dies. A child is in its own session, so
     a runner killed with its process group (a CI job's timeout, cosmic-ray's, which kill with
     SIGKILL) takes the server but not the child; a host whose bridge spins never reads the EOF
-    that would otherwise end it. Elsewhere nothing changes: the child ends on that EOF."""
-    if not sys.platform.startswith("linux"):
+    that would otherwise end it. Elsewhere (``prctl`` None) nothing changes: the child ends on
+    that EOF."""
+    if prctl is None:
         return
-    import ctypes  # only here: the server's start imports the standard library's least
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server:  # the server died before prctl took effect
         os._exit(128 + signal.SIGKILL)
 
