@@ -14,7 +14,8 @@ worked out with ``os.path``: importing ``pathlib`` costs a helper's start about 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -9,7 +9,10 @@ in step with ``fixtures/schema/scenario.schema.json`` and DRIVER.md.
 
 from __future__ import annotations
 
-from typing import Any, Final
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 #: ``hello.result.protocol``; a host with another major version is refused
 DRIVER_PROTOCOL: Final = 1

@@ -12,10 +12,26 @@ import os
 import signal
 import time
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING, Protocol
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
 
 if TYPE_CHECKING:
     import subprocess
+    from typing import Protocol
+
+    class Stoppable(Protocol):
+        """What :func:`stop` needs of a process: a :class:`subprocess.Popen` or a warm child."""
+
+        @property
+        def returncode(self) -> int | None: ...
+
+        def poll(self) -> int | None: ...
+
+        def send_signal(self, sig: int, /) -> None: ...
+
+        def wait(self, timeout: float | None = None) -> int: ...
+
+        def kill(self) -> None: ...
 
 #: a leftover is only killed when its command line mentions one of these (pid reuse guard)
 _OURS = (b"palace_conformance", b"palace-conformance", b"mempalace")
@@ -155,21 +171,6 @@ def kill_marked(mark: str, rounds: int = 3) -> list[int]:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
     return killed
-
-
-class Stoppable(Protocol):
-    """What :func:`stop` needs of a process: a :class:`subprocess.Popen` or a warm child."""
-
-    @property
-    def returncode(self) -> int | None: ...
-
-    def poll(self) -> int | None: ...
-
-    def send_signal(self, sig: int, /) -> None: ...
-
-    def wait(self, timeout: float | None = None) -> int: ...
-
-    def kill(self) -> None: ...
 
 
 def stop(proc: Stoppable | None,

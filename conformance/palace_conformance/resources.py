@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
 
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 _PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,32 @@ def test_script_prelude_carries_the_redirect_to_a_shim(tmp_path: Path) -> None:
     prefix, _ = _probe(tmp_path, PROBE, PYTHONDONTWRITEBYTECODE="1",
                        XDG_CACHE_HOME=str(elsewhere))
     assert prefix is None  # without the prelude, the same process is not redirected
+
+
+def test_the_runners_stand_ins_read_the_kit_cache_under_a_scenarios_home(tmp_path: Path) -> None:
+    """The runner's ``mempalace-pi-session`` and ``mempalace`` stand-ins (written over the fake's
+    shims) carry the redirect too: run under a HOME with no kit cache, they compile into the
+    writer's cache, so the next run reads it instead of compiling the kit's modules again."""
+    (tmp_path / "cache" / KIT_CACHE).mkdir(parents=True)
+    shims = tmp_path / "bin"
+    code = ("import sys\nfrom pathlib import Path\n"
+            "from palace_conformance.fake.shims import install_shim\n"
+            "from palace_conformance.standins import scripted\n"
+            "install_shim(sys.argv[1])\n"
+            "scripted.install(Path(sys.argv[1]), {'journal': sys.argv[1] + '/journal.jsonl'})\n")
+    subprocess.run([sys.executable, "-c", code, str(shims)],
+                   env={"PATH": os.environ.get("PATH", ""), "PYTHONDONTWRITEBYTECODE": "1",
+                        "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(KIT_PARENT)},
+                   capture_output=True, text=True, timeout=60, check=True)
+    cache = tmp_path / "cache" / KIT_CACHE / PYCACHE
+    shutil.rmtree(cache)  # what the installer compiled: only the stand-in's run may refill it
+    elsewhere = tmp_path / "scenario-home"  # a scenario's own HOME: no kit cache there
+    elsewhere.mkdir()
+    done = subprocess.run([str(shims / "mempalace-pi-session"), "--prepare"],
+                          env={"PATH": os.environ.get("PATH", ""), "HOME": str(elsewhere),
+                               "XDG_CACHE_HOME": str(elsewhere), "PYTHONDONTWRITEBYTECODE": "1"},
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "scripted.cpython-" in " ".join(_cached(cache))
+    assert _cached(elsewhere) == []
+    assert (shims / "journal.jsonl").is_file()  # the stand-in ran, and journaled its run

@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any
 
 from palace_conformance.fake.faults import STARTUP, Fault, FaultPlan, Match
 from palace_conformance.fake.journal import Journal, JournalTail, start_fields
 from palace_conformance.fake.lease import Contention, Lease
 from palace_conformance.fake.palace import BACKEND_OPEN_FAILED, PalaceStore, run_tool
 from palace_conformance.resources import tool_catalogue
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any
 
 PEER_WRITER_MESSAGE = "Peer MCP writer active; this server is read-only for mutating tools"
 INIT_FAILED_MESSAGE = ("MCP writer initialization failed; this server is read-only for "

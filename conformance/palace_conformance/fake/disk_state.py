@@ -12,7 +12,11 @@ initialised palace on disk starts empty: its state, not its drawers.
 from __future__ import annotations
 
 import os
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any
 
 DATABASE = "chroma.sqlite3"
 COLLECTION = "mempalace_drawers"

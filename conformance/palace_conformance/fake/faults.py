@@ -16,10 +16,14 @@ import os
 import re
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
 
 from palace_conformance.errors import UntrustedInputError
 from palace_conformance.resources import CATALOGUES, tool_catalogue
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any
 
 PLAN_SCHEMA_VERSION = 1
 STARTUP = "$startup"
@@ -69,7 +73,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 
 #: what an sse fault's ``decoy_event`` may be: an event type, one token (never "message")
-SSE_EVENT_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")
+SSE_EVENT_TYPE = r"[A-Za-z][A-Za-z0-9_.-]*"
 #: what an sse fault's ``line_ending`` may be: the three the SSE standard accepts, or all three
 #: mixed in one stream (which it accepts too)
 SSE_LINE_ENDINGS = ("lf", "crlf", "cr", "mixed")
@@ -447,7 +451,7 @@ def _check_http(action: str, params: dict[str, Any], where: str) -> None:
     """The SSE knobs and the rotated token."""
     decoy = params.get("decoy_event")
     if action == "sse" and decoy is not None and (
-        not isinstance(decoy, str) or not SSE_EVENT_TYPE.fullmatch(decoy) or decoy == "message"
+        not isinstance(decoy, str) or not re.fullmatch(SSE_EVENT_TYPE, decoy) or decoy == "message"
     ):
         raise FaultPlanError(f"{where}: sse 'decoy_event' must be an SSE event type other than "
                              f"message (a letter, then letters, digits, '_', '.', '-'), e.g. "

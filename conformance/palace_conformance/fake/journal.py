@@ -19,7 +19,11 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from itertools import islice
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any
 
 REDACTED = "<redacted>"
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})

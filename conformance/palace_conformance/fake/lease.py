@@ -12,7 +12,8 @@ import fcntl
 import json
 import os
 import sys
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
 
 if TYPE_CHECKING:  # imported where used: every fake starts with a lease, few take it
     from pathlib import Path

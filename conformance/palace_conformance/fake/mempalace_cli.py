@@ -12,12 +12,16 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
 
 from palace_conformance.errors import UserError
 from palace_conformance.fake.journal import Journal
 from palace_conformance.fake.lease import Contention, Lease, default_palace_path, holder_message
 from palace_conformance.fake.options import ENV_ARGV0, ENV_JOURNAL, ENV_STATE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 
 def contention_text(contention: Contention) -> str:

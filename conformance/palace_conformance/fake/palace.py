@@ -14,14 +14,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
-import hashlib
 import json
 import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
 
 from palace_conformance.fake.palace_checks import (
     argument_problem,
@@ -31,13 +28,18 @@ from palace_conformance.fake.palace_checks import (
     digest,
     in_window,
     refusal,
+    sha256_hex,
     stripped,
     temporal,
 )
 from palace_conformance.fake.search_query import clean_query
 
-if TYPE_CHECKING:  # imported where used: pathlib costs every fake's start about 5 ms
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:  # imported where used: pathlib costs every fake's start about 5 ms, and
+    from datetime import datetime  # datetime and hashlib (sha256_hex) about 6 ms more
     from pathlib import Path
+    from typing import Any
 
 VERSION = "3.11.0"
 EVENT_STATUSES = ("applied", "blocked", "claimed", "failed", "open", "ready", "superseded")
@@ -62,6 +64,8 @@ AAAK_TEXT = ("AAAK is a compressed memory dialect that MemPalace uses for effici
 
 
 def _now() -> datetime:
+    from datetime import UTC, datetime
+
     return datetime.now(UTC).replace(tzinfo=None)
 
 
@@ -81,7 +85,7 @@ def _name_of(path: str) -> str:
 
 def replica_id_for(path: str | os.PathLike[str]) -> str:
     """A stable replica id for a state file written without one (the same in every process)."""
-    return f"rep_{hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:32]}"
+    return f"rep_{sha256_hex(os.path.abspath(path))[:32]}"
 
 
 class PalaceState:
@@ -154,12 +158,14 @@ class PalaceState:
 
 def _diary_drawer(agent: str, entry: str, topic: str, wing: str | None,
                   timestamp: str | None = None) -> dict[str, Any]:
+    from datetime import datetime
+
     when = datetime.fromisoformat(timestamp) if timestamp else _now()
     agent = agent.strip().lower()  # 3.11 files (and reads) diaries under the lower-cased name
     wing = wing.strip() if wing else default_diary_wing(agent)
     stamp = when.strftime("%Y%m%d_%H%M%S%f")
     return {
-        "id": f"diary_{wing}_{stamp}_{hashlib.sha256(entry.encode()).hexdigest()[:12]}",
+        "id": f"diary_{wing}_{stamp}_{sha256_hex(entry)[:12]}",
         "wing": wing, "room": "diary", "content": entry, "topic": topic, "agent": agent,
         "added_by": agent, "source_file": "?", "created_at": when.isoformat(),
     }
@@ -351,7 +357,8 @@ class PalaceStore:
                 os.replace(tmp, self.path)
 
 
-Handler = Callable[[PalaceState, dict[str, Any]], dict[str, Any]]
+if TYPE_CHECKING:
+    Handler = Callable[[PalaceState, dict[str, Any]], dict[str, Any]]
 _HANDLERS: dict[str, tuple[Handler, bool]] = {}
 
 
@@ -595,7 +602,7 @@ def drawer_id_for(wing: str, room: str, content: str) -> str:
     """3.11's add_drawer id: ``drawer_<wing>_<room>_`` and 24 hex digits of the SHA-256 of
     the three parts, each written as ``<length>:<text>`` (its published id recipe v3)."""
     key = "".join(f"{len(part)}:{part}" for part in (wing, room, content))
-    return f"drawer_{wing}_{room}_{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+    return f"drawer_{wing}_{room}_{sha256_hex(key)[:24]}"
 
 
 def _file_drawer(state: PalaceState, wing: str, room: str, content: str, added_by: str,
@@ -691,7 +698,7 @@ def _get_drawer(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     return {"error": f"Drawer not found: {args['drawer_id']}"}  # 3.11: no success key
 
 
-_WORD = re.compile(r"\w+")
+_WORD = r"\w+"
 
 
 @tool("mempalace_search", writes=True)
@@ -760,7 +767,7 @@ def _searched(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     if not state.initialised:
         half_make(state)
         return _fresh_search(args["__palace__"])
-    terms = {w.lower() for w in _WORD.findall(query)}
+    terms = {w.lower() for w in re.findall(_WORD, query)}
     limit = max(1, min(int(args.get("limit", 5)), 100))  # 3.11 clamps to 1..100
     scored = []
     rows = [d for d in state.drawers
@@ -769,7 +776,7 @@ def _searched(state: PalaceState, args: dict[str, Any]) -> dict[str, Any]:
     # 3.11 counts the rows it filtered and answers each chunk under its logical drawer's id
     candidates = _rejoined(rows)
     for order, drawer in enumerate(candidates):
-        words = {w.lower() for w in _WORD.findall(drawer["content"])}
+        words = {w.lower() for w in re.findall(_WORD, drawer["content"])}
         overlap = len(terms & words)
         # like 3.11's vector search: the nearest drawers come back even when no word is shared
         scored.append((-overlap, order, drawer, overlap))
@@ -935,6 +942,8 @@ def _mark_mined(state: PalaceState, drawer_id: str, path: Path) -> None:
     closet 3.11 files beside them (its AAAK index of the file: one closet for the kit's small
     files; ``delete_by_source`` counts and purges it)."""
     rows = [d for d in state.drawers if d["id"] == drawer_id or d.get("parent") == drawer_id]
+    from datetime import datetime
+
     mtime = _mtime(path)
     line = 1
     for index, row in enumerate(rows):
@@ -1202,7 +1211,7 @@ def event_problem(state: PalaceState, args: dict[str, Any]) -> str | None:
     kind = args.get("type")
     if not isinstance(kind, str) or not kind.strip():
         return "type must be a non-empty string"
-    if not _EVENT_TYPE.match(kind.strip()):
+    if not re.match(_EVENT_TYPE, kind.strip()):
         return (f"type={kind.strip()!r} is not a valid event type "
                 "(lowercase letters, digits, '.', '_', '-'; max 64 chars)")
     args["type"] = kind.strip()
@@ -1277,7 +1286,7 @@ def _event_selected(event: dict[str, Any], args: dict[str, Any]) -> bool:
 
 
 ROUTING_MAX = 256
-_EVENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_EVENT_TYPE = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 
 
 def _routing(value: Any, field: str) -> tuple[Any, str | None]:
@@ -1308,7 +1317,7 @@ def _bad_filter(args: dict[str, Any]) -> dict[str, Any] | None:
         if key == "type" and value not in (None, ""):
             if not isinstance(value, str) or not value.strip():
                 return {"error": "type must be a non-empty string"}
-            if not _EVENT_TYPE.match(value.strip()):
+            if not re.match(_EVENT_TYPE, value.strip()):
                 return {"error": f"type={value.strip()!r} is not a valid event type "
                                  "(lowercase letters, digits, '.', '_', '-'; max 64 chars)"}
             args[key] = value.strip()
@@ -1426,7 +1435,7 @@ def artifact_problem(kind: Any, created_by: Any, content: Any,
 def store_artifact(state: PalaceState, kind: str, content: str, created_by: Any,
                    metadata: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """File an artifact; returns what 3.11 answers of it (its content stays in the palace)."""
-    sha = hashlib.sha256(content.encode()).hexdigest()
+    sha = sha256_hex(content)
     when = _now()
     artifact = {"id": f"art_{when.strftime('%Y%m%dT%H%M%S')}_{sha[:12]}", "kind": kind,
                 "sha256": sha, "size_bytes": len(content.encode()),

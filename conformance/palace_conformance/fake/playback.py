@@ -17,18 +17,23 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
 
 from palace_conformance.fake.brain import Brain, Exchange
 from palace_conformance.fake.faults import Fault
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
 
-class Port(Protocol):
-    async def emit(self, message: dict[str, Any]) -> None: ...
+if TYPE_CHECKING:
+    from typing import Any, Protocol
 
-    async def emit_raw(self, data: bytes) -> None: ...
+    class Port(Protocol):
+        async def emit(self, message: dict[str, Any]) -> None: ...
 
-    async def exit(self, code: int) -> None: ...
+        async def emit_raw(self, data: bytes) -> None: ...
+
+        async def exit(self, code: int) -> None: ...
+
+    Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 def encode(message: Any) -> bytes:
@@ -202,9 +207,6 @@ async def play(brain: Brain, exchange: Exchange, port: Port) -> None:
         await send(reply)
     if crash is not None:
         await crash_out("fault exit after reply")
-
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 async def _before_reply(brain: Brain, exchange: Exchange, port: Port, send: Send) -> None:

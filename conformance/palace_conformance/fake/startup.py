@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import Fault
@@ -19,23 +18,30 @@ from palace_conformance.fake.playback import flood_stderr, write_stderr
 GRANDCHILD_LIFETIME_MS = 60000  # bounded, so a bridge that orphans it leaks it only so long
 
 
-class StartupFaults(NamedTuple):
-    """What the ``$startup`` faults of one process ask for. A NamedTuple, not a dataclass: every
-    stdio fake start imports this module, and ``dataclasses`` (with ``inspect``, ``ast``, ``dis``)
-    would cost it about 15 ms of CPU, a sixth of the start."""
+class StartupFaults:
+    """What the ``$startup`` faults of one process ask for. A plain class, not a dataclass or a
+    NamedTuple: every stdio fake start imports this module, and ``dataclasses`` (with
+    ``inspect``, ``ast``, ``dis``) would cost it about 15 ms of CPU, ``typing`` about 4 ms."""
 
-    fail_code: int | None = None  # exit with this code instead of serving (``startup_fail``)
-    fail_after_ms: int = 0  # ... after this long
-    fail_stderr: str | None = None  # ... having printed this line
-    ignore_sigterm: bool = False
-    flood_bytes: tuple[tuple[int, bool], ...] = ()  # stderr floods (size, invalid_utf8), in order
-    stderr_pieces: tuple[tuple[tuple[str, ...], int], ...] = ()  # write_stderr (pieces, pause_ms)
-    delay_ms: int = 0  # serve only after this long (every ``delay`` added up)
-    grandchild_ms: int | None = None  # start a grandchild living this long (``spawn_grandchild``)
-    grandchild_leaves_group: bool = False  # ... which calls setsid (``leave_group``)
-    grandchild_holds_pipes: bool = False  # ... and keeps the child's stdout/stderr (``hold_pipes``)
-    grandchild_last_words: str | None = None  # ... written when the group is swept (``last_words``)
-    grandchild_ignores_sigterm: bool = False  # ... which only SIGKILL ends (``ignore_sigterm``)
+    def __init__(self, *, fail_code: int | None = None, fail_after_ms: int = 0,
+                 fail_stderr: str | None = None, ignore_sigterm: bool = False,
+                 flood_bytes: tuple[tuple[int, bool], ...] = (),
+                 stderr_pieces: tuple[tuple[tuple[str, ...], int], ...] = (), delay_ms: int = 0,
+                 grandchild_ms: int | None = None, grandchild_leaves_group: bool = False,
+                 grandchild_holds_pipes: bool = False, grandchild_last_words: str | None = None,
+                 grandchild_ignores_sigterm: bool = False) -> None:
+        self.fail_code = fail_code  # exit with this code instead of serving (``startup_fail``)
+        self.fail_after_ms = fail_after_ms  # ... after this long
+        self.fail_stderr = fail_stderr  # ... having printed this line
+        self.ignore_sigterm = ignore_sigterm
+        self.flood_bytes = flood_bytes  # stderr floods (size, invalid_utf8), in order
+        self.stderr_pieces = stderr_pieces  # write_stderr (pieces, pause_ms)
+        self.delay_ms = delay_ms  # serve only after this long (every ``delay`` added up)
+        self.grandchild_ms = grandchild_ms  # start a grandchild living this long
+        self.grandchild_leaves_group = grandchild_leaves_group  # ... which calls setsid
+        self.grandchild_holds_pipes = grandchild_holds_pipes  # ... and keeps the child's pipes
+        self.grandchild_last_words = grandchild_last_words  # ... written when the group is swept
+        self.grandchild_ignores_sigterm = grandchild_ignores_sigterm  # ... only SIGKILL ends it
 
     def record_failure(self, brain: Brain) -> int:
         """Journal the failed start and return its exit code."""

@@ -17,13 +17,17 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, BinaryIO
 
 from palace_conformance.fake.brain import Brain
 from palace_conformance.fake.faults import Fault
 from palace_conformance.fake.journal import kit_env
 from palace_conformance.fake.playback import encode, play
 from palace_conformance.fake.startup import startup_faults
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 STDIN_EOF = "stdin EOF -- client disconnected, shutting down"
 

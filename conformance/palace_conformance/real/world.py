@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from palace_conformance.bytecode import script_prelude
 from palace_conformance.fake.shims import write_script
 from palace_conformance.loopback import free_port
 from palace_conformance.real import embedding, install, seeding, start_time
@@ -248,7 +249,7 @@ class RealWorld(World):
         }), encoding="utf-8")
         write_script(self.bin / "mempalace-mcp", sys.executable,
                      "palace-conformance: a fault relay to the real mempalace-mcp",
-                     f"import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
+                     f"{script_prelude()}import sys\n\nsys.path[:0] = [{str(KIT_ROOT)!r}]\n"
                      # the real server first (standard library only), the relay's imports after
                      "from palace_conformance.relay.zygote import spawn_early\n\n"
                      f"early = spawn_early({str(config)!r})\n"

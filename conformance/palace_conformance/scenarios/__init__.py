@@ -9,8 +9,14 @@ Typical use by a runner::
         ...
 """
 
+from __future__ import annotations
+
 from importlib import import_module
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORTS = {
     "Verdict": "checks", "evaluate": "checks",

@@ -30,10 +30,14 @@ import contextlib
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from palace_conformance.errors import UntrustedInputError
 from palace_conformance.json_pointer import escape
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any
 
 RUN_DIR = "${TMP}"
 #: the prefix of every variable the fake reads for its own files and behaviour (fake/options.py)

@@ -25,7 +25,6 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from palace_conformance.contract import FEED_SESSION_MODES as MODES
 from palace_conformance.contract import FEED_SESSION_PROGRAM as PROGRAM
@@ -33,8 +32,11 @@ from palace_conformance.errors import UsageError as UsageError
 from palace_conformance.fake.journal import REDACTED, Journal, read_journal
 from palace_conformance.processes import HOST_MARK
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
 if TYPE_CHECKING:  # imported where used: pathlib costs every helper's start about 5 ms
     from pathlib import Path
+    from typing import Any, NoReturn
 
 RECORD_KIND = "feed_prepare"
 ENV_MODE = "PALACE_FEED_MODE"

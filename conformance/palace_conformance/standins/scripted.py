@@ -32,7 +32,11 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, unimported: pyproject.toml's helper-start contracts
+
+if TYPE_CHECKING:
+    from typing import Any
 
 FEED_HELPER = "mempalace-pi-session"
 CLI_HELPER = "mempalace"
@@ -47,6 +51,7 @@ def install(directory: Path, config: Mapping[str, Any]) -> list[Path]:
     """Write the configuration and both stand-ins into ``directory``, over the fake's shims of
     the same name (after ``install_shim``, their shebang is the shim directory's Python).
     Returns the files written."""
+    from palace_conformance.bytecode import script_prelude
     from palace_conformance.fake.shims import shim_python, write_script
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -60,7 +65,7 @@ def install(directory: Path, config: Mapping[str, Any]) -> list[Path]:
         path = directory / name
         write_script(path, python,
                      f"palace-conformance runner stand-in for {name}: journals every run",
-                     f"import sys\n\nsys.path[:0] = [{kit_root!r}]\n"
+                     f"{script_prelude()}import sys\n\nsys.path[:0] = [{kit_root!r}]\n"
                      f"from palace_conformance.standins.scripted import {call.split('(')[0]}\n\n"
                      f"{call}\n")
         written.append(path)
