@@ -31,7 +31,15 @@ def test_the_limit_starts_at_the_floor_and_grows_only_when_idle_and_a_run_waits(
     assert limit.observe(0.10, waited=False) == 4  # idle, but nobody waited: no reason to grow
     assert limit.observe(0.85, waited=True) == 4  # waited, but the CPUs are not idle enough
     assert limit.observe(None, waited=True) == 4  # unknown: no move
-    assert [limit.observe(0.10, waited=True) for _ in range(4)] == [5, 6, 6, 6]
+    assert [limit.observe(0.10, waited=True) for _ in range(3)] == [6, 6, 6]
+
+
+def test_the_further_below_the_mark_the_cpus_were_the_more_runs_are_let_in() -> None:
+    limit = Limit(floor=8, ceiling=40)
+    assert limit.observe(0.78, waited=True) == 9  # just below the mark: one more
+    assert limit.observe(0.40, waited=True) == 13  # half way: about half as many more
+    assert limit.observe(0.0, waited=True) == 26  # idle: doubled
+    assert limit.observe(0.0, waited=True) == 40  # never past the ceiling
 
 
 def test_the_limit_falls_back_under_load_and_never_below_the_floor() -> None:
@@ -45,13 +53,18 @@ def test_the_limit_falls_back_under_load_and_never_below_the_floor() -> None:
 
 @given(st.integers(1, 8), st.integers(0, 8),
        st.lists(st.tuples(st.one_of(st.none(), st.floats(0, 1)), st.booleans()), max_size=60))
-def test_the_limit_stays_within_its_bounds_and_moves_one_step(
+def test_the_limit_stays_within_its_bounds_at_most_doubles_and_falls_by_one(
         floor: int, extra: int, samples: list[tuple[float | None, bool]]) -> None:
     limit = Limit(floor, floor + extra)
     before = limit.value
     for busy, waited in samples:
         after = limit.observe(busy, waited)
-        assert floor <= after <= floor + extra and abs(after - before) <= 1
+        assert floor <= after <= floor + extra
+        assert before - 1 <= after <= 2 * before
+        if after > before:
+            assert waited and busy is not None and busy < limit.grow_below
+        if after > before + 1:  # more than one: the CPUs were well below the mark
+            assert busy is not None and busy <= limit.grow_below * (1 - 1.5 / before)
         before = after
 
 

@@ -6,11 +6,14 @@ leaves depends on the bridge and the machine. At a fixed 4 runs per CPU the refe
 left about 40 % of 2 idle CPUs unused, a TypeScript bridge's run (a Node host per scenario) had
 none to spare, and a CI machine shared with other work has less than either. So by default the
 limit starts at the fixed default (runner/jobs.py) and is moved by what the CPUs did over the
-last window (cpu_busy.py): one more run while they were less than :data:`GROW_BELOW` busy and a
-run was waiting for a slot, one fewer (never below the start) while they were more than
-:data:`SHRINK_ABOVE` busy. A busy machine therefore runs as before, an idle one overlaps more of
-the waiting, and no verdict leans on the extra runs: every upper bound a run judges already
-follows the machine's measured lateness (lateness.py).
+last window (cpu_busy.py): while they were less than :data:`GROW_BELOW` busy and a run was
+waiting for a slot, more runs, as many as the CPUs' distance below that mark says (one just
+below it, the limit doubled when they were idle: a catalogue's first seconds are its longest
+runs, mostly asleep, and one run a window left the CPUs a third busy for 8 s of a 30 s run);
+one fewer (never below the start) while they were more than :data:`SHRINK_ABOVE` busy. A busy
+machine therefore runs as before, an idle one overlaps more of the waiting, and no verdict leans
+on the extra runs: every upper bound a run judges already follows the machine's measured
+lateness (lateness.py).
 
 :class:`Limit` is the policy, plain code over samples a test feeds by hand; :class:`Gate` is the
 threading around it (slots handed out in the order runs asked, a sampler thread).
@@ -34,8 +37,8 @@ INTERVAL_S = 0.5
 
 @dataclass
 class Limit:
-    """The adaptive limit: starts at ``floor``, moves one step per window within
-    [``floor``, ``ceiling``]."""
+    """The adaptive limit: starts at ``floor`` and moves once a window within [``floor``,
+    ``ceiling``]: up by at most its own value, down by one."""
 
     floor: int
     ceiling: int
@@ -56,7 +59,8 @@ class Limit:
         if busy > self.shrink_above and self.value > self.floor:
             self.value -= 1
         elif busy < self.grow_below and waited and self.value < self.ceiling:
-            self.value += 1
+            below = (self.grow_below - busy) / self.grow_below  # 0 at the mark, 1 when idle
+            self.value = min(self.ceiling, self.value + max(1, round(self.value * below)))
         return self.value
 
 
