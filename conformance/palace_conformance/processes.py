@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
         def kill(self) -> None: ...
 
+
 #: a leftover is only killed when its command line mentions one of these (pid reuse guard)
 _OURS = (b"palace_conformance", b"palace-conformance", b"mempalace")
 #: how long :func:`marked` waits before a second look at a process whose environment read empty
