@@ -941,9 +941,9 @@ def _mark_mined(state: PalaceState, drawer_id: str, path: Path) -> None:
     """A mined file's rows carry its mtime (3.11's ``source_mtime``) and the first one the
     closet 3.11 files beside them (its AAAK index of the file: one closet for the kit's small
     files; ``delete_by_source`` counts and purges it)."""
-    rows = [d for d in state.drawers if d["id"] == drawer_id or d.get("parent") == drawer_id]
     from datetime import datetime
 
+    rows = [d for d in state.drawers if d["id"] == drawer_id or d.get("parent") == drawer_id]
     mtime = _mtime(path)
     line = 1
     for index, row in enumerate(rows):

@@ -266,11 +266,11 @@ def _in_parallel(jobs: Sequence[tuple[Scenario, str]],
 def _gate(options: SuiteOptions) -> Gate:
     """The suite's slots: ``jobs`` of them, or with ``max_jobs`` a limit that grows from ``jobs``
     while the CPUs have time to spare (fixed when they cannot be read)."""
-    grows = options.max_jobs is not None and options.max_jobs > options.jobs
-    meter = open_meter() if grows else None
-    if options.max_jobs is None or meter is None:
-        return Gate(options.jobs)
-    return Gate(options.jobs, Limit(options.jobs, options.max_jobs), meter).start()
+    if options.max_jobs is not None and options.max_jobs > options.jobs:
+        meter = open_meter()
+        if meter is not None:
+            return Gate(options.jobs, Limit(options.jobs, options.max_jobs), meter).start()
+    return Gate(options.jobs)
 
 
 def _start_probe() -> TimerProbe | None:
