@@ -1,7 +1,8 @@
 """The suite's admission: a fixed ``--jobs N`` is never exceeded; the default grows from the fixed
-default only while the CPUs have time to spare and a run is waiting, falls back under load, and
-lets runs in in the order they asked. The policy is fed by hand; the gate and the suite run real
-threads against a meter the test controls."""
+default only while the CPUs have time to spare and a run is waiting, falls back under load, lets
+runs in in the order they asked, and at its ceiling with idle CPUs backfills with runs from the
+order's end. The policy is fed by hand; the gate and the suite run real threads against a meter
+the test controls."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from palace_conformance.runner.execution import admission, cpu_busy, suite
-from palace_conformance.runner.execution.admission import Gate, Limit
+from palace_conformance.runner.execution.admission import FROM_END, IN_ORDER, Gate, Limit
 from palace_conformance.runner.execution.cpu_busy import Reading
 from palace_conformance.runner.execution.suite import SuiteOptions, run_suite
 from palace_conformance.runner.results import ScenarioResult
@@ -71,6 +72,20 @@ def test_the_limit_stays_within_its_bounds_at_most_doubles_and_falls_by_one(
 def test_a_limit_needs_sensible_bounds() -> None:
     with pytest.raises(ValueError, match="floor <= ceiling"):
         Limit(floor=3, ceiling=2)
+    with pytest.raises(ValueError, match="backfill >= 0"):
+        Limit(floor=2, ceiling=3, backfill=-1)
+
+
+def test_backfill_only_at_the_ceiling_and_only_on_idle_cpus() -> None:
+    limit = Limit(floor=2, ceiling=4, backfill=3)
+    assert limit.backfilled(0.0) == 0  # below its ceiling the limit itself grows first
+    limit.observe(0.0, waited=True)
+    assert limit.value == 4
+    assert limit.backfilled(0.0) == 3
+    assert limit.backfilled(limit.backfill_below - 0.01) == 3
+    assert limit.backfilled(limit.backfill_below) == 0  # busy enough: none
+    assert limit.backfilled(None) == 0  # unknown: none
+    assert Limit(floor=4, ceiling=4).backfilled(0.0) == 0  # none asked for
 
 
 # -- the gate -----------------------------------------------------------------------------------
@@ -150,14 +165,53 @@ def test_an_adaptive_gate_on_busy_cpus_keeps_its_floor() -> None:
 def test_a_closed_gate_lets_no_waiting_run_in() -> None:
     gate = Gate(1)
     assert gate.enter()
-    answers: list[bool] = []
+    answers: list[str | None] = []
     waiter = threading.Thread(target=lambda: answers.append(gate.enter()))
     waiter.start()
     time.sleep(0.05)
     assert answers == []  # still waiting for the slot
     gate.close()
     waiter.join(timeout=5)
-    assert answers == [False]
+    assert answers == [None]
+
+
+def _slots(gate: Gate, threads: int, hold_s: float) -> list[str]:
+    """The kind of slot each of ``threads`` workers got, each holding it ``hold_s``."""
+    kinds: list[str] = []
+    lock = threading.Lock()
+
+    def run() -> None:
+        slot = gate.enter()
+        if slot is None:
+            return
+        with lock:
+            kinds.append(slot)
+        time.sleep(hold_s)
+        gate.leave(slot)
+
+    gate.start()
+    try:
+        workers = [threading.Thread(target=run) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=30)
+    finally:
+        gate.close()
+    return kinds
+
+
+def test_a_gate_at_its_ceiling_on_idle_cpus_backfills() -> None:
+    gate = Gate(2, Limit(2, 2, backfill=3), _meter(0.1), interval_s=0.02)
+    kinds = _slots(gate, 12, 0.3)
+    assert len(kinds) == 12 and FROM_END in kinds and IN_ORDER in kinds
+    assert gate.peak == 2 and gate.backfill_peak == 3
+
+
+def test_a_gate_on_busy_cpus_never_backfills() -> None:
+    gate = Gate(2, Limit(2, 2, backfill=3), _meter(0.7), interval_s=0.02)
+    kinds = _slots(gate, 6, 0.15)
+    assert kinds == [IN_ORDER] * 6 and gate.backfill_peak == 0
 
 
 # -- the CPU meter ------------------------------------------------------------------------------
@@ -223,13 +277,17 @@ def test_without_a_quota_proc_stat_is_read_and_nothing_readable_means_no_meter(
 
 # -- the suite ----------------------------------------------------------------------------------
 
-def _counting_runner(hold_s: float) -> tuple[Callable[..., ScenarioResult], list[int]]:
-    """A stand-in for run_scenario that holds each run ``hold_s`` and keeps the most in flight."""
+def _counting_runner(hold_s: float, started: list[tuple[str, str]] | None = None,
+                     ) -> tuple[Callable[..., ScenarioResult], list[int]]:
+    """A stand-in for run_scenario that holds each run ``hold_s`` and keeps the most in flight
+    (and, with ``started``, each run as it starts)."""
     lock = threading.Lock()
     flight = [0, 0]
 
     def runner(scenario: Scenario, transport: str, *_: object) -> ScenarioResult:
         with lock:
+            if started is not None:
+                started.append((scenario.id, transport))
             flight[0] += 1
             flight[1] = max(flight[1], flight[0])
         time.sleep(hold_s)
@@ -245,17 +303,27 @@ SCENARIOS = ("life.handshake.initialize-first", "life.transport.default-stdio-ch
 
 
 def _suite(tmp_path: Path, jobs: int, max_jobs: int | None, busy: float,
-           monkeypatch: pytest.MonkeyPatch) -> int:
+           monkeypatch: pytest.MonkeyPatch, backfill: int = 0,
+           started: list[tuple[str, str]] | None = None) -> int:
     monkeypatch.setattr(suite, "open_meter", lambda: _meter(busy))
     monkeypatch.setattr(admission, "INTERVAL_S", 0.02)
-    runner, flight = _counting_runner(0.4)
+    runner, flight = _counting_runner(0.4, started)
     scenarios = [shipped(sid) for sid in SCENARIOS] * 3
     run = run_suite(scenarios, SuiteOptions(run=options(scripted("good", "stdio,http"),
                                                         work_root=tmp_path),
-                                            jobs=jobs, max_jobs=max_jobs, judges=()),
+                                            jobs=jobs, max_jobs=max_jobs, backfill=backfill,
+                                            judges=(), order=list),
                     runner=runner)
     assert {r.status for r in run.results if r.transport != "parity"} == {"passed"}
+    assert len([r for r in run.results if r.transport != "parity"]) == len(_planned())  # each ran
     return flight[1]
+
+
+def _planned() -> list[tuple[str, str]]:
+    """The (scenario, transport) runs :func:`_suite` plans, in their order."""
+    scenarios = [shipped(sid) for sid in SCENARIOS] * 3
+    return [(scenario.id, transport)
+            for scenario, transport in suite.plan(scenarios, ("stdio", "http"), None)]
 
 
 def test_the_suite_keeps_a_fixed_jobs_even_on_idle_cpus(tmp_path: Path,
@@ -267,6 +335,45 @@ def test_the_suite_default_grows_on_idle_cpus_and_not_on_busy_ones(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _suite(tmp_path, 2, 8, 0.0, monkeypatch) > 2
     assert _suite(tmp_path, 2, 8, 1.0, monkeypatch) == 2
+
+
+def test_the_suite_backfills_idle_cpus_with_the_runs_at_the_orders_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[tuple[str, str]] = []
+    peak = _suite(tmp_path, 2, 2, 0.0, monkeypatch, backfill=2, started=started)
+    assert 2 < peak <= 4
+    planned = _planned()
+    # the last run planned started before the middle of the order had
+    assert started.index(planned[-1]) < len(planned) // 2
+    assert sorted(started) == sorted(planned)  # each run once
+
+
+def test_the_suite_on_busy_cpus_starts_runs_in_their_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[tuple[str, str]] = []
+    assert _suite(tmp_path, 2, 2, 0.7, monkeypatch, backfill=2, started=started) == 2
+    assert started == _planned()
+
+
+def test_a_runners_own_error_ends_the_suite_and_is_raised(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suite, "open_meter", lambda: _meter(0.0))
+    calls: list[str] = []
+
+    def runner(scenario: Scenario, transport: str, *_: object) -> ScenarioResult:
+        calls.append(scenario.id)
+        if len(calls) == 3:
+            raise RuntimeError("the runner broke")
+        time.sleep(0.05)
+        return ScenarioResult(scenario=scenario.id, transport=transport, status="passed")
+
+    scenarios = [shipped(sid) for sid in SCENARIOS] * 5
+    with pytest.raises(RuntimeError, match="the runner broke"):
+        run_suite(scenarios, SuiteOptions(run=options(scripted("good", "stdio,http"),
+                                                      work_root=tmp_path),
+                                          jobs=2, max_jobs=4, backfill=2, judges=()),
+                  runner=runner)
+    assert len(calls) < len(scenarios) * 2  # the rest never started
 
 
 # -- the commands -------------------------------------------------------------------------------
@@ -281,10 +388,10 @@ def test_run_grows_by_default_and_keeps_a_given_jobs_fixed(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(jobs, "usable_cpus", lambda: 2)
     monkeypatch.setattr(jobs, "available_memory", lambda: 64 * 2**30)
-    seen: list[tuple[int, int | None]] = []
+    seen: list[tuple[int, int | None, int]] = []
 
     def capture(scenarios: list[Scenario], options: SuiteOptions, progress: object) -> object:
-        seen.append((options.jobs, options.max_jobs))
+        seen.append((options.jobs, options.max_jobs, options.backfill))
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run_command, "_run_suite", capture)
@@ -293,4 +400,4 @@ def test_run_grows_by_default_and_keeps_a_given_jobs_fixed(
         with pytest.raises((SystemExit, KeyboardInterrupt)):
             main(["run", "-q", "--bridge", host, "--select", "life.handshake.*", *jobs_flag])
     capsys.readouterr()
-    assert seen == [(8, 24), (3, None)]
+    assert seen == [(8, 24, 16), (3, None, 0)]

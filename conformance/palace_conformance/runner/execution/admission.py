@@ -15,6 +15,14 @@ machine therefore runs as before, an idle one overlaps more of the waiting, and 
 on the extra runs: every upper bound a run judges already follows the machine's measured
 lateness (lateness.py).
 
+The limit's ceiling can leave idle CPUs idle: the order starts the longest runs first
+(order.py), and those mostly sleep, so a catalogue's first seconds had every slot taken by a
+sleeping run and the CPUs 12-60 % busy, while the short runs that would use them waited at the
+order's end. So a limit may also *backfill*: in a window that found it at its ceiling with the
+CPUs under :data:`BACKFILL_BELOW` busy, up to ``backfill`` more runs start, taken from the
+order's end (the shortest). They get no slot in the next window unless it is idle again, so
+a loaded machine never sees them.
+
 :class:`Limit` is the policy, plain code over samples a test feeds by hand; :class:`Gate` is the
 threading around it (slots handed out in the order runs asked, a sampler thread).
 """
@@ -31,24 +39,35 @@ from palace_conformance.runner.execution.cpu_busy import Reading, busy_between
 GROW_BELOW = 0.80
 #: the busy fraction above which the limit falls back by one (to the floor at most)
 SHRINK_ABOVE = 0.95
+#: the busy fraction below which a limit at its ceiling lets runs from the order's end in
+BACKFILL_BELOW = 0.60
 #: how often the sampler reads the CPUs and moves the limit
 INTERVAL_S = 0.5
+#: the two kinds of slot :meth:`Gate.enter` gives: for the next run in the order, or (a
+#: backfill) for the last one
+IN_ORDER = "in order"
+FROM_END = "from the end"
 
 
 @dataclass
 class Limit:
     """The adaptive limit: starts at ``floor`` and moves once a window within [``floor``,
-    ``ceiling``]: up by at most its own value, down by one."""
+    ``ceiling``]: up by at most its own value, down by one; and up to ``backfill`` slots for
+    runs from the order's end in a window that found it at its ceiling with idle CPUs."""
 
     floor: int
     ceiling: int
+    backfill: int = 0
     grow_below: float = GROW_BELOW
     shrink_above: float = SHRINK_ABOVE
+    backfill_below: float = BACKFILL_BELOW
     value: int = field(init=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.floor <= self.ceiling:
             raise ValueError(f"need 1 <= floor <= ceiling, got {self.floor} and {self.ceiling}")
+        if self.backfill < 0:
+            raise ValueError(f"need backfill >= 0, got {self.backfill}")
         self.value = self.floor
 
     def observe(self, busy: float | None, waited: bool) -> int:
@@ -63,11 +82,20 @@ class Limit:
             self.value = min(self.ceiling, self.value + max(1, round(self.value * below)))
         return self.value
 
+    def backfilled(self, busy: float | None) -> int:
+        """Slots for runs from the order's end after a window in which the CPUs were ``busy``
+        (call it after :meth:`observe`): ``backfill`` when the limit is at its ceiling and they
+        were under ``backfill_below``, else none."""
+        if busy is None or self.value < self.ceiling or busy >= self.backfill_below:
+            return 0
+        return self.backfill
+
 
 class Gate:
-    """Slots for runs: :meth:`enter` blocks until the run may start (False once the gate is
-    closed: a Ctrl-C drops what has not started), :meth:`leave` frees the slot. Runs are let in
-    in the order they asked."""
+    """Slots for runs: :meth:`enter` blocks until a run may start and says which
+    (:data:`IN_ORDER` or, a backfill, :data:`FROM_END`; None once the gate is closed: a Ctrl-C
+    drops what has not started), :meth:`leave` frees that slot. Workers are let in in the order
+    they asked."""
 
     def __init__(self, jobs: int, limit: Limit | None = None,
                  meter: Callable[[], Reading | None] | None = None,
@@ -80,12 +108,15 @@ class Gate:
         self._next_ticket = 0
         self._serving = 0
         self._in_flight = 0
+        self._backfill_allowed = 0
+        self._backfill_in_flight = 0
         self._waited = False
         self._closed = False
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
-        #: the highest limit reached (for tests and tracing)
+        #: the highest limit and backfill reached (for tests and tracing)
         self.peak = self._allowed
+        self.backfill_peak = 0
 
     def start(self) -> Gate:
         """Start the sampler when the limit is adaptive and the CPUs can be read."""
@@ -95,25 +126,34 @@ class Gate:
             self._sampler.start()
         return self
 
-    def enter(self) -> bool:
+    def enter(self) -> str | None:
         with self._cond:
             ticket = self._next_ticket
             self._next_ticket += 1
-            while not self._closed and (ticket != self._serving
-                                        or self._in_flight >= self._allowed):
+            while not self._closed and (ticket != self._serving or self._full()):
                 if ticket == self._serving:
                     self._waited = True
                 self._cond.wait()
             if self._closed:
-                return False
+                return None
             self._serving += 1
-            self._in_flight += 1
             self._cond.notify_all()
-            return True
+            if self._in_flight < self._allowed:
+                self._in_flight += 1
+                return IN_ORDER
+            self._backfill_in_flight += 1
+            return FROM_END
 
-    def leave(self) -> None:
+    def _full(self) -> bool:
+        return (self._in_flight >= self._allowed
+                and self._backfill_in_flight >= self._backfill_allowed)
+
+    def leave(self, slot: str = IN_ORDER) -> None:
         with self._cond:
-            self._in_flight -= 1
+            if slot == FROM_END:
+                self._backfill_in_flight -= 1
+            else:
+                self._in_flight -= 1
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -136,7 +176,9 @@ class Gate:
             with self._cond:
                 waited, self._waited = self._waited, False
                 allowed = self._limit.observe(busy, waited or self._next_ticket > self._serving)
-                if allowed != self._allowed:
-                    self._allowed = allowed
+                backfill = self._limit.backfilled(busy)
+                if (allowed, backfill) != (self._allowed, self._backfill_allowed):
+                    self._allowed, self._backfill_allowed = allowed, backfill
                     self.peak = max(self.peak, allowed)
+                    self.backfill_peak = max(self.backfill_peak, backfill)
                     self._cond.notify_all()

@@ -11,6 +11,10 @@ transport)'s wall time in seconds from a reference run of the catalogue (``pytho
 benchmarks/durations.py REPORT/results.json`` writes it). A run it does not name (a new
 scenario, a user's own fixture) counts as the median. The order changes only when runs start:
 each run is isolated, so no verdict depends on it.
+
+The default ``--jobs`` takes runs from the order's other end too: while its limit is at its
+ceiling and the CPUs idle (the first runs sleep), extra slots take the shortest runs
+(admission.py, backfill).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ import contextlib
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from palace_conformance.contract import HARNESS_CAPABILITIES, TRANSPORTS
 from palace_conformance.errors import HostError
 from palace_conformance.resources import tool_catalogue
 from palace_conformance.runner.execution import node_pool
-from palace_conformance.runner.execution.admission import Gate, Limit
+from palace_conformance.runner.execution.admission import IN_ORDER, Gate, Limit
 from palace_conformance.runner.execution.cpu_busy import open_meter
 from palace_conformance.runner.execution.driver import DriverClient, DriverFailure
 from palace_conformance.runner.execution.execute import HELLO_TIMEOUT_MS, RunOptions, run_scenario
@@ -70,6 +71,9 @@ class SuiteOptions:
     #: the default's growth (runner/execution/admission.py): above ``jobs``, the runs in flight
     #: may rise to this while the runner's CPUs have time to spare; None: ``jobs`` is fixed
     max_jobs: int | None = None
+    #: with ``max_jobs``: runs from the order's end that may start beyond it while the CPUs
+    #: are idle (admission.py, backfill)
+    backfill: int = 0
     transports: tuple[str, ...] = TRANSPORTS
     baseline: Baseline | None = None
     #: stop starting runs after the first failure no baseline expects (``run -x``)
@@ -184,6 +188,7 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
     too_slow: list[tuple[str, str, float]] = []
 
     def one(job: tuple[Scenario, str]) -> ScenarioResult | None:
+        """Run ``job`` in the slot its worker holds."""
         scenario, transport = job
         if stop.is_set():
             return None
@@ -192,16 +197,9 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
             if added > options.max_scenario_seconds:
                 too_slow.append((scenario.id, transport, added))
                 return None
-        if not gate.enter():
-            return None
-        try:
-            if stop.is_set():
-                return None
-            if progress is not None:
-                progress.begin(scenario, transport)
-            result = runner(scenario, transport, run_options, capabilities)
-        finally:
-            gate.leave()
+        if progress is not None:
+            progress.begin(scenario, transport)
+        result = runner(scenario, transport, run_options, capabilities)
         for more in options.judges:  # here, in the worker: it overlaps the other runs' waits
             more([result], capabilities)
         if options.exitfirst and _stops(result, options.baseline):
@@ -249,27 +247,54 @@ def run_suite(scenarios: Sequence[Scenario], options: SuiteOptions,
 def _in_parallel(jobs: Sequence[tuple[Scenario, str]],
                  one: Callable[[tuple[Scenario, str]], ScenarioResult | None],
                  options: SuiteOptions, gate: Gate) -> list[ScenarioResult | None]:
-    """``one`` over every job, as many at once as ``gate`` lets in; the gate is closed after."""
-    pool = ThreadPoolExecutor(max_workers=max(1, options.jobs, options.max_jobs or 0))
+    """``one`` over every job, each in a slot of ``gate``: a slot in order takes the next job,
+    a backfill slot the last one (admission.py); the gate is closed after. The results are in
+    ``jobs``' order, None for a job not run."""
+    pending = deque(enumerate(jobs))
+    taking = threading.Lock()
+    finished: list[ScenarioResult | None] = [None] * len(jobs)
+
+    def worker() -> None:
+        while (slot := gate.enter()) is not None:
+            try:
+                with taking:
+                    if not pending:
+                        return
+                    index, job = pending.popleft() if slot == IN_ORDER else pending.pop()
+                finished[index] = one(job)
+            finally:
+                gate.leave(slot)
+
+    workers = min(max(1, options.jobs, options.max_jobs or 0) + options.backfill,
+                  max(1, len(jobs)))
+    pool = ThreadPoolExecutor(max_workers=workers)
     try:
         # Node hosts wait started (node_pool), a couple for the workers to take from
         with node_pool.session(size=min(2, options.jobs)):
-            return list(pool.map(one, jobs))
+            running = [pool.submit(worker) for _ in range(workers)]
+            # a worker that raised (the runner's own error) ends the suite at once
+            for each in wait(running, return_when=FIRST_EXCEPTION).done:
+                each.result()
+            for each in running:
+                each.result()
+        return finished
     finally:
         # on Ctrl-C, runs not started yet are dropped (those waiting for a slot too: the gate
         # closes first); runs in flight finish (each has deadlines) so that their processes are
-        # cleaned up. After a whole map there is nothing left to drop.
+        # cleaned up. After every job there is nothing left to drop.
         gate.close()
         pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _gate(options: SuiteOptions) -> Gate:
     """The suite's slots: ``jobs`` of them, or with ``max_jobs`` a limit that grows from ``jobs``
-    while the CPUs have time to spare (fixed when they cannot be read)."""
-    if options.max_jobs is not None and options.max_jobs > options.jobs:
+    (and backfills at ``max_jobs``) while the CPUs have time to spare; fixed when they cannot
+    be read."""
+    if options.max_jobs is not None and (options.max_jobs > options.jobs or options.backfill):
         meter = open_meter()
         if meter is not None:
-            return Gate(options.jobs, Limit(options.jobs, options.max_jobs), meter).start()
+            limit = Limit(options.jobs, options.max_jobs, options.backfill)
+            return Gate(options.jobs, limit, meter).start()
     return Gate(options.jobs)
 
 
