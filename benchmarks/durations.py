@@ -9,7 +9,12 @@ from a whole-catalogue run of the reference bridge::
     python benchmarks/durations.py /tmp/pc-report/results.json
 
 Only the order of the figures matters (a loaded machine stretches them all alike), so they are
-rounded to 0.1 s.
+rounded to 0.1 s. Measure a refresh side by side before keeping it (``python
+benchmarks/run_timeline.py -q --level seed`` on both trees, alternating): the order also decides
+when the CPU-heavy runs start. On 2026-12-08 a refresh from a ``--jobs 4`` run made the default
+run slower, 22.5-24.8 s before and 25.2-26.5 s after, 4 rounds each: the old figures ranked the
+``tool.cli.*`` runs (each starts the bridge's CLI, a cold interpreter, several times) among the
+longest, so they ran in the first seconds, while the longest runs sleep and the CPUs idle.
 """
 
 from __future__ import annotations
