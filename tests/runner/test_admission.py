@@ -401,3 +401,21 @@ def test_run_grows_by_default_and_keeps_a_given_jobs_fixed(
             main(["run", "-q", "--bridge", host, "--select", "life.handshake.*", *jobs_flag])
     capsys.readouterr()
     assert seen == [(8, 24, 16), (3, None, 0)]
+
+
+def test_diff_and_matrix_take_the_same_default_and_keep_a_given_jobs_fixed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from palace_conformance.commands import drift
+    from palace_conformance.runner import jobs
+
+    monkeypatch.setattr(jobs, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(jobs, "available_memory", lambda: 64 * 2**30)
+    chosen: list[tuple[int, int | None, int]] = []
+    for named in (None, 3):
+        args = argparse.Namespace(jobs=named, select=[], transport="both", op_timeout_ms=15000,
+                                  level=None)
+        selection = drift._selection(args)
+        chosen.append((selection.jobs, selection.max_jobs, selection.backfill))
+    assert chosen == [(8, 24, 16), (3, None, 0)]

@@ -69,6 +69,8 @@ class Selection:
     real: Any = None
     #: the default's growth (SuiteOptions.max_jobs); None: ``jobs`` is fixed
     max_jobs: int | None = None
+    #: the default's backfill at ``max_jobs`` (SuiteOptions.backfill)
+    backfill: int = 0
 
 
 def bridge_label(spec: str) -> str:
@@ -219,7 +221,7 @@ def run_bridge(spec: str, argv: Sequence[str], scenarios: Sequence[Scenario],
                                           server=selection.real if selection.real is not None
                                           else FAKE_PALACE),
                            jobs=selection.jobs, max_jobs=selection.max_jobs,
-                           transports=selection.transports,
+                           backfill=selection.backfill, transports=selection.transports,
                            judges=golden.judges(level=level, profile=profile,
                                                 server="fake" if selection.real is None
                                                 else "real"))

@@ -20,8 +20,8 @@ The limit's ceiling can leave idle CPUs idle: the order starts the longest runs 
 sleeping run and the CPUs 12-60 % busy, while the short runs that would use them waited at the
 order's end. So a limit may also *backfill*: in a window that found it at its ceiling with the
 CPUs under :data:`BACKFILL_BELOW` busy, up to ``backfill`` more runs start, taken from the
-order's end (the shortest). They get no slot in the next window unless it is idle again, so
-a loaded machine never sees them.
+order's end (the shortest). The next window opens none unless it is idle again (a started run
+finishes), so a loaded machine never sees them.
 
 :class:`Limit` is the policy, plain code over samples a test feeds by hand; :class:`Gate` is the
 threading around it (slots handed out in the order runs asked, a sampler thread).
