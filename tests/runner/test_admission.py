@@ -364,7 +364,7 @@ def test_a_runners_own_error_ends_the_suite_and_is_raised(
         calls.append(scenario.id)
         if len(calls) == 3:
             raise RuntimeError("the runner broke")
-        time.sleep(0.05)
+        time.sleep(0.2)  # the rest would need about 1.2 s: the error ends the suite long before
         return ScenarioResult(scenario=scenario.id, transport=transport, status="passed")
 
     scenarios = [shipped(sid) for sid in SCENARIOS] * 5
