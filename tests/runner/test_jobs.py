@@ -41,3 +41,34 @@ def test_available_memory_reads_memavailable(tmp_path: Path) -> None:
     assert jobs.available_memory(str(meminfo)) is None
     assert jobs.available_memory(str(tmp_path / "missing")) is None
     assert jobs.default_jobs(cpus=2, memory=None) >= jobs.MIN_JOBS
+
+
+@pytest.mark.parametrize(("cpus", "memory_gib", "expected"),
+                         [(1, 64, 8), (2, 64, 16), (8, 64, 16),  # per CPU, up to the cap
+                          (2, 8, 8),  # 8 GiB holds 32 runs: 24 for the ceiling, 8 besides
+                          (2, 6, 0), (1, 1, 0)])  # nothing beside the ceiling's runs
+def test_backfill_per_cpu_capped_and_within_memory_beside_the_ceiling(
+        cpus: int, memory_gib: int, expected: int) -> None:
+    memory = memory_gib * 2**30
+    assert jobs.backfill_slots(cpus, memory) == expected
+    assert jobs.adaptive_ceiling(cpus, memory) + expected <= max(
+        memory // jobs.MEMORY_PER_RUN, jobs.default_jobs(cpus, memory))
+
+
+def test_a_given_jobs_is_fixed_and_the_default_reads_the_machine_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+
+    def cpus() -> int:
+        reads.append("cpus")
+        return 2
+
+    def memory() -> int:
+        reads.append("memory")
+        return PLENTY
+
+    monkeypatch.setattr(jobs, "usable_cpus", cpus)
+    monkeypatch.setattr(jobs, "available_memory", memory)
+    assert jobs.admission_for(3) == (3, None, 0) and reads == []
+    assert jobs.admission_for(None) == (8, 24, 16)
+    assert sorted(reads) == ["cpus", "memory"]

@@ -27,7 +27,7 @@ from palace_conformance.commands.usage import (
     write_text,
 )
 from palace_conformance.contract import TRANSPORTS
-from palace_conformance.runner.jobs import adaptive_ceiling, backfill_slots, default_jobs
+from palace_conformance.runner.jobs import admission_for
 
 if TYPE_CHECKING:
     from palace_conformance.runner.compare.sources import Source
@@ -54,14 +54,12 @@ class _AddSource(argparse.Action):
 def _selection(args: argparse.Namespace) -> Any:
     from palace_conformance.runner.compare.sources import Selection
 
-    jobs = default_jobs() if args.jobs is None else args.jobs
+    jobs, max_jobs, backfill = admission_for(args.jobs)
     at_least_one("--jobs", jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
-    fixed = args.jobs is not None
     return Selection(tuple(args.select), transports, jobs, args.op_timeout_ms, args.level,
-                     max_jobs=None if fixed else adaptive_ceiling(),
-                     backfill=0 if fixed else backfill_slots())
+                     max_jobs=max_jobs, backfill=backfill)
 
 
 def _command_line(prog: str, args: argparse.Namespace) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from palace_conformance.commands.usage import RunUsageError
 from palace_conformance.contract import SHARED_RUN_OPTIONS
-from palace_conformance.runner.jobs import adaptive_ceiling, default_jobs
+from palace_conformance.runner.jobs import adaptive_ceiling, backfill_slots, default_jobs
 
 if TYPE_CHECKING:
     from palace_conformance.real.world import RealServerSetup
@@ -45,7 +45,8 @@ def add_scenario_paths(parser: argparse.ArgumentParser) -> None:
 
 def add_jobs(parser: argparse.ArgumentParser, grows: bool = False) -> None:
     """``--jobs N``; ``grows``: the default is adaptive (runner/execution/admission.py)."""
-    growth = f", growing to {adaptive_ceiling()} while the CPUs are idle" if grows else ""
+    growth = (f", growing to {adaptive_ceiling()} and then up to {backfill_slots()} of the "
+              "shortest runs besides while the CPUs are idle") if grows else ""
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="runs in parallel, a fixed number (default: 4 per CPU, 2 to 12, "
                         f"as memory allows, here {default_jobs()}{growth}); every run is "

@@ -35,7 +35,7 @@ from palace_conformance.commands.usage import (
 )
 from palace_conformance.contract import SHARED_RUN_OPTIONS, TRANSPORTS
 from palace_conformance.runner.interrupts import interrupt
-from palace_conformance.runner.jobs import adaptive_ceiling, backfill_slots, default_jobs
+from palace_conformance.runner.jobs import admission_for
 from palace_conformance.runner.selection import (
     bridge_of,
     check_stray_patterns,
@@ -83,10 +83,8 @@ def _listing(scenarios: list[Scenario], transports: tuple[str, ...],
 
 def _checked_numbers(args: argparse.Namespace) -> float:
     """The run's counts checked (``--jobs`` defaulted to the machine's), its slack factor read."""
-    args.max_jobs, args.backfill = None, 0
-    if args.jobs is None:  # the default: it starts here and grows while the CPUs are idle
-        args.jobs, args.max_jobs = default_jobs(), adaptive_ceiling()
-        args.backfill = backfill_slots()
+    # the default starts at jobs and grows (and backfills) while the CPUs are idle
+    args.jobs, args.max_jobs, args.backfill = admission_for(args.jobs)
     at_least_one("--jobs", args.jobs)
     at_least_one("--op-timeout-ms", args.op_timeout_ms)
     if args.max_scenario_seconds is not None:

@@ -84,6 +84,17 @@ def backfill_slots(cpus: int | None = None, memory: int | None = None) -> int:
     return max(0, together - ceiling)
 
 
+def admission_for(given: int | None) -> tuple[int, int | None, int]:
+    """``(jobs, max_jobs, backfill)`` for a ``--jobs`` flag: a given number is fixed (no growth,
+    no backfill); without one, :func:`default_jobs`, :func:`adaptive_ceiling` and
+    :func:`backfill_slots`, from one reading of the CPUs and memory."""
+    if given is not None:
+        return given, None, 0
+    cpus, memory = usable_cpus(), available_memory()
+    return (default_jobs(cpus, memory), adaptive_ceiling(cpus, memory),
+            backfill_slots(cpus, memory))
+
+
 def _within(jobs: int, cap: int, memory: int | None) -> int:
     """``jobs``, at most ``cap`` and what ``memory`` (None: unknown) holds at
     :data:`MEMORY_PER_RUN` a run."""
